@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { GpuMetrics } from './metrics.ts';
+import { PciBus } from './pci-bus.ts';
+import { Severity } from './severity.ts';
+
+/** The `data` of each envelope type (DESIGN.md, "The envelope"). */
+
+const isoTime = z.iso.datetime({ offset: false });
+
+export const GpuSampleData = z.object({ gpus: z.array(GpuMetrics) });
+export type GpuSampleData = z.infer<typeof GpuSampleData>;
+
+export const KernelLineData = z.object({ line: z.string() });
+export type KernelLineData = z.infer<typeof KernelLineData>;
+
+export const KERNEL_EVENT_KINDS = [
+  'xid', 'sxid', 'nvlink', 'pcie_aer', 'fallen_off_bus', 'ecc', 'row_remap', 'oom_kill', 'thermal', 'gsp', 'other_gpu',
+] as const;
+export const KernelEventKind = z.enum(KERNEL_EVENT_KINDS);
+export type KernelEventKind = z.infer<typeof KernelEventKind>;
+
+export const KernelEventData = z.object({
+  kind: KernelEventKind,
+  pci_bus: PciBus.optional(),
+  gpu: z.number().int().nonnegative().optional(),
+  xid: z.number().int().nonnegative().optional(),
+  pid: z.number().int().nonnegative().optional(),
+  process: z.string().optional(),
+  message: z.string(),
+  severity: Severity,
+  meaning: z.string().optional(),
+  action: z.string().optional(),
+  /** How many identical lines a burst collapsed into this event. */
+  count: z.number().int().positive().optional(),
+  /** Continuation lines (GSP RPC tables, stack traces) attached to the event. */
+  details: z.array(z.string()).optional(),
+});
+export type KernelEventData = z.infer<typeof KernelEventData>;
+
+export const PROVIDERS = ['aws', 'aws-imds', 'gcp', 'azure', 'oci', 'generic'] as const;
+export const Provider = z.enum(PROVIDERS);
+export type Provider = z.infer<typeof Provider>;
+
+export const ProviderRawData = z.object({ provider: Provider, payload: z.unknown() });
+export type ProviderRawData = z.infer<typeof ProviderRawData>;
+
+export const PROVIDER_EVENT_KINDS = [
+  'maintenance', 'reboot', 'retirement', 'stop', 'terminate', 'preemption', 'migration', 'rebalance',
+] as const;
+export const PROVIDER_EVENT_STATUSES = ['scheduled', 'started', 'completed', 'cancelled'] as const;
+
+export const ProviderEventData = z.object({
+  provider: Provider,
+  event_id: z.string().min(1),
+  kind: z.enum(PROVIDER_EVENT_KINDS),
+  status: z.enum(PROVIDER_EVENT_STATUSES),
+  hosts: z.array(z.string().min(1)),
+  window_start: isoTime.optional(),
+  window_end: isoTime.optional(),
+  description: z.string(),
+  raw_id: z.string(),
+});
+export type ProviderEventData = z.infer<typeof ProviderEventData>;
+
+export const InventoryGpu = z.object({
+  index: z.number().int().nonnegative(),
+  uuid: z.string().min(1),
+  pci_bus: PciBus,
+  name: z.string(),
+  serial: z.string().optional(),
+});
+export type InventoryGpu = z.infer<typeof InventoryGpu>;
+
+export const HostInventoryData = z.object({
+  gpu_model: z.string(),
+  gpu_count: z.number().int().nonnegative(),
+  driver_version: z.string(),
+  cuda_version: z.string(),
+  vbios: z.string().optional(),
+  kernel: z.string().optional(),
+  provider: z.string().optional(),
+  instance_id: z.string().optional(),
+  instance_type: z.string().optional(),
+  gpus: z.array(InventoryGpu),
+});
+export type HostInventoryData = z.infer<typeof HostInventoryData>;
+
+export const ALERT_CATEGORIES = [
+  'xid', 'ecc', 'row_remap', 'thermal', 'power', 'clocks', 'pcie', 'nvlink', 'fallen_off_bus', 'stuck_job',
+  'idle_cost', 'host_down', 'collector', 'maintenance', 'drift', 'straggler', 'baseline', 'kernel', 'other',
+] as const;
+export const AlertCategory = z.enum(ALERT_CATEGORIES);
+export type AlertCategory = z.infer<typeof AlertCategory>;
+
+export const AlertData = z.object({
+  fingerprint: z.string().min(1),
+  status: z.enum(['firing', 'resolved']),
+  severity: Severity,
+  category: AlertCategory,
+  rule: z.string().min(1),
+  gpu: z
+    .object({ index: z.number().int().nonnegative(), uuid: z.string().optional(), pci_bus: PciBus.optional() })
+    .optional(),
+  summary: z.string(),
+  description: z.string().optional(),
+  action: z.string().optional(),
+  starts_at: isoTime,
+  ends_at: isoTime.optional(),
+  expected: z.boolean().optional(),
+  evidence: z.array(z.string()),
+  templates: z.array(z.string()).optional(),
+});
+export type AlertData = z.infer<typeof AlertData>;
+
+export const NotificationData = z.object({
+  receiver: z.string().min(1),
+  channel: z.string().min(1),
+  fingerprints: z.array(z.string()),
+  reason: z.string(),
+  outcome: z.enum(['sent', 'failed', 'suppressed']),
+  attempt: z.number().int().nonnegative(),
+  error: z.string().optional(),
+});
+export type NotificationData = z.infer<typeof NotificationData>;
