@@ -1,0 +1,193 @@
+import { newEnvelope, TOPICS } from '@gpualert/schema';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/infra/wait-for.ts';
+import { DEADLETTER_HEADERS, envelopeMessage, type Batch, type Bus, type Subscription } from './bus.ts';
+
+/** A fresh, isolated bus per test (its own topic prefix on a shared broker). */
+export type BusFactory = () => Promise<Bus>;
+
+interface Received {
+  readonly host: string;
+  readonly seq: number;
+  readonly key: string | null;
+}
+
+function line(host: string, seq: number) {
+  return envelopeMessage(
+    newEnvelope({ type: 'kernel.line', host, source: 'conformance', data: { line: `seq ${seq}` } }),
+  );
+}
+
+function received(batch: Batch): Received[] {
+  return batch.items.map(({ envelope, message }) => ({
+    host: envelope.host,
+    seq: envelope.type === 'kernel.line' ? Number(envelope.data.line.slice(4)) : -1,
+    key: message.key,
+  }));
+}
+
+const TOPIC = 'conformance.events';
+
+/**
+ * One suite every Bus adapter passes: the embedded bus is a product feature held to the same
+ * contract as Kafka, not a test double.
+ */
+export function busConformance(name: string, makeBus: BusFactory, sessionTimeoutMs: number): void {
+  describe(`Bus conformance: ${name}`, () => {
+    const open: Bus[] = [];
+    const subscriptions: Subscription[] = [];
+    async function bus(): Promise<Bus> {
+      const b = await makeBus();
+      open.push(b);
+      await b.ensureTopics([TOPIC, TOPICS.deadletter]);
+      return b;
+    }
+    afterEach(async () => {
+      await Promise.allSettled(subscriptions.splice(0).map((s) => s.stop()));
+      await Promise.allSettled(open.splice(0).map((b) => b.close()));
+    });
+
+    it('round-trips envelopes with their host as key', async () => {
+      const b = await bus();
+      const got: Received[] = [];
+      subscriptions.push(await b.consume({ group: 'g1', topics: [TOPIC], handler: async (batch) => void got.push(...received(batch)) }));
+      await b.publish(TOPIC, [line('h1', 1), line('h2', 2), line('h3', 3)]);
+      await waitFor(() => got.length === 3, 'three messages');
+      expect(got.map((r) => [r.host, r.key, r.seq]).sort()).toEqual([['h1', 'h1', 1], ['h2', 'h2', 2], ['h3', 'h3', 3]]);
+    });
+
+    it('keeps each host in order across many publishes', async () => {
+      const b = await bus();
+      const got: Received[] = [];
+      subscriptions.push(await b.consume({ group: 'g1', topics: [TOPIC], handler: async (batch) => void got.push(...received(batch)) }));
+      const hosts = ['a', 'b', 'c', 'd', 'e'];
+      for (let round = 0; round < 20; round += 1) {
+        await b.publish(TOPIC, hosts.flatMap((h) => [line(h, round * 2), line(h, round * 2 + 1)]));
+      }
+      await waitFor(() => got.length === 200, '200 messages');
+      for (const host of hosts) {
+        expect(got.filter((r) => r.host === host).map((r) => r.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      }
+    });
+
+    it('shares partitions between two members of a group', async () => {
+      const b = await bus();
+      const byMember: Received[][] = [[], []];
+      for (const member of [0, 1]) {
+        subscriptions.push(
+          await b.consume({ group: 'shared', topics: [TOPIC], handler: async (batch) => void byMember[member]!.push(...received(batch)) }),
+        );
+      }
+      const hosts = Array.from({ length: 24 }, (_, i) => `host-${i}`);
+      let seq = 0;
+      // Keep publishing until the group has settled and both members have work.
+      await waitFor(async () => {
+        await b.publish(TOPIC, hosts.map((h) => line(h, seq)));
+        seq += 1;
+        return byMember[0]!.length > 0 && byMember[1]!.length > 0;
+      }, 'both members to receive messages');
+      const all = new Set([...byMember[0]!, ...byMember[1]!].map((r) => `${r.host}/${r.seq}`));
+      await waitFor(() => {
+        for (const r of [...byMember[0]!, ...byMember[1]!]) all.add(`${r.host}/${r.seq}`);
+        return all.size === hosts.length * seq;
+      }, 'every message');
+      // Once settled, one host belongs to one member.
+      const late = (member: number) => new Set(byMember[member]!.filter((r) => r.seq === seq - 1).map((r) => r.host));
+      expect([...late(0)].filter((h) => late(1).has(h))).toEqual([]);
+    });
+
+    it('redelivers the batch of a member that died mid-batch to the survivor, losing nothing', async () => {
+      const b = await bus();
+      let release: () => void = () => {};
+      const stuck = new Promise<void>((resolve) => (release = resolve));
+      const held: Received[] = [];
+      const survivor: Received[] = [];
+      subscriptions.push(
+        await b.consume({
+          group: 'crash',
+          topics: [TOPIC],
+          sessionTimeoutMs,
+          handler: async (batch) => {
+            held.push(...received(batch));
+            await stuck; // never returns while the test runs: this member is dead to the group
+          },
+        }),
+      );
+      subscriptions.push(
+        await b.consume({ group: 'crash', topics: [TOPIC], sessionTimeoutMs, handler: async (batch) => void survivor.push(...received(batch)) }),
+      );
+      const hosts = Array.from({ length: 16 }, (_, i) => `host-${i}`);
+      const published = new Set<string>();
+      let seq = 0;
+      await waitFor(async () => {
+        await b.publish(TOPIC, hosts.map((h) => line(h, seq)));
+        for (const h of hosts) published.add(`${h}/${seq}`);
+        seq += 1;
+        return held.length > 0;
+      }, 'the doomed member to take a batch');
+      await waitFor(() => {
+        const seen = new Set(survivor.map((r) => `${r.host}/${r.seq}`));
+        return [...published].every((id) => seen.has(id));
+      }, 'the survivor to receive every message, the dead member\'s batch included', sessionTimeoutMs * 10 + 30_000);
+      const seen = new Set(survivor.map((r) => `${r.host}/${r.seq}`));
+      for (const r of held) expect(seen.has(`${r.host}/${r.seq}`)).toBe(true);
+      release();
+    });
+
+    it('sends a malformed message to the dead-letter topic with its reason and goes on', async () => {
+      const b = await bus();
+      const got: Received[] = [];
+      subscriptions.push(await b.consume({ group: 'dl', topics: [TOPIC], handler: async (batch) => void got.push(...received(batch)) }));
+      const broken = JSON.stringify({ ...JSON.parse(String(line('h1', 0).value)), ts: 'yesterday' });
+      await b.publish(TOPIC, [
+        line('h1', 1),
+        { key: 'h1', value: Buffer.from([0x7b, 0x22, 0xff]) },
+        { key: 'h1', value: broken },
+        line('h1', 2),
+      ]);
+      await waitFor(() => got.length === 2, 'the two valid messages');
+      expect(got.map((r) => r.seq)).toEqual([1, 2]);
+      let dead = await b.read(TOPICS.deadletter);
+      await waitFor(async () => (dead = await b.read(TOPICS.deadletter)).length === 2, 'two dead letters');
+      dead.sort((x, y) => Number(x.headers[DEADLETTER_HEADERS.offset]) - Number(y.headers[DEADLETTER_HEADERS.offset]));
+      expect([...dead[0]!.value]).toEqual([0x7b, 0x22, 0xff]);
+      expect(dead[0]!.headers[DEADLETTER_HEADERS.reason]).toMatch(/^message: expected UTF-8 text/);
+      expect(dead[0]!.headers[DEADLETTER_HEADERS.topic]).toBe(TOPIC);
+      expect(dead[0]!.key).toBe('h1');
+      expect(dead[1]!.value.toString()).toBe(broken);
+      expect(dead[1]!.headers[DEADLETTER_HEADERS.reason]).toBe('ts: expected an ISO-8601 timestamp, got string "yesterday"');
+    });
+
+    it('commits only after what the batch produced is durable, so a restart resumes where it stopped', async () => {
+      const b = await bus();
+      const out = 'conformance.out';
+      await b.ensureTopics([out]);
+      const first: Received[] = [];
+      const sub = await b.consume({
+        group: 'resume',
+        topics: [TOPIC],
+        handler: async (batch, context) => {
+          first.push(...received(batch));
+          await context.publish(out, batch.items.map(({ envelope }) => envelopeMessage(envelope)));
+        },
+      });
+      await b.publish(TOPIC, [line('h1', 1), line('h1', 2)]);
+      await waitFor(() => first.length === 2, 'the first two');
+      await sub.stop();
+      expect((await b.read(out)).length).toBe(2);
+      await b.publish(TOPIC, [line('h1', 3)]);
+      const second: Received[] = [];
+      subscriptions.push(await b.consume({ group: 'resume', topics: [TOPIC], handler: async (batch) => void second.push(...received(batch)) }));
+      await waitFor(() => second.length >= 1, 'the message published while stopped');
+      expect(second.map((r) => r.seq)).toEqual([3]);
+    });
+
+    it('reads a topic by time range without joining a group', async () => {
+      const b = await bus();
+      const base = Date.parse('2026-06-01T00:00:00Z');
+      await b.publish(TOPIC, [0, 1, 2, 3, 4].map((i) => ({ ...line(`h${i}`, i), timestamp: base + i * 60_000 })));
+      const range = await b.read(TOPIC, { from: base + 60_000, to: base + 3 * 60_000 });
+      expect(range.map((m) => m.timestamp - base)).toEqual([60_000, 120_000, 180_000]);
+    });
+  });
+}

@@ -1,0 +1,98 @@
+import type { Envelope } from '@gpualert/schema';
+
+/** A message to publish; `key` is the host, so one host's messages stay in order. */
+export interface OutgoingMessage {
+  readonly key: string;
+  readonly value: Uint8Array | string;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Milliseconds since the epoch; the bus's clock when absent. */
+  readonly timestamp?: number;
+}
+
+export interface IncomingMessage {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string | null;
+  readonly value: Buffer;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timestamp: number;
+}
+
+/** A valid envelope with the message it came in. */
+export interface ConsumedEnvelope {
+  readonly message: IncomingMessage;
+  readonly envelope: Envelope;
+}
+
+/** The valid envelopes of one fetched batch of one partition, in offset order. */
+export interface Batch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly items: readonly ConsumedEnvelope[];
+}
+
+export interface BatchContext {
+  /**
+   * Publishes what the batch produced. The consumer commits the batch's offsets only after every
+   * publish made through here is durable, so use it rather than the bus directly.
+   */
+  publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void>;
+}
+
+export type BatchHandler = (batch: Batch, context: BatchContext) => Promise<void>;
+
+export interface ConsumeOptions {
+  readonly group: string;
+  readonly topics: readonly string[];
+  readonly handler: BatchHandler;
+  /** Where a group with no committed offset starts: the oldest message (default) or the next new one. */
+  readonly fromBeginning?: boolean;
+  /** A member silent for longer than this (a handler stuck or a process killed) loses its partitions. */
+  readonly sessionTimeoutMs?: number;
+}
+
+export interface ReadOptions {
+  readonly from?: number;
+  /** Stop after messages with a timestamp past this (ms since the epoch). */
+  readonly to?: number;
+}
+
+export interface Subscription {
+  /** Stops fetching, lets the batch in flight finish and commit, and leaves the group. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The port every service talks to. Topic names are the logical ones from the schema; an adapter
+ * may prefix them per deployment.
+ */
+export interface Bus {
+  readonly kind: 'kafka' | 'memory';
+  /** Creates the topics that do not exist yet. */
+  ensureTopics(topics: readonly string[]): Promise<void>;
+  /** Resolves only once every message is durable (for Kafka: acked by all in-sync replicas). */
+  publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void>;
+  /** Joins a consumer group; messages that are not valid envelopes go to the dead-letter topic. */
+  consume(options: ConsumeOptions): Promise<Subscription>;
+  /**
+   * Reads a topic's raw messages from `from` (ms since the epoch, by message timestamp; the
+   * oldest when absent) up to what it held when the call began, without joining a group.
+   */
+  read(topic: string, options?: ReadOptions): Promise<IncomingMessage[]>;
+  close(): Promise<void>;
+}
+
+/** Headers of a dead-letter record; its value is the original bytes, untouched. */
+export const DEADLETTER_HEADERS = {
+  reason: 'gpualert-reason',
+  topic: 'gpualert-topic',
+  partition: 'gpualert-partition',
+  offset: 'gpualert-offset',
+  group: 'gpualert-group',
+} as const;
+
+/** Builds an outgoing message from an envelope, keyed by its host. */
+export function envelopeMessage(envelope: Envelope): OutgoingMessage {
+  return { key: envelope.host, value: JSON.stringify(envelope), timestamp: Date.parse(envelope.ts) };
+}

@@ -1,0 +1,299 @@
+import {
+  Kafka, Partitioners, logLevel as KafkaLogLevel, type Admin, type Consumer, type EachBatchPayload,
+  type IHeaders, type Message, type Producer,
+} from 'kafkajs';
+import { randomUUID } from 'node:crypto';
+import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
+import { processBatch } from './process-batch.ts';
+import { retryBatch } from './retry-batch.ts';
+
+export interface KafkaBusOptions {
+  readonly brokers: readonly string[];
+  readonly clientId?: string;
+  /** Prepended to every topic name, so deployments (and tests) can share one cluster. */
+  readonly topicPrefix?: string;
+  readonly partitions?: number;
+  readonly replicationFactor?: number;
+  /** How long a publish may keep retrying before it fails (the intake answers 503 then). */
+  readonly publishTimeoutMs?: number;
+  /** How long a fetch waits for data; small keeps latency in milliseconds. */
+  readonly maxWaitMs?: number;
+  readonly log?: (level: 'error' | 'warn' | 'info', event: string, detail: Record<string, unknown>) => void;
+}
+
+interface PendingSend {
+  readonly topic: string;
+  readonly messages: Message[];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Kafka through kafkajs: an idempotent producer with acks from every in-sync replica, consumer
+ * groups that commit only after a batch and all it produced are durable.
+ */
+export class KafkaBus implements Bus {
+  readonly kind = 'kafka' as const;
+  private readonly kafka: Kafka;
+  private readonly producer: Producer;
+  private readonly admin: Admin;
+  private readonly prefix: string;
+  private readonly options: KafkaBusOptions;
+  private readonly subscriptions = new Set<Subscription>();
+  private readonly knownTopics = new Set<string>();
+  private connecting: Promise<void> | undefined;
+  private queue: PendingSend[] = [];
+  private sending = false;
+
+  constructor(options: KafkaBusOptions) {
+    this.options = options;
+    this.prefix = options.topicPrefix ?? '';
+    const log = options.log ?? (() => {});
+    this.kafka = new Kafka({
+      clientId: options.clientId ?? 'gpualert',
+      brokers: [...options.brokers],
+      connectionTimeout: 3_000,
+      requestTimeout: 10_000,
+      retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2_000 },
+      logLevel: KafkaLogLevel.WARN,
+      logCreator: () => ({ level, log: entry }) => {
+        const { message, ...detail } = entry;
+        // Limiting the idempotent producer's retries is deliberate: a publish must fail in
+        // bounded time so the caller can answer 503 and the sender retries.
+        if (message.includes('Limiting retries for the idempotent producer')) return;
+        log(level === KafkaLogLevel.ERROR ? 'error' : 'warn', 'kafka', { message, ...detail });
+      },
+    });
+    const publishTimeoutMs = options.publishTimeoutMs ?? 10_000;
+    this.producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: Math.max(1, Math.ceil(publishTimeoutMs / 1_000)), initialRetryTime: 100, maxRetryTime: 1_000 },
+    });
+    this.admin = this.kafka.admin();
+  }
+
+  topicName(topic: string): string {
+    return `${this.prefix}${topic}`;
+  }
+
+  async ensureTopics(topics: readonly string[]): Promise<void> {
+    await this.connect();
+    const wanted = topics.map((t) => this.topicName(t)).filter((t) => !this.knownTopics.has(t));
+    if (wanted.length === 0) return;
+    const existing = new Set(await this.admin.listTopics());
+    const missing = wanted.filter((t) => !existing.has(t));
+    if (missing.length > 0) {
+      await this.admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: this.options.partitions ?? 6,
+          replicationFactor: this.options.replicationFactor ?? 1,
+        })),
+      });
+    }
+    for (const topic of wanted) this.knownTopics.add(topic);
+  }
+
+  async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.connect();
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ topic: this.topicName(topic), messages: messages.map(toKafkaMessage), resolve, reject });
+      void this.flush();
+    });
+  }
+
+  /**
+   * Everything queued while a send is in flight goes out together in the next one: natural
+   * batching with no added latency, and one in-flight request keeps the idempotent order.
+   */
+  private async flush(): Promise<void> {
+    if (this.sending) return;
+    this.sending = true;
+    try {
+      while (this.queue.length > 0) {
+        const sends = this.queue;
+        this.queue = [];
+        const byTopic = new Map<string, Message[]>();
+        for (const send of sends) {
+          const list = byTopic.get(send.topic) ?? [];
+          list.push(...send.messages);
+          byTopic.set(send.topic, list);
+        }
+        try {
+          await this.producer.sendBatch({
+            acks: -1,
+            topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
+          });
+          for (const send of sends) send.resolve();
+        } catch (error) {
+          for (const send of sends) send.reject(error);
+        }
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+
+  async consume(options: ConsumeOptions): Promise<Subscription> {
+    await this.connect();
+    const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
+    const consumer: Consumer = this.kafka.consumer({
+      groupId: options.group,
+      sessionTimeout,
+      heartbeatInterval: Math.max(100, Math.min(1_000, Math.floor(sessionTimeout / 3))),
+      rebalanceTimeout: Math.max(sessionTimeout, 10_000),
+      maxWaitTimeInMs: this.options.maxWaitMs ?? 25,
+      minBytes: 1,
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
+    let running = true;
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1,
+      eachBatch: async (payload) => this.handleBatch(payload, options, () => running),
+    });
+    const subscription: Subscription = {
+      stop: async () => {
+        running = false;
+        this.subscriptions.delete(subscription);
+        await consumer.disconnect();
+      },
+    };
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  async read(topic: string, options: ReadOptions = {}): Promise<IncomingMessage[]> {
+    await this.connect();
+    const name = this.topicName(topic);
+    const ends = new Map((await this.admin.fetchTopicOffsets(name)).map((p) => [p.partition, Number(p.high)]));
+    const starts = new Map<number, number>();
+    if (options.from === undefined) {
+      for (const p of await this.admin.fetchTopicOffsets(name)) starts.set(p.partition, Number(p.low));
+    } else {
+      for (const p of await this.admin.fetchTopicOffsetsByTimestamp(name, options.from)) {
+        const offset = Number(p.offset);
+        starts.set(p.partition, offset < 0 ? ends.get(p.partition) ?? 0 : offset);
+      }
+    }
+    const pending = new Set([...ends].filter(([p, end]) => (starts.get(p) ?? end) < end).map(([p]) => p));
+    if (pending.size === 0) return [];
+    const to = options.to ?? Infinity;
+    const out: IncomingMessage[] = [];
+    // kafkajs has no manual assignment: a throwaway group that never commits, seeked by hand.
+    const group = `gpualert-reader-${randomUUID()}`;
+    const consumer = this.kafka.consumer({ groupId: group, maxWaitTimeInMs: 50, sessionTimeout: 10_000, heartbeatInterval: 3_000 });
+    let finish: () => void = () => {};
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [name], fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatch: async ({ batch }) => {
+          if (!pending.has(batch.partition)) return;
+          const end = ends.get(batch.partition) ?? 0;
+          for (const m of batch.messages) {
+            const offset = Number(m.offset);
+            const timestamp = Number(m.timestamp);
+            if (offset >= end || timestamp > to) {
+              pending.delete(batch.partition);
+              break;
+            }
+            if (timestamp < (options.from ?? -Infinity)) continue;
+            out.push({
+              topic, partition: batch.partition, offset, key: m.key ? m.key.toString() : null,
+              value: m.value ?? Buffer.alloc(0), headers: fromKafkaHeaders(m.headers), timestamp,
+            });
+            if (offset + 1 >= end) pending.delete(batch.partition);
+          }
+          if (pending.size === 0) finish();
+        },
+      });
+      for (const [partition, offset] of starts) consumer.seek({ topic: name, partition, offset: String(offset) });
+      await finished;
+    } finally {
+      await consumer.disconnect();
+      await this.admin.deleteGroups([group]).catch(() => {});
+    }
+    return out.sort((a, b) => a.timestamp - b.timestamp || a.partition - b.partition || a.offset - b.offset);
+  }
+
+  private async handleBatch(
+    { batch, isRunning, isStale, resolveOffset, heartbeat, commitOffsetsIfNecessary }: EachBatchPayload,
+    options: ConsumeOptions,
+    running: () => boolean,
+  ): Promise<void> {
+    if (batch.messages.length === 0) return;
+    const topic = batch.topic.slice(this.prefix.length);
+    const messages = batch.messages.map((m): IncomingMessage => ({
+      topic,
+      partition: batch.partition,
+      offset: Number(m.offset),
+      key: m.key ? m.key.toString() : null,
+      value: m.value ?? Buffer.alloc(0),
+      headers: fromKafkaHeaders(m.headers),
+      timestamp: Number(m.timestamp),
+    }));
+    const owned = (): boolean => running() && isRunning() && !isStale();
+    const done = await retryBatch(
+      () => processBatch(messages, options.group, options.handler, (t, m) => this.publish(t, m)),
+      owned,
+      (error, attempt) => this.options.log?.('error', 'batch_failed', { topic, partition: batch.partition, attempt, error: String(error) }),
+    );
+    if (!done || isStale()) return;
+    const last = batch.messages[batch.messages.length - 1]!;
+    resolveOffset(last.offset);
+    // Through the batch's own commit, which still works while a graceful stop drains this batch.
+    await commitOffsetsIfNecessary({
+      topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }] }],
+    });
+    await heartbeat();
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.subscriptions].map((s) => s.stop()));
+    if (this.connecting) {
+      await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
+    }
+    this.connecting = undefined;
+  }
+
+  private connect(): Promise<void> {
+    if (!this.connecting) {
+      const attempt = Promise.all([this.producer.connect(), this.admin.connect()]).then(() => undefined);
+      // A failed first connection must not poison later calls: forget it so the next call retries.
+      attempt.catch(() => {
+        if (this.connecting === attempt) this.connecting = undefined;
+      });
+      this.connecting = attempt;
+    }
+    return this.connecting;
+  }
+}
+
+function toKafkaMessage(message: OutgoingMessage): Message {
+  const out: Message = {
+    key: message.key,
+    value: typeof message.value === 'string' ? message.value : Buffer.from(message.value),
+  };
+  if (message.headers) out.headers = { ...message.headers };
+  if (message.timestamp !== undefined) out.timestamp = String(message.timestamp);
+  return out;
+}
+
+function fromKafkaHeaders(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value === undefined) continue;
+    out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
+  }
+  return out;
+}

@@ -1,0 +1,228 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type {
+  Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription,
+} from './bus.ts';
+import { partitionFor } from './partition-for.ts';
+import { processBatch } from './process-batch.ts';
+import { retryBatch } from './retry-batch.ts';
+
+export interface MemoryBusOptions {
+  readonly partitions?: number;
+  readonly maxBatchSize?: number;
+  /** Messages kept per partition; the oldest are dropped past it (the embedded log is bounded). */
+  readonly retainPerPartition?: number;
+  readonly onError?: (event: string, detail: Record<string, unknown>) => void;
+}
+
+interface PartitionLog {
+  /** Offset of messages[0]. */
+  start: number;
+  messages: IncomingMessage[];
+}
+
+interface Member {
+  readonly id: number;
+  readonly options: ConsumeOptions;
+  assigned: { topic: string; partition: number }[];
+  generation: number;
+  alive: boolean;
+  /** Where the next search for work starts, so one busy partition cannot starve the others. */
+  cursor: number;
+}
+
+interface Group {
+  readonly id: string;
+  members: Member[];
+  generation: number;
+  readonly committed: Map<string, number>;
+}
+
+/**
+ * The embedded bus: Kafka's semantics (partitions by key, consumer groups with committed offsets,
+ * redelivery after a member dies, dead-lettering) inside one process, for `gpualert up`.
+ */
+export class MemoryBus implements Bus {
+  readonly kind = 'memory' as const;
+  private readonly topics = new Map<string, PartitionLog[]>();
+  private readonly groups = new Map<string, Group>();
+  private readonly partitions: number;
+  private readonly maxBatchSize: number;
+  private readonly retain: number;
+  private readonly onError: NonNullable<MemoryBusOptions['onError']>;
+  private wake: (() => void)[] = [];
+  private nextMemberId = 1;
+  private closed = false;
+
+  constructor(options: MemoryBusOptions = {}) {
+    this.partitions = options.partitions ?? 4;
+    this.maxBatchSize = options.maxBatchSize ?? 500;
+    this.retain = options.retainPerPartition ?? 200_000;
+    this.onError = options.onError ?? (() => {});
+  }
+
+  async ensureTopics(topics: readonly string[]): Promise<void> {
+    for (const topic of topics) this.logOf(topic);
+  }
+
+  async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    if (this.closed) throw new Error('the bus is closed');
+    const logs = this.logOf(topic);
+    for (const message of messages) {
+      const partition = partitionFor(message.key, logs.length);
+      const log = logs[partition]!;
+      log.messages.push({
+        topic,
+        partition,
+        offset: log.start + log.messages.length,
+        key: message.key,
+        value: Buffer.from(message.value),
+        headers: { ...message.headers },
+        timestamp: message.timestamp ?? Date.now(),
+      });
+      if (log.messages.length > this.retain) {
+        const drop = log.messages.length - this.retain;
+        log.messages.splice(0, drop);
+        log.start += drop;
+      }
+    }
+    this.notify();
+  }
+
+  async consume(options: ConsumeOptions): Promise<Subscription> {
+    for (const topic of options.topics) this.logOf(topic);
+    const group = this.groupOf(options.group);
+    const member: Member = { id: this.nextMemberId++, options, assigned: [], generation: 0, alive: true, cursor: 0 };
+    group.members.push(member);
+    this.rebalance(group);
+    const loop = this.run(group, member);
+    return {
+      stop: async () => {
+        member.alive = false;
+        this.notify();
+        await loop;
+        this.leave(group, member);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const group of this.groups.values()) for (const member of group.members) member.alive = false;
+    this.notify();
+  }
+
+  async read(topic: string, options: ReadOptions = {}): Promise<IncomingMessage[]> {
+    const from = options.from ?? -Infinity;
+    const to = options.to ?? Infinity;
+    return (this.topics.get(topic) ?? [])
+      .flatMap((log) => log.messages)
+      .filter((m) => m.timestamp >= from && m.timestamp <= to)
+      .sort((a, b) => a.timestamp - b.timestamp || a.partition - b.partition || a.offset - b.offset);
+  }
+
+  private async run(group: Group, member: Member): Promise<void> {
+    const sessionTimeoutMs = member.options.sessionTimeoutMs ?? 30_000;
+    while (member.alive && !this.closed) {
+      const work = this.nextBatch(group, member);
+      if (!work) {
+        await new Promise<void>((resolve) => this.wake.push(resolve));
+        continue;
+      }
+      const { key, messages, generation } = work;
+      const owned = (): boolean => member.generation === generation && group.members.includes(member);
+      const batch = retryBatch(
+        () => processBatch(messages, group.id, member.options.handler, (t, m) => this.publish(t, m)),
+        owned,
+        (error, attempt) => this.onError('batch_failed', { group: group.id, key, attempt, error: String(error) }),
+      );
+      // A member whose handler outlives the session is taken for dead, like a Kafka member that
+      // stopped heartbeating: its partitions go to the others and its late commit is refused.
+      const outcome = await Promise.race([batch, delay(sessionTimeoutMs, 'timeout' as const, { ref: false })]);
+      if (outcome === 'timeout') {
+        this.onError('member_session_timeout', { group: group.id, member: member.id });
+        this.evict(group, member);
+        await batch;
+        return;
+      }
+      if (outcome && owned()) group.committed.set(key, messages[messages.length - 1]!.offset + 1);
+    }
+  }
+
+  private nextBatch(group: Group, member: Member) {
+    const count = member.assigned.length;
+    for (let i = 0; i < count; i += 1) {
+      const { topic, partition } = member.assigned[(member.cursor + i) % count]!;
+      const log = this.topics.get(topic)![partition]!;
+      const key = `${topic}/${partition}`;
+      const end = log.start + log.messages.length;
+      let position = group.committed.get(key);
+      if (position === undefined) {
+        position = member.options.fromBeginning === false ? end : log.start;
+        group.committed.set(key, position);
+      }
+      position = Math.max(position, log.start);
+      if (position < end) {
+        const from = position - log.start;
+        const messages = log.messages.slice(from, from + this.maxBatchSize);
+        member.cursor = (member.cursor + i + 1) % count;
+        return { key, messages, generation: member.generation };
+      }
+    }
+    return undefined;
+  }
+
+  private rebalance(group: Group): void {
+    group.generation += 1;
+    const live = group.members;
+    const topics = [...new Set(live.flatMap((m) => m.options.topics))].sort();
+    for (const member of live) {
+      member.assigned = [];
+      member.generation = group.generation;
+    }
+    let next = 0;
+    for (const topic of topics) {
+      const count = this.topics.get(topic)!.length;
+      for (let partition = 0; partition < count; partition += 1) {
+        const eligible = live.filter((m) => m.options.topics.includes(topic));
+        const member = eligible[next++ % eligible.length];
+        member?.assigned.push({ topic, partition });
+      }
+    }
+    this.notify();
+  }
+
+  private evict(group: Group, member: Member): void {
+    member.alive = false;
+    this.leave(group, member);
+  }
+
+  private leave(group: Group, member: Member): void {
+    if (!group.members.includes(member)) return;
+    group.members = group.members.filter((m) => m !== member);
+    this.rebalance(group);
+  }
+
+  private logOf(topic: string): PartitionLog[] {
+    let logs = this.topics.get(topic);
+    if (!logs) {
+      logs = Array.from({ length: this.partitions }, () => ({ start: 0, messages: [] }));
+      this.topics.set(topic, logs);
+    }
+    return logs;
+  }
+
+  private groupOf(id: string): Group {
+    let group = this.groups.get(id);
+    if (!group) {
+      group = { id, members: [], generation: 0, committed: new Map() };
+      this.groups.set(id, group);
+    }
+    return group;
+  }
+
+  private notify(): void {
+    const waiting = this.wake;
+    this.wake = [];
+    for (const resolve of waiting) resolve();
+  }
+}

@@ -1,0 +1,10 @@
+import { inject } from 'vitest';
+import { busConformance } from '../packages/bus/src/bus-conformance.ts';
+import { KafkaBus } from '../packages/bus/src/kafka-bus.ts';
+import { uniqueName } from './infra/wait-for.ts';
+
+busConformance(
+  'Kafka',
+  async () => new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: `${uniqueName('t')}.`, partitions: 4 }),
+  2_000,
+);
