@@ -1,0 +1,138 @@
+import { Redis, type RedisOptions, type Result } from 'ioredis';
+import type { ScoredMember, StateStore, TtlOption } from './state-store.ts';
+
+const COMPARE_AND_SET = `
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if current then return 0 end
+elseif current ~= ARGV[2] then
+  return 0
+end
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[1])
+elseif tonumber(ARGV[5]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
+else
+  redis.call('SET', KEYS[1], ARGV[4])
+end
+return 1`;
+
+const INCREMENT = `
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if tonumber(ARGV[2]) > 0 and redis.call('PTTL', KEYS[1]) < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return value`;
+
+export interface RedisStoreOptions {
+  readonly url: string;
+  /** Scopes every key to one deployment, e.g. `gpualert:prod:`. */
+  readonly prefix?: string;
+  readonly connectTimeoutMs?: number;
+}
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    gpualertCompareAndSet(key: string, ...args: string[]): Result<number, Context>;
+    gpualertIncrement(key: string, by: string, ttl: string): Result<number, Context>;
+  }
+}
+
+/** The state store over Redis through ioredis; atomic operations are Lua scripts. */
+export class RedisStore implements StateStore {
+  readonly kind = 'redis' as const;
+  private readonly redis: Redis;
+
+  constructor(options: RedisStoreOptions) {
+    const redisOptions: RedisOptions = {
+      keyPrefix: options.prefix ?? '',
+      connectTimeout: options.connectTimeoutMs ?? 5_000,
+      maxRetriesPerRequest: 3,
+      enableOfflineQueue: true,
+    };
+    this.redis = new Redis(options.url, redisOptions);
+    // Connection errors surface on the commands that hit them; the client keeps reconnecting.
+    this.redis.on('error', () => {});
+    this.redis.defineCommand('gpualertCompareAndSet', { numberOfKeys: 1, lua: COMPARE_AND_SET });
+    this.redis.defineCommand('gpualertIncrement', { numberOfKeys: 1, lua: INCREMENT });
+  }
+
+  async get(key: string): Promise<string | null> {
+    return this.redis.get(key);
+  }
+
+  async set(key: string, value: string, options: TtlOption = {}): Promise<void> {
+    if (options.ttlMs !== undefined) await this.redis.set(key, value, 'PX', Math.max(1, Math.round(options.ttlMs)));
+    else await this.redis.set(key, value);
+  }
+
+  async delete(...keys: string[]): Promise<number> {
+    return keys.length === 0 ? 0 : this.redis.del(...keys);
+  }
+
+  async compareAndSet(key: string, expected: string | null, next: string | null, options: TtlOption = {}): Promise<boolean> {
+    const result = await this.redis.gpualertCompareAndSet(
+      key,
+      expected === null ? '1' : '0',
+      expected ?? '',
+      next === null ? '1' : '0',
+      next ?? '',
+      String(Math.round(options.ttlMs ?? 0)),
+    );
+    return result === 1;
+  }
+
+  async increment(key: string, by = 1, options: TtlOption = {}): Promise<number> {
+    return this.redis.gpualertIncrement(key, String(by), String(Math.round(options.ttlMs ?? 0)));
+  }
+
+  async expire(key: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.pexpire(key, Math.max(1, Math.round(ttlMs)))) === 1;
+  }
+
+  async hashGet(key: string, field: string): Promise<string | null> {
+    return this.redis.hget(key, field);
+  }
+
+  async hashSet(key: string, fields: Readonly<Record<string, string>>): Promise<void> {
+    if (Object.keys(fields).length > 0) await this.redis.hset(key, fields);
+  }
+
+  async hashGetAll(key: string): Promise<Record<string, string>> {
+    return this.redis.hgetall(key);
+  }
+
+  async hashDelete(key: string, ...fields: string[]): Promise<number> {
+    return fields.length === 0 ? 0 : this.redis.hdel(key, ...fields);
+  }
+
+  async sortedAdd(key: string, entries: readonly ScoredMember[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.redis.zadd(key, ...entries.flatMap((e) => [String(e.score), e.member]));
+  }
+
+  async sortedRange(key: string, min: number, max: number): Promise<ScoredMember[]> {
+    const flat = await this.redis.zrangebyscore(key, bound(min), bound(max), 'WITHSCORES');
+    const out: ScoredMember[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ member: flat[i]!, score: Number(flat[i + 1]) });
+    return out;
+  }
+
+  async sortedRemove(key: string, ...members: string[]): Promise<number> {
+    return members.length === 0 ? 0 : this.redis.zrem(key, ...members);
+  }
+
+  async sortedRemoveRange(key: string, min: number, max: number): Promise<number> {
+    return this.redis.zremrangebyscore(key, bound(min), bound(max));
+  }
+
+  async close(): Promise<void> {
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+function bound(value: number): string {
+  if (value === Infinity) return '+inf';
+  if (value === -Infinity) return '-inf';
+  return String(value);
+}

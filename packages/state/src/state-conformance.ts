@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../test/infra/wait-for.ts';
+import type { StateStore } from './state-store.ts';
+
+/** Opens a store on a prefix; two calls with one prefix are two clients of one store. */
+export type StoreFactory = (prefix: string) => Promise<StateStore>;
+
+/** One suite every StateStore adapter passes. */
+export function stateConformance(name: string, open: StoreFactory): void {
+  describe(`StateStore conformance: ${name}`, () => {
+    const stores: StateStore[] = [];
+    let prefix = '';
+    async function store(p = prefix): Promise<StateStore> {
+      const s = await open(p);
+      stores.push(s);
+      return s;
+    }
+    afterEach(async () => {
+      for (const s of stores.splice(0)) {
+        await s.close();
+      }
+    });
+    const fresh = () => (prefix = `gpualert-test:${process.pid}:${Math.random().toString(36).slice(2)}:`);
+
+    it('sets, gets and deletes strings, scoped by the deployment prefix', async () => {
+      fresh();
+      const a = await store();
+      const other = await store(`${prefix}other:`);
+      await a.set('k', 'v1');
+      expect(await a.get('k')).toBe('v1');
+      expect(await other.get('k')).toBeNull();
+      expect(await a.delete('k', 'missing')).toBe(1);
+      expect(await a.get('k')).toBeNull();
+    });
+
+    it('expires keys and counters after their TTL', async () => {
+      fresh();
+      const s = await store();
+      await s.set('short', 'x', { ttlMs: 150 });
+      await s.set('long', 'y', { ttlMs: 60_000 });
+      expect(await s.increment('counter', 2, { ttlMs: 150 })).toBe(2);
+      expect(await s.increment('counter', 3, { ttlMs: 150 })).toBe(5);
+      expect(await s.get('short')).toBe('x');
+      await waitFor(async () => (await s.get('short')) === null && (await s.get('counter')) === null, 'expiry', 5_000);
+      expect(await s.get('long')).toBe('y');
+      expect(await s.increment('counter')).toBe(1);
+    });
+
+    it('compare-and-set loses no update under concurrency', async () => {
+      fresh();
+      const clients = [await store(), await store(), await store()];
+      await clients[0]!.set('n', '0');
+      const worker = async (s: StateStore) => {
+        for (let done = 0; done < 15; ) {
+          const current = await s.get('n');
+          if (await s.compareAndSet('n', current, String(Number(current) + 1))) done += 1;
+        }
+      };
+      await Promise.all(clients.flatMap((c) => [worker(c), worker(c)]));
+      expect(await clients[0]!.get('n')).toBe('90');
+    });
+
+    it('compare-and-set from absent lets exactly one claimant win, and can delete', async () => {
+      fresh();
+      const clients = [await store(), await store()];
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => clients[i % 2]!.compareAndSet('owner', null, `worker-${i}`, { ttlMs: 10_000 })),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = await clients[0]!.get('owner');
+      expect(await clients[1]!.compareAndSet('owner', 'someone-else', null)).toBe(false);
+      expect(await clients[1]!.compareAndSet('owner', winner, null)).toBe(true);
+      expect(await clients[0]!.get('owner')).toBeNull();
+    });
+
+    it('keeps hashes', async () => {
+      fresh();
+      const s = await store();
+      await s.hashSet('h', { a: '1', b: '2' });
+      await s.hashSet('h', { b: '3' });
+      expect(await s.hashGet('h', 'b')).toBe('3');
+      expect(await s.hashGetAll('h')).toEqual({ a: '1', b: '3' });
+      expect(await s.hashDelete('h', 'a', 'zz')).toBe(1);
+      expect(await s.hashGetAll('h')).toEqual({ b: '3' });
+      expect(await s.hashGetAll('none')).toEqual({});
+    });
+
+    it('keeps sorted sets ordered by score', async () => {
+      fresh();
+      const s = await store();
+      await s.sortedAdd('z', [
+        { member: 'c', score: 30 },
+        { member: 'a', score: 10 },
+        { member: 'b', score: 20 },
+      ]);
+      await s.sortedAdd('z', [{ member: 'a', score: 25 }]);
+      expect(await s.sortedRange('z', -Infinity, Infinity)).toEqual([
+        { member: 'b', score: 20 },
+        { member: 'a', score: 25 },
+        { member: 'c', score: 30 },
+      ]);
+      expect((await s.sortedRange('z', 21, 30)).map((e) => e.member)).toEqual(['a', 'c']);
+      expect(await s.sortedRemoveRange('z', 0, 22)).toBe(1);
+      expect(await s.sortedRemove('z', 'c', 'q')).toBe(1);
+      expect(await s.sortedRange('z', -Infinity, Infinity)).toEqual([{ member: 'a', score: 25 }]);
+    });
+  });
+}
