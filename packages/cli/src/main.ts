@@ -1,0 +1,116 @@
+import { ConfigError } from '@gpualert/config';
+import { Command, CommanderError } from 'commander';
+import { CliError, EXIT } from './cli-error.ts';
+import { withCommonOptions } from './common-options.ts';
+import { up } from './commands/up.ts';
+
+type Action = (...args: any[]) => Promise<number>;
+
+/** A command a later piece of work builds: it says so and exits non-zero, pretending nothing. */
+function notBuilt(what: string): Action {
+  return async () => {
+    throw new CliError(`gpualert ${what}: not built yet`, EXIT.notBuilt);
+  };
+}
+
+export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
+  const program = new Command('gpualert')
+    .description('Event-driven alerting for GPU fleets')
+    .version('0.1.0')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride(); // set before the subcommands, which inherit it
+
+  withCommonOptions(
+    program.command('up').description('run every service in one process (embedded bus and store by default)'),
+  )
+    .option('--demo', 'replay a bundled incident so alerts flow without a GPU')
+    .action(run(async (options: Record<string, unknown>) => {
+      if (options.demo) return notBuilt('up --demo')();
+      return up(options);
+    }));
+
+  const collect = program.command('collect').description('run one collector on this host');
+  for (const [name, about] of [
+    ['gpu', 'GPU metrics from nvidia-smi or a DCGM exporter'],
+    ['kernel', 'the kernel log: Xid, NVLink, PCIe AER, ECC, OOM…'],
+    ['provider', "the cloud provider's maintenance notices from its metadata service"],
+    ['inventory', "the host's fingerprint: GPUs, driver, CUDA, provider"],
+  ] as const) {
+    withCommonOptions(collect.command(name).description(about)).action(run(notBuilt(`collect ${name}`)));
+  }
+
+  withCommonOptions(program.command('intake').description('the provider webhook HTTP server')).action(run(notBuilt('intake')));
+  withCommonOptions(program.command('engine').description('the rules engine service')).action(run(notBuilt('engine')));
+  withCommonOptions(program.command('notifier').description('the notifier service')).action(run(notBuilt('notifier')));
+
+  program
+    .command('parse')
+    .description('raw input to normalized envelopes as JSONL on stdout')
+    .argument('<format>', 'kernel | nvidia-smi | dcgm | provider')
+    .argument('<file>', 'a file, or - for standard input')
+    .option('--host <host>', 'the host the input came from')
+    .option('--provider <name>', 'with provider: aws | aws-imds | gcp | azure | oci | generic')
+    .action(run(notBuilt('parse')));
+
+  program
+    .command('replay')
+    .description('a recording through the engine, alerts as JSONL on stdout')
+    .argument('<recording>', 'a JSONL recording')
+    .option('--rules <dir>', 'the rules directory')
+    .action(run(notBuilt('replay')));
+
+  program
+    .command('rules')
+    .description('rule files')
+    .command('check')
+    .description('validate rule and route files')
+    .argument('[dir]', 'the rules directory', 'rules')
+    .action(run(notBuilt('rules check')));
+
+  withCommonOptions(program.command('timeline').description('the post-incident timeline'))
+    .requiredOption('--from <time>', 'start, ISO-8601')
+    .requiredOption('--to <time>', 'end, ISO-8601')
+    .option('--host <host>')
+    .option('--incident <fingerprint>')
+    .option('--format <format>', 'md | json | csv | html', 'md')
+    .option('--out <file>')
+    .action(run(notBuilt('timeline')));
+
+  const silence = program.command('silence').description('silences');
+  for (const verb of ['add', 'list', 'expire']) {
+    withCommonOptions(silence.command(verb).allowUnknownOption()).action(run(notBuilt(`silence ${verb}`)));
+  }
+  const alert = program.command('alert').description('alerts');
+  withCommonOptions(alert.command('resolve').argument('<fingerprint>')).action(run(notBuilt('alert resolve')));
+
+  return program;
+}
+
+/** Runs the command line; resolves to the exit code. One line on stderr for any failure. */
+export async function main(argv: readonly string[]): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const run = (action: Action) => async (...args: any[]) => {
+    // commander passes (...arguments, options, command); actions take arguments and options.
+    exitCode = await action(...args.slice(0, -1));
+  };
+  const program = buildProgram(run);
+  try {
+    await program.parseAsync([...argv]);
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end here with code 0; commander already printed its one line.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof CliError) {
+      process.stderr.write(`${error.message}\n`);
+      return error.exitCode;
+    }
+    if (error instanceof ConfigError) {
+      process.stderr.write(`gpualert: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    process.stderr.write(`gpualert: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT.failed;
+  }
+}

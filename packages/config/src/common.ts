@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import type { SettingSources } from './load-config.ts';
+
+const brokerList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter((s) => s !== ''))
+  .pipe(z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port[,host:port…]')).min(1, 'expected at least one host:port'));
+
+/**
+ * Settings every service shares. No Kafka brokers and no Redis URL means the embedded mode:
+ * the in-process bus and the in-memory store.
+ */
+export const CommonConfig = z.object({
+  kafkaBrokers: brokerList.optional(),
+  redisUrl: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
+  topicPrefix: z.string().regex(/^[A-Za-z0-9._-]*$/, 'expected letters, digits, ".", "_" or "-"').default(''),
+  keyPrefix: z.string().default('gpualert:'),
+  partitions: z.coerce.number().int().min(1).max(1024).default(6),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type CommonConfig = z.infer<typeof CommonConfig>;
+
+export const COMMON_SOURCES: SettingSources<CommonConfig> = {
+  kafkaBrokers: { env: 'KAFKA_BROKERS' },
+  redisUrl: { env: 'REDIS_URL' },
+  topicPrefix: { env: 'GPUALERT_TOPIC_PREFIX' },
+  keyPrefix: { env: 'GPUALERT_KEY_PREFIX' },
+  partitions: { env: 'GPUALERT_PARTITIONS' },
+  logLevel: { env: 'GPUALERT_LOG_LEVEL' },
+};

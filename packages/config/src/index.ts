@@ -1,0 +1,2 @@
+export * from './load-config.ts';
+export * from './common.ts';

@@ -1,0 +1,3 @@
+export * from './infrastructure.ts';
+export * from './service.ts';
+export * from './until-signal.ts';
