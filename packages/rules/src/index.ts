@@ -1,0 +1,2 @@
+export * from './load-yaml.ts';
+export * from './xid-catalog.ts';
