@@ -15,6 +15,9 @@ export type KernelLineData = z.infer<typeof KernelLineData>;
 
 export const KERNEL_EVENT_KINDS = [
   'xid', 'sxid', 'nvlink', 'pcie_aer', 'fallen_off_bus', 'ecc', 'row_remap', 'oom_kill', 'thermal', 'gsp', 'other_gpu',
+  // The host's own health (machine checks, soft lockups, hung tasks, panics): a GPU job dies of
+  // these too, and nothing else in the list can say so. Added to the design's list.
+  'host',
 ] as const;
 export const KernelEventKind = z.enum(KERNEL_EVENT_KINDS);
 export type KernelEventKind = z.infer<typeof KernelEventKind>;
@@ -24,6 +27,8 @@ export const KernelEventData = z.object({
   pci_bus: PciBus.optional(),
   gpu: z.number().int().nonnegative().optional(),
   xid: z.number().int().nonnegative().optional(),
+  /** The MIG instance the Xid names (` GPU-I:nn GPU-CI:nn` inside the parentheses). */
+  mig: z.object({ gpu_instance: z.number().int().nonnegative(), compute_instance: z.number().int().nonnegative().optional() }).optional(),
   pid: z.number().int().nonnegative().optional(),
   process: z.string().optional(),
   message: z.string(),
