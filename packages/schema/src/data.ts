@@ -7,7 +7,17 @@ import { Severity } from './severity.ts';
 
 const isoTime = z.iso.datetime({ offset: false });
 
-export const GpuSampleData = z.object({ gpus: z.array(GpuMetrics) });
+/** Why a scrape failed; often the first sign of a lost GPU. */
+export const CollectorError = z.object({
+  code: z.enum(['gpu_lost', 'command_failed', 'timeout', 'unreachable', 'unparseable']),
+  message: z.string(),
+  pci_bus: PciBus.optional(),
+  exit_code: z.number().int().optional(),
+});
+export type CollectorError = z.infer<typeof CollectorError>;
+
+/** One scrape of one host; `error` is set when the scrape failed (then `gpus` may be partial or empty). */
+export const GpuSampleData = z.object({ gpus: z.array(GpuMetrics), error: CollectorError.optional() });
 export type GpuSampleData = z.infer<typeof GpuSampleData>;
 
 export const KernelLineData = z.object({ line: z.string() });

@@ -1,0 +1,60 @@
+import { KernelLogParser } from '@gpualert/kernel-log';
+import { loadXidCatalog } from '@gpualert/rules';
+import { readFileSync, readdirSync } from 'node:fs';
+import { measure } from './harness.ts';
+
+const NOISE = [
+  'audit: type=1400 audit(1700000000.123:456): apparmor="STATUS" operation="profile_replace" profile="unconfined" name="snap-update-ns.lxd" pid=1234 comm="apparmor_parser"',
+  'IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready',
+  'EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode. Opts: (null). Quota mode: none.',
+  'usb 1-1: new high-speed USB device number 2 using xhci_hcd',
+  'systemd[1]: Started Journal Service.',
+  'mlx5_core 0000:5c:00.0: mlx5e: IPSec ESP acceleration enabled',
+  'TCP: request_sock_TCP: Possible SYN flooding on port 8080. Sending cookies.',
+  'docker0: port 1(veth1a2b3c) entered forwarding state',
+  'nfs: server storage01 OK',
+  'perf: interrupt took too long (2509 > 2500), lowering kernel.perf_event_max_sample_rate to 79500',
+];
+
+/** A realistic log: mostly noise under every prefix, with the fixtures' GPU faults mixed in. */
+function realisticLog(lines: number): string[] {
+  const dir = new URL('../test/fixtures/kernel/', import.meta.url);
+  const faults = readdirSync(dir).flatMap((f) => readFileSync(new URL(f, dir), 'utf8').split('\n').filter((l) => l.trim() !== ''));
+  const out: string[] = [];
+  let uptime = 1000;
+  for (let i = 0; out.length < lines; i += 1) {
+    uptime += 0.0137;
+    if (i % 50 === 0) {
+      // a burst of faults: 20 consecutive fixture lines
+      const start = (i * 7) % Math.max(1, faults.length - 20);
+      out.push(...faults.slice(start, start + 20));
+    } else {
+      const message = NOISE[i % NOISE.length]!;
+      const prefix = i % 3 === 0 ? `[${uptime.toFixed(6).padStart(13)}] ` : i % 3 === 1 ? `Nov 30 03:00:${String(i % 60).padStart(2, '0')} gpu-node-07 kernel: ` : `6,${i},${Math.round(uptime * 1e6)},-;`;
+      out.push(prefix + message);
+    }
+  }
+  return out.slice(0, lines);
+}
+
+export async function benchKernel(): Promise<void> {
+  console.log('\n## Kernel log parser (realistic mix: ~70% noise, GPU fault bursts)');
+  const catalog = loadXidCatalog();
+  if (!catalog.ok) throw new Error('catalog');
+  const lines = realisticLog(200_000);
+  let events = 0;
+  await measure('kernel parser, one core', 'lines/s', 7, () => {
+    const parser = new KernelLogParser({ catalog: catalog.value, referenceYear: 2026 });
+    const now = Date.now();
+    for (const line of lines) events += parser.push(line, now).length;
+    events += parser.flush().length;
+    return lines.length;
+  });
+  const noiseOnly = lines.filter((l) => NOISE.some((n) => l.endsWith(n)));
+  await measure('kernel parser, noise lines only', 'lines/s', 7, () => {
+    const parser = new KernelLogParser({ catalog: catalog.value, referenceYear: 2026 });
+    for (const line of noiseOnly) parser.push(line, 0);
+    return noiseOnly.length;
+  });
+  if (events === 0) throw new Error('the benchmark produced no events');
+}

@@ -1,0 +1,4 @@
+export * from './unavailable.ts';
+export * from './nvidia-smi-fields.ts';
+export * from './nvidia-smi-csv.ts';
+export * from './dcgm-text.ts';
