@@ -2,6 +2,7 @@ import { ConfigError } from '@gpualert/config';
 import { Command, CommanderError } from 'commander';
 import { CliError, EXIT } from './cli-error.ts';
 import { withCommonOptions } from './common-options.ts';
+import { parse } from './commands/parse.ts';
 import { up } from './commands/up.ts';
 
 type Action = (...args: any[]) => Promise<number>;
@@ -50,7 +51,9 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .argument('<file>', 'a file, or - for standard input')
     .option('--host <host>', 'the host the input came from')
     .option('--provider <name>', 'with provider: aws | aws-imds | gcp | azure | oci | generic')
-    .action(run(notBuilt('parse')));
+    .option('--fields <list>', 'with nvidia-smi: the --query-gpu fields of output without a header')
+    .option('--apps <file>', 'with nvidia-smi: --query-compute-apps output, to count processes per GPU')
+    .action(run(parse));
 
   program
     .command('replay')

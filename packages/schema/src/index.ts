@@ -6,3 +6,4 @@ export * from './data.ts';
 export * from './envelope.ts';
 export * from './parse-envelope.ts';
 export * from './new-envelope.ts';
+export * from './stable-id.ts';

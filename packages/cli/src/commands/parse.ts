@@ -1,0 +1,85 @@
+import { hostname } from 'node:os';
+import { countComputeApps, lostGpuMessage, parseDcgmText, parseNvidiaSmiCsv } from '@gpualert/gpu-metrics';
+import { parseKernelLog } from '@gpualert/kernel-log';
+import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
+import { newEnvelope, stableId, type Envelope, type GpuSampleData } from '@gpualert/schema';
+import { CliError, EXIT } from '../cli-error.ts';
+import { readInput } from '../read-input.ts';
+
+const SOURCE = 'gpualert-parse/0.1.0';
+
+export interface ParseOptions {
+  readonly host?: string;
+  readonly provider?: string;
+  readonly fields?: string;
+  readonly apps?: string;
+}
+
+/** `gpualert parse kernel|nvidia-smi|dcgm <file|->`: the collectors' parsers, offline, as JSONL. */
+export async function parse(format: string, file: string, options: ParseOptions): Promise<number> {
+  const host = options.host ?? hostname();
+  const text = await readInput('parse', file);
+  const now = Date.now();
+  let envelopes: Envelope[];
+  switch (format) {
+    case 'kernel':
+      envelopes = kernel(text, host, file, now);
+      break;
+    case 'nvidia-smi':
+      envelopes = await nvidiaSmi(text, host, file, now, options);
+      break;
+    case 'dcgm':
+      envelopes = dcgm(text, options.host, file, now);
+      break;
+    case 'provider':
+      throw new CliError('gpualert parse provider: not built yet', EXIT.notBuilt);
+    default:
+      throw new CliError(`gpualert parse: unknown format "${format}" (expected kernel, nvidia-smi, dcgm or provider)`);
+  }
+  for (const envelope of envelopes) process.stdout.write(`${JSON.stringify(envelope)}\n`);
+  return EXIT.ok;
+}
+
+function kernel(text: string, host: string, file: string, now: number): Envelope[] {
+  const catalog = loadXidCatalog();
+  if (!catalog.ok) throw new CliError(`gpualert parse: ${formatRuleError(catalog.errors[0]!)}`, EXIT.failed);
+  const { events, stats } = parseKernelLog(text, { catalog: catalog.value }, now);
+  process.stderr.write(`${stats.lines} lines: ${stats.events} events, ${stats.collapsed} folded into them, ${stats.dropped} not about a GPU or the host\n`);
+  return events.map((event) =>
+    newEnvelope({ type: 'kernel.event', id: stableId(host, file, event.position), host, source: SOURCE, ts: event.ts, data: event.data }),
+  );
+}
+
+async function nvidiaSmi(text: string, host: string, file: string, now: number, options: ParseOptions): Promise<Envelope[]> {
+  const fields = options.fields?.split(',').map((f) => f.trim());
+  const parsed = parseNvidiaSmiCsv(text, fields);
+  const apps = options.apps ? countComputeApps(await readInput('parse', options.apps)) : undefined;
+  const ts = new Date(now).toISOString();
+  const samples: GpuSampleData[] = parsed.samples.map((gpus) => ({
+    gpus: apps ? gpus.map((g) => ({ ...g, processes: (g.uuid && apps.get(g.uuid)) || 0 })) : gpus,
+  }));
+  for (const problem of parsed.problems) {
+    const lost = lostGpuMessage(problem.text);
+    if (lost) {
+      samples.push({ gpus: [], error: { code: 'gpu_lost', message: problem.text, ...(lost.pciBus ? { pci_bus: lost.pciBus } : {}) } });
+    } else {
+      process.stderr.write(`gpualert parse: ${file}:${problem.line}: not a data row: ${problem.text.slice(0, 120)}\n`);
+    }
+  }
+  if (samples.length === 0) {
+    throw new CliError(`gpualert parse: no nvidia-smi rows in ${file} (a --format=csv output with its header, or give --fields)`);
+  }
+  return samples.map((data, i) => newEnvelope({ type: 'gpu.sample', id: stableId(host, file, i), host, source: SOURCE, ts, data }));
+}
+
+function dcgm(text: string, host: string | undefined, file: string, now: number): Envelope[] {
+  const parsed = parseDcgmText(text, host);
+  for (const problem of parsed.problems) {
+    process.stderr.write(`gpualert parse: ${file}:${problem.line}: not a Prometheus sample: ${problem.text.slice(0, 120)}\n`);
+  }
+  if (parsed.hosts.size === 0) throw new CliError(`gpualert parse: no DCGM_FI_ series with a gpu label in ${file}`);
+  const ts = new Date(now).toISOString();
+  return [...parsed.hosts].map(([h, gpus]) =>
+    newEnvelope({ type: 'gpu.sample', id: stableId(h, file, ts), host: h, source: SOURCE, ts, data: { gpus } }),
+  );
+}

@@ -1,0 +1,76 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { parseEnvelope, type Envelope } from '@gpualert/schema';
+import { describe, expect, it } from 'vitest';
+import { runCli } from './infra/run-cli.ts';
+
+const FIXTURES = new URL('./fixtures/', import.meta.url).pathname;
+
+function envelopes(stdout: string): Envelope[] {
+  return stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((line) => {
+      const result = parseEnvelope(line);
+      if (!result.ok) throw new Error(result.error.message);
+      return result.value;
+    });
+}
+
+describe('gpualert parse', () => {
+  it('kernel: every fixture gives valid kernel.event envelopes for the host, the same ids twice', async () => {
+    for (const file of readdirSync(`${FIXTURES}kernel`)) {
+      const first = await runCli(['parse', 'kernel', `${FIXTURES}kernel/${file}`, '--host', 'gpu-node-07']);
+      expect(first.code, file).toBe(0);
+      const events = envelopes(first.stdout);
+      expect(events.length, file).toBeGreaterThan(0);
+      for (const e of events) expect([e.type, e.host]).toEqual(['kernel.event', 'gpu-node-07']);
+      const again = await runCli(['parse', 'kernel', `${FIXTURES}kernel/${file}`, '--host', 'gpu-node-07']);
+      expect(envelopes(again.stdout).map((e) => e.id), file).toEqual(events.map((e) => e.id));
+    }
+  });
+
+  it('kernel from standard input: a lost GPU is one critical event', async () => {
+    const input = readFileSync(`${FIXTURES}kernel/dmesg-gpu-fallen-off-bus.log`, 'utf8').split('\n').slice(0, 5).join('\n');
+    const result = await runCli(['parse', 'kernel', '-', '--host', 'h1'], { input });
+    const [event] = envelopes(result.stdout);
+    expect(event).toMatchObject({ type: 'kernel.event', data: { kind: 'xid', xid: 79, severity: 'critical', pci_bus: '0000:91:00' } });
+    expect(result.stderr).toMatch(/^5 lines: 1 events/);
+  });
+
+  it('nvidia-smi: one gpu.sample per scrape, processes counted from compute apps', async () => {
+    const result = await runCli([
+      'parse', 'nvidia-smi', `${FIXTURES}nvidia-smi/query-subset.csv`, '--host', 'h1', '--apps', `${FIXTURES}nvidia-smi/query-compute-apps.csv`,
+    ]);
+    expect(result.code).toBe(0);
+    const samples = envelopes(result.stdout);
+    expect(samples).toHaveLength(12);
+    const first = samples[0]!;
+    if (first.type !== 'gpu.sample') throw new Error('not a sample');
+    expect(first.data.gpus[0]).toMatchObject({ temp_c: 41, power_w: 69.85, processes: 3, throttle: ['gpu_idle'] });
+  });
+
+  it('nvidia-smi: the lost-GPU message becomes a sample with the error, not a crash', async () => {
+    const result = await runCli(['parse', 'nvidia-smi', '-', '--host', 'h1'], {
+      input: 'Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n',
+    });
+    expect(result.code).toBe(0);
+    const [sample] = envelopes(result.stdout);
+    expect(sample).toMatchObject({ type: 'gpu.sample', data: { gpus: [], error: { code: 'gpu_lost', pci_bus: '0000:3b:00' } } });
+  });
+
+  it('dcgm: one sample per exporter host', async () => {
+    const result = await runCli(['parse', 'dcgm', `${FIXTURES}dcgm/exporter.prom`]);
+    expect(envelopes(result.stdout).map((e) => e.host).sort()).toEqual(['424773df46e0', '551bdf382151', 'gpu-node-1', 'unknown']);
+  });
+
+  it('answers bad input with one line and exit 2', async () => {
+    const missing = await runCli(['parse', 'kernel', '/nonexistent.log']);
+    expect([missing.code, missing.stderr.trim()]).toEqual([2, 'gpualert parse: cannot read /nonexistent.log: ENOENT']);
+    const garbage = await runCli(['parse', 'nvidia-smi', '-'], { input: 'hello\n' });
+    expect(garbage.code).toBe(2);
+    expect(garbage.stderr).toMatch(/no nvidia-smi rows in -/);
+    const format = await runCli(['parse', 'syslog', '-']);
+    expect(format.code).toBe(2);
+    expect(format.stderr.trim()).toBe('gpualert parse: unknown format "syslog" (expected kernel, nvidia-smi, dcgm or provider)');
+  });
+});
