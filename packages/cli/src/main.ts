@@ -2,6 +2,7 @@ import { ConfigError } from '@gpualert/config';
 import { Command, CommanderError } from 'commander';
 import { CliError, EXIT } from './cli-error.ts';
 import { withCommonOptions } from './common-options.ts';
+import { collectGpu, collectInventory, collectKernel } from './commands/collect.ts';
 import { parse } from './commands/parse.ts';
 import { up } from './commands/up.ts';
 
@@ -31,14 +32,31 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     }));
 
   const collect = program.command('collect').description('run one collector on this host');
-  for (const [name, about] of [
-    ['gpu', 'GPU metrics from nvidia-smi or a DCGM exporter'],
-    ['kernel', 'the kernel log: Xid, NVLink, PCIe AER, ECC, OOM…'],
-    ['provider', "the cloud provider's maintenance notices from its metadata service"],
-    ['inventory', "the host's fingerprint: GPUs, driver, CUDA, provider"],
-  ] as const) {
-    withCommonOptions(collect.command(name).description(about)).action(run(notBuilt(`collect ${name}`)));
-  }
+  const collector = (name: string, about: string) =>
+    withCommonOptions(collect.command(name).description(about))
+      .option('--host <host>', 'this machine\'s id (default: the hostname)')
+      .option('--label <key=value...>', 'labels for every envelope (cluster, rack, job…)')
+      .option('--nvidia-smi <path>', 'the nvidia-smi binary', 'nvidia-smi');
+  collector('gpu', 'GPU metrics from nvidia-smi or a DCGM exporter')
+    .option('--source <source>', 'nvidia-smi | dcgm', 'nvidia-smi')
+    .option('--url <url>', 'with dcgm: the exporter\'s /metrics URL')
+    .option('--interval <duration>', 'time between scrapes', '10s')
+    .option('--timeout <duration>', 'a scrape slower than this is a failure', '5s')
+    .action(run(collectGpu));
+  collector('kernel', 'the kernel log: Xid, NVLink, PCIe AER, ECC, OOM…')
+    .option('--source <source>', 'kmsg | journal | dmesg | file (default: file with --file, else kmsg, else journal)')
+    .option('--file <path>', 'follow this file')
+    .option('--catalog <file>', 'the Xid catalog', undefined)
+    .action(run(collectKernel));
+  withCommonOptions(collect.command('provider').description("the cloud provider's maintenance notices from its metadata service"))
+    .allowUnknownOption()
+    .action(run(notBuilt('collect provider')));
+  collector('inventory', "the host's fingerprint: GPUs, driver, CUDA, provider")
+    .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where to ask for the instance id', 'auto')
+    .option('--metadata-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
+    .option('--interval <duration>', 'how often to look for changes', '5m')
+    .option('--timeout <duration>', 'nvidia-smi and metadata timeout', '5s')
+    .action(run(collectInventory));
 
   withCommonOptions(program.command('intake').description('the provider webhook HTTP server')).action(run(notBuilt('intake')));
   withCommonOptions(program.command('engine').description('the rules engine service')).action(run(notBuilt('engine')));

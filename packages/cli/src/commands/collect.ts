@@ -1,0 +1,133 @@
+import { readFileSync } from 'node:fs';
+import { access, constants } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import {
+  CommandLineSource, dcgmSource, FileLineSource, KmsgLineSource, nvidiaSmiSource, runCommand, startGpuCollector,
+  startInventoryCollector, startKernelCollector, type LineSource, type MetadataProvider,
+} from '@gpualert/collectors';
+import { canonicalPciBus } from '@gpualert/schema';
+import { createLogger } from '@gpualert/log';
+import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
+import { openInfrastructure, untilSignal } from '@gpualert/runtime';
+import { CliError, EXIT } from '../cli-error.ts';
+import { commonConfig } from '../common-options.ts';
+import { parseDuration } from '../duration.ts';
+
+type Options = Record<string, unknown>;
+
+function labelsOf(options: Options): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of (options.label as string[] | undefined) ?? []) {
+    const [key, ...rest] = pair.split('=');
+    if (!key || rest.length === 0) throw new CliError(`gpualert collect: --label expects key=value (got "${pair}")`);
+    labels[key] = rest.join('=');
+  }
+  return labels;
+}
+
+/** Runs one collector until Ctrl-C or SIGTERM. */
+async function runUntilSignal(name: string, options: Options, start: (ctx: Awaited<ReturnType<typeof openInfrastructure>>, log: ReturnType<typeof createLogger>) => Promise<{ stop(): Promise<void> }>): Promise<number> {
+  const config = commonConfig(options);
+  const log = createLogger({ name: `collector-${name}`, level: config.logLevel });
+  const infra = await openInfrastructure(config, log);
+  const collector = await start(infra, log);
+  const signal = await untilSignal();
+  log.info({ signal }, 'collector_stopping');
+  await collector.stop();
+  await infra.close();
+  return EXIT.ok;
+}
+
+export async function collectGpu(options: Options): Promise<number> {
+  const intervalMs = parseDuration('interval', String(options.interval));
+  const timeoutMs = parseDuration('timeout', String(options.timeout));
+  const host = (options.host as string | undefined) ?? hostname();
+  const labels = labelsOf(options);
+  if (options.source !== 'nvidia-smi' && options.source !== 'dcgm') {
+    throw new CliError(`gpualert collect gpu: --source must be nvidia-smi or dcgm (got "${String(options.source)}")`);
+  }
+  if (options.source === 'dcgm' && !options.url) throw new CliError('gpualert collect gpu: --source dcgm needs --url of the exporter\'s /metrics');
+  return runUntilSignal('gpu', options, async ({ bus }, log) => {
+    const source = options.source === 'dcgm'
+      ? dcgmSource(String(options.url), host, timeoutMs)
+      : await nvidiaSmiSource({ binary: String(options.nvidiaSmi), timeoutMs });
+    log.info({ source: source.name, host, interval_ms: intervalMs }, 'gpu_collector_started');
+    return startGpuCollector({ bus, source, host, labels, intervalMs, log });
+  });
+}
+
+async function gpuIndexByPci(nvidiaSmi: string): Promise<Map<string, number>> {
+  const result = await runCommand(nvidiaSmi, ['--query-gpu=index,pci.bus_id', '--format=csv,noheader'], 5_000);
+  const map = new Map<string, number>();
+  for (const line of result.stdout.split('\n')) {
+    const [index, bus] = line.split(',').map((c) => c.trim());
+    const pci = bus ? canonicalPciBus(bus) : null;
+    if (pci && index && /^\d+$/.test(index)) map.set(pci, Number(index));
+  }
+  return map;
+}
+
+async function chooseSource(options: Options): Promise<LineSource> {
+  const source = (options.source as string | undefined) ?? (options.file ? 'file' : undefined);
+  switch (source) {
+    case 'file':
+      if (!options.file) throw new CliError('gpualert collect kernel: --source file needs --file PATH');
+      return new FileLineSource(String(options.file));
+    case 'kmsg':
+      return new KmsgLineSource();
+    case 'journal':
+      return new CommandLineSource('journalctl', ['-k', '-f', '-n', '0', '-o', 'short-iso']);
+    case 'dmesg':
+      return new CommandLineSource('dmesg', ['-w', '--time-format', 'iso']);
+    case undefined:
+      try {
+        await access('/dev/kmsg', constants.R_OK);
+        return new KmsgLineSource();
+      } catch {
+        return new CommandLineSource('journalctl', ['-k', '-f', '-n', '0', '-o', 'short-iso']);
+      }
+    default:
+      throw new CliError(`gpualert collect kernel: --source must be kmsg, journal, dmesg or file (got "${source}")`);
+  }
+}
+
+function bootTimeMs(): number | undefined {
+  try {
+    return Date.now() - Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function collectKernel(options: Options): Promise<number> {
+  const host = (options.host as string | undefined) ?? hostname();
+  const labels = labelsOf(options);
+  const catalog = loadXidCatalog(options.catalog as string | undefined);
+  if (!catalog.ok) throw new CliError(`gpualert collect kernel: ${formatRuleError(catalog.errors[0]!)}`);
+  const source = await chooseSource(options);
+  return runUntilSignal('kernel', options, async ({ bus, store }, log) => {
+    const gpus = await gpuIndexByPci(String(options.nvidiaSmi));
+    const boot = bootTimeMs();
+    return startKernelCollector({
+      bus, store, source, host, labels, catalog: catalog.value, gpuIndexByPci: gpus, log,
+      ...(boot !== undefined ? { bootTimeMs: boot } : {}),
+    });
+  });
+}
+
+export async function collectInventory(options: Options): Promise<number> {
+  const host = (options.host as string | undefined) ?? hostname();
+  const labels = labelsOf(options);
+  const metadata = String(options.metadata);
+  const providers: MetadataProvider[] = metadata === 'auto' ? ['aws', 'gcp', 'azure'] : metadata === 'none' ? [] : [metadata as MetadataProvider];
+  if (!['auto', 'none', 'aws', 'gcp', 'azure'].includes(metadata)) {
+    throw new CliError(`gpualert collect inventory: --metadata must be auto, none, aws, gcp or azure (got "${metadata}")`);
+  }
+  return runUntilSignal('inventory', options, async ({ bus }, log) =>
+    startInventoryCollector({
+      bus, host, labels, log, nvidiaSmi: String(options.nvidiaSmi), timeoutMs: parseDuration('timeout', String(options.timeout)),
+      intervalMs: parseDuration('interval', String(options.interval)), metadata: providers,
+      ...(options.metadataEndpoint ? { metadataEndpoint: String(options.metadataEndpoint) } : {}),
+    }),
+  );
+}

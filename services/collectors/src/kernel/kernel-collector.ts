@@ -1,0 +1,106 @@
+import type { Bus } from '@gpualert/bus';
+import { envelopeMessage } from '@gpualert/bus';
+import { KernelLogParser, type ParsedKernelEvent } from '@gpualert/kernel-log';
+import type { Logger } from '@gpualert/log';
+import type { XidCatalog } from '@gpualert/rules';
+import { newEnvelope, stableId, TOPICS } from '@gpualert/schema';
+import type { StateStore } from '@gpualert/state';
+import type { LineSource } from './line-source.ts';
+
+export interface KernelCollectorOptions {
+  readonly bus: Bus;
+  readonly store: StateStore;
+  readonly source: LineSource;
+  readonly host: string;
+  readonly labels?: Record<string, string>;
+  readonly catalog: XidCatalog;
+  readonly gpuIndexByPci?: ReadonlyMap<string, number>;
+  readonly bootTimeMs?: number;
+  readonly pollMs?: number;
+  readonly burstGapMs?: number;
+  readonly log: Logger;
+}
+
+export const KERNEL_COLLECTOR_SOURCE = 'collector-kernel/0.1.0';
+
+/** Where a source resumes: kept in the state store, per host and source. */
+export function kernelCursorKey(host: string, sourceId: string): string {
+  return `collector:kernel:${host}:${sourceId}`;
+}
+
+/**
+ * Follows the kernel log and publishes `kernel.event`s. The resume position is saved only
+ * after the events before it are durable on the bus, and it points at the oldest line of any
+ * burst still open, so a restart neither skips nor re-publishes; ids are stable per position.
+ */
+export async function startKernelCollector(options: KernelCollectorOptions): Promise<{ stop(): Promise<void>; stats(): KernelLogParser['stats'] }> {
+  const key = kernelCursorKey(options.host, options.source.id);
+  const saved = await options.store.get(key);
+  const from = saved === null ? undefined : Number(saved);
+  options.source.open(from);
+  options.log.info({ source: options.source.id, resume_from: from ?? 'start' }, 'kernel_collector_started');
+  const parser = new KernelLogParser({
+    catalog: options.catalog,
+    ...(options.gpuIndexByPci ? { gpuIndexByPci: options.gpuIndexByPci } : {}),
+    ...(options.bootTimeMs !== undefined ? { bootTimeMs: options.bootTimeMs } : {}),
+    ...(options.burstGapMs !== undefined ? { burstGapMs: options.burstGapMs } : {}),
+  });
+  let next = from;
+  let stopped = false;
+
+  const publish = async (events: ParsedKernelEvent[]): Promise<void> => {
+    if (events.length === 0) return;
+    const messages = events.map((event) =>
+      envelopeMessage(
+        newEnvelope({
+          type: 'kernel.event', id: stableId(options.host, options.source.id, event.position), host: options.host,
+          source: KERNEL_COLLECTOR_SOURCE, ts: event.ts, labels: options.labels ?? {}, data: event.data,
+        }),
+      ),
+    );
+    // Events are never dropped: a bus that is down is retried until it takes them.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await options.bus.publish(TOPICS.kernelEvents, messages);
+        return;
+      } catch (error) {
+        options.log.error({ attempt, error: String(error) }, 'kernel_events_publish_failed');
+        if (stopped && attempt >= 3) throw error;
+        await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** attempt)));
+      }
+    }
+  };
+  const saveCursor = async (): Promise<void> => {
+    const position = parser.resumePosition() ?? next;
+    if (position !== undefined) await options.store.set(key, String(position));
+  };
+
+  const loop = (async () => {
+    while (!stopped) {
+      const lines = await options.source.read();
+      const events: ParsedKernelEvent[] = [];
+      const now = Date.now();
+      for (const line of lines) {
+        events.push(...parser.push(line.text, now, line.position));
+        next = line.next;
+      }
+      events.push(...parser.tick(now));
+      await publish(events);
+      if (lines.length > 0 || events.length > 0) await saveCursor();
+      if (lines.length === 0) await new Promise((r) => setTimeout(r, options.pollMs ?? 50));
+    }
+  })();
+
+  return {
+    stats: () => parser.stats,
+    async stop() {
+      stopped = true;
+      await loop;
+      // What is still open is complete as far as this run knows: emit it, then save the cursor.
+      await publish(parser.flush());
+      await saveCursor();
+      await options.source.close();
+      options.log.info({ ...parser.stats }, 'kernel_collector_stopped');
+    },
+  };
+}

@@ -1,0 +1,18 @@
+/** One raw kernel log line and where it sits in its source. */
+export interface SourceLine {
+  readonly text: string;
+  /** Position of the line's start (file byte offset, kmsg sequence number, journal counter). */
+  readonly position: number;
+  /** Position just past it: where to resume when everything up to here is published. */
+  readonly next: number;
+}
+
+/** A followed kernel log: yields batches of lines as they arrive, from a saved position. */
+export interface LineSource {
+  readonly id: string;
+  /** Resumes at `from` (as saved) or, with none saved, at the source's start. */
+  open(from: number | undefined): void;
+  /** Lines available now (possibly none); never blocks for long. */
+  read(): Promise<SourceLine[]>;
+  close(): Promise<void>;
+}
