@@ -17,19 +17,32 @@ export function runCommand(file: string, args: readonly string[], timeoutMs: num
     let stderr = '';
     let timedOut = false;
     let spawnError: string | undefined;
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group, so a timeout kills whatever the command started too.
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let settled = false;
+    const settle = (result: CommandResult) => {
+      if (settled) return;
+      settled = true;
+      resolve(result);
+    };
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill('SIGKILL');
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+      // Do not wait for pipes a grandchild may still hold open.
+      settle({ stdout, stderr, exitCode: null, timedOut: true });
     }, timeoutMs);
     child.on('error', (error: NodeJS.ErrnoException) => {
       spawnError = error.code ?? error.message;
     });
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ stdout, stderr, exitCode: timedOut ? null : code, timedOut, ...(spawnError ? { spawnError } : {}) });
+      settle({ stdout, stderr, exitCode: timedOut ? null : code, timedOut, ...(spawnError ? { spawnError } : {}) });
     });
   });
 }
