@@ -63,12 +63,37 @@ describe('gpualert parse', () => {
     expect(envelopes(result.stdout).map((e) => e.host).sort()).toEqual(['424773df46e0', '551bdf382151', 'gpu-node-1', 'unknown']);
   });
 
+  it('provider: every fixture normalises through its adapter', async () => {
+    const providerOf: Record<string, string> = {
+      'aws-ec2-describe-instance-status-events.json': 'aws', 'aws-eventbridge-rebalance-recommendation.json': 'aws',
+      'aws-eventbridge-spot-interruption-warning.json': 'aws', 'aws-health-scheduled-change-nth.json': 'aws',
+      'aws-imds-maintenance-history.json': 'aws-imds', 'aws-imds-rebalance-recommendation.json': 'aws-imds',
+      'aws-imds-scheduled-events.json': 'aws-imds', 'aws-imds-spot-instance-action.json': 'aws-imds',
+      'azure-scheduled-events-ack-request.json': 'azure', 'azure-scheduled-events-empty.json': 'azure',
+      'azure-scheduled-events-freeze-scheduled.json': 'azure', 'azure-scheduled-events-freeze-started.json': 'azure',
+      'gcp-instances-list-upcomingMaintenance.json': 'gcp', 'gcp-upcoming-maintenance-metadata.json': 'gcp',
+      'oci-instance-maintenance-scheduled.json': 'oci',
+    };
+    expect(Object.keys(providerOf).sort()).toEqual(readdirSync(`${FIXTURES}provider`).sort());
+    let total = 0;
+    for (const [file, provider] of Object.entries(providerOf)) {
+      const result = await runCli(['parse', 'provider', `${FIXTURES}provider/${file}`, '--provider', provider, '--host', 'h1']);
+      expect(result.code, `${file}: ${result.stderr}`).toBe(0);
+      const out = envelopes(result.stdout);
+      for (const e of out) expect(e.type).toBe('provider.event');
+      total += out.length;
+    }
+    expect(total).toBe(14); // the empty document and the approval body give none
+  });
+
   it('answers bad input with one line and exit 2', async () => {
     const missing = await runCli(['parse', 'kernel', '/nonexistent.log']);
     expect([missing.code, missing.stderr.trim()]).toEqual([2, 'gpualert parse: cannot read /nonexistent.log: ENOENT']);
     const garbage = await runCli(['parse', 'nvidia-smi', '-'], { input: 'hello\n' });
     expect(garbage.code).toBe(2);
     expect(garbage.stderr).toMatch(/no nvidia-smi rows in -/);
+    const provider = await runCli(['parse', 'provider', '-', '--provider', 'generic'], { input: '{"event_id":"x","kind":"explode"}' });
+    expect([provider.code, provider.stderr.trim()]).toEqual([2, "gpualert parse provider: -: kind: Invalid option: expected one of \"maintenance\"|\"reboot\"|\"retirement\"|\"stop\"|\"terminate\"|\"preemption\"|\"migration\"|\"rebalance\""]);
     const format = await runCli(['parse', 'syslog', '-']);
     expect(format.code).toBe(2);
     expect(format.stderr.trim()).toBe('gpualert parse: unknown format "syslog" (expected kernel, nvidia-smi, dcgm or provider)');

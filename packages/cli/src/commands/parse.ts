@@ -2,7 +2,8 @@ import { hostname } from 'node:os';
 import { countComputeApps, lostGpuMessage, parseDcgmText, parseNvidiaSmiCsv } from '@gpualert/gpu-metrics';
 import { parseKernelLog } from '@gpualert/kernel-log';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
-import { newEnvelope, stableId, type Envelope, type GpuSampleData } from '@gpualert/schema';
+import { ADAPTERS } from '@gpualert/providers';
+import { newEnvelope, Provider, stableId, type Envelope, type GpuSampleData } from '@gpualert/schema';
 import { CliError, EXIT } from '../cli-error.ts';
 import { readInput } from '../read-input.ts';
 
@@ -32,7 +33,8 @@ export async function parse(format: string, file: string, options: ParseOptions)
       envelopes = dcgm(text, options.host, file, now);
       break;
     case 'provider':
-      throw new CliError('gpualert parse provider: not built yet', EXIT.notBuilt);
+      envelopes = provider(text, options.host, file, options.provider);
+      break;
     default:
       throw new CliError(`gpualert parse: unknown format "${format}" (expected kernel, nvidia-smi, dcgm or provider)`);
   }
@@ -81,5 +83,31 @@ function dcgm(text: string, host: string | undefined, file: string, now: number)
   const ts = new Date(now).toISOString();
   return [...parsed.hosts].map(([h, gpus]) =>
     newEnvelope({ type: 'gpu.sample', id: stableId(h, file, ts), host: h, source: SOURCE, ts, data: { gpus } }),
+  );
+}
+
+function provider(text: string, host: string | undefined, file: string, name: string | undefined): Envelope[] {
+  const parsedName = Provider.safeParse(name);
+  if (!parsedName.success) {
+    throw new CliError(`gpualert parse provider: --provider must be one of ${Provider.options.join(', ')}${name ? ` (got "${name}")` : ''}`);
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(text);
+  } catch {
+    // GCP's maintenance-event is plain text
+    payload = text.trim();
+    if (parsedName.data !== 'gcp') throw new CliError(`gpualert parse provider: ${file} is not JSON`);
+  }
+  const receivedAt = new Date().toISOString();
+  const result = ADAPTERS[parsedName.data](payload, { receivedAt, ...(host ? { host } : {}) });
+  if (!result.ok) {
+    throw new CliError(`gpualert parse provider: ${file}: ${result.error.path === '' ? '' : `${result.error.path}: `}${result.error.message}`);
+  }
+  return result.events.map((data) =>
+    newEnvelope({
+      type: 'provider.event', id: stableId(data.provider, data.event_id, data.status), host: host ?? data.hosts[0] ?? 'unknown',
+      source: SOURCE, ts: receivedAt, data,
+    }),
   );
 }
