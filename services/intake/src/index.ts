@@ -1,0 +1,5 @@
+export * from './standard-webhooks.ts';
+export * from './handle-delivery.ts';
+export * from './intake-metrics.ts';
+export * from './intake-server.ts';
+export * from './inventory-hosts.ts';
