@@ -10,3 +10,5 @@ export * from './kernel/kernel-collector.ts';
 export * from './inventory/inventory.ts';
 export * from './inventory/cloud-metadata.ts';
 export * from './inventory/inventory-collector.ts';
+export * from './provider/diff-events.ts';
+export * from './provider/metadata-poller.ts';
