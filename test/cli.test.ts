@@ -29,19 +29,41 @@ describe('gpualert command line', () => {
   });
 
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {
-    const up = startCli(['up']);
+    const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 20_000);
-    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory"/);
+    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["intake"\]/);
     up.kill('SIGINT');
     const [code] = await once(up, 'exit');
     expect(code).toBe(0);
     expect(up.output()).toContain('"msg":"gpualert_stopped"');
   });
 
+  it('`intake` takes a signed delivery from its secrets in the environment, and refuses a secret on the command line', async () => {
+    const secret = `whsec_${Buffer.from('cli test secret, thirty-two byte').toString('base64')}`;
+    const intake = startCli(['intake', '--port', '0', '--listen', '127.0.0.1'], cleanEnv({ GPUALERT_INTAKE_SECRETS: secret }));
+    await waitFor(() => /"port":\d+/.test(intake.output()) && intake.output().includes('intake_listening'), 'intake_listening', 20_000);
+    const port = /"port":(\d+)/.exec(intake.output())![1];
+    const body = JSON.stringify({ event_id: 'cli-1', kind: 'maintenance', status: 'scheduled', hosts: ['h1'] });
+    const { sign } = await import('@gpualert/intake');
+    const ts = Math.floor(Date.now() / 1000);
+    const response = await fetch(`http://127.0.0.1:${port}/v1/events/generic`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'webhook-id': 'm1', 'webhook-timestamp': String(ts), 'webhook-signature': sign(secret, 'm1', ts, body) },
+      body,
+    });
+    expect(response.status).toBe(202);
+    expect(intake.output()).not.toContain(secret);
+    intake.kill('SIGTERM');
+    expect((await once(intake, 'exit'))[0]).toBe(0);
+    const refused = await runCli(['intake', '--secret', secret]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/unknown option '--secret'/);
+  });
+
   it('`up` switches to Kafka and Redis when they are configured', async () => {
     const up = startCli(
       ['up', '--topic-prefix', `${uniqueName('up')}.`],
-      cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl') }),
+      cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }),
     );
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 30_000);
     expect(up.output()).toMatch(/"mode":"distributed","bus":"kafka","store":"redis"/);

@@ -3,6 +3,8 @@ import { Command, CommanderError } from 'commander';
 import { CliError, EXIT } from './cli-error.ts';
 import { withCommonOptions } from './common-options.ts';
 import { collectGpu, collectInventory, collectKernel } from './commands/collect.ts';
+import { collectProvider } from './commands/collect-provider.ts';
+import { intake } from './commands/intake.ts';
 import { parse } from './commands/parse.ts';
 import { up } from './commands/up.ts';
 
@@ -49,8 +51,12 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--catalog <file>', 'the Xid catalog', undefined)
     .action(run(collectKernel));
   withCommonOptions(collect.command('provider').description("the cloud provider's maintenance notices from its metadata service"))
-    .allowUnknownOption()
-    .action(run(notBuilt('collect provider')));
+    .requiredOption('--provider <name>', 'aws-imds | gcp | azure')
+    .option('--host <host>', 'this machine\'s id (default: the hostname)')
+    .option('--endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
+    .option('--interval <duration>', 'time between polls', '10s')
+    .option('--timeout <duration>', 'a poll slower than this is a failure', '2s')
+    .action(run(collectProvider));
   collector('inventory', "the host's fingerprint: GPUs, driver, CUDA, provider")
     .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where to ask for the instance id', 'auto')
     .option('--metadata-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
@@ -58,7 +64,12 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--timeout <duration>', 'nvidia-smi and metadata timeout', '5s')
     .action(run(collectInventory));
 
-  withCommonOptions(program.command('intake').description('the provider webhook HTTP server')).action(run(notBuilt('intake')));
+  withCommonOptions(program.command('intake').description('the provider webhook HTTP server'))
+    .option('--port <port>', 'port to listen on (also GPUALERT_INTAKE_PORT)', undefined)
+    .option('--listen <address>', 'address to bind (also GPUALERT_INTAKE_LISTEN; default 0.0.0.0)')
+    .option('--secrets-file <file>', 'YAML with secrets: [whsec_…] and token (also GPUALERT_INTAKE_SECRETS_FILE)')
+    .addHelpText('after', '\nSecrets: GPUALERT_INTAKE_SECRETS (whsec_…, comma-separated for rotation), GPUALERT_INTAKE_TOKEN and\nGPUALERT_INTAKE_TOKEN_HEADER for senders that cannot sign, or --secrets-file. Never on the command line.')
+    .action(run(intake));
   withCommonOptions(program.command('engine').description('the rules engine service')).action(run(notBuilt('engine')));
   withCommonOptions(program.command('notifier').description('the notifier service')).action(run(notBuilt('notifier')));
 

@@ -3,3 +3,5 @@ export * from './handle-delivery.ts';
 export * from './intake-metrics.ts';
 export * from './intake-server.ts';
 export * from './inventory-hosts.ts';
+export * from './intake-config.ts';
+export * from './intake-service.ts';
