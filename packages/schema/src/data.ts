@@ -124,6 +124,10 @@ export const AlertData = z.object({
   expected: z.boolean().optional(),
   evidence: z.array(z.string()),
   templates: z.array(z.string()).optional(),
+  /** The host incident this alert belongs to: the fingerprint of its first alert. */
+  incident: z.string().optional(),
+  /** The value that breached, where there is one (°C, W, %, count). */
+  value: z.number().optional(),
 });
 export type AlertData = z.infer<typeof AlertData>;
 

@@ -1,0 +1,128 @@
+import { AlertCategory, Severity } from '@gpualert/schema';
+import { z } from 'zod';
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `5m`, `4h` → milliseconds. */
+export const Duration = z
+  .string()
+  .regex(DURATION, 'expected a duration like 30s, 5m or 4h')
+  .transform((v) => {
+    const [, n, unit] = DURATION.exec(v)!;
+    return Number(n) * UNIT_MS[unit!]!;
+  });
+
+/** GPU metrics a rule can read. */
+export const NumericMetric = z.enum([
+  'util_pct', 'mem_util_pct', 'mem_used_mib', 'temp_c', 'mem_temp_c', 'power_w', 'sm_clock_mhz', 'mem_clock_mhz', 'fan_pct',
+]);
+export const CounterMetric = z.enum(['ecc_sbe_volatile', 'ecc_dbe_volatile', 'ecc_sbe_aggregate', 'ecc_dbe_aggregate', 'nvlink_errors']);
+
+const common = {
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'expected lower-case letters, digits and dashes'),
+  severity: Severity,
+  category: AlertCategory,
+  /** How long the condition must hold before the alert fires. */
+  for: Duration.default(0),
+  summary: z.string().min(1),
+  action: z.string().min(1),
+  /** Severity rises while the alert keeps firing. */
+  escalate: z.array(z.object({ after: Duration, severity: Severity })).default([]),
+  enabled: z.boolean().default(true),
+};
+
+export const RuleSpec = z.discriminatedUnion('kind', [
+  z.object({
+    ...common,
+    kind: z.literal('threshold'),
+    metric: NumericMetric,
+    above: z.number(),
+    /** Hysteresis: once firing, it resolves only below this. */
+    recover_below: z.number().optional(),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('baseline'),
+    metric: NumericMetric,
+    /** Standard deviations away from this GPU's own normal at comparable load. */
+    sigmas: z.number().positive().default(4),
+    /** ...and at least this many units away (°C, W): statistically large and physically large. */
+    min_delta: z.number().positive(),
+    /** Samples this GPU must have contributed before its own normal outweighs the fleet prior. */
+    warmup_samples: z.number().int().positive().default(30),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('peer'),
+    metric: NumericMetric,
+    /** Units above the median of the host's other GPUs at similar load. */
+    min_delta: z.number().positive(),
+    /** Utilisation points within which two GPUs count as at similar load. */
+    load_band: z.number().positive().default(25),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('straggler'),
+    /** A host whose mean utilisation is below this fraction of its job's median. */
+    fraction: z.number().positive().max(1).default(0.7),
+    min_hosts: z.number().int().min(2).default(3),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('event'),
+    /** Which kernel events: by kind and, for Xid and SXid, code. */
+    kinds: z.array(z.string()).min(1),
+    xids: z.array(z.number().int()).optional(),
+    /** The same code this many times on one GPU within the window means suspect hardware. */
+    repeat: z.object({ count: z.number().int().min(2), within: Duration, severity: Severity }).optional(),
+    /** An application-level event resolves after this quiet period; hardware waits for recovery. */
+    quiet: Duration.default(1_800_000),
+  }),
+  z.object({ ...common, kind: z.literal('counter'), metric: CounterMetric, increase: z.number().int().positive().default(1), quiet: Duration.default(3_600_000), latch: z.boolean().default(false) }),
+  z.object({ ...common, kind: z.literal('flag'), flag: z.enum(['remap_pending', 'remap_failure']), latch: z.boolean().default(false) }),
+  z.object({ ...common, kind: z.literal('throttle'), reasons: z.array(z.string()).min(1) }),
+  z.object({ ...common, kind: z.literal('stuck_job'), util_below: z.number().default(5) }),
+  z.object({ ...common, kind: z.literal('low_memory_use'), mem_below_pct: z.number().default(30) }),
+  z.object({ ...common, kind: z.literal('idle_cost'), util_below: z.number().default(2) }),
+  z.object({ ...common, kind: z.literal('absence'), scope: z.enum(['host', 'gpu']), intervals: z.number().int().min(1).default(3) }),
+  z.object({ ...common, kind: z.literal('collector'), consecutive: z.number().int().min(1).default(2) }),
+  z.object({ ...common, kind: z.literal('link'), util_above: z.number().default(50) }),
+  z.object({ ...common, kind: z.literal('drift'), min_hosts: z.number().int().min(2).default(3) }),
+  z.object({ ...common, kind: z.literal('maintenance') }),
+]);
+export type RuleSpec = z.infer<typeof RuleSpec>;
+export type RuleOf<K extends RuleSpec['kind']> = Extract<RuleSpec, { kind: K }>;
+
+export const RulesFile = z.object({ rules: z.array(RuleSpec) }).superRefine((file, ctx) => {
+  const seen = new Set<string>();
+  file.rules.forEach((rule, i) => {
+    if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: ['rules', i, 'id'], message: `rule "${rule.id}" appears twice` });
+    seen.add(rule.id);
+  });
+});
+
+/** A fleet prior: what a GPU model's metric looks like idle and busy, before a GPU has its own normal. */
+export const Prior = z.object({ idle: z.tuple([z.number(), z.number().positive()]), busy: z.tuple([z.number(), z.number().positive()]) });
+
+export const Template = z.object({
+  name: z.string().min(1),
+  /** Higher wins when several match. */
+  priority: z.number().int().default(0),
+  /** All given must match: regexes over the inventory's fingerprint and the host's labels. */
+  match: z
+    .object({
+      gpu_model: z.string().optional(),
+      provider: z.string().optional(),
+      cluster: z.string().optional(),
+      role: z.string().optional(),
+    })
+    .default({}),
+  /** Per-rule overrides of numeric settings, and rules switched off. */
+  overrides: z.record(z.string(), z.record(z.string(), z.union([z.number(), z.string(), z.boolean()]))).default({}),
+  disable: z.array(z.string()).default([]),
+  /** Versions this hardware is pinned to; a host on others is drift. */
+  pins: z.object({ driver_version: z.string().optional(), cuda_version: z.string().optional() }).default({}),
+  priors: z.partialRecord(NumericMetric, Prior).default({}),
+});
+export type Template = z.infer<typeof Template>;
