@@ -65,7 +65,7 @@ export class Conditions {
       if (!tracker) return;
       delete tracker.since;
       if (tracker.firing && !tracker.latched && tracker.quietMs === undefined) this.resolve(state, key, tracker, at);
-      else if (!tracker.firing && tracker.told !== 'firing' && !tracker.flapping) delete state.trackers[key];
+      else if (!tracker.firing && tracker.transitions.length === 0) delete state.trackers[key]; // never fired: forget it
       return;
     }
     if (!tracker) {
@@ -107,11 +107,15 @@ export class Conditions {
     tracker.latched = false;
     delete tracker.since;
     this.transition(state, key, tracker, 'resolved', at);
-    if (!tracker.flapping) delete state.trackers[key];
+    // Kept while its recent transitions matter for flapping; `tick` forgets it after that.
   }
 
   /** Time-based changes: escalation while firing, the end of a flapping episode. */
   tick(state: HostState, key: string, tracker: Tracker, rule: RuleSpec | undefined, at: number): void {
+    if (!tracker.firing && !tracker.flapping && tracker.since === undefined && tracker.transitions.every((t) => at - t >= FLAP_WINDOW_MS)) {
+      delete state.trackers[key];
+      return;
+    }
     if (tracker.firing && tracker.startsAt !== undefined && rule) {
       let target = tracker.baseSeverity;
       for (const step of rule.escalate) if (at - tracker.startsAt >= step.after) target = maxSeverity(target, step.severity);

@@ -426,9 +426,11 @@ export class Engine {
     const rule = bound.rules.find((r): r is RuleOf<'maintenance'> => r.kind === 'maintenance');
     if (!rule) return;
     const open = data.status === 'scheduled' || data.status === 'started';
-    conditions.observe(host, `${rule.id}|${data.event_id}`, rule, undefined, at, {
-      breaching: open, summary: fill(rule.summary, { host: host.host, detail: `${host.host}: ${window.description}` }),
-    });
+    const key = `${rule.id}|${data.event_id}`;
+    const summary = fill(rule.summary, { host: host.host, detail: `${host.host}: ${window.description}` });
+    const tracker = host.trackers[key];
+    if (tracker) tracker.summary = summary; // the resolve says how it ended
+    conditions.observe(host, key, rule, undefined, at, { breaching: open, summary });
   }
 
   private inventory(state: EngineState, host: HostState, conditions: Conditions, data: EnvelopeOf<'host.inventory'>['data'], at: number): void {
