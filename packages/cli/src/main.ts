@@ -5,6 +5,7 @@ import { withCommonOptions } from './common-options.ts';
 import { collectGpu, collectInventory, collectKernel } from './commands/collect.ts';
 import { collectProvider } from './commands/collect-provider.ts';
 import { intake } from './commands/intake.ts';
+import { alertResolve, engine, replay, rulesCheck } from './commands/engine.ts';
 import { parse } from './commands/parse.ts';
 import { up } from './commands/up.ts';
 
@@ -70,7 +71,10 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--secrets-file <file>', 'YAML with secrets: [whsec_…] and token (also GPUALERT_INTAKE_SECRETS_FILE)')
     .addHelpText('after', '\nSecrets: GPUALERT_INTAKE_SECRETS (whsec_…, comma-separated for rotation), GPUALERT_INTAKE_TOKEN and\nGPUALERT_INTAKE_TOKEN_HEADER for senders that cannot sign, or --secrets-file. Never on the command line.')
     .action(run(intake));
-  withCommonOptions(program.command('engine').description('the rules engine service')).action(run(notBuilt('engine')));
+  withCommonOptions(program.command('engine').description('the rules engine service'))
+    .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
+    .option('--clock <clock>', 'wall (default) | event: whether the machine\'s clock moves time too', 'wall')
+    .action(run(engine));
   withCommonOptions(program.command('notifier').description('the notifier service')).action(run(notBuilt('notifier')));
 
   program
@@ -89,7 +93,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .description('a recording through the engine, alerts as JSONL on stdout')
     .argument('<recording>', 'a JSONL recording')
     .option('--rules <dir>', 'the rules directory')
-    .action(run(notBuilt('replay')));
+    .action(run(replay));
 
   program
     .command('rules')
@@ -97,7 +101,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .command('check')
     .description('validate rule and route files')
     .argument('[dir]', 'the rules directory', 'rules')
-    .action(run(notBuilt('rules check')));
+    .action(run(rulesCheck));
 
   withCommonOptions(program.command('timeline').description('the post-incident timeline'))
     .requiredOption('--from <time>', 'start, ISO-8601')
@@ -113,7 +117,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     withCommonOptions(silence.command(verb).allowUnknownOption()).action(run(notBuilt(`silence ${verb}`)));
   }
   const alert = program.command('alert').description('alerts');
-  withCommonOptions(alert.command('resolve').argument('<fingerprint>')).action(run(notBuilt('alert resolve')));
+  withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
 
   return program;
 }

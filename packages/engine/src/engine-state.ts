@@ -77,6 +77,10 @@ export interface HostState {
   incident?: { fingerprint: string; until: number };
   /** The latest event time seen for this host: the engine's clock. */
   now: number;
+  /** When this host's clock last ticked (event time). */
+  lastTick: number;
+  /** The last offset judged per topic/partition, so a redelivered message is not judged twice. */
+  offsets: Record<string, number>;
 }
 
 /** State shared across hosts: jobs (for stragglers) and clusters (for version drift). */
@@ -95,7 +99,7 @@ export function emptyEngineState(): EngineState {
 }
 
 export function newHostState(host: string, labels: Record<string, string>, template: string): HostState {
-  return { host, labels, template, intervalMs: 10_000, collectorErrors: 0, gpus: {}, trackers: {}, maintenance: {}, now: 0 };
+  return { host, labels, template, intervalMs: 10_000, collectorErrors: 0, gpus: {}, trackers: {}, maintenance: {}, now: 0, lastTick: 0, offsets: {} };
 }
 
 export function newGpuState(): GpuState {

@@ -30,8 +30,27 @@ export class Engine {
   private readonly parsers = new Map<string, KernelLogParser>();
   private readonly byName: Map<string, BoundTemplate>;
 
-  constructor(private readonly ruleSet: RuleSet, private readonly catalog: XidCatalog) {
+  /**
+   * `parseRaw`: judge `kernel.line` and `provider.raw` envelopes by parsing them (recordings);
+   * the live service leaves them, since the collectors and the intake publish the parsed form.
+   */
+  constructor(private readonly ruleSet: RuleSet, private readonly catalog: XidCatalog, private readonly parseRaw = true) {
     this.byName = new Map(ruleSet.templates.map((t) => [t.template.name, t]));
+  }
+
+  /**
+   * One envelope the way the service sees it: the host's own clock ticks first (every 10 s of
+   * its event time), then the envelope is judged. Deterministic per host, whatever the batching.
+   */
+  advance(state: EngineState, envelope: Envelope): EnvelopeOf<'alert'>[] {
+    const at = Date.parse(envelope.ts);
+    const host = state.hosts[envelope.host];
+    const alerts = host && at - host.lastTick >= 10_000 ? this.tickHost(host, at) : [];
+    if (host && at - host.lastTick >= 10_000) host.lastTick = at;
+    alerts.push(...this.step(state, envelope));
+    const fresh = state.hosts[envelope.host]!;
+    if (fresh.lastTick === 0) fresh.lastTick = at;
+    return alerts;
   }
 
   step(state: EngineState, envelope: Envelope): EnvelopeOf<'alert'>[] {
@@ -49,12 +68,14 @@ export class Engine {
         this.kernelEvent(host, bound, conditions, envelope.id, envelope.data, at);
         break;
       case 'kernel.line':
+        if (!this.parseRaw) break;
         // Raw lines in a recording are parsed as the collector would, then judged.
         for (const event of this.parser(host).push(envelope.data.line, at)) {
           this.kernelEvent(host, bound, conditions, stableId(envelope.id, event.position), event.data, Date.parse(event.ts));
         }
         break;
       case 'provider.raw': {
+        if (!this.parseRaw) break;
         const result = ADAPTERS[envelope.data.provider](envelope.data.payload, { host: envelope.host, receivedAt: envelope.ts });
         if (result.ok) for (const data of result.events) this.providerEvent(host, bound, conditions, data, at);
         break;

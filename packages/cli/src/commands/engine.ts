@@ -1,0 +1,73 @@
+import { Engine, loadRuleSet, RecordingError, replay as replayRecording, type RuleSet } from '@gpualert/engine';
+import { requestOperatorResolve, startEngineService } from '@gpualert/engine-service';
+import { createLogger } from '@gpualert/log';
+import { formatRuleError, loadXidCatalog, type XidCatalog } from '@gpualert/rules';
+import { openInfrastructure, untilSignal } from '@gpualert/runtime';
+import { MemoryStore, RedisStore } from '@gpualert/state';
+import { CliError, EXIT } from '../cli-error.ts';
+import { commonConfig } from '../common-options.ts';
+import { readInput } from '../read-input.ts';
+
+type Options = Record<string, unknown>;
+
+/** Rules and catalog, or one clear line per problem and exit 2. */
+export function loadJudgement(dir: string | undefined, command: string): { ruleSet: RuleSet; catalog: XidCatalog } {
+  const rules = loadRuleSet(dir);
+  if (!rules.ok) throw new CliError(rules.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
+  const catalog = loadXidCatalog(dir ? `${dir}/xid-catalog.yaml` : undefined);
+  if (!catalog.ok) throw new CliError(catalog.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
+  return { ruleSet: rules.value, catalog: catalog.value };
+}
+
+/** `gpualert rules check [DIR]`: every error with file, line and field; exit 2 if any. */
+export async function rulesCheck(dir: string): Promise<number> {
+  const { ruleSet, catalog } = loadJudgement(dir, 'rules check');
+  const rules = new Set(ruleSet.templates.flatMap((t) => t.rules.map((r) => r.id)));
+  process.stdout.write(`${dir}: ${rules.size} rules, ${ruleSet.templates.length} templates (${ruleSet.templates.map((t) => t.template.name).join(', ')}), ${catalog.size} Xid codes: valid\n`);
+  return EXIT.ok;
+}
+
+/** `gpualert replay <recording> [--rules DIR]`: alerts as JSONL, the same every time. */
+export async function replay(file: string, options: Options): Promise<number> {
+  const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'replay');
+  const text = await readInput('replay', file);
+  try {
+    for (const alert of replayRecording(new Engine(ruleSet, catalog), text.split('\n'))) process.stdout.write(`${JSON.stringify(alert)}\n`);
+  } catch (error) {
+    if (error instanceof RecordingError) throw new CliError(`gpualert replay: ${file}: ${error.message}`);
+    throw error;
+  }
+  return EXIT.ok;
+}
+
+/** `gpualert engine`: the rules engine service. */
+export async function engine(options: Options): Promise<number> {
+  const clock = String(options.clock ?? 'wall');
+  if (clock !== 'wall' && clock !== 'event') throw new CliError(`gpualert engine: --clock must be wall or event (got "${clock}")`);
+  const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'engine');
+  const config = commonConfig(options);
+  const log = createLogger({ name: 'engine', level: config.logLevel });
+  const infra = await openInfrastructure(config, log);
+  const service = await startEngineService({ bus: infra.bus, store: infra.store, log, ruleSet, catalog, clock });
+  log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock }, 'engine_started');
+  const signal = await untilSignal();
+  log.info({ signal }, 'engine_stopping');
+  await service.stop();
+  await infra.close();
+  return EXIT.ok;
+}
+
+/** `gpualert alert resolve <fingerprint>`: hands the engine an operator's resolve. */
+export async function alertResolve(fingerprint: string, options: Options): Promise<number> {
+  if (!/^[0-9a-f]{8,64}$/.test(fingerprint)) throw new CliError(`gpualert alert resolve: "${fingerprint}" is not an alert fingerprint`);
+  const config = commonConfig(options);
+  if (!config.redisUrl) {
+    throw new CliError('gpualert alert resolve: needs REDIS_URL (the embedded mode\'s store lives inside gpualert up)');
+  }
+  const store = config.redisUrl ? new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix }) : new MemoryStore();
+  await requestOperatorResolve(store, fingerprint, Date.now());
+  await store.close();
+  process.stdout.write(`resolve of ${fingerprint} handed to the engine\n`);
+  return EXIT.ok;
+}
+

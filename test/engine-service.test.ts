@@ -1,0 +1,121 @@
+import { once } from 'node:events';
+import { KafkaBus, envelopeMessage, type Bus } from '@gpualert/bus';
+import { Engine, emptyEngineState, loadRuleSet, syntheticFleet, type FleetOptions } from '@gpualert/engine';
+import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
+import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import { describe, expect, inject, it } from 'vitest';
+import { cleanEnv, startCli } from './infra/run-cli.ts';
+import { uniqueName, waitFor } from './infra/wait-for.ts';
+
+const T0 = Date.parse('2026-06-01T00:00:00Z');
+const MIN = 60_000;
+
+/** An hour of four hosts with a drifting GPU, an Xid 79 and a stuck job; no cross-host rules. */
+function recording(): Envelope[] {
+  const options: FleetOptions = {
+    hosts: 4, gpusPerHost: 8, start: T0, minutes: 60, seed: 11, cluster: '',
+    fault: (h, gpu, at) => {
+      const g = { ...gpu, util_pct: 97, processes: 1, pcie_gen: 5, temp_c: 60 + (gpu.index % 3), power_w: 630 };
+      if (h === 1 && gpu.index === 5 && at > T0 + 20 * MIN) return { ...g, temp_c: 75 };
+      if (h === 2 && gpu.index === 3 && at > T0 + 30 * MIN) return null;
+      if (h === 3 && gpu.index === 0 && at > T0 + 10 * MIN) return { ...g, util_pct: 0, temp_c: 36, power_w: 80 };
+      return g;
+    },
+  };
+  const envelopes = [...syntheticFleet(options)].map((e) => ({ ...e, labels: {} }) as Envelope);
+  envelopes.push(newEnvelope({
+    type: 'kernel.event', id: 'xid79', host: 'gpu-node-002', source: 'test', ts: new Date(T0 + 30 * MIN - 500).toISOString(),
+    data: { kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:4b:00): 79', count: 1 },
+  }));
+  return envelopes.sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts));
+}
+
+const TOPIC_OF: Record<string, string> = {
+  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'host.inventory': TOPICS.hostInventory, 'provider.event': TOPICS.providerEvents,
+};
+
+async function publish(bus: Bus, envelopes: Envelope[]): Promise<void> {
+  for (let i = 0; i < envelopes.length; i += 200) {
+    const chunk = envelopes.slice(i, i + 200);
+    for (const topic of new Set(chunk.map((e) => TOPIC_OF[e.type]!))) {
+      await bus.publish(topic, chunk.filter((e) => TOPIC_OF[e.type] === topic).map(envelopeMessage));
+    }
+  }
+}
+
+describe('engine service on the real Kafka and Redis', () => {
+  it('killed with SIGKILL mid-recording and restarted, it gives the same alerts as an uninterrupted run', async () => {
+    const rules = loadRuleSet();
+    const catalog = loadXidCatalog();
+    if (!rules.ok || !catalog.ok) throw new Error(rules.ok ? 'catalog' : rules.errors.map(formatRuleError).join('\n'));
+    const input = recording();
+    // What an uninterrupted engine says, judged in process the way the service does.
+    const engine = new Engine(rules.value, catalog.value, false);
+    const state = emptyEngineState();
+    const expected = new Set(input.flatMap((e) => engine.advance(state, e)).map((a) => a.id));
+    expect(expected.size).toBeGreaterThanOrEqual(4);
+
+    const prefix = `${uniqueName('engine')}.`;
+    const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const env = cleanEnv({
+      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix,
+      GPUALERT_KEY_PREFIX: `${uniqueName('engine')}:`, GPUALERT_PARTITIONS: '3',
+    });
+    const seen = new Map<string, number>();
+    const sub = await bus.consume({
+      group: uniqueName('alerts'), topics: [TOPICS.alerts],
+      handler: async (batch) => {
+        for (const { envelope } of batch.items) seen.set(envelope.id, (seen.get(envelope.id) ?? 0) + 1);
+      },
+    });
+    try {
+      await publish(bus, input);
+      let service = startCli(['engine', '--clock', 'event'], env);
+      await waitFor(() => seen.size >= 2, 'the first alerts', 60_000);
+      service.kill('SIGKILL');
+      await once(service, 'exit');
+      const before = seen.size;
+      service = startCli(['engine', '--clock', 'event'], env);
+      try {
+        await waitFor(() => [...expected].every((id) => seen.has(id)), `every expected alert (had ${before} at the kill)`, 90_000);
+        await new Promise((r) => setTimeout(r, 1_500));
+        expect(new Set(seen.keys())).toEqual(expected);
+      } finally {
+        service.kill('SIGTERM');
+        await once(service, 'exit');
+      }
+    } finally {
+      await sub.stop();
+      await bus.close();
+    }
+  }, 180_000);
+});
+
+describe('gpualert replay and rules check', () => {
+  it('replays the example recording to alert envelopes', async () => {
+    const { runCli } = await import('./infra/run-cli.ts');
+    const result = await runCli(['replay', new URL('./fixtures/recordings/example-thermal-xid13-gcp.jsonl', import.meta.url).pathname]);
+    expect(result.code).toBe(0);
+    const alerts = result.stdout.trim().split('\n').map((l) => parseEnvelope(l));
+    expect(alerts.every((a) => a.ok && a.value.type === 'alert')).toBe(true);
+    expect(alerts.length).toBe(6);
+    const broken = await runCli(['replay', '-'], { input: '{"type":"gpu.sample"}\n' });
+    expect(broken.code).toBe(2);
+    expect(broken.stderr).toMatch(/^gpualert replay: -: line 1: /);
+  });
+
+  it('checks the bundled rules, and names file, line and field of a broken one', async () => {
+    const { runCli } = await import('./infra/run-cli.ts');
+    const ok = await runCli(['rules', 'check', new URL('../rules', import.meta.url).pathname]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toMatch(/22 rules, 5 templates .* 172 Xid codes: valid/);
+    const { mkdtempSync, cpSync, readFileSync, writeFileSync } = await import('node:fs');
+    const dir = mkdtempSync('/tmp/gpualert-rules-');
+    cpSync(new URL('../rules', import.meta.url).pathname, dir, { recursive: true });
+    writeFileSync(`${dir}/templates/h100.yaml`, readFileSync(`${dir}/templates/h100.yaml`, 'utf8').replace('priority: 10', 'priority: high'));
+    const bad = await runCli(['rules', 'check', dir]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe(`gpualert rules check: ${dir}/templates/h100.yaml:3: priority: Invalid input: expected number, received string`);
+  });
+});
