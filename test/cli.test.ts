@@ -13,9 +13,9 @@ describe('gpualert command line', () => {
   });
 
   it('says plainly when a command is not built yet, and exits non-zero', async () => {
-    const result = await runCli(['engine']);
+    const result = await runCli(['notifier']);
     expect(result.code).toBe(3);
-    expect(result.stderr.trim()).toBe('gpualert engine: not built yet');
+    expect(result.stderr.trim()).toBe('gpualert notifier: not built yet');
   });
 
   it('answers bad arguments and bad config with one line and exit 2', async () => {
@@ -31,7 +31,7 @@ describe('gpualert command line', () => {
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {
     const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 20_000);
-    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["intake"\]/);
+    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake"\]/);
     up.kill('SIGINT');
     const [code] = await once(up, 'exit');
     expect(code).toBe(0);
@@ -58,6 +58,18 @@ describe('gpualert command line', () => {
     const refused = await runCli(['intake', '--secret', secret]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/unknown option '--secret'/);
+  });
+
+  it('`up --demo` plays the bundled incident and a newcomer sees graded alerts within seconds', async () => {
+    const up = startCli(['up', '--demo', '--speed', '600'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+    await waitFor(() => up.output().includes('[fallen_off_bus]'), 'the lost GPU', 30_000);
+    const output = up.output();
+    expect(output).toMatch(/WARNING {2}gpu-node-000 {2}\[maintenance\]/);
+    expect(output).toMatch(/WARNING {2}gpu-node-000 GPU 2 {2}\[xid\] {2}Xid 13: Graphics Engine Exception on GPU 2 \(×3\)/);
+    expect(output).toMatch(/WARNING {2}gpu-node-001 GPU 5 {2}\[thermal\] {2}GPU 5 on gpu-node-001 runs 1\d °C hotter than its siblings/);
+    expect(output).toMatch(/CRITICAL gpu-node-002 GPU 3 {2}\[fallen_off_bus\]/);
+    up.kill('SIGINT');
+    expect((await once(up, 'exit'))[0]).toBe(0);
   });
 
   it('`up` switches to Kafka and Redis when they are configured', async () => {

@@ -28,11 +28,10 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   withCommonOptions(
     program.command('up').description('run every service in one process (embedded bus and store by default)'),
   )
-    .option('--demo', 'replay a bundled incident so alerts flow without a GPU')
-    .action(run(async (options: Record<string, unknown>) => {
-      if (options.demo) return notBuilt('up --demo')();
-      return up(options);
-    }));
+    .option('--demo', 'play a bundled incident so alerts flow without a GPU')
+    .option('--speed <factor>', 'with --demo: how many times faster than real time', '120')
+    .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
+    .action(run(up));
 
   const collect = program.command('collect').description('run one collector on this host');
   const collector = (name: string, about: string) =>

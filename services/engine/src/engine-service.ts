@@ -3,6 +3,7 @@ import { Engine, newHostState, type EngineState, type FleetState, type HostState
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import type { ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 
 export interface EngineServiceOptions {
@@ -106,4 +107,15 @@ async function takeOperatorResolves(store: StateStore): Promise<string[]> {
   if (pending.length === 0) return [];
   await store.sortedRemove(OPERATOR_KEY, ...pending.map((p) => p.member));
   return pending.map((p) => p.member);
+}
+
+/** The engine as one of `gpualert up`'s services. */
+export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event'): ServiceDefinition {
+  return {
+    name: 'engine',
+    async start(context) {
+      const service = await startEngineService({ bus: context.bus, store: context.store, log: context.log, ruleSet, catalog, clock });
+      return { name: 'engine', stop: () => service.stop() };
+    },
+  };
 }

@@ -1,21 +1,31 @@
+import { engineService } from '@gpualert/engine-service';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger } from '@gpualert/log';
 import { openInfrastructure, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { printAlerts } from '../alert-printer.ts';
 import { commonConfig } from '../common-options.ts';
+import { playDemo } from '../demo-feeder.ts';
+import { loadJudgement } from './engine.ts';
 
-/** The services `gpualert up` runs in one process; each later service registers here. */
-export const EMBEDDED_SERVICES: readonly ServiceDefinition[] = [
-  { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, {}), context) },
-];
-
-/** Everything in one process: the in-process bus and store unless Kafka and Redis are configured. */
+/**
+ * Everything in one process: the in-process bus and store unless Kafka and Redis are
+ * configured. `--demo` plays the bundled incident through it.
+ */
 export async function up(options: Record<string, unknown>): Promise<number> {
   const started = performance.now();
   const config = commonConfig(options);
   const log = createLogger({ name: 'gpualert-up', level: config.logLevel });
+  const demo = options.demo === true;
+  const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'up');
+  const services: ServiceDefinition[] = [
+    // The demo's recording lives in the past: only its own event time may move the clock.
+    engineService(ruleSet, catalog, demo ? 'event' : 'wall'),
+    { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, {}), context) },
+  ];
   const infra = await openInfrastructure(config, log);
+  const printer = await printAlerts(infra.bus);
   const running: RunningService[] = [];
-  for (const service of EMBEDDED_SERVICES) {
+  for (const service of services) {
     try {
       running.push(await service.start({ bus: infra.bus, store: infra.store, log: log.child({ service: service.name }) }));
     } catch (error) {
@@ -33,8 +43,17 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     },
     'gpualert_up',
   );
+  let stopping = false;
+  const demoRun = demo
+    ? playDemo(infra.bus, catalog, Number(options.speed ?? 120), () => stopping).then((n) => {
+        if (n > 0) log.info({ envelopes: n }, 'demo_played');
+      })
+    : Promise.resolve();
   const signal = await untilSignal();
+  stopping = true;
   log.info({ signal }, 'gpualert_stopping');
+  await demoRun.catch(() => {});
+  await printer.stop();
   for (const service of running.reverse()) await service.stop();
   await infra.close();
   log.info({}, 'gpualert_stopped');

@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import { envelopeMessage, type Bus } from '@gpualert/bus';
+import { KernelLogParser } from '@gpualert/kernel-log';
+import { ADAPTERS } from '@gpualert/providers';
+import type { XidCatalog } from '@gpualert/rules';
+import { newEnvelope, parseEnvelope, stableId, TOPICS, type Envelope } from '@gpualert/schema';
+
+export const DEMO_RECORDING = new URL('../../../demo/incident.jsonl', import.meta.url).pathname;
+
+const TOPIC: Partial<Record<Envelope['type'], string>> = {
+  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents, 'host.inventory': TOPICS.hostInventory,
+};
+
+/**
+ * Plays the bundled incident into the bus as the collectors would (raw kernel lines and
+ * provider payloads parsed on the way), `speed` times faster than it happened.
+ */
+export async function playDemo(bus: Bus, catalog: XidCatalog, speed: number, stopped: () => boolean): Promise<number> {
+  const envelopes = readFileSync(DEMO_RECORDING, 'utf8').split('\n').filter((l) => l !== '').map((line, i) => {
+    const parsed = parseEnvelope(line);
+    if (!parsed.ok) throw new Error(`${DEMO_RECORDING}:${i + 1}: ${parsed.error.message}`);
+    return parsed.value;
+  });
+  const parsers = new Map<string, KernelLogParser>();
+  const start = Date.parse(envelopes[0]!.ts);
+  const began = Date.now();
+  for (const envelope of envelopes) {
+    if (stopped()) return 0;
+    const wait = began + (Date.parse(envelope.ts) - start) / speed - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const out: Envelope[] = [];
+    const at = Date.parse(envelope.ts);
+    // The recording's clock closes kernel bursts, as the collector's clock would.
+    for (const [host, parser] of parsers) {
+      for (const event of parser.tick(at)) {
+        out.push(newEnvelope({ type: 'kernel.event', id: stableId(host, event.position, event.ts), host, source: 'collector-kernel/demo', ts: event.ts, data: event.data }));
+      }
+    }
+    if (envelope.type === 'kernel.line') {
+      let parser = parsers.get(envelope.host);
+      if (!parser) parsers.set(envelope.host, (parser = new KernelLogParser({ catalog })));
+      for (const event of parser.push(envelope.data.line, at)) {
+        out.push(newEnvelope({ type: 'kernel.event', id: stableId(envelope.host, event.position, event.ts), host: envelope.host, source: 'collector-kernel/demo', ts: event.ts, labels: envelope.labels, data: event.data }));
+      }
+    } else if (envelope.type === 'provider.raw') {
+      const result = ADAPTERS[envelope.data.provider](envelope.data.payload, { host: envelope.host, receivedAt: envelope.ts });
+      if (result.ok) {
+        for (const data of result.events) out.push(newEnvelope({ type: 'provider.event', id: stableId(envelope.id, data.event_id), host: envelope.host, source: 'collector-provider/demo', ts: envelope.ts, labels: envelope.labels, data }));
+      }
+    } else {
+      out.push(envelope);
+    }
+    for (const e of out) {
+      const topic = TOPIC[e.type];
+      if (topic) await bus.publish(topic, [envelopeMessage(e)]);
+    }
+  }
+  return envelopes.length;
+}
