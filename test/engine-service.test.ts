@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { KafkaBus, envelopeMessage, type Bus } from '@gpualert/bus';
 import { Engine, emptyEngineState, loadRuleSet, syntheticFleet, type FleetOptions } from '@gpualert/engine';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
-import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import { newEnvelope, parseEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
 import { describe, expect, inject, it } from 'vitest';
 import { cleanEnv, startCli } from './infra/run-cli.ts';
 import { uniqueName, waitFor } from './infra/wait-for.ts';
@@ -34,7 +34,13 @@ const TOPIC_OF: Record<string, string> = {
   'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'host.inventory': TOPICS.hostInventory, 'provider.event': TOPICS.providerEvents,
 };
 
-async function publish(bus: Bus, envelopes: Envelope[]): Promise<void> {
+/**
+ * Inventories first and kernel events last, as in life a host's inventory long precedes its
+ * faults: across topics Kafka orders nothing, and this test is about restarts, not that race.
+ */
+async function publish(bus: Bus, all: Envelope[]): Promise<void> {
+  const rank = (e: Envelope) => (e.type === 'host.inventory' ? 0 : e.type === 'kernel.event' ? 2 : 1);
+  const envelopes = [...all].sort((a, b) => rank(a) - rank(b));
   for (let i = 0; i < envelopes.length; i += 200) {
     const chunk = envelopes.slice(i, i + 200);
     for (const topic of new Set(chunk.map((e) => TOPIC_OF[e.type]!))) {
@@ -52,7 +58,12 @@ describe('engine service on the real Kafka and Redis', () => {
     // What an uninterrupted engine says, judged in process the way the service does.
     const engine = new Engine(rules.value, catalog.value, false);
     const state = emptyEngineState();
-    const expected = new Set(input.flatMap((e) => engine.advance(state, e)).map((a) => a.id));
+    // Alerts compared by what they say (fingerprint, status, severity): across topics the order in
+    // which a host's samples and kernel events meet is not fixed, and ids carry the transition time.
+    const say = (a: EnvelopeOf<'alert'>) => `${a.data.fingerprint}|${a.data.status}|${a.data.severity}`;
+    const judged = input.flatMap((e) => engine.advance(state, e));
+    const expected = new Set(judged.map(say));
+    const named = new Map(judged.map((a) => [a.data.fingerprint, `${a.host} ${a.data.rule}`]));
     expect(expected.size).toBeGreaterThanOrEqual(4);
 
     const prefix = `${uniqueName('engine')}.`;
@@ -66,7 +77,11 @@ describe('engine service on the real Kafka and Redis', () => {
     const sub = await bus.consume({
       group: uniqueName('alerts'), topics: [TOPICS.alerts],
       handler: async (batch) => {
-        for (const { envelope } of batch.items) seen.set(envelope.id, (seen.get(envelope.id) ?? 0) + 1);
+        for (const { envelope } of batch.items) {
+          if (envelope.type !== 'alert') continue;
+          seen.set(say(envelope), (seen.get(say(envelope)) ?? 0) + 1);
+          named.set(envelope.data.fingerprint, `${envelope.host} ${envelope.data.rule} ${envelope.ts}: ${envelope.data.summary}`);
+        }
       },
     });
     try {
@@ -78,9 +93,15 @@ describe('engine service on the real Kafka and Redis', () => {
       const before = seen.size;
       service = startCli(['engine', '--clock', 'event'], env);
       try {
-        await waitFor(() => [...expected].every((id) => seen.has(id)), `every expected alert (had ${before} at the kill)`, 90_000);
+        try {
+          await waitFor(() => [...expected].every((id) => seen.has(id)), `every expected alert (had ${before} at the kill)`, 90_000);
+        } catch (error) {
+          throw new Error(`${(error as Error).message}; seen ${seen.size} of ${expected.size}; engine said: ${service.output().slice(-3000)}`);
+        }
         await new Promise((r) => setTimeout(r, 1_500));
-        expect(new Set(seen.keys())).toEqual(expected);
+        expect({ extra: [...seen.keys()].filter((k) => !expected.has(k)).map((k) => `${k} ${named.get(k.split('|')[0]!)}`), missing: [...expected].filter((k) => !seen.has(k)) }).toEqual({ extra: [], missing: [] });
+        // none said twice, apart from a batch in flight at the kill that is judged again
+        expect([...seen.values()].filter((n) => n > 1).length).toBeLessThanOrEqual(1);
       } finally {
         service.kill('SIGTERM');
         await once(service, 'exit');

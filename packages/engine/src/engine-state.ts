@@ -67,6 +67,8 @@ export interface HostState {
     at: number;
   };
   template: string;
+  /** GPU index by PCI address as the samples report it. */
+  buses?: Record<string, number>;
   lastSample?: number;
   /** Typical time between samples, learned. */
   intervalMs: number;

@@ -40,13 +40,17 @@ export class Engine {
 
   /**
    * One envelope the way the service sees it: the host's own clock ticks first (every 10 s of
-   * its event time), then the envelope is judged. Deterministic per host, whatever the batching.
+   * its samples' event time), then the envelope is judged. Deterministic per host and topic,
+   * whatever the batching.
    */
   advance(state: EngineState, envelope: Envelope): EnvelopeOf<'alert'>[] {
     const at = Date.parse(envelope.ts);
     const host = state.hosts[envelope.host];
-    const alerts = host && at - host.lastTick >= 10_000 ? this.tickHost(host, at) : [];
-    if (host && at - host.lastTick >= 10_000) host.lastTick = at;
+    // Only samples move a host's clock: other topics may run ahead of or behind its samples, and
+    // a kernel event read before the samples of the same minute must not make the host look silent.
+    const due = envelope.type === 'gpu.sample' && host !== undefined && at - host.lastTick >= 10_000;
+    const alerts = due ? this.tickHost(host, at) : [];
+    if (due) host.lastTick = at;
     alerts.push(...this.step(state, envelope));
     const fresh = state.hosts[envelope.host]!;
     if (fresh.lastTick === 0) fresh.lastTick = at;
@@ -190,6 +194,8 @@ export class Engine {
     const present = new Set<number>();
     for (const gpu of gpus) {
       present.add(gpu.index);
+      // Samples name each GPU's bus too: kernel events map to GPUs even before an inventory.
+      if (gpu.pci_bus !== null && host.buses?.[gpu.pci_bus] !== gpu.index) (host.buses ??= {})[gpu.pci_bus] = gpu.index;
       const gs = (host.gpus[gpu.index] ??= newGpuState());
       gs.lastSeen = at;
       gs.missing = 0;
@@ -231,7 +237,7 @@ export class Engine {
   }
 
   private lostGpu(host: HostState, rule: RuleOf<'absence'>, conditions: Conditions, index: number, at: number, breaching: boolean, detail: string, evidence: string[]): void {
-    const key = lostKey(index);
+    const key = lostKey(index, busOf(host, index));
     const tracker = host.trackers[key];
     // A lost GPU stays lost until it reports again after a reset or reboot (a sample with it).
     if (!breaching && tracker?.firing && tracker.latched) {
@@ -384,7 +390,7 @@ export class Engine {
   }
 
   private kernelEvent(host: HostState, bound: BoundTemplate, conditions: Conditions, id: string, event: KernelEventData, at: number): void {
-    const gpu = event.gpu ?? (event.pci_bus ? host.inventory?.buses[event.pci_bus] : undefined);
+    const gpu = event.gpu ?? (event.pci_bus ? host.inventory?.buses[event.pci_bus] ?? host.buses?.[event.pci_bus] : undefined);
     if (gpu !== undefined) {
       const gs = (host.gpus[gpu] ??= newGpuState());
       gs.recent.push([id, at]);
@@ -399,13 +405,14 @@ export class Engine {
     if (!rule) return;
     const lost = (event.kind === 'xid' && event.xid === 79) || event.kind === 'fallen_off_bus';
     const where = gpu !== undefined ? String(gpu) : event.pci_bus ?? '';
-    if (lost && gpu !== undefined) {
+    if (lost && (gpu !== undefined || event.pci_bus !== undefined)) {
       const absent = bound.rules.find((r): r is RuleOf<'absence'> => r.kind === 'absence' && r.scope === 'gpu');
       if (absent) {
         const entry = event.xid !== undefined ? this.catalog.lookup(event.xid) : undefined;
-        conditions.observe(host, lostKey(gpu), absent, gpu, at, {
+        // Keyed by the bus, so the Xid and the GPU missing from samples are one alert in any order.
+        conditions.observe(host, lostKey(gpu ?? -1, event.pci_bus), absent, gpu, at, {
           breaching: true, severity: 'critical', evidence: [id],
-          summary: fill(absent.summary, { host: host.host, gpu, detail: event.xid !== undefined ? `Xid ${event.xid}: ${entry?.meaning ?? ''}` : 'fallen off the bus' }),
+          summary: fill(absent.summary, { host: host.host, gpu: gpu ?? event.pci_bus, detail: event.xid !== undefined ? `Xid ${event.xid}: ${entry?.meaning ?? ''}` : 'fallen off the bus' }),
           description: event.message,
         }, true);
         return;
@@ -493,8 +500,16 @@ export class Engine {
   }
 }
 
-function lostKey(gpu: number): string {
-  return `gpu-absent|${gpu}`;
+function lostKey(gpu: number, bus: string | undefined): string {
+  return `gpu-absent|${bus ?? gpu}`;
+}
+
+/** A GPU's PCI address, from the inventory or, before one arrives, from its samples. */
+function busOf(host: HostState, index: number): string | undefined {
+  for (const map of [host.inventory?.buses, host.buses]) {
+    for (const [bus, i] of Object.entries(map ?? {})) if (i === index) return bus;
+  }
+  return undefined;
 }
 
 function xidCategory(cause: string): AlertData['category'] {
