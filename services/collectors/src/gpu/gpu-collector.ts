@@ -2,6 +2,7 @@ import type { Bus } from '@gpualert/bus';
 import { envelopeMessage } from '@gpualert/bus';
 import type { Logger } from '@gpualert/log';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
+import { repeat } from '../repeat.ts';
 import type { GpuSource } from './gpu-source.ts';
 
 export interface GpuCollectorOptions {
@@ -17,9 +18,6 @@ export const GPU_COLLECTOR_SOURCE = 'collector-gpu/0.1.0';
 
 /** Scrapes at an interval and publishes one `gpu.sample` per scrape; a failed scrape is published too. */
 export function startGpuCollector(options: GpuCollectorOptions): { stop(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
   const once = async (): Promise<void> => {
     const started = Date.now();
     const data = await options.source.scrape();
@@ -34,19 +32,5 @@ export function startGpuCollector(options: GpuCollectorOptions): { stop(): Promi
       options.log.error({ error: String(error) }, 'gpu_sample_publish_failed');
     }
   };
-  const loop = () => {
-    if (stopped) return;
-    const started = Date.now();
-    running = once().finally(() => {
-      if (!stopped) timer = setTimeout(loop, Math.max(0, options.intervalMs - (Date.now() - started)));
-    });
-  };
-  loop();
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
+  return repeat(once, (elapsed) => options.intervalMs - elapsed);
 }

@@ -3,6 +3,7 @@ import type { Bus } from '@gpualert/bus';
 import { envelopeMessage } from '@gpualert/bus';
 import type { Logger } from '@gpualert/log';
 import { newEnvelope, TOPICS, type HostInventoryData } from '@gpualert/schema';
+import { repeat } from '../repeat.ts';
 import { runCommand } from '../run-command.ts';
 import { probeCloud, type MetadataProvider } from './cloud-metadata.ts';
 import { cudaVersionFrom, INVENTORY_FIELDS, inventoryFrom } from './inventory.ts';
@@ -33,9 +34,6 @@ export async function readInventory(options: Pick<InventoryCollectorOptions, 'nv
 /** Publishes `host.inventory` at start and whenever the fingerprint changes. */
 export function startInventoryCollector(options: InventoryCollectorOptions): { stop(): Promise<void> } {
   let last = '';
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
   const once = async () => {
     const data = await readInventory(options);
     const fingerprint = JSON.stringify(data);
@@ -50,18 +48,5 @@ export function startInventoryCollector(options: InventoryCollectorOptions): { s
       options.log.error({ error: String(error) }, 'inventory_publish_failed');
     }
   };
-  const loop = () => {
-    if (stopped) return;
-    running = once().finally(() => {
-      if (!stopped) timer = setTimeout(loop, options.intervalMs);
-    });
-  };
-  loop();
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
+  return repeat(once, () => options.intervalMs);
 }

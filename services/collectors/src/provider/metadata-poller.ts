@@ -4,6 +4,7 @@ import type { Logger } from '@gpualert/log';
 import { ADAPTERS } from '@gpualert/providers';
 import { newEnvelope, stableId, TOPICS, type ProviderEventData } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
+import { repeat } from '../repeat.ts';
 import { diffEvents } from './diff-events.ts';
 
 export type PolledProvider = 'aws-imds' | 'gcp' | 'azure';
@@ -75,10 +76,7 @@ export interface MetadataPollerOptions {
 export function startMetadataPoller(options: MetadataPollerOptions): { stop(): Promise<void> } {
   const base = options.endpoint ?? DEFAULT_ENDPOINTS[options.provider];
   const key = `collector:provider:${options.host}:${options.provider}`;
-  let stopped = false;
   let failures = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
 
   const once = async (): Promise<void> => {
     const saved = await options.store.get(key);
@@ -107,27 +105,14 @@ export function startMetadataPoller(options: MetadataPollerOptions): { stop(): P
     await options.store.set(key, JSON.stringify(current.map((e) => [e.event_id, e])));
   };
 
-  const loop = () => {
-    if (stopped) return;
-    running = once()
+  const poll = () =>
+    once()
       .then(() => {
         failures = 0;
       })
       .catch((error: unknown) => {
         failures += 1;
         options.log.warn({ provider: options.provider, endpoint: base, failures, error: String(error) }, 'metadata_poll_failed');
-      })
-      .finally(() => {
-        const delay = failures === 0 ? options.intervalMs : Math.min(60_000, options.intervalMs * 2 ** Math.min(failures, 6));
-        if (!stopped) timer = setTimeout(loop, delay);
       });
-  };
-  loop();
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
+  return repeat(poll, () => (failures === 0 ? options.intervalMs : Math.min(60_000, options.intervalMs * 2 ** Math.min(failures, 6))));
 }
