@@ -179,6 +179,44 @@ describe('scenarios', () => {
   });
 });
 
+describe('the other rule kinds', () => {
+  it('baseline: a GPU far from its own normal at the same load, though its siblings run cool too', () => {
+    // Every GPU of host 0 idles at its usual 34 °C; after 40 minutes GPU 4 idles at 52 °C.
+    const { alerts } = run(fleet({
+      minutes: 80,
+      fault: (h, gpu, at) => {
+        const idle = { ...gpu, util_pct: 0, processes: 0, temp_c: 34 + (gpu.index % 2), power_w: 72, throttle: ['gpu_idle'] as GpuMetrics['throttle'], pcie_gen: 1 };
+        return h === 0 && gpu.index === 4 && at > T0 + 40 * MIN ? { ...idle, temp_c: 52 } : idle;
+      },
+    }));
+    const baseline = firing(alerts).filter((a) => a.data.rule === 'gpu-temp-baseline');
+    expect(baseline.map((a) => [a.host, a.data.gpu?.index])).toEqual([[hostName(0), 4]]);
+    expect(baseline[0]!.data.summary).toMatch(/runs at 52 °C, 1\d(\.\d)? °C above its own normal of 3\d(\.\d)? °C/);
+  });
+
+  it('idle cost: a paid host with idle GPUs and no process for four hours', () => {
+    const { alerts } = run(fleet({ hosts: 1, minutes: 5 * 60, fault: (h, gpu) => ({ ...gpu, util_pct: 0, processes: 0, temp_c: 34, power_w: 72 }) }));
+    expect(firing(alerts).map((a) => [a.data.rule, Date.parse(a.ts) - T0])).toEqual([['idle-cost', 4 * 3_600_000]]);
+  });
+
+  it('collector: nvidia-smi failing twice in a row, and the lost-GPU message naming a bus', () => {
+    const samples = fleet({ hosts: 1, minutes: 3, fault: (h, g) => busy(g) });
+    const failing = samples.map((e, i) =>
+      e.type === 'gpu.sample' && i > 6 && i < 10 ? { ...e, data: { gpus: [], error: { code: 'timeout' as const, message: 'nvidia-smi did not answer in time' } } } : e);
+    const { alerts } = run(failing as Envelope[]);
+    expect(alerts.filter((a) => a.data.rule === 'collector-failing').map((a) => [a.data.status, a.data.severity])).toEqual([['firing', 'error'], ['resolved', 'error']]);
+    const lost = samples.map((e, i) =>
+      e.type === 'gpu.sample' && i > 6 ? { ...e, data: { gpus: e.data.gpus.filter((g) => g.index !== 1), error: { code: 'gpu_lost' as const, message: 'Unable to determine the device handle for GPU0000:29:00.0: Unknown Error', pci_bus: '0000:29:00' } } } : e);
+    const gone = firing(run(lost as Envelope[]).alerts);
+    expect(gone.map((a) => [a.data.rule, a.data.severity, a.data.gpu?.index])).toEqual([['gpu-absent', 'critical', 1]]);
+  });
+
+  it('straggler: one host of a job running far slower than the rest', () => {
+    const { alerts } = run(fleet({ minutes: 30, fault: (h, gpu, at) => (h === 2 && at > T0 + 5 * MIN ? { ...busy(gpu), util_pct: 40 } : busy(gpu)) }));
+    expect(firing(alerts).map((a) => [a.host, a.data.rule])).toEqual([[hostName(2), 'job-straggler']]);
+  });
+});
+
 describe('replay', () => {
   const lines = readFileSync(new URL('../../../test/fixtures/recordings/example-thermal-xid13-gcp.jsonl', import.meta.url), 'utf8').split('\n');
 
