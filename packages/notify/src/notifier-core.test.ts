@@ -1,0 +1,95 @@
+import { newEnvelope, type AlertData, type EnvelopeOf } from '@gpualert/schema';
+import { describe, expect, it } from 'vitest';
+import { loadRoutes } from './load-routes.ts';
+import { emptyNotifierState, NotifierCore, type Decision, type NotifierState } from './notifier-core.ts';
+
+const routes = loadRoutes();
+if (!routes.ok) throw new Error(JSON.stringify(routes.errors));
+const T = Date.parse('2026-06-01T00:00:00Z');
+const S = 1_000;
+
+function alert(fingerprint: string, status: 'firing' | 'resolved', severity: AlertData['severity'], extra: Partial<AlertData> & { host?: string; at?: number } = {}): EnvelopeOf<'alert'> {
+  const { host = 'h1', at = T, ...data } = extra;
+  return newEnvelope({
+    type: 'alert', id: `${fingerprint}-${status}-${severity}-${at}`, host, source: 'test', ts: new Date(at).toISOString(), labels: { cluster: 'lab' },
+    data: { fingerprint, status, severity, category: 'thermal', rule: 'r', summary: `${fingerprint} ${status}`, starts_at: new Date(T).toISOString(), evidence: [], ...data },
+  });
+}
+
+const sent = (decisions: Decision[]) => decisions.flatMap((d) => ('send' in d ? [[d.send.receiver, d.send.reason, d.send.alerts.map((a) => `${a.fingerprint}:${a.status}`).join(',')]] : []));
+const suppressed = (decisions: Decision[]) => decisions.flatMap((d) => ('suppressed' in d ? [[d.suppressed.receiver, d.suppressed.reason]] : []));
+
+describe('notifier decisions with the default routes', () => {
+  const core = () => new NotifierCore(routes.ok ? routes.value : (undefined as never));
+
+  it('groups chat by host and category after group_wait, then sends only what is new', () => {
+    const n = core();
+    const state: NotifierState = emptyNotifierState();
+    expect(sent(n.ingest(state, alert('a', 'firing', 'warning'), T))).toEqual([]);
+    expect(sent(n.ingest(state, alert('b', 'firing', 'warning'), T + 5 * S))).toEqual([]);
+    expect(sent(n.flush(state, T + 29 * S))).toEqual([]);
+    expect(sent(n.flush(state, T + 30 * S))).toEqual([['chat', 'first', 'a:firing,b:firing']]);
+    n.ingest(state, alert('c', 'firing', 'warning'), T + 60 * S);
+    expect(sent(n.flush(state, T + 100 * S))).toEqual([]); // group_interval not over
+    expect(sent(n.flush(state, T + 330 * S))).toEqual([['chat', 'new_alerts', 'c:firing']]);
+  });
+
+  it('pages per fault: a second fault in the same group pages again, and each resolves', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    expect(sent(n.ingest(state, alert('gpu3', 'firing', 'critical'), T))).toEqual([['pager', 'page', 'gpu3:firing']]);
+    expect(sent(n.ingest(state, alert('gpu5', 'firing', 'critical'), T + S))).toEqual([['pager', 'page', 'gpu5:firing']]);
+    expect(sent(n.ingest(state, alert('gpu3', 'firing', 'critical'), T + 2 * S))).toEqual([]); // the same again does not
+    // the chat digest is not held back by group_wait for a critical alert
+    expect(sent(n.flush(state, T + 2 * S))).toEqual([['chat', 'first', 'gpu3:firing,gpu5:firing']]);
+    expect(sent(n.ingest(state, alert('gpu3', 'resolved', 'critical'), T + 60 * S))).toEqual([['pager', 'page_resolve', 'gpu3:resolved']]);
+  });
+
+  it('never pages for an alert a maintenance window explains, but tells chat', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    expect(sent(n.ingest(state, alert('down', 'firing', 'critical', { expected: true, category: 'host_down' }), T))).toEqual([]);
+    expect(sent(n.flush(state, T))).toEqual([['chat', 'first', 'down:firing']]);
+  });
+
+  it('always resolves what was sent, even when a silence came in between', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('x', 'firing', 'critical'), T);
+    n.flush(state, T);
+    n.addSilence(state, { id: 's1', matchers: ['host="h1"'], startsAt: T + S, endsAt: T + 3_600 * S, createdBy: 'ana', comment: 'swapping the GPU' });
+    const resolved = n.ingest(state, alert('x', 'resolved', 'critical'), T + 10 * S);
+    expect(sent(resolved)).toEqual([['pager', 'page_resolve', 'x:resolved']]);
+    expect(sent(n.flush(state, T + 400 * S))).toEqual([['chat', 'resolved', 'x:resolved']]);
+    // while a new firing alert under the silence is only recorded as suppressed
+    const silenced = n.ingest(state, alert('y', 'firing', 'critical'), T + 500 * S);
+    expect(sent(silenced)).toEqual([]);
+    expect(suppressed(silenced)).toEqual([['pager', 'silenced'], ['chat', 'silenced']]);
+  });
+
+  it('inhibits what a lost GPU explains', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('lost', 'firing', 'critical', { category: 'fallen_off_bus' }), T);
+    const collector = n.ingest(state, alert('smi', 'firing', 'error', { category: 'collector' }), T + S);
+    expect(suppressed(collector)).toEqual([['chat', 'inhibited'], ['ticket', 'inhibited']]);
+    const otherHost = n.ingest(state, alert('smi2', 'firing', 'error', { category: 'collector', host: 'h2' }), T + S);
+    expect(suppressed(otherHost)).toEqual([]);
+  });
+
+  it('repeats after repeat_interval with what still fires, and opens a ticket for errors', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('e', 'firing', 'error'), T);
+    expect(sent(n.flush(state, T + 30 * S))).toEqual([['chat', 'first', 'e:firing'], ['ticket', 'first', 'e:firing']]);
+    expect(sent(n.flush(state, T + 3_600 * S))).toEqual([]);
+    expect(sent(n.flush(state, T + 4 * 3_600 * S + 30 * S))).toEqual([['chat', 'repeat', 'e:firing'], ['ticket', 'repeat', 'e:firing']]);
+  });
+
+  it('records info without sending it anywhere', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('i', 'firing', 'info'), T);
+    expect(sent(n.flush(state, T + 30 * S))).toEqual([['record', 'first', 'i:firing']]);
+  });
+});

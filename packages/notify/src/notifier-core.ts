@@ -1,0 +1,256 @@
+import { stableId, type EnvelopeOf, type Severity } from '@gpualert/schema';
+import { alertLabels } from './alert-labels.ts';
+import { matchesAll, parseMatcher, type Matcher } from './matchers.ts';
+import type { ResolvedRoute, RoutesFile } from './route-config.ts';
+import { inInterval, routesFor } from './routing.ts';
+
+/** What a message says about one alert. */
+export interface AlertView {
+  readonly id: string;
+  readonly fingerprint: string;
+  readonly host: string;
+  readonly status: 'firing' | 'resolved';
+  readonly severity: Severity;
+  readonly category: string;
+  readonly summary: string;
+  readonly action?: string;
+  readonly gpu?: number;
+  readonly startsAt: string;
+  readonly endsAt?: string;
+  readonly expected: boolean;
+  readonly evidence: readonly string[];
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export type Reason = 'first' | 'new_alerts' | 'changed' | 'resolved' | 'repeat' | 'page' | 'page_resolve';
+
+export interface Notification {
+  readonly id: string;
+  readonly receiver: string;
+  readonly group: string;
+  readonly reason: Reason;
+  /** The alerts the message is about: what changed (or, for a repeat, what still fires). */
+  readonly alerts: readonly AlertView[];
+  /** Still firing in the group, for context. */
+  readonly firing: number;
+}
+
+export interface Suppression {
+  readonly receiver: string;
+  readonly fingerprints: readonly string[];
+  readonly reason: 'silenced' | 'inhibited' | 'muted';
+  readonly detail: string;
+}
+
+export interface Silence {
+  readonly id: string;
+  readonly matchers: readonly string[];
+  readonly startsAt: number;
+  endsAt: number;
+  readonly createdBy: string;
+  readonly comment: string;
+  expiredAt?: number;
+}
+
+interface Told {
+  status: 'firing' | 'resolved';
+  severity: Severity;
+  at: number;
+}
+
+interface Group {
+  key: string;
+  route: ResolvedRoute;
+  alerts: Record<string, AlertView>;
+  /** The notification log of this (group, receiver): what was told about each alert. */
+  told: Record<string, Told>;
+  nextFlush: number;
+  lastSent: number;
+}
+
+export interface NotifierState {
+  groups: Record<string, Group>;
+  /** Page per fault: what each pager receiver was told per fingerprint. */
+  pages: Record<string, Told>;
+  silences: Record<string, Silence>;
+  /** Firing alerts' labels, as inhibition sources. */
+  firing: Record<string, Record<string, string>>;
+}
+
+export function emptyNotifierState(): NotifierState {
+  return { groups: {}, pages: {}, silences: {}, firing: {} };
+}
+
+export type Decision = { readonly send: Notification } | { readonly suppressed: Suppression };
+
+function view(alert: EnvelopeOf<'alert'>): AlertView {
+  const a = alert.data;
+  return {
+    id: alert.id, fingerprint: a.fingerprint, host: alert.host, status: a.status, severity: a.severity, category: a.category,
+    summary: a.summary, startsAt: a.starts_at, expected: a.expected === true, evidence: a.evidence, labels: alertLabels(alert),
+    ...(a.action ? { action: a.action } : {}), ...(a.gpu ? { gpu: a.gpu.index } : {}), ...(a.ends_at ? { endsAt: a.ends_at } : {}),
+  };
+}
+
+/**
+ * The notifier's decisions, pure: routing, silences, inhibition, grouping with group_wait,
+ * group_interval and repeat_interval, page per fault, and a notification log that decides
+ * whether to send and says why. Delivery is the shell's job.
+ */
+export class NotifierCore {
+  private readonly compiled = new Map<string, Matcher[]>();
+
+  constructor(private readonly config: RoutesFile) {}
+
+  /** An alert transition arrives. */
+  ingest(state: NotifierState, alert: EnvelopeOf<'alert'>, now: number): Decision[] {
+    const decisions: Decision[] = [];
+    const a = view(alert);
+    if (a.status === 'firing') state.firing[a.fingerprint] = { ...a.labels };
+    else delete state.firing[a.fingerprint];
+    for (const route of routesFor(this.config.route, a.labels)) {
+      const blocked = a.status === 'firing' ? this.suppressedBy(state, route, a, now) : undefined;
+      if (route.page) {
+        const key = `${route.receiver}|${a.fingerprint}`;
+        const told = state.pages[key];
+        if (a.status === 'resolved') {
+          // Always resolve what was paged, whatever silenced or inhibited it since.
+          if (told?.status === 'firing') {
+            decisions.push({ send: this.notification(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0) });
+            delete state.pages[key];
+          }
+          continue;
+        }
+        if (blocked) {
+          decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
+          continue;
+        }
+        // A new fault pages, and so does a worse severity; the same again does not.
+        if (told?.status === 'firing' && told.severity === a.severity) continue;
+        state.pages[key] = { status: 'firing', severity: a.severity, at: now };
+        decisions.push({ send: this.notification(route, `page:${a.fingerprint}`, 'page', [a], 1) });
+        continue;
+      }
+      const key = `${route.id}|${route.receiver}|${route.groupBy.map((l) => `${l}=${a.labels[l] ?? ''}`).join(',')}`;
+      let group = state.groups[key];
+      if (!group) {
+        if (a.status === 'resolved') continue; // nothing was told about it here
+        const wait = route.criticalWithoutWait && a.severity === 'critical' ? 0 : route.groupWait;
+        group = { key, route, alerts: {}, told: {}, nextFlush: now + wait, lastSent: 0 };
+        state.groups[key] = group;
+      } else if (a.status === 'firing' && a.severity === 'critical' && route.criticalWithoutWait && !group.told[a.fingerprint]) {
+        group.nextFlush = Math.min(group.nextFlush, now);
+      }
+      if (blocked && !group.told[a.fingerprint]) {
+        decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
+        continue;
+      }
+      group.alerts[a.fingerprint] = a;
+    }
+    return decisions;
+  }
+
+  /** Groups whose time has come send what changed. */
+  flush(state: NotifierState, now: number): Decision[] {
+    const decisions: Decision[] = [];
+    for (const group of Object.values(state.groups)) {
+      if (now < group.nextFlush) continue;
+      const changed: AlertView[] = [];
+      const firing = Object.values(group.alerts).filter((a) => a.status === 'firing');
+      for (const alert of Object.values(group.alerts)) {
+        const told = group.told[alert.fingerprint];
+        if (alert.status === 'firing') {
+          if (this.suppressedBy(state, group.route, alert, now)) continue;
+          if (!told || told.status !== 'firing' || told.severity !== alert.severity) changed.push(alert);
+        } else if (told?.status === 'firing') {
+          changed.push(alert); // always resolve what was sent
+        }
+      }
+      let reason: Reason | undefined;
+      let alerts: AlertView[] = changed;
+      if (changed.length > 0) {
+        const resolvedOnly = changed.every((a) => a.status === 'resolved');
+        reason = group.lastSent === 0 ? 'first' : resolvedOnly ? 'resolved' : changed.some((a) => !group.told[a.fingerprint]) ? 'new_alerts' : 'changed';
+      } else if (firing.length > 0 && group.lastSent > 0 && now - group.lastSent >= group.route.repeatInterval) {
+        reason = 'repeat';
+        alerts = firing.filter((a) => !this.suppressedBy(state, group.route, a, now));
+        if (alerts.length === 0) reason = undefined;
+      }
+      if (reason) {
+        decisions.push({ send: this.notification(group.route, group.key, reason, alerts, firing.length) });
+        group.lastSent = now;
+        for (const alert of alerts) group.told[alert.fingerprint] = { status: alert.status, severity: alert.severity, at: now };
+      }
+      for (const alert of Object.values(group.alerts)) {
+        if (alert.status === 'resolved') {
+          delete group.alerts[alert.fingerprint];
+          delete group.told[alert.fingerprint];
+        }
+      }
+      group.nextFlush = now + group.route.groupInterval;
+      if (Object.keys(group.alerts).length === 0) delete state.groups[group.key];
+    }
+    this.expireSilences(state, now);
+    return decisions;
+  }
+
+  addSilence(state: NotifierState, silence: Silence): void {
+    for (const text of silence.matchers) if (typeof parseMatcher(text) === 'string') throw new Error(parseMatcher(text) as string);
+    state.silences[silence.id] = silence;
+  }
+
+  expireSilence(state: NotifierState, id: string, now: number): boolean {
+    const silence = state.silences[id];
+    if (!silence || silence.expiredAt !== undefined) return false;
+    silence.expiredAt = now;
+    silence.endsAt = Math.min(silence.endsAt, now);
+    return true;
+  }
+
+  private expireSilences(state: NotifierState, now: number): void {
+    for (const silence of Object.values(state.silences)) {
+      if (silence.expiredAt === undefined && silence.endsAt <= now) silence.expiredAt = silence.endsAt;
+      // Expired silences are kept a day for the timeline, then forgotten.
+      if (silence.expiredAt !== undefined && now - silence.expiredAt > 86_400_000) delete state.silences[silence.id];
+    }
+  }
+
+  private suppressedBy(state: NotifierState, route: ResolvedRoute, alert: AlertView, now: number): Omit<Suppression, 'receiver' | 'fingerprints'> | undefined {
+    for (const silence of Object.values(state.silences)) {
+      if (silence.expiredAt !== undefined || now < silence.startsAt || now >= silence.endsAt) continue;
+      if (matchesAll(this.matchers(silence.matchers), alert.labels)) return { reason: 'silenced', detail: `silence ${silence.id} by ${silence.createdBy}: ${silence.comment}` };
+    }
+    for (const rule of this.config.inhibit_rules) {
+      if (!matchesAll(rule.target, alert.labels)) continue;
+      for (const [fingerprint, source] of Object.entries(state.firing)) {
+        if (fingerprint === alert.fingerprint || !matchesAll(rule.source, source)) continue;
+        if (rule.equal.every((label) => (source[label] ?? '') === (alert.labels[label] ?? ''))) {
+          return { reason: 'inhibited', detail: `inhibited by ${source.category ?? 'an alert'} ${fingerprint} on ${source.host ?? ''}` };
+        }
+      }
+    }
+    const intervals = this.config.time_intervals;
+    if (route.mute.some((name) => intervals.some((i) => i.name === name && inInterval(i, now)))) return { reason: 'muted', detail: 'inside a mute time interval' };
+    if (route.active.length > 0 && !route.active.some((name) => intervals.some((i) => i.name === name && inInterval(i, now)))) {
+      return { reason: 'muted', detail: 'outside the route\'s active time intervals' };
+    }
+    return undefined;
+  }
+
+  private matchers(texts: readonly string[]): Matcher[] {
+    const key = texts.join('\u0000');
+    let compiled = this.compiled.get(key);
+    if (!compiled) {
+      compiled = texts.map((t) => parseMatcher(t) as Matcher);
+      this.compiled.set(key, compiled);
+    }
+    return compiled;
+  }
+
+  private notification(route: ResolvedRoute, group: string, reason: Reason, alerts: AlertView[], firing: number): Notification {
+    return {
+      id: stableId('notification', route.receiver, group, reason, ...alerts.map((a) => `${a.id}`)),
+      receiver: route.receiver, group, reason, alerts, firing,
+    };
+  }
+}
