@@ -1,0 +1,3 @@
+export * from './delivery.ts';
+export * from './silences.ts';
+export * from './notifier-service.ts';

@@ -1,0 +1,179 @@
+import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
+import type { Logger } from '@gpualert/log';
+import {
+  createChannel, emptyNotifierState, NotifierCore, type Channel, type Decision, type Notification, type NotifierState, type RoutesFile, type Silence,
+} from '@gpualert/notify';
+import type { RunningService, ServiceDefinition } from '@gpualert/runtime';
+import { DEADLETTER_HEADERS } from '@gpualert/bus';
+import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
+import type { StateStore } from '@gpualert/state';
+import { DEFAULT_RETRY, deliver, digest, TokenBucket, type RetryPolicy } from './delivery.ts';
+import { SILENCES_KEY, loadSilences } from './silences.ts';
+
+export interface NotifierOptions {
+  readonly bus: Bus;
+  readonly store: StateStore;
+  readonly log: Logger;
+  readonly routes: RoutesFile;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly retry?: RetryPolicy;
+  /** How often groups are looked at for group_wait and group_interval. */
+  readonly flushEveryMs?: number;
+  readonly group?: string;
+}
+
+const STATE_KEY = 'notifier:state';
+const OUTBOX_KEY = 'notifier:outbox';
+const SOURCE = 'notifier/0.1.0';
+
+interface Outgoing {
+  readonly notification: Notification;
+  readonly queuedAt: number;
+}
+
+/**
+ * The notifier as a service. Decisions come from the pure core; each message to send is written
+ * to an outbox in the store before the alert's offset is committed, and leaves it only once the
+ * destination took it (or it was dead-lettered), so a restart resends what was in flight and
+ * loses nothing; pages carry the fingerprint as dedup key, so a resend is not a second page.
+ */
+export async function startNotifier(options: NotifierOptions): Promise<RunningService> {
+  const core = new NotifierCore(options.routes);
+  const saved = await options.store.get(STATE_KEY);
+  const state: NotifierState = saved ? (JSON.parse(saved) as NotifierState) : emptyNotifierState();
+  const channels = new Map<string, Channel>();
+  const buckets = new Map<string, TokenBucket>();
+  const queues = new Map<string, Outgoing[]>();
+  const draining = new Map<string, Promise<void>>();
+  let stopped = false;
+  for (const receiver of options.routes.receivers) {
+    channels.set(receiver.name, createChannel(receiver, options.env));
+    if (receiver.per_minute) buckets.set(receiver.name, new TokenBucket(receiver.per_minute, Date.now()));
+  }
+  const channelOf = (receiver: string) => options.routes.receivers.find((r) => r.name === receiver)?.channel ?? 'record';
+
+  const record = async (data: NotificationData, host: string) => {
+    await options.bus.publish(TOPICS.notifications, [envelopeMessage(newEnvelope({ type: 'notification', host, source: SOURCE, data }))]);
+  };
+
+  const drain = (receiver: string): Promise<void> => {
+    const running = draining.get(receiver);
+    if (running) return running;
+    const work = (async () => {
+      const queue = queues.get(receiver) ?? [];
+      while (queue.length > 0 && !stopped) {
+        const bucket = buckets.get(receiver);
+        if (bucket && !bucket.take(Date.now())) {
+          await new Promise((r) => setTimeout(r, bucket.waitMs()));
+          continue;
+        }
+        // Over the destination's rate, what waits is folded into one digest rather than dropped.
+        const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(0, 1);
+        const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : batch[0]!.notification;
+        const host = notification.alerts[0]?.host ?? 'notifier';
+        const fingerprints = notification.alerts.map((a) => a.fingerprint);
+        const result = await deliver(channels.get(receiver)!, notification, options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
+          await record({
+            receiver, channel: channelOf(receiver), fingerprints, reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
+            outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: r.error }),
+          }, host).catch((error: unknown) => options.log.error({ error: String(error) }, 'notification_record_failed'));
+        }, () => stopped);
+        if (stopped && !result.ok) return; // stays in the outbox for the next start
+        if (!result.ok) {
+          options.log.error({ receiver, fingerprints, error: result.error }, 'notification_dead_lettered');
+          await options.bus.publish(TOPICS.deadletter, [{
+            key: host, value: JSON.stringify(notification),
+            headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${result.error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
+          }]);
+        }
+        await options.store.hashDelete(OUTBOX_KEY, ...batch.map((b) => b.notification.id));
+      }
+    })().finally(() => draining.delete(receiver));
+    draining.set(receiver, work);
+    return work;
+  };
+
+  const enqueue = (notification: Notification, queuedAt: number) => {
+    const queue = queues.get(notification.receiver) ?? [];
+    queues.set(notification.receiver, queue);
+    if (queue.some((q) => q.notification.id === notification.id)) return;
+    queue.push({ notification, queuedAt });
+    void drain(notification.receiver);
+  };
+
+  const act = async (decisions: Decision[]) => {
+    const sends = decisions.flatMap((d) => ('send' in d ? [d.send] : []));
+    if (sends.length > 0) {
+      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(sends.map((n) => [n.id, JSON.stringify({ notification: n, queuedAt: Date.now() })])));
+    }
+    for (const d of decisions) {
+      if ('suppressed' in d) {
+        await record({ receiver: d.suppressed.receiver, channel: channelOf(d.suppressed.receiver), fingerprints: [...d.suppressed.fingerprints], reason: `${d.suppressed.reason}: ${d.suppressed.detail}`, outcome: 'suppressed', attempt: 0 }, 'notifier');
+      }
+    }
+    await options.store.set(STATE_KEY, JSON.stringify(state));
+    for (const n of sends) enqueue(n, Date.now());
+  };
+
+  // Whatever was in flight when the last run stopped goes out first.
+  for (const [id, text] of Object.entries(await options.store.hashGetAll(OUTBOX_KEY))) {
+    const pending = JSON.parse(text) as Outgoing;
+    options.log.info({ id, receiver: pending.notification.receiver }, 'outbox_resend');
+    enqueue(pending.notification, pending.queuedAt);
+  }
+
+  let busy: Promise<unknown> = Promise.resolve();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const next = busy.then(work, work);
+    busy = next.catch(() => {});
+    return next;
+  };
+  const subscription: Subscription = await options.bus.consume({
+    group: options.group ?? 'gpualert-notifier',
+    topics: [TOPICS.alerts],
+    sessionTimeoutMs: 10_000,
+    handler: (batch) =>
+      serial(async () => {
+        state.silences = await loadSilences(options.store);
+        const decisions: Decision[] = [];
+        for (const { envelope } of batch.items) {
+          if (envelope.type === 'alert') decisions.push(...core.ingest(state, envelope, Date.now()));
+        }
+        decisions.push(...core.flush(state, Date.now()));
+        await act(decisions);
+      }),
+  });
+  const timer = setInterval(() => {
+    void serial(async () => {
+      state.silences = await loadSilences(options.store);
+      const before = new Set(Object.keys(state.silences).filter((id) => state.silences[id]!.expiredAt === undefined));
+      const decisions = core.flush(state, Date.now());
+      for (const id of before) {
+        const silence = state.silences[id]!;
+        if (silence.expiredAt !== undefined) {
+          await options.store.hashSet(SILENCES_KEY, { [id]: JSON.stringify(silence) });
+          await record({ receiver: '*', channel: 'silence', fingerprints: [], reason: `silence ${id} expired (${silence.comment})`, outcome: 'suppressed', attempt: 0 }, 'notifier');
+        }
+      }
+      await act(decisions);
+    }).catch((error: unknown) => options.log.error({ error: String(error) }, 'notifier_flush_failed'));
+  }, options.flushEveryMs ?? 1_000);
+  timer.unref();
+  options.log.info({ receivers: [...channels.keys()] }, 'notifier_started');
+
+  return {
+    name: 'notifier',
+    async stop() {
+      clearInterval(timer);
+      await subscription.stop();
+      await busy;
+      stopped = true;
+      await Promise.allSettled([...draining.values()]);
+    },
+  };
+}
+
+export function notifierService(routes: RoutesFile, env: Readonly<Record<string, string | undefined>>): ServiceDefinition {
+  return { name: 'notifier', start: (context) => startNotifier({ ...context, routes, env }) };
+}
+
