@@ -1,0 +1,194 @@
+import { KafkaBus, type Bus } from '@gpualert/bus';
+import { createLogger } from '@gpualert/log';
+import { RoutesFile } from '@gpualert/notify';
+import { addSilence, startNotifier } from '@gpualert/notifier';
+import { envelopeMessage } from '@gpualert/bus';
+import { newEnvelope, parseEnvelope, TOPICS, type AlertData, type EnvelopeOf } from '@gpualert/schema';
+import { RedisStore, type StateStore } from '@gpualert/state';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { SmtpSink } from './infra/smtp-sink.ts';
+import { VendorReceivers } from './infra/vendor-receivers.ts';
+import { uniqueName, waitFor } from './infra/wait-for.ts';
+
+const log = createLogger({ name: 'test', level: 'silent' });
+const SECRETS = {
+  feishu: 'feishu-secret', dingtalk: 'SECdingtalk-secret', webhook: `whsec_${Buffer.from('webhook secret of thirty-two byte').toString('base64')}`,
+  routingKey: 'R0UTINGKEY0000000000000000000000', opsgenie: 'og-key',
+};
+const FAST_RETRY = { baseMs: 100, maxDelayMs: 1_000, giveUpAfterMs: 20_000 };
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(routes: unknown, options: { retry?: typeof FAST_RETRY } = {}) {
+  const vendors = new VendorReceivers(SECRETS);
+  await vendors.start();
+  cleanups.push(() => vendors.stop());
+  const smtp = new SmtpSink();
+  await smtp.start();
+  cleanups.push(() => smtp.stop());
+  const bus: Bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: `${uniqueName('notify')}.`, partitions: 3 });
+  await bus.ensureTopics(Object.values(TOPICS));
+  cleanups.push(() => bus.close());
+  const store: StateStore = new RedisStore({ url: inject('redisUrl'), prefix: `${uniqueName('notify')}:` });
+  cleanups.push(() => store.close());
+  const env = {
+    BASE: vendors.base, FEISHU_SECRET: SECRETS.feishu, DINGTALK_SECRET: SECRETS.dingtalk, WEBHOOK_SECRET: SECRETS.webhook,
+    PD_KEY: SECRETS.routingKey, OG_KEY: SECRETS.opsgenie, SMTP: `smtp://127.0.0.1:${smtp.port}`,
+  };
+  const parsed = RoutesFile.parse(JSON.parse(JSON.stringify(routes).replaceAll('${BASE}', vendors.base).replaceAll('${SMTP}', env.SMTP)));
+  const start = () => startNotifier({ bus, store, log, routes: parsed, env, retry: options.retry ?? FAST_RETRY, flushEveryMs: 100 });
+  return { vendors, smtp, bus, store, start, parsed };
+}
+
+function alert(fingerprint: string, status: 'firing' | 'resolved', severity: AlertData['severity'] = 'critical', extra: Partial<AlertData> = {}): EnvelopeOf<'alert'> {
+  return newEnvelope({
+    type: 'alert', id: `${fingerprint}-${status}-${severity}`, host: 'gpu-node-002', source: 'test', labels: { cluster: 'lab' },
+    data: {
+      fingerprint, status, severity, category: 'fallen_off_bus', rule: 'gpu-absent', summary: `GPU 3 on gpu-node-002 has disappeared (${fingerprint})`,
+      action: 'Drain the host and reboot it.', starts_at: new Date().toISOString(), evidence: ['k-1'], gpu: { index: 3 }, ...extra,
+      ...(status === 'resolved' ? { ends_at: new Date().toISOString() } : {}),
+    },
+  });
+}
+
+async function records(bus: Bus) {
+  return (await bus.read(TOPICS.notifications)).flatMap((m) => {
+    const r = parseEnvelope(m.value);
+    return r.ok && r.value.type === 'notification' ? [r.value.data] : [];
+  });
+}
+
+const receiver = (name: string, channel: string, settings: Record<string, string> = {}, extra: Record<string, unknown> = {}) => ({ name, channel, settings, ...extra });
+
+const EVERY_CHANNEL = {
+  receivers: [
+    receiver('slack', 'slack', { url: '${BASE}/slack/hooks' }),
+    receiver('feishu', 'feishu', { url: '${BASE}/feishu/hook', secret: 'env:FEISHU_SECRET' }),
+    receiver('dingtalk', 'dingtalk', { url: '${BASE}/dingtalk/robot/send?access_token=t', secret: 'env:DINGTALK_SECRET' }),
+    receiver('wecom', 'wecom', { url: '${BASE}/wecom/send?key=k' }),
+    receiver('email', 'email', { smtp_url: '${SMTP}', from: 'gpualert@example.com', to: 'oncall@example.com' }),
+    receiver('jira', 'jira', { url: '${BASE}/jira', user: 'bot', token: 't', project: 'OPS' }),
+    receiver('snow', 'servicenow', { url: '${BASE}/snow', user: 'bot', password: 'p' }),
+    receiver('pd', 'pagerduty', { url: '${BASE}/pagerduty/v2/enqueue', routing_key: 'env:PD_KEY' }),
+    receiver('og', 'opsgenie', { url: '${BASE}/opsgenie', api_key: 'env:OG_KEY' }),
+    receiver('hook', 'webhook', { url: '${BASE}/webhook/in', secret: 'env:WEBHOOK_SECRET' }),
+  ],
+  route: {
+    receiver: 'slack', group_wait: '0s', group_interval: '1s', repeat_interval: '4h',
+    routes: ['feishu', 'dingtalk', 'wecom', 'email', 'jira', 'snow', 'hook', 'slack'].map((r) => ({ receiver: r, continue: true }))
+      .concat(['pd', 'og'].map((r) => ({ receiver: r, page: true, continue: true }) as never)),
+  },
+};
+
+describe('notifier on the real Kafka and Redis, with every channel against its local receiver', () => {
+  it('delivers a firing and a resolved alert to every channel, each as the vendor expects', async () => {
+    const { vendors, smtp, bus, start } = await setup(EVERY_CHANNEL);
+    const notifier = await start();
+    cleanups.push(() => notifier.stop());
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-lost-gpu3', 'firing'))]);
+    const vendorsSeen = () => new Set(vendors.received.map((r) => r.vendor));
+    await waitFor(() => vendorsSeen().size === 9 && smtp.mails().length === 1, 'every channel', 30_000);
+    expect(vendors.rejected).toEqual([]);
+    expect(vendors.of('pagerduty')[0]!.body).toMatchObject({ event_action: 'trigger', dedup_key: 'fp-lost-gpu3', payload: { severity: 'critical', source: 'gpu-node-002', component: 'GPU 3' } });
+    expect(vendors.of('slack')[0]!.body.text).toBe('[CRITICAL] gpu-node-002 GPU 3: GPU 3 on gpu-node-002 has disappeared (fp-lost-gpu3)');
+    expect(vendors.of('opsgenie')[0]!.body).toMatchObject({ alias: 'fp-lost-gpu3', priority: 'P1' });
+    expect(vendors.jira()).toEqual([{ key: 'OPS-1', labels: ['gpualert', 'gpualert-fp-lost-gpu3'], status: 'Open', comments: [] }]);
+    expect(vendors.servicenow()).toMatchObject([{ correlation_id: 'fp-lost-gpu3', state: '1' }]);
+    const mail = smtp.mails()[0]!.replace(/\r\n[ \t]+/g, ' '); // unfold long headers
+    expect(mail).toMatch(/^Subject: \[CRITICAL\] gpu-node-002 GPU 3: GPU 3 on gpu-node-002 has disappeared/m);
+    expect(mail).toMatch(/Content-Type: text\/html/);
+    expect(mail).toMatch(/Drain the host and reboot it/);
+
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-lost-gpu3', 'resolved'))]);
+    await waitFor(() => vendors.of('pagerduty').length === 2 && vendors.servicenow()[0]!.state === '6' && vendors.jira()[0]!.status === 'Done' && vendors.of('opsgenie').length === 2, 'every resolve', 30_000);
+    expect(vendors.of('pagerduty')[1]!.body).toMatchObject({ event_action: 'resolve', dedup_key: 'fp-lost-gpu3' });
+    expect(vendors.of('opsgenie')[1]!.path).toBe('/opsgenie/v2/alerts/fp-lost-gpu3/close');
+    const sent = (await records(bus)).filter((r) => r.outcome === 'sent');
+    expect(new Set(sent.map((r) => r.receiver))).toEqual(new Set(['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'snow', 'pd', 'og', 'hook']));
+  });
+
+  it('retries a receiver through 500s and a 429 with Retry-After until it is back, and records each attempt', async () => {
+    const { vendors, bus, start } = await setup({
+      receivers: [receiver('chat', 'slack', { url: '${BASE}/slack/hooks' })],
+      route: { receiver: 'chat', group_wait: '0s', group_interval: '1s' },
+    });
+    vendors.fail('slack', '500', { forMs: 2_500 });
+    const notifier = await start();
+    cleanups.push(() => notifier.stop());
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-a', 'firing', 'warning'))]);
+    await waitFor(async () => (await records(bus)).some((r) => r.outcome === 'failed'), 'a failed attempt');
+    vendors.fail('slack', '429', { count: 1 });
+    await waitFor(() => vendors.of('slack').length === 1, 'delivery after the outage', 30_000);
+    const attempts = await records(bus);
+    expect(attempts.filter((r) => r.outcome === 'failed').length).toBeGreaterThanOrEqual(2);
+    expect(attempts.some((r) => r.error?.startsWith('HTTP 500'))).toBe(true);
+    expect(attempts.at(-1)).toMatchObject({ outcome: 'sent', receiver: 'chat' });
+  });
+
+  it('treats HTTP 200 with an error code as a failure: a bad Feishu signature is dead-lettered, not retried', async () => {
+    const { vendors, bus, start } = await setup({
+      receivers: [receiver('lark', 'feishu', { url: '${BASE}/feishu/hook', secret: 'the-wrong-secret' })],
+      route: { receiver: 'lark', group_wait: '0s' },
+    });
+    const notifier = await start();
+    cleanups.push(() => notifier.stop());
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-b', 'firing', 'warning'))]);
+    await waitFor(async () => (await bus.read(TOPICS.deadletter)).length === 1, 'the dead letter');
+    expect(vendors.rejected).toEqual([{ vendor: 'feishu', reason: 'bad signature' }]);
+    const dead = (await bus.read(TOPICS.deadletter))[0]!;
+    expect(dead.headers['gpualert-reason']).toMatch(/^delivery to lark failed: feishu code 19021/);
+    expect(JSON.parse(dead.value.toString())).toMatchObject({ receiver: 'lark', alerts: [{ fingerprint: 'fp-b' }] });
+    expect((await records(bus)).map((r) => [r.outcome, r.attempt])).toEqual([['failed', 1]]);
+  });
+
+  it('folds what exceeds a destination\'s rate into a digest instead of dropping it', async () => {
+    const { vendors, bus, start } = await setup({
+      receivers: [receiver('robot', 'wecom', { url: '${BASE}/wecom/send?key=k' }, { per_minute: 60 })],
+      route: { receiver: 'robot', group_by: ['fingerprint'], group_wait: '0s' },
+    });
+    const notifier = await start();
+    cleanups.push(() => notifier.stop());
+    await bus.publish(TOPICS.alerts, Array.from({ length: 14 }, (_, i) => envelopeMessage(alert(`fp-${i}`, 'firing', 'warning'))));
+    await waitFor(() => vendors.of('wecom').flatMap((r) => (r.body.markdown.content as string).match(/fingerprint fp-\d+/g) ?? []).length === 14, 'all fourteen alerts', 30_000);
+    expect(vendors.of('wecom').length).toBeLessThan(14);
+    expect((await records(bus)).some((r) => r.reason.startsWith('digest:'))).toBe(true);
+  });
+
+  it('resolves what was paged although a silence came in between, and a silenced new fault is only recorded', async () => {
+    const { vendors, bus, store, start } = await setup({
+      receivers: [receiver('pd', 'pagerduty', { url: '${BASE}/pagerduty/v2/enqueue', routing_key: 'env:PD_KEY' })],
+      route: { receiver: 'pd', page: true },
+    });
+    const notifier = await start();
+    cleanups.push(() => notifier.stop());
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-s', 'firing'))]);
+    await waitFor(() => vendors.of('pagerduty').length === 1, 'the page');
+    await addSilence(store, { matchers: ['host="gpu-node-002"'], durationMs: 3_600_000, createdBy: 'ana', comment: 'replacing the GPU' }, Date.now());
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-s', 'resolved')), envelopeMessage(alert('fp-t', 'firing'))]);
+    await waitFor(() => vendors.of('pagerduty').length === 2, 'the resolve');
+    await waitFor(async () => (await records(bus)).some((r) => r.outcome === 'suppressed'), 'the suppression record');
+    expect(vendors.of('pagerduty').map((r) => [r.body.event_action, r.body.dedup_key])).toEqual([['trigger', 'fp-s'], ['resolve', 'fp-s']]);
+    expect((await records(bus)).find((r) => r.outcome === 'suppressed')).toMatchObject({ fingerprints: ['fp-t'], reason: expect.stringMatching(/^silenced: silence \w+ by ana: replacing the GPU/) });
+  });
+
+  it('stopped mid-send while the pager is down, then restarted: the page arrives once', async () => {
+    const { vendors, bus, start } = await setup({
+      receivers: [receiver('pd', 'pagerduty', { url: '${BASE}/pagerduty/v2/enqueue', routing_key: 'env:PD_KEY' })],
+      route: { receiver: 'pd', page: true },
+    });
+    vendors.fail('pagerduty', '500');
+    let notifier = await start();
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-k', 'firing'))]);
+    await waitFor(async () => (await records(bus)).some((r) => r.outcome === 'failed'), 'a failed page attempt');
+    await notifier.stop(); // what was in flight stays in the outbox
+    vendors.heal('pagerduty');
+    notifier = await start();
+    cleanups.push(() => notifier.stop());
+    await waitFor(() => vendors.of('pagerduty').length >= 1, 'the page after the restart', 30_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(vendors.of('pagerduty').map((r) => r.body.dedup_key)).toEqual(['fp-k']);
+  });
+});
