@@ -13,9 +13,9 @@ describe('gpualert command line', () => {
   });
 
   it('says plainly when a command is not built yet, and exits non-zero', async () => {
-    const result = await runCli(['notifier']);
+    const result = await runCli(['timeline', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T01:00:00Z']);
     expect(result.code).toBe(3);
-    expect(result.stderr.trim()).toBe('gpualert notifier: not built yet');
+    expect(result.stderr.trim()).toBe('gpualert timeline: not built yet');
   });
 
   it('answers bad arguments and bad config with one line and exit 2', async () => {
@@ -31,7 +31,7 @@ describe('gpualert command line', () => {
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {
     const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 20_000);
-    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake"\]/);
+    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake","notifier"\]/);
     up.kill('SIGINT');
     const [code] = await once(up, 'exit');
     expect(code).toBe(0);

@@ -6,6 +6,7 @@ import { collectGpu, collectInventory, collectKernel } from './commands/collect.
 import { collectProvider } from './commands/collect-provider.ts';
 import { intake } from './commands/intake.ts';
 import { alertResolve, engine, replay, rulesCheck } from './commands/engine.ts';
+import { notifier, silenceAdd, silenceExpire, silenceList } from './commands/notifier.ts';
 import { parse } from './commands/parse.ts';
 import { up } from './commands/up.ts';
 
@@ -31,6 +32,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--demo', 'play a bundled incident so alerts flow without a GPU')
     .option('--speed <factor>', 'with --demo: how many times faster than real time', '120')
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
+    .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: record every decision only)')
     .action(run(up));
 
   const collect = program.command('collect').description('run one collector on this host');
@@ -74,7 +76,11 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
     .option('--clock <clock>', 'wall (default) | event: whether the machine\'s clock moves time too', 'wall')
     .action(run(engine));
-  withCommonOptions(program.command('notifier').description('the notifier service')).action(run(notBuilt('notifier')));
+  withCommonOptions(program.command('notifier').description('the notifier service'))
+    .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: the bundled rules/routes.yaml)')
+    .option('--port <port>', 'the silences API and /metrics (also GPUALERT_NOTIFIER_PORT; default 9095)')
+    .option('--listen <address>', 'address to bind (also GPUALERT_NOTIFIER_LISTEN; default 0.0.0.0)')
+    .action(run(notifier));
 
   program
     .command('parse')
@@ -111,10 +117,15 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--out <file>')
     .action(run(notBuilt('timeline')));
 
-  const silence = program.command('silence').description('silences');
-  for (const verb of ['add', 'list', 'expire']) {
-    withCommonOptions(silence.command(verb).allowUnknownOption()).action(run(notBuilt(`silence ${verb}`)));
-  }
+  const silence = program.command('silence').description('silences (kept in Redis, shared with the notifier)');
+  withCommonOptions(silence.command('add').description('silence what matches, for a while, with a reason'))
+    .requiredOption('--match <matcher...>', 'label=value, label!=value, label=~regex, label!~regex (repeat for more)')
+    .requiredOption('--for <duration>', 'how long, e.g. 2h')
+    .requiredOption('--comment <text>', 'why')
+    .option('--author <name>', 'who (default: the user)')
+    .action(run(silenceAdd));
+  withCommonOptions(silence.command('list').description('every silence, active, pending and expired')).action(run(silenceList));
+  withCommonOptions(silence.command('expire').description('end a silence now').argument('<id>')).action(run(silenceExpire));
   const alert = program.command('alert').description('alerts');
   withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
 

@@ -1,3 +1,4 @@
 export * from './delivery.ts';
 export * from './silences.ts';
 export * from './notifier-service.ts';
+export * from './notifier-http.ts';

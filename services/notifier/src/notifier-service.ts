@@ -8,6 +8,7 @@ import { DEADLETTER_HEADERS } from '@gpualert/bus';
 import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { DEFAULT_RETRY, deliver, digest, TokenBucket, type RetryPolicy } from './delivery.ts';
+import type { NotifierMetrics } from './notifier-http.ts';
 import { SILENCES_KEY, loadSilences } from './silences.ts';
 
 export interface NotifierOptions {
@@ -20,6 +21,7 @@ export interface NotifierOptions {
   /** How often groups are looked at for group_wait and group_interval. */
   readonly flushEveryMs?: number;
   readonly group?: string;
+  readonly metrics?: NotifierMetrics;
 }
 
 const STATE_KEY = 'notifier:state';
@@ -53,6 +55,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const channelOf = (receiver: string) => options.routes.receivers.find((r) => r.name === receiver)?.channel ?? 'record';
 
   const record = async (data: NotificationData, host: string) => {
+    options.metrics?.notifications.inc({ receiver: data.receiver, outcome: data.outcome });
     await options.bus.publish(TOPICS.notifications, [envelopeMessage(newEnvelope({ type: 'notification', host, source: SOURCE, data }))]);
   };
 
@@ -81,6 +84,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
         if (stopped && !result.ok) return; // stays in the outbox for the next start
         if (!result.ok) {
           options.log.error({ receiver, fingerprints, error: result.error }, 'notification_dead_lettered');
+          options.metrics?.notifications.inc({ receiver, outcome: 'dead_lettered' });
           await options.bus.publish(TOPICS.deadletter, [{
             key: host, value: JSON.stringify(notification),
             headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${result.error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },

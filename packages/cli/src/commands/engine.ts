@@ -7,6 +7,7 @@ import { MemoryStore, RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
+import { loadRoutesOrExit, routesIn } from './notifier.ts';
 
 type Options = Record<string, unknown>;
 
@@ -22,8 +23,11 @@ export function loadJudgement(dir: string | undefined, command: string): { ruleS
 /** `gpualert rules check [DIR]`: every error with file, line and field; exit 2 if any. */
 export async function rulesCheck(dir: string): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(dir, 'rules check');
+  const routesFile = routesIn(dir);
+  const routes = routesFile ? loadRoutesOrExit(routesFile, 'rules check') : undefined;
   const rules = new Set(ruleSet.templates.flatMap((t) => t.rules.map((r) => r.id)));
-  process.stdout.write(`${dir}: ${rules.size} rules, ${ruleSet.templates.length} templates (${ruleSet.templates.map((t) => t.template.name).join(', ')}), ${catalog.size} Xid codes: valid\n`);
+  const routesNote = routes ? `, routes with ${routes.receivers.length} receivers and ${routes.inhibit_rules.length} inhibit rules` : '';
+  process.stdout.write(`${dir}: ${rules.size} rules, ${ruleSet.templates.length} templates (${ruleSet.templates.map((t) => t.template.name).join(', ')}), ${catalog.size} Xid codes${routesNote}: valid\n`);
   return EXIT.ok;
 }
 

@@ -1,4 +1,5 @@
 import { engineService } from '@gpualert/engine-service';
+import { notifierService } from '@gpualert/notifier';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger } from '@gpualert/log';
 import { openInfrastructure, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
@@ -6,6 +7,9 @@ import { printAlerts } from '../alert-printer.ts';
 import { commonConfig } from '../common-options.ts';
 import { playDemo } from '../demo-feeder.ts';
 import { loadJudgement } from './engine.ts';
+import { loadRoutesOrExit } from './notifier.ts';
+
+const EMBEDDED_ROUTES = new URL('../../../../rules/routes.embedded.yaml', import.meta.url).pathname;
 
 /**
  * Everything in one process: the in-process bus and store unless Kafka and Redis are
@@ -21,6 +25,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     // The demo's recording lives in the past: only its own event time may move the clock.
     engineService(ruleSet, catalog, demo ? 'event' : 'wall'),
     { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, {}), context) },
+    notifierService(loadRoutesOrExit((options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES, 'up'), process.env),
   ];
   const infra = await openInfrastructure(config, log);
   const printer = await printAlerts(infra.bus);

@@ -1,0 +1,104 @@
+import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@gpualert/log';
+import { DEFAULT_ROUTES, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
+import { addSilence, createNotifierServer, expireSilence, loadSilences, NotifierMetrics, startNotifier } from '@gpualert/notifier';
+import { formatRuleError } from '@gpualert/rules';
+import { openInfrastructure, untilSignal } from '@gpualert/runtime';
+import { RedisStore, type StateStore } from '@gpualert/state';
+import { CliError, EXIT } from '../cli-error.ts';
+import { commonConfig } from '../common-options.ts';
+import { parseDuration } from '../duration.ts';
+
+type Options = Record<string, unknown>;
+
+export function loadRoutesOrExit(file: string | undefined, command: string): RoutesFile {
+  const routes = loadRoutes(file ?? process.env.GPUALERT_ROUTES ?? DEFAULT_ROUTES);
+  if (!routes.ok) throw new CliError(routes.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
+  return routes.value;
+}
+
+/** The routes next to the rules, when a rules directory has them. */
+export function routesIn(dir: string): string | undefined {
+  const file = join(dir, 'routes.yaml');
+  return existsSync(file) ? file : undefined;
+}
+
+/** `gpualert notifier`: routes, groups, dedups and delivers; silences over HTTP with a bearer token. */
+export async function notifier(options: Options): Promise<number> {
+  const routes = loadRoutesOrExit(options.routes as string | undefined, 'notifier');
+  const config = commonConfig(options);
+  const log = createLogger({ name: 'notifier', level: config.logLevel });
+  const infra = await openInfrastructure(config, log);
+  const metrics = new NotifierMetrics();
+  let service;
+  try {
+    service = await startNotifier({ bus: infra.bus, store: infra.store, log, routes, env: process.env, metrics });
+  } catch (error) {
+    await infra.close();
+    if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
+    throw error;
+  }
+  const server = createNotifierServer(infra.store, metrics, process.env.GPUALERT_NOTIFIER_TOKEN);
+  const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, String(options.listen ?? process.env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0'), resolve);
+  });
+  const address = server.address();
+  log.info({ port: typeof address === 'object' && address ? address.port : port, silences_api: process.env.GPUALERT_NOTIFIER_TOKEN !== undefined }, 'notifier_listening');
+  const signal = await untilSignal();
+  log.info({ signal }, 'notifier_stopping');
+  server.close();
+  await service.stop();
+  await infra.close();
+  return EXIT.ok;
+}
+
+function sharedStore(options: Options, command: string): StateStore {
+  const config = commonConfig(options);
+  if (!config.redisUrl) throw new CliError(`gpualert ${command}: needs REDIS_URL, where the notifier keeps its silences`);
+  return new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix });
+}
+
+export async function silenceAdd(options: Options): Promise<number> {
+  const matchers = (options.match as string[] | undefined) ?? [];
+  const durationMs = parseDuration('for', String(options.for ?? ''));
+  const store = sharedStore(options, 'silence add');
+  try {
+    const silence = await addSilence(store, { matchers, durationMs, createdBy: String(options.author ?? userInfo().username), comment: String(options.comment ?? '') }, Date.now());
+    process.stdout.write(`${silence.id}  until ${new Date(silence.endsAt).toISOString()}  ${silence.matchers.join(' ')}  by ${silence.createdBy}: ${silence.comment}\n`);
+    return EXIT.ok;
+  } catch (error) {
+    throw new CliError(`gpualert silence add: ${(error as Error).message}`);
+  } finally {
+    await store.close();
+  }
+}
+
+export async function silenceList(options: Options): Promise<number> {
+  const store = sharedStore(options, 'silence list');
+  try {
+    const now = Date.now();
+    for (const s of Object.values(await loadSilences(store)).sort((a, b) => a.startsAt - b.startsAt)) {
+      const state = s.expiredAt !== undefined || s.endsAt <= now ? 'expired' : s.startsAt > now ? 'pending' : 'active';
+      process.stdout.write(`${s.id}  ${state.padEnd(7)}  ${new Date(s.startsAt).toISOString()} → ${new Date(s.endsAt).toISOString()}  ${s.matchers.join(' ')}  by ${s.createdBy}: ${s.comment}\n`);
+    }
+    return EXIT.ok;
+  } finally {
+    await store.close();
+  }
+}
+
+export async function silenceExpire(id: string, options: Options): Promise<number> {
+  const store = sharedStore(options, 'silence expire');
+  try {
+    const silence = await expireSilence(store, id, Date.now());
+    if (!silence) throw new CliError(`gpualert silence expire: no silence ${id}`);
+    process.stdout.write(`${id} expired\n`);
+    return EXIT.ok;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,67 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { StateStore } from '@gpualert/state';
+import { Counter, Registry } from 'prom-client';
+import { addSilence, expireSilence, loadSilences } from './silences.ts';
+
+/** The notifier's Prometheus metrics. */
+export class NotifierMetrics {
+  readonly registry = new Registry();
+  readonly notifications = new Counter({
+    name: 'gpualert_notifier_notifications_total',
+    help: 'Delivery attempts and decisions by receiver and outcome (sent, failed, suppressed, dead_lettered).',
+    labelNames: ['receiver', 'outcome'] as const,
+    registers: [this.registry],
+  });
+}
+
+function authorized(header: string | undefined, token: string): boolean {
+  const offered = Buffer.from(header?.startsWith('Bearer ') ? header.slice(7) : '');
+  const expected = Buffer.from(token);
+  return offered.length === expected.length && timingSafeEqual(offered, expected);
+}
+
+/**
+ * `GET/POST /v1/silences`, `DELETE /v1/silences/{id}` behind a bearer token, `/metrics`, `/healthz`.
+ * Without a token configured the silence API refuses everything.
+ */
+export function createNotifierServer(store: StateStore, metrics: NotifierMetrics, token: string | undefined): Server {
+  return createServer((req, res) => {
+    const send = (status: number, body: unknown, type = 'application/json') => {
+      res.writeHead(status, { 'content-type': type });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+    void (async () => {
+      const url = new URL(req.url ?? '/', 'http://notifier');
+      if (url.pathname === '/healthz') return send(200, { status: 'ok' });
+      if (url.pathname === '/metrics') return send(200, await metrics.registry.metrics(), 'text/plain; version=0.0.4');
+      if (!url.pathname.startsWith('/v1/silences')) return send(404, { error: 'not_found' });
+      if (!token || !authorized(req.headers.authorization, token)) return send(401, { error: 'unauthorized', message: 'a bearer token is required' });
+      if (req.method === 'GET' && url.pathname === '/v1/silences') return send(200, { silences: Object.values(await loadSilences(store)) });
+      if (req.method === 'POST' && url.pathname === '/v1/silences') {
+        const chunks: Buffer[] = [];
+        for await (const chunk of req) chunks.push(chunk as Buffer);
+        let body: { matchers?: string[]; duration_seconds?: number; created_by?: string; comment?: string };
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+        } catch {
+          return send(400, { error: 'malformed_json', message: 'the body is not JSON' });
+        }
+        try {
+          const silence = await addSilence(store, {
+            matchers: body.matchers ?? [], durationMs: (body.duration_seconds ?? 0) * 1000, createdBy: body.created_by ?? '', comment: body.comment ?? '',
+          }, Date.now());
+          return send(201, silence);
+        } catch (error) {
+          return send(422, { error: 'invalid_silence', message: (error as Error).message });
+        }
+      }
+      const one = /^\/v1\/silences\/([\w-]+)$/.exec(url.pathname);
+      if (req.method === 'DELETE' && one) {
+        const silence = await expireSilence(store, one[1]!, Date.now());
+        return silence ? send(200, silence) : send(404, { error: 'not_found', message: `no silence ${one[1]}` });
+      }
+      return send(405, { error: 'method_not_allowed' });
+    })().catch(() => send(500, { error: 'internal' }));
+  });
+}
