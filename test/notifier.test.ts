@@ -192,3 +192,32 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     expect(vendors.of('pagerduty').map((r) => r.body.dedup_key)).toEqual(['fp-k']);
   });
 });
+
+describe('the silences HTTP API', () => {
+  it('needs the bearer token, and adds, lists and expires silences', async () => {
+    const { createNotifierServer, NotifierMetrics } = await import('@gpualert/notifier');
+    const { listen, close } = await import('./infra/http.ts');
+    const store = new RedisStore({ url: inject('redisUrl'), prefix: `${uniqueName('silence-api')}:` });
+    const server = createNotifierServer(store, new NotifierMetrics(), 'api-token-0123456789');
+    const base = await listen(server);
+    try {
+      const auth = { authorization: 'Bearer api-token-0123456789', 'content-type': 'application/json' };
+      expect((await fetch(`${base}/v1/silences`)).status).toBe(401);
+      expect((await fetch(`${base}/v1/silences`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
+      const created = await fetch(`${base}/v1/silences`, { method: 'POST', headers: auth, body: JSON.stringify({ matchers: ['cluster="lab"'], duration_seconds: 600, created_by: 'bo', comment: 'rack move' }) });
+      expect(created.status).toBe(201);
+      const silence = (await created.json()) as { id: string; endsAt: number; startsAt: number };
+      expect(silence.endsAt - silence.startsAt).toBe(600_000);
+      const listed = (await (await fetch(`${base}/v1/silences`, { headers: auth })).json()) as { silences: { id: string }[] };
+      expect(listed.silences.map((s) => s.id)).toEqual([silence.id]);
+      const invalid = await fetch(`${base}/v1/silences`, { method: 'POST', headers: auth, body: JSON.stringify({ matchers: ['cluster'], duration_seconds: 60, comment: 'x' }) });
+      expect(invalid.status).toBe(422);
+      const expired = await fetch(`${base}/v1/silences/${silence.id}`, { method: 'DELETE', headers: auth });
+      expect(((await expired.json()) as { expiredAt?: number }).expiredAt).toBeGreaterThan(0);
+      expect((await fetch(`${base}/metrics`)).status).toBe(200);
+    } finally {
+      await close(server);
+      await store.close();
+    }
+  });
+});

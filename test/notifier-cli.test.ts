@@ -1,0 +1,87 @@
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { envelopeMessage, KafkaBus } from '@gpualert/bus';
+import { newEnvelope, TOPICS } from '@gpualert/schema';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { cleanEnv, runCli, startCli } from './infra/run-cli.ts';
+import { VendorReceivers } from './infra/vendor-receivers.ts';
+import { uniqueName, waitFor } from './infra/wait-for.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function routesFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'gpualert-routes-')), 'routes.yaml');
+  writeFileSync(file, [
+    'receivers:',
+    '  - name: pager',
+    '    channel: pagerduty',
+    '    settings: { url: "env:PD_URL", routing_key: "env:PD_KEY" }',
+    'route:',
+    '  receiver: pager',
+    '  page: true',
+  ].join('\n'));
+  return file;
+}
+
+describe('gpualert notifier and silences from the command line', () => {
+  it('killed with SIGKILL while the pager is down, restarted: the page arrives, once per fault', async () => {
+    const vendors = new VendorReceivers({ feishu: '', dingtalk: '', webhook: 'whsec_', routingKey: 'K'.repeat(32), opsgenie: '' });
+    await vendors.start();
+    cleanups.push(() => vendors.stop());
+    const prefix = `${uniqueName('ncli')}.`;
+    const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    cleanups.push(() => bus.close());
+    const env = cleanEnv({
+      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${uniqueName('ncli')}:`,
+      GPUALERT_ROUTES: routesFile(), PD_URL: `${vendors.base}/pagerduty/v2/enqueue`, PD_KEY: 'K'.repeat(32), GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+    });
+    vendors.fail('pagerduty', '500');
+    let notifier = startCli(['notifier'], env);
+    await waitFor(() => notifier.output().includes('notifier_listening'), 'the notifier', 30_000);
+    const alerts = ['fp-one', 'fp-two'].map((fingerprint) => envelopeMessage(newEnvelope({
+      type: 'alert', host: 'gpu-node-009', source: 'test',
+      data: { fingerprint, status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: `lost (${fingerprint})`, starts_at: new Date().toISOString(), evidence: [] },
+    })));
+    await bus.publish(TOPICS.alerts, alerts);
+    await waitFor(() => vendors.rejected.length > 0 || notifier.output().length > 0, 'activity');
+    await new Promise((r) => setTimeout(r, 1_500)); // retrying against the 500s
+    notifier.kill('SIGKILL');
+    await once(notifier, 'exit');
+    vendors.heal('pagerduty');
+    notifier = startCli(['notifier'], env);
+    cleanups.push(async () => {
+      notifier.kill('SIGTERM');
+      await once(notifier, 'exit');
+    });
+    await waitFor(() => new Set(vendors.of('pagerduty').map((r) => r.body.dedup_key)).size === 2, 'both pages after the restart', 60_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const triggers = vendors.of('pagerduty').filter((r) => r.body.event_action === 'trigger');
+    expect(new Set(triggers.map((r) => r.body.dedup_key))).toEqual(new Set(['fp-one', 'fp-two']));
+    expect(triggers.length).toBe(2);
+  }, 120_000);
+
+  it('adds, lists and expires a silence, and refuses one without an end or a reason', async () => {
+    const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: `${uniqueName('silence')}:` });
+    const added = await runCli(['silence', 'add', '--match', 'host=h1', '--match', 'severity=~warning|error', '--for', '2h', '--comment', 'firmware update', '--author', 'ana'], { env });
+    expect(added.code).toBe(0);
+    const id = added.stdout.split(' ')[0]!;
+    expect(added.stdout).toMatch(/host=h1 severity=~warning\|error {2}by ana: firmware update/);
+    const listed = await runCli(['silence', 'list'], { env });
+    expect(listed.stdout).toMatch(new RegExp(`^${id} {2}active`, 'm'));
+    expect((await runCli(['silence', 'expire', id], { env })).code).toBe(0);
+    expect((await runCli(['silence', 'list'], { env })).stdout).toMatch(new RegExp(`^${id} {2}expired`, 'm'));
+    const noReason = await runCli(['silence', 'add', '--match', 'host=h1', '--for', '1h', '--comment', ' '], { env });
+    expect([noReason.code, noReason.stderr.trim()]).toEqual([2, 'gpualert silence add: a silence needs a --comment saying why']);
+    const badMatcher = await runCli(['silence', 'add', '--match', 'host', '--for', '1h', '--comment', 'x'], { env });
+    expect(badMatcher.stderr).toMatch(/"host" is not a matcher/);
+    const noEnd = await runCli(['silence', 'add', '--match', 'host=h1', '--comment', 'x'], { env });
+    expect(noEnd.code).toBe(2);
+    expect(noEnd.stderr).toMatch(/required option '--for <duration>'/);
+  });
+});
