@@ -75,10 +75,12 @@ export interface NotifierState {
   silences: Record<string, Silence>;
   /** Firing alerts' labels, as inhibition sources. */
   firing: Record<string, Record<string, string>>;
+  /** Inhibition index: `rule|equal values` → the firing sources' fingerprints. */
+  sources: Record<string, string[]>;
 }
 
 export function emptyNotifierState(): NotifierState {
-  return { groups: {}, pages: {}, silences: {}, firing: {} };
+  return { groups: {}, pages: {}, silences: {}, firing: {}, sources: {} };
 }
 
 export type Decision = { readonly send: Notification } | { readonly suppressed: Suppression };
@@ -106,8 +108,7 @@ export class NotifierCore {
   ingest(state: NotifierState, alert: EnvelopeOf<'alert'>, now: number): Decision[] {
     const decisions: Decision[] = [];
     const a = view(alert);
-    if (a.status === 'firing') state.firing[a.fingerprint] = { ...a.labels };
-    else delete state.firing[a.fingerprint];
+    this.index(state, a);
     for (const route of routesFor(this.config.route, a.labels)) {
       const blocked = a.status === 'firing' ? this.suppressedBy(state, route, a, now) : undefined;
       if (route.page) {
@@ -220,13 +221,13 @@ export class NotifierCore {
       if (silence.expiredAt !== undefined || now < silence.startsAt || now >= silence.endsAt) continue;
       if (matchesAll(this.matchers(silence.matchers), alert.labels)) return { reason: 'silenced', detail: `silence ${silence.id} by ${silence.createdBy}: ${silence.comment}` };
     }
-    for (const rule of this.config.inhibit_rules) {
+    for (const [i, rule] of this.config.inhibit_rules.entries()) {
       if (!matchesAll(rule.target, alert.labels)) continue;
-      for (const [fingerprint, source] of Object.entries(state.firing)) {
-        if (fingerprint === alert.fingerprint || !matchesAll(rule.source, source)) continue;
-        if (rule.equal.every((label) => (source[label] ?? '') === (alert.labels[label] ?? ''))) {
-          return { reason: 'inhibited', detail: `inhibited by ${source.category ?? 'an alert'} ${fingerprint} on ${source.host ?? ''}` };
-        }
+      const sources = state.sources[`${i}|${rule.equal.map((l) => alert.labels[l] ?? '').join('\u0000')}`] ?? [];
+      const source = sources.find((fp) => fp !== alert.fingerprint);
+      if (source) {
+        const labels = state.firing[source] ?? {};
+        return { reason: 'inhibited', detail: `inhibited by ${labels.category ?? 'an alert'} ${source} on ${labels.host ?? ''}` };
       }
     }
     const intervals = this.config.time_intervals;
@@ -235,6 +236,26 @@ export class NotifierCore {
       return { reason: 'muted', detail: 'outside the route\'s active time intervals' };
     }
     return undefined;
+  }
+
+  /** Keeps the firing alerts and the inhibition index up to date, so a lookup is one map access. */
+  private index(state: NotifierState, alert: AlertView): void {
+    state.sources ??= {};
+    const before = state.firing[alert.fingerprint];
+    const keys = (labels: Readonly<Record<string, string>>) =>
+      this.config.inhibit_rules.flatMap((rule, i) => (matchesAll(rule.source, labels) ? [`${i}|${rule.equal.map((l) => labels[l] ?? '').join('\u0000')}`] : []));
+    if (before) {
+      for (const key of keys(before)) {
+        const list = (state.sources[key] ?? []).filter((fp) => fp !== alert.fingerprint);
+        if (list.length > 0) state.sources[key] = list;
+        else delete state.sources[key];
+      }
+      delete state.firing[alert.fingerprint];
+    }
+    if (alert.status === 'firing') {
+      state.firing[alert.fingerprint] = { ...alert.labels };
+      for (const key of keys(alert.labels)) (state.sources[key] ??= []).push(alert.fingerprint);
+    }
   }
 
   private matchers(texts: readonly string[]): Matcher[] {
