@@ -86,6 +86,41 @@ describe('notifier decisions with the default routes', () => {
     expect(sent(n.flush(state, T + 4 * 3_600 * S + 30 * S))).toEqual([['chat', 'repeat', 'e:firing'], ['ticket', 'repeat', 'e:firing']]);
   });
 
+  it('a maintenance window silences its host for the pager until it resolves; chat still hears', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('maint', 'firing', 'warning', { category: 'maintenance' }), T);
+    expect(Object.values(state.silences).map((s) => [s.matchers, s.receivers])).toEqual([[['host="h1"'], ['pager']]]);
+    const lost = n.ingest(state, alert('lost', 'firing', 'critical', { category: 'fallen_off_bus' }), T + S);
+    expect(suppressed(lost)).toEqual([['pager', 'silenced']]);
+    expect(sent(n.flush(state, T + S))).toEqual([['chat', 'first', 'lost:firing']]); // the critical one without group_wait
+    n.ingest(state, alert('maint', 'resolved', 'warning', { category: 'maintenance' }), T + 60 * S);
+    expect(Object.values(state.silences)[0]!.expiredAt).toBe(T + 60 * S);
+    expect(sent(n.ingest(state, alert('lost2', 'firing', 'critical', { category: 'fallen_off_bus' }), T + 61 * S))).toEqual([['pager', 'page', 'lost2:firing']]);
+  });
+
+  it('mutes a route inside its mute time interval', () => {
+    const routesWithMute = loadRoutes();
+    if (!routesWithMute.ok) throw new Error('routes');
+    const config = { ...routesWithMute.value, time_intervals: [{ name: 'weekend', weekdays: ['saturday', 'sunday'] as ('saturday' | 'sunday')[], times: [] }] };
+    config.route = { ...config.route, routes: config.route.routes.map((r) => (r.receiver === 'chat' ? { ...r, mute_time_intervals: ['weekend'] } : r)) };
+    const n = new NotifierCore(config);
+    const state = emptyNotifierState();
+    const saturday = Date.parse('2026-06-06T12:00:00Z');
+    expect(suppressed(n.ingest(state, alert('w', 'firing', 'warning'), saturday))).toEqual([['chat', 'muted']]);
+    const monday = Date.parse('2026-06-08T12:00:00Z');
+    n.ingest(state, alert('m', 'firing', 'warning'), monday);
+    expect(sent(n.flush(state, monday + 30 * S))).toEqual([['chat', 'first', 'm:firing']]);
+  });
+
+  it('sends a flapping alert once, as the engine reports it', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('f|flapping', 'firing', 'error', { rule: 'flapping', summary: 'flapping: GPU 1 hw slowdown' }), T);
+    expect(sent(n.flush(state, T + 30 * S))).toEqual([['chat', 'first', 'f|flapping:firing'], ['ticket', 'first', 'f|flapping:firing']]);
+    expect(sent(n.flush(state, T + 400 * S))).toEqual([]);
+  });
+
   it('records info without sending it anywhere', () => {
     const n = core();
     const state = emptyNotifierState();

@@ -45,6 +45,8 @@ export interface Suppression {
 export interface Silence {
   readonly id: string;
   readonly matchers: readonly string[];
+  /** Only these receivers are silenced (a maintenance window's own silence spares chat). */
+  readonly receivers?: readonly string[];
   readonly startsAt: number;
   endsAt: number;
   readonly createdBy: string;
@@ -109,6 +111,7 @@ export class NotifierCore {
     const decisions: Decision[] = [];
     const a = view(alert);
     this.index(state, a);
+    this.maintenanceSilence(state, a, now);
     for (const route of routesFor(this.config.route, a.labels)) {
       const blocked = a.status === 'firing' ? this.suppressedBy(state, route, a, now) : undefined;
       if (route.page) {
@@ -219,6 +222,7 @@ export class NotifierCore {
   private suppressedBy(state: NotifierState, route: ResolvedRoute, alert: AlertView, now: number): Omit<Suppression, 'receiver' | 'fingerprints'> | undefined {
     for (const silence of Object.values(state.silences)) {
       if (silence.expiredAt !== undefined || now < silence.startsAt || now >= silence.endsAt) continue;
+      if (silence.receivers && !silence.receivers.includes(route.receiver)) continue;
       if (matchesAll(this.matchers(silence.matchers), alert.labels)) return { reason: 'silenced', detail: `silence ${silence.id} by ${silence.createdBy}: ${silence.comment}` };
     }
     for (const [i, rule] of this.config.inhibit_rules.entries()) {
@@ -236,6 +240,25 @@ export class NotifierCore {
       return { reason: 'muted', detail: 'outside the route\'s active time intervals' };
     }
     return undefined;
+  }
+
+  /**
+   * An announced maintenance window silences its host for the pager while it is open, and the
+   * silence expires when the window's alert resolves: maintenance fallout never pages, chat
+   * still sees it.
+   */
+  private maintenanceSilence(state: NotifierState, alert: AlertView, now: number): void {
+    if (alert.category !== 'maintenance') return;
+    const id = `maintenance-${alert.fingerprint}`;
+    const pagers = [...new Set(routesFor(this.config.route, { ...alert.labels, severity: 'critical', expected: 'false', category: 'host_down' }).filter((r) => r.page).map((r) => r.receiver))];
+    if (alert.status === 'firing' && !state.silences[id] && pagers.length > 0) {
+      state.silences[id] = {
+        id, matchers: [`host="${alert.host}"`], receivers: pagers, startsAt: now, endsAt: now + 7 * 86_400_000,
+        createdBy: 'gpualert', comment: `provider maintenance: ${alert.summary}`,
+      };
+    } else if (alert.status === 'resolved' && state.silences[id]) {
+      this.expireSilence(state, id, now);
+    }
   }
 
   /** Keeps the firing alerts and the inhibition index up to date, so a lookup is one map access. */

@@ -143,6 +143,9 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
         for (const { envelope } of batch.items) {
           if (envelope.type === 'alert') decisions.push(...core.ingest(state, envelope, Date.now()));
         }
+        // Maintenance windows' own silences, made or expired by the core, are shared like any other.
+        const own = Object.values(state.silences).filter((s) => s.createdBy === 'gpualert');
+        if (own.length > 0) await options.store.hashSet(SILENCES_KEY, Object.fromEntries(own.map((s) => [s.id, JSON.stringify(s)])));
         decisions.push(...core.flush(state, Date.now()));
         await act(decisions);
       }),
