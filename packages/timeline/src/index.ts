@@ -1,0 +1,2 @@
+export * from './timeline.ts';
+export * from './formats.ts';

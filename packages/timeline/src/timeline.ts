@@ -1,0 +1,142 @@
+import type { Envelope, EnvelopeOf, Severity } from '@gpualert/schema';
+
+/** One line of the story, saying where it came from. */
+export interface TimelineEntry {
+  readonly ts: string;
+  readonly source: 'kernel' | 'provider' | 'alert' | 'notification' | 'inventory' | 'collector';
+  readonly host: string;
+  readonly gpu?: number;
+  readonly severity?: Severity;
+  readonly title: string;
+  readonly detail?: string;
+  readonly id: string;
+}
+
+/** One GPU metric over one minute. */
+export interface MinuteSummary {
+  readonly minute: string;
+  readonly host: string;
+  readonly gpu: number;
+  readonly metric: SummarisedMetric;
+  readonly min: number;
+  readonly max: number;
+  readonly mean: number;
+  readonly samples: number;
+}
+
+export const SUMMARISED = ['temp_c', 'power_w', 'util_pct', 'mem_temp_c'] as const;
+export type SummarisedMetric = (typeof SUMMARISED)[number];
+
+export interface Timeline {
+  readonly from: string;
+  readonly to: string;
+  readonly host?: string;
+  readonly incident?: { fingerprint: string; summary: string; severity: Severity; host: string; gpu?: number; startsAt: string; endsAt?: string };
+  readonly entries: TimelineEntry[];
+  readonly metrics: MinuteSummary[];
+}
+
+export interface TimelineQuery {
+  readonly from: number;
+  readonly to: number;
+  readonly host?: string;
+  readonly gpu?: number;
+}
+
+/** The window `--incident` narrows to: its host and GPU, from half an hour before to half an hour after. */
+export function incidentWindow(alerts: readonly EnvelopeOf<'alert'>[], fingerprint: string): { query: TimelineQuery; alert: EnvelopeOf<'alert'> } | undefined {
+  const mine = alerts.filter((a) => a.data.fingerprint === fingerprint).sort((a, b) => a.ts.localeCompare(b.ts));
+  const first = mine[0];
+  if (!first) return undefined;
+  const last = mine[mine.length - 1]!;
+  const start = Date.parse(first.data.starts_at);
+  const end = last.data.ends_at ? Date.parse(last.data.ends_at) : Date.parse(last.ts);
+  return {
+    alert: last,
+    query: { from: start - 30 * 60_000, to: end + 30 * 60_000, host: first.host, ...(first.data.gpu ? { gpu: first.data.gpu.index } : {}) },
+  };
+}
+
+/**
+ * Merges what every topic said in a range into one list ordered by event time, and summarises
+ * the GPU samples per minute instead of dumping them. Pure: the caller reads the topics.
+ */
+export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuery, incident?: EnvelopeOf<'alert'>): Timeline {
+  const entries: TimelineEntry[] = [];
+  const minutes = new Map<string, { host: string; gpu: number; metric: SummarisedMetric; minute: string; min: number; max: number; sum: number; n: number }>();
+  const seen = new Set<string>();
+  for (const e of envelopes) {
+    const at = Date.parse(e.ts);
+    if (at < query.from || at > query.to || (query.host && e.host !== query.host) || seen.has(e.id)) continue;
+    seen.add(e.id); // a message delivered twice is told once
+    const entry = toEntry(e, query.gpu);
+    if (entry) entries.push(entry);
+    if (e.type === 'gpu.sample') {
+      const minute = new Date(Math.floor(at / 60_000) * 60_000).toISOString();
+      for (const gpu of e.data.gpus) {
+        if (query.gpu !== undefined && gpu.index !== query.gpu) continue;
+        for (const metric of SUMMARISED) {
+          const value = gpu[metric];
+          if (value === null) continue;
+          const key = `${e.host}|${gpu.index}|${metric}|${minute}`;
+          const m = minutes.get(key);
+          if (m) {
+            m.min = Math.min(m.min, value);
+            m.max = Math.max(m.max, value);
+            m.sum += value;
+            m.n += 1;
+          } else {
+            minutes.set(key, { host: e.host, gpu: gpu.index, metric, minute, min: value, max: value, sum: value, n: 1 });
+          }
+        }
+      }
+    }
+  }
+  entries.sort((a, b) => a.ts.localeCompare(b.ts) || a.source.localeCompare(b.source) || a.id.localeCompare(b.id));
+  const metrics = [...minutes.values()]
+    .map(({ sum, n, ...m }) => ({ ...m, mean: Math.round((sum / n) * 100) / 100, samples: n }))
+    .sort((a, b) => a.host.localeCompare(b.host) || a.gpu - b.gpu || a.metric.localeCompare(b.metric) || a.minute.localeCompare(b.minute));
+  const timeline: Timeline = { from: new Date(query.from).toISOString(), to: new Date(query.to).toISOString(), entries, metrics, ...(query.host ? { host: query.host } : {}) };
+  if (!incident) return timeline;
+  const d = incident.data;
+  return {
+    ...timeline,
+    incident: { fingerprint: d.fingerprint, summary: d.summary, severity: d.severity, host: incident.host, startsAt: d.starts_at, ...(d.gpu ? { gpu: d.gpu.index } : {}), ...(d.ends_at ? { endsAt: d.ends_at } : {}) },
+  };
+}
+
+function toEntry(e: Envelope, gpuFilter: number | undefined): TimelineEntry | undefined {
+  const base = { ts: e.ts, host: e.host, id: e.id };
+  switch (e.type) {
+    case 'kernel.event': {
+      const d = e.data;
+      if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu !== gpuFilter) return undefined;
+      const what = d.kind === 'xid' ? `Xid ${d.xid}${d.meaning ? `: ${d.meaning}` : ''}` : d.kind === 'sxid' ? `SXid ${d.xid}` : d.meaning ?? d.kind;
+      return { ...base, source: 'kernel', severity: d.severity, title: `${what}${(d.count ?? 1) > 1 ? ` (×${d.count})` : ''}`, detail: d.message, ...(d.gpu !== undefined ? { gpu: d.gpu } : {}) };
+    }
+    case 'provider.event': {
+      const d = e.data;
+      return { ...base, source: 'provider', title: `${d.provider} ${d.kind} ${d.status}`, detail: `${d.description}${d.window_start ? ` (window ${d.window_start}${d.window_end ? ` – ${d.window_end}` : ''})` : ''}` };
+    }
+    case 'alert': {
+      const d = e.data;
+      if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu.index !== gpuFilter) return undefined;
+      const flags = [d.expected ? 'expected (maintenance)' : '', d.incident ? `incident ${d.incident}` : ''].filter(Boolean).join(', ');
+      return {
+        ...base, source: 'alert', severity: d.severity, title: `${d.status === 'firing' ? 'FIRING' : 'RESOLVED'} ${d.severity}: ${d.summary}`,
+        detail: `rule ${d.rule}, fingerprint ${d.fingerprint}${flags ? `, ${flags}` : ''}${d.evidence.length > 0 ? `, evidence ${d.evidence.slice(0, 5).join(' ')}` : ''}`,
+        ...(d.gpu ? { gpu: d.gpu.index } : {}),
+      };
+    }
+    case 'notification': {
+      const d = e.data;
+      return { ...base, source: 'notification', title: `${d.outcome} → ${d.receiver} (${d.channel}): ${d.reason}`, detail: `attempt ${d.attempt}${d.fingerprints.length > 0 ? `, alerts ${d.fingerprints.join(' ')}` : ''}${d.error ? `, error: ${d.error}` : ''}` };
+    }
+    case 'host.inventory':
+      return { ...base, source: 'inventory', title: `inventory: ${e.data.gpu_count}× ${e.data.gpu_model}, driver ${e.data.driver_version}, CUDA ${e.data.cuda_version}` };
+    case 'gpu.sample':
+      return e.data.error ? { ...base, source: 'collector', severity: 'error', title: `GPU collector: ${e.data.error.code}`, detail: e.data.error.message } : undefined;
+    default:
+      return undefined;
+  }
+}
