@@ -12,10 +12,12 @@ describe('gpualert command line', () => {
     }
   });
 
-  it('says plainly when a command is not built yet, and exits non-zero', async () => {
+  it('timeline says plainly that the embedded mode has no past to read', async () => {
     const result = await runCli(['timeline', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T01:00:00Z']);
-    expect(result.code).toBe(3);
-    expect(result.stderr.trim()).toBe('gpualert timeline: not built yet');
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe('gpualert timeline: needs KAFKA_BROKERS; the embedded mode keeps no log on disk yet, so it has no past to read');
+    const backwards = await runCli(['timeline', '--from', '2026-06-01T01:00:00Z', '--to', '2026-06-01T00:00:00Z']);
+    expect(backwards.stderr.trim()).toBe('gpualert timeline: --from must be before --to');
   });
 
   it('answers bad arguments and bad config with one line and exit 2', async () => {

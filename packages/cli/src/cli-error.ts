@@ -7,5 +7,5 @@ export class CliError extends Error {
   }
 }
 
-/** Exit codes: 0 done, 1 failed while running, 2 bad arguments or bad input, 3 not built yet. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, notBuilt: 3 } as const;
+/** Exit codes: 0 done, 1 failed while running, 2 bad arguments or bad input. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;

@@ -8,16 +8,10 @@ import { intake } from './commands/intake.ts';
 import { alertResolve, engine, replay, rulesCheck } from './commands/engine.ts';
 import { notifier, silenceAdd, silenceExpire, silenceList } from './commands/notifier.ts';
 import { parse } from './commands/parse.ts';
+import { timeline } from './commands/timeline.ts';
 import { up } from './commands/up.ts';
 
 type Action = (...args: any[]) => Promise<number>;
-
-/** A command a later piece of work builds: it says so and exits non-zero, pretending nothing. */
-function notBuilt(what: string): Action {
-  return async () => {
-    throw new CliError(`gpualert ${what}: not built yet`, EXIT.notBuilt);
-  };
-}
 
 export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
   const program = new Command('gpualert')
@@ -115,7 +109,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--incident <fingerprint>')
     .option('--format <format>', 'md | json | csv | html', 'md')
     .option('--out <file>')
-    .action(run(notBuilt('timeline')));
+    .action(run(timeline));
 
   const silence = program.command('silence').description('silences (kept in Redis, shared with the notifier)');
   withCommonOptions(silence.command('add').description('silence what matches, for a while, with a reason'))

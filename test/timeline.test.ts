@@ -1,0 +1,111 @@
+import { envelopeMessage, KafkaBus, type Bus } from '@gpualert/bus';
+import { newEnvelope, TOPICS, type Envelope, type GpuMetrics } from '@gpualert/schema';
+import type { Timeline } from '@gpualert/timeline';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { cleanEnv, runCli } from './infra/run-cli.ts';
+import { uniqueName } from './infra/wait-for.ts';
+
+const T0 = Date.parse('2026-06-01T02:00:00Z');
+const MIN = 60_000;
+const iso = (at: number) => new Date(at).toISOString();
+
+function gpu(index: number, temp: number): GpuMetrics {
+  return {
+    index, uuid: null, pci_bus: index === 0 ? '0000:18:00' : '0000:29:00', name: 'NVIDIA H100 80GB HBM3', util_pct: 95, mem_util_pct: 40, mem_used_mib: 60_000,
+    mem_total_mib: 81_559, temp_c: temp, mem_temp_c: temp + 4, power_w: 600, power_limit_w: 700, sm_clock_mhz: 1980, mem_clock_mhz: 2619, fan_pct: null,
+    pcie_gen: 5, pcie_gen_max: 5, pcie_width: 16, pcie_width_max: 16, ecc_sbe_volatile: 0, ecc_dbe_volatile: 0, ecc_sbe_aggregate: 0, ecc_dbe_aggregate: 0,
+    remap_pending: false, remap_failure: false, throttle: [], xid_last: null, nvlink_errors: 0, processes: 1,
+  };
+}
+
+/** A known incident on every topic: samples, the Xid, the notice, the alert and who was told. */
+function incident(): Envelope[] {
+  const host = 'gpu-node-007';
+  const out: Envelope[] = [
+    newEnvelope({ type: 'host.inventory', id: 'inv', host, source: 't', ts: iso(T0), data: { gpu_model: 'NVIDIA H100 80GB HBM3', gpu_count: 2, driver_version: '550.54.15', cuda_version: '12.4', gpus: [] } }),
+    newEnvelope({ type: 'provider.event', id: 'notice', host, source: 't', ts: iso(T0 + 2 * MIN), data: { provider: 'gcp', event_id: 'm1', kind: 'maintenance', status: 'scheduled', hosts: [host], window_start: iso(T0 + 60 * MIN), description: 'planned update', raw_id: 'm1' } }),
+    newEnvelope({ type: 'kernel.event', id: 'xid79', host, source: 't', ts: iso(T0 + 10 * MIN), data: { kind: 'xid', xid: 79, gpu: 1, pci_bus: '0000:29:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:29:00): 79', meaning: 'GPU has fallen off the bus', count: 1 } }),
+    newEnvelope({ type: 'alert', id: 'fire', host, source: 't', ts: iso(T0 + 10 * MIN + 1_000), data: { fingerprint: 'f00dfeed', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', gpu: { index: 1 }, summary: 'GPU 1 on gpu-node-007 has disappeared', starts_at: iso(T0 + 10 * MIN + 1_000), evidence: ['xid79'] } }),
+    newEnvelope({ type: 'notification', id: 'page', host, source: 't', ts: iso(T0 + 10 * MIN + 2_000), data: { receiver: 'pager', channel: 'pagerduty', fingerprints: ['f00dfeed'], reason: 'page', outcome: 'sent', attempt: 1 } }),
+    newEnvelope({ type: 'alert', id: 'resolve', host, source: 't', ts: iso(T0 + 15 * MIN), data: { fingerprint: 'f00dfeed', status: 'resolved', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', gpu: { index: 1 }, summary: 'GPU 1 on gpu-node-007 has disappeared', starts_at: iso(T0 + 10 * MIN + 1_000), ends_at: iso(T0 + 15 * MIN), evidence: ['xid79'] } }),
+  ];
+  for (let at = T0; at < T0 + 20 * MIN; at += 10_000) {
+    const minute = Math.floor((at - T0) / MIN);
+    const gpus = [gpu(0, 60 + ((at / 10_000) % 3)), gpu(1, 70 + minute)].filter((g) => !(g.index === 1 && at >= T0 + 10 * MIN && at < T0 + 15 * MIN));
+    out.push(newEnvelope({ type: 'gpu.sample', id: `s${at}`, host, source: 't', ts: iso(at), data: { gpus } }));
+  }
+  // another host, outside the incident, to be narrowed away
+  out.push(newEnvelope({ type: 'kernel.event', id: 'other', host: 'gpu-node-008', source: 't', ts: iso(T0 + 5 * MIN), data: { kind: 'oom_kill', severity: 'warning', message: 'Killed process 1 (x)', pid: 1, process: 'x' } }));
+  return out;
+}
+
+const TOPIC: Record<string, string> = {
+  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents,
+  'host.inventory': TOPICS.hostInventory, alert: TOPICS.alerts, notification: TOPICS.notifications,
+};
+
+describe('gpualert timeline from the real Kafka', () => {
+  const prefix = `${uniqueName('timeline')}.`;
+  let bus: Bus;
+  const env = () => cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), GPUALERT_TOPIC_PREFIX: prefix });
+  const range = ['--from', iso(T0), '--to', iso(T0 + 20 * MIN)];
+
+  beforeAll(async () => {
+    bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const all = incident();
+    for (const topic of new Set(Object.values(TOPIC))) {
+      await bus.publish(topic, all.filter((e) => TOPIC[e.type] === topic).map(envelopeMessage));
+    }
+  });
+  afterAll(async () => bus.close());
+
+  it('merges every source in event-time order and summarises the GPU metrics per minute (json)', async () => {
+    const result = await runCli(['timeline', ...range, '--format', 'json'], { env: env() });
+    expect(result.code).toBe(0);
+    const t = JSON.parse(result.stdout) as Timeline;
+    expect(t.entries.map((e) => [e.source, e.id])).toEqual([
+      ['inventory', 'inv'], ['provider', 'notice'], ['kernel', 'other'], ['kernel', 'xid79'], ['alert', 'fire'], ['notification', 'page'], ['alert', 'resolve'],
+    ]);
+    const gpu1 = t.metrics.filter((m) => m.host === 'gpu-node-007' && m.gpu === 1 && m.metric === 'temp_c');
+    expect(gpu1.map((m) => [m.minute.slice(11, 16), m.min, m.mean, m.max, m.samples])).toEqual(
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19].map((minute) => [`02:${String(minute).padStart(2, '0')}`, 70 + minute, 70 + minute, 70 + minute, 6]),
+    );
+    const gpu0 = t.metrics.find((m) => m.gpu === 0 && m.metric === 'temp_c' && m.minute.endsWith('02:00:00.000Z'))!;
+    expect([gpu0.min, gpu0.max, gpu0.samples]).toEqual([60, 62, 6]);
+  });
+
+  it('narrows to one incident\'s host and GPU, and writes Markdown with the incident\'s facts', async () => {
+    const result = await runCli(['timeline', ...range, '--incident', 'f00dfeed'], { env: env() });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^# GPU incident timeline: GPU 1 on gpu-node-007 has disappeared/);
+    expect(result.stdout).toMatch(/\| Severity \| critical \|/);
+    expect(result.stdout).toMatch(/\| Ended \| 2026-06-01T02:15:00.000Z \|/);
+    expect(result.stdout).not.toContain('gpu-node-008');
+    expect(result.stdout).toMatch(/\| 2026-06-01 02:10:00.000 \| kernel \| gpu-node-007 \| 1 \| Xid 79: GPU has fallen off the bus \|/);
+    expect(result.stdout).toMatch(/### gpu-node-007 GPU 1/);
+    expect(result.stdout).not.toMatch(/### gpu-node-007 GPU 0/);
+  });
+
+  it('writes CSV for spreadsheets and one self-contained HTML file with an SVG chart', async () => {
+    const csv = await runCli(['timeline', ...range, '--format', 'csv'], { env: env() });
+    const rows = csv.stdout.trim().split('\n');
+    expect(rows[0]).toBe('time,source,host,gpu,severity,what,detail,id');
+    expect(rows).toHaveLength(8);
+    const html = await runCli(['timeline', ...range, '--incident', 'f00dfeed', '--format', 'html'], { env: env() });
+    expect(html.stdout).toMatch(/^<!doctype html>/);
+    expect(html.stdout).toMatch(/<svg [^>]*role="img"/);
+    expect(html.stdout.match(/class="series" data-metric="(temp_c|power_w|util_pct)"/g)).toHaveLength(3);
+    expect(html.stdout).toMatch(/class="marker" data-source="kernel"/);
+    expect(html.stdout).not.toMatch(/<script|src="http/);
+  });
+
+  it('says so for an empty range, and answers an unknown incident with one line', async () => {
+    const empty = await runCli(['timeline', '--from', iso(T0 + 86_400_000), '--to', iso(T0 + 86_400_000 + MIN)], { env: env() });
+    expect(empty.code).toBe(0);
+    expect(empty.stdout).toMatch(/Nothing happened in this range/);
+    expect(empty.stderr).toMatch(/nothing happened in this range/);
+    const unknown = await runCli(['timeline', ...range, '--incident', 'deadbeef'], { env: env() });
+    expect([unknown.code, unknown.stderr.trim()]).toEqual([2, `gpualert timeline: no alert with fingerprint deadbeef between ${iso(T0)} and ${iso(T0 + 20 * MIN)}`]);
+  });
+});
