@@ -96,7 +96,8 @@ describe('engine service on the real Kafka and Redis', () => {
         try {
           await waitFor(() => [...expected].every((id) => seen.has(id)), `every expected alert (had ${before} at the kill)`, 90_000);
         } catch (error) {
-          throw new Error(`${(error as Error).message}; seen ${seen.size} of ${expected.size}; engine said: ${service.output().slice(-3000)}`);
+          const missing = [...expected].filter((k) => !seen.has(k)).map((k) => `${k} ${named.get(k.split('|')[0]!) ?? ''}`);
+          throw new Error(`${(error as Error).message}; missing ${missing.join('; ')}; engine said: ${service.output().slice(-3000)}`);
         }
         await new Promise((r) => setTimeout(r, 1_500));
         expect({ extra: [...seen.keys()].filter((k) => !expected.has(k)).map((k) => `${k} ${named.get(k.split('|')[0]!)}`), missing: [...expected].filter((k) => !seen.has(k)) }).toEqual({ extra: [], missing: [] });

@@ -195,14 +195,27 @@ export class KafkaBus implements Bus {
     try {
       await consumer.connect();
       await consumer.subscribe({ topics: [name], fromBeginning: true });
+      // Seek once the group is joined (seeking earlier throws); anything fetched before the seek
+      // lands is filtered by offset below, so the seek only saves reading.
+      consumer.on(consumer.events.GROUP_JOIN, () => {
+        for (const [partition, offset] of starts) {
+          try {
+            consumer.seek({ topic: name, partition, offset: String(offset) });
+          } catch {
+            // the filter below still keeps the range exact
+          }
+        }
+      });
       await consumer.run({
         autoCommit: false,
         eachBatch: async ({ batch }) => {
           if (!pending.has(batch.partition)) return;
           const end = ends.get(batch.partition) ?? 0;
+          const start = starts.get(batch.partition) ?? 0;
           for (const m of batch.messages) {
             const offset = Number(m.offset);
             const timestamp = Number(m.timestamp);
+            if (offset < start) continue;
             if (offset >= end || timestamp > to) {
               pending.delete(batch.partition);
               break;
@@ -217,7 +230,6 @@ export class KafkaBus implements Bus {
           if (pending.size === 0) finish();
         },
       });
-      for (const [partition, offset] of starts) consumer.seek({ topic: name, partition, offset: String(offset) });
       await finished;
     } finally {
       await consumer.disconnect();
