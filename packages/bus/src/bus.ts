@@ -43,6 +43,7 @@ export interface BatchContext {
 export type BatchHandler = (batch: Batch, context: BatchContext) => Promise<void>;
 
 export interface ConsumeOptions {
+  /** The consumer group; an adapter scopes it by its deployment prefix as it does topics. */
   readonly group: string;
   readonly topics: readonly string[];
   readonly handler: BatchHandler;

@@ -142,7 +142,9 @@ export class KafkaBus implements Bus {
     await this.connect();
     const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
     const consumer: Consumer = this.kafka.consumer({
-      groupId: options.group,
+      // Groups are scoped by the deployment's prefix like topics: two deployments (or tests) on
+      // one cluster must never share a group, or one member is handed the other's partitions.
+      groupId: `${this.prefix}${options.group}`,
       sessionTimeout,
       heartbeatInterval: Math.max(100, Math.min(1_000, Math.floor(sessionTimeout / 3))),
       rebalanceTimeout: Math.max(sessionTimeout, 10_000),
