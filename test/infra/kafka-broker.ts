@@ -109,6 +109,10 @@ export class KafkaBroker {
       'auto.create.topics.enable=false',
       'num.partitions=4',
       'log.flush.interval.messages=9223372036854775807',
+      // Tests publish recordings with event times months in the past; time-based retention would
+      // delete them under a running consumer. Keep everything for the broker's short life.
+      'log.retention.ms=-1',
+      'log.retention.bytes=-1',
       '',
     ].join('\n');
   }
