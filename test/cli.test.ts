@@ -1,4 +1,7 @@
 import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { cleanEnv, runCli, startCli } from './infra/run-cli.ts';
 import { uniqueName, waitFor } from './infra/wait-for.ts';
@@ -12,10 +15,10 @@ describe('gpualert command line', () => {
     }
   });
 
-  it('timeline says plainly that the embedded mode has no past to read', async () => {
-    const result = await runCli(['timeline', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T01:00:00Z']);
+  it('timeline without Kafka reads the embedded log, and says so when there is none', async () => {
+    const result = await runCli(['timeline', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T01:00:00Z', '--data-dir', '/nonexistent/gpualert']);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim()).toBe('gpualert timeline: needs KAFKA_BROKERS; the embedded mode keeps no log on disk yet, so it has no past to read');
+    expect(result.stderr.trim()).toBe('gpualert timeline: no KAFKA_BROKERS and no embedded log at /nonexistent/gpualert (run gpualert up, or give --data-dir)');
     const backwards = await runCli(['timeline', '--from', '2026-06-01T01:00:00Z', '--to', '2026-06-01T00:00:00Z']);
     expect(backwards.stderr.trim()).toBe('gpualert timeline: --from must be before --to');
   });
@@ -31,7 +34,7 @@ describe('gpualert command line', () => {
   });
 
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {
-    const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+    const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_DATA_DIR: mkdtempSync(join(tmpdir(), 'gpualert-up-')) }));
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 20_000);
     expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake","notifier"\]/);
     up.kill('SIGINT');
@@ -62,8 +65,9 @@ describe('gpualert command line', () => {
     expect(refused.stderr).toMatch(/unknown option '--secret'/);
   });
 
-  it('`up --demo` plays the bundled incident and a newcomer sees graded alerts within seconds', async () => {
-    const up = startCli(['up', '--demo', '--speed', '600'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+  it('`up --demo` plays the bundled incident, graded alerts within seconds, and its timeline survives the restart', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gpualert-demo-'));
+    const up = startCli(['up', '--demo', '--speed', '600', '--data-dir', dataDir], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
     await waitFor(() => up.output().includes('[fallen_off_bus]'), 'the lost GPU', 30_000);
     const output = up.output();
     expect(output).toMatch(/WARNING {2}gpu-node-000 {2}\[maintenance\]/);
@@ -72,6 +76,13 @@ describe('gpualert command line', () => {
     expect(output).toMatch(/CRITICAL gpu-node-002 GPU 3 {2}\[fallen_off_bus\]/);
     up.kill('SIGINT');
     expect((await once(up, 'exit'))[0]).toBe(0);
+    // gpualert is stopped; the story is still there for the post-mortem
+    const timeline = await runCli(['timeline', '--from', '2026-06-01T02:00:00Z', '--to', '2026-06-01T02:30:00Z', '--host', 'gpu-node-002', '--data-dir', dataDir, '--format', 'json']);
+    expect(timeline.code).toBe(0);
+    const entries = (JSON.parse(timeline.stdout) as { entries: { source: string; title: string }[] }).entries;
+    expect(entries.filter((e) => e.source === 'kernel').map((e) => e.title)).toEqual(['Xid 119: GSP RPC Timeout', 'Xid 79: GPU has fallen off the bus']);
+    expect(entries.some((e) => e.source === 'alert' && /FIRING critical: GPU 3 on gpu-node-002 has disappeared/.test(e.title))).toBe(true);
+    // (the notifier's records carry the wall-clock time they were made, not the demo's 2026-06-01)
   });
 
   it('`up` switches to Kafka and Redis when they are configured', async () => {

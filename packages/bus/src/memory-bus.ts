@@ -1,3 +1,5 @@
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type {
   Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription,
@@ -12,6 +14,21 @@ export interface MemoryBusOptions {
   /** Messages kept per partition; the oldest are dropped past it (the embedded log is bounded). */
   readonly retainPerPartition?: number;
   readonly onError?: (event: string, detail: Record<string, unknown>) => void;
+  /**
+   * Where the embedded log is kept (one JSONL file per topic, and the groups' offsets), so a
+   * restart resumes and a timeline can be read afterwards. None: memory only.
+   */
+  readonly dataDir?: string;
+}
+
+/** One stored message: partition, offset, key, timestamp, headers, value (base64). */
+interface StoredLine {
+  p: number;
+  o: number;
+  k: string | null;
+  t: number;
+  h: Record<string, string>;
+  v: string;
 }
 
 interface PartitionLog {
@@ -58,6 +75,54 @@ export class MemoryBus implements Bus {
     this.maxBatchSize = options.maxBatchSize ?? 500;
     this.retain = options.retainPerPartition ?? 200_000;
     this.onError = options.onError ?? (() => {});
+    this.dataDir = options.dataDir;
+    if (this.dataDir) this.load(this.dataDir);
+  }
+
+  private readonly dataDir: string | undefined;
+
+  private fileOf(topic: string): string {
+    return join(this.dataDir!, `${topic.replace(/[^A-Za-z0-9._-]/g, '_')}.jsonl`);
+  }
+
+  /** Rebuilds the logs and the groups' committed offsets from the data directory. */
+  private load(dir: string): void {
+    mkdirSync(dir, { recursive: true });
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.jsonl'))) {
+      const topic = file.slice(0, -'.jsonl'.length);
+      const logs = this.logOf(topic);
+      for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+        if (line === '') continue;
+        let stored: StoredLine;
+        try {
+          stored = JSON.parse(line) as StoredLine;
+        } catch {
+          continue; // a line cut by a crash mid-write
+        }
+        while (logs.length <= stored.p) logs.push({ start: 0, messages: [] }); // written with more partitions
+        const log = logs[stored.p]!;
+        log.messages.push({ topic, partition: stored.p, offset: stored.o, key: stored.k, value: Buffer.from(stored.v, 'base64'), headers: stored.h, timestamp: stored.t });
+        if (log.messages.length === 1) log.start = stored.o;
+        if (log.messages.length > this.retain) {
+          log.messages.shift();
+          log.start += 1;
+        }
+      }
+    }
+    const groups = join(dir, 'groups.json');
+    if (existsSync(groups)) {
+      for (const [id, committed] of Object.entries(JSON.parse(readFileSync(groups, 'utf8')) as Record<string, Record<string, number>>)) {
+        const group = this.groupOf(id);
+        for (const [key, offset] of Object.entries(committed)) group.committed.set(key, offset);
+      }
+    }
+  }
+
+  private saveGroups(): void {
+    if (!this.dataDir) return;
+    const out: Record<string, Record<string, number>> = {};
+    for (const [id, group] of this.groups) out[id] = Object.fromEntries(group.committed);
+    writeFileSync(join(this.dataDir, 'groups.json'), JSON.stringify(out));
   }
 
   async ensureTopics(topics: readonly string[]): Promise<void> {
@@ -67,10 +132,11 @@ export class MemoryBus implements Bus {
   async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     if (this.closed) throw new Error('the bus is closed');
     const logs = this.logOf(topic);
+    const created: IncomingMessage[] = [];
     for (const message of messages) {
       const partition = partitionFor(message.key, logs.length);
       const log = logs[partition]!;
-      log.messages.push({
+      const stored: IncomingMessage = {
         topic,
         partition,
         offset: log.start + log.messages.length,
@@ -78,12 +144,19 @@ export class MemoryBus implements Bus {
         value: Buffer.from(message.value),
         headers: { ...message.headers },
         timestamp: message.timestamp ?? Date.now(),
-      });
+      };
+      log.messages.push(stored);
+      created.push(stored);
       if (log.messages.length > this.retain) {
         const drop = log.messages.length - this.retain;
         log.messages.splice(0, drop);
         log.start += drop;
       }
+    }
+    if (this.dataDir && created.length > 0) {
+      // Durable before the publish resolves, as Kafka's acks are.
+      const lines = created.map((m) => JSON.stringify({ p: m.partition, o: m.offset, k: m.key, t: m.timestamp, h: m.headers, v: m.value.toString('base64') } satisfies StoredLine));
+      appendFileSync(this.fileOf(topic), `${lines.join('\n')}\n`);
     }
     this.notify();
   }
@@ -144,7 +217,10 @@ export class MemoryBus implements Bus {
         await batch;
         return;
       }
-      if (outcome && owned()) group.committed.set(key, messages[messages.length - 1]!.offset + 1);
+      if (outcome && owned()) {
+        group.committed.set(key, messages[messages.length - 1]!.offset + 1);
+        this.saveGroups();
+      }
     }
   }
 

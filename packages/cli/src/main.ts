@@ -27,6 +27,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--speed <factor>', 'with --demo: how many times faster than real time', '120')
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: record every decision only)')
+    .option('--data-dir <dir>', 'where the embedded mode keeps its log (also GPUALERT_DATA_DIR; default ~/.local/share/gpualert)')
     .action(run(up));
 
   const collect = program.command('collect').description('run one collector on this host');
@@ -109,6 +110,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--incident <fingerprint>')
     .option('--format <format>', 'md | json | csv | html', 'md')
     .option('--out <file>')
+    .option('--data-dir <dir>', 'without Kafka: the embedded mode\'s log (also GPUALERT_DATA_DIR)')
     .action(run(timeline));
 
   const silence = program.command('silence').description('silences (kept in Redis, shared with the notifier)');

@@ -16,7 +16,7 @@ export interface Infrastructure {
  * The bus and the state store a service runs on: Kafka and Redis when configured, the
  * in-process ones otherwise. Creates gpualert's topics.
  */
-export async function openInfrastructure(config: CommonConfig, log: Logger): Promise<Infrastructure> {
+export async function openInfrastructure(config: CommonConfig, log: Logger, options: { dataDir?: string } = {}): Promise<Infrastructure> {
   const bus: Bus = config.kafkaBrokers
     ? new KafkaBus({
         brokers: config.kafkaBrokers,
@@ -27,6 +27,7 @@ export async function openInfrastructure(config: CommonConfig, log: Logger): Pro
     : new MemoryBus({
         partitions: config.partitions,
         onError: (event, detail) => log.error(detail, event),
+        ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       });
   const store: StateStore = config.redisUrl
     ? new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix })

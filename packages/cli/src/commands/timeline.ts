@@ -1,5 +1,7 @@
 import { writeFile } from 'node:fs/promises';
-import { KafkaBus, type Bus } from '@gpualert/bus';
+import { existsSync } from 'node:fs';
+import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
+import { embeddedDataDir } from '@gpualert/runtime';
 import { parseEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
 import { buildTimeline, FORMATS, incidentWindow, render, type Format, type TimelineQuery } from '@gpualert/timeline';
 import { CliError, EXIT } from '../cli-error.ts';
@@ -38,10 +40,18 @@ export async function timeline(options: Options): Promise<number> {
   const format = String(options.format ?? 'md') as Format;
   if (!FORMATS.includes(format)) throw new CliError(`gpualert timeline: --format must be one of ${FORMATS.join(', ')} (got "${format}")`);
   const config = commonConfig(options);
-  if (!config.kafkaBrokers) {
-    throw new CliError('gpualert timeline: needs KAFKA_BROKERS; the embedded mode keeps no log on disk yet, so it has no past to read');
+  let bus: Bus;
+  let where: string;
+  if (config.kafkaBrokers) {
+    bus = new KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
+    where = `Kafka at ${config.kafkaBrokers.join(',')}`;
+  } else {
+    // The embedded mode's own log, as `gpualert up` left it.
+    const dataDir = embeddedDataDir(options.dataDir);
+    if (!existsSync(dataDir)) throw new CliError(`gpualert timeline: no KAFKA_BROKERS and no embedded log at ${dataDir} (run gpualert up, or give --data-dir)`);
+    bus = new MemoryBus({ dataDir });
+    where = `the embedded log at ${dataDir}`;
   }
-  const bus = new KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
   try {
     let query: TimelineQuery = { from, to, ...(options.host ? { host: String(options.host) } : {}) };
     let incident: EnvelopeOf<'alert'> | undefined;
@@ -62,7 +72,7 @@ export async function timeline(options: Options): Promise<number> {
       return EXIT.ok;
     } catch (error) {
       if (error instanceof CliError) throw error;
-      throw new CliError(`gpualert timeline: cannot read Kafka at ${config.kafkaBrokers.join(',')}: ${(error as Error).message}`, EXIT.failed);
+      throw new CliError(`gpualert timeline: cannot read ${where}: ${(error as Error).message}`, EXIT.failed);
     }
   } finally {
     await bus.close();

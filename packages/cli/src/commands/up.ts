@@ -2,7 +2,7 @@ import { engineService } from '@gpualert/engine-service';
 import { notifierService } from '@gpualert/notifier';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger } from '@gpualert/log';
-import { openInfrastructure, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { embeddedDataDir, openInfrastructure, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { printAlerts } from '../alert-printer.ts';
 import { commonConfig } from '../common-options.ts';
 import { playDemo } from '../demo-feeder.ts';
@@ -27,7 +27,8 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, {}), context) },
     notifierService(loadRoutesOrExit((options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES, 'up'), process.env),
   ];
-  const infra = await openInfrastructure(config, log);
+  const dataDir = embeddedDataDir(options.dataDir);
+  const infra = await openInfrastructure(config, log, { dataDir });
   const printer = await printAlerts(infra.bus);
   const running: RunningService[] = [];
   for (const service of services) {
@@ -45,6 +46,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       store: infra.store.kind,
       services: running.map((s) => s.name),
       startup_ms: Math.round(performance.now() - started),
+      ...(infra.bus.kind === 'memory' ? { data_dir: dataDir } : {}),
     },
     'gpualert_up',
   );
