@@ -100,6 +100,28 @@ describe('gpualert timeline from the real Kafka', () => {
     expect(html.stdout).not.toMatch(/<script|src="http/);
   });
 
+  it('serves the same over HTTP from the notifier, behind its bearer token', async () => {
+    const { createNotifierServer, NotifierMetrics } = await import('@gpualert/notifier');
+    const { MemoryStore } = await import('@gpualert/state');
+    const { listen, close } = await import('./infra/http.ts');
+    const server = createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'timeline-token-0123', bus);
+    const base = await listen(server);
+    try {
+      const url = `${base}/v1/timeline?from=${iso(T0)}&to=${iso(T0 + 20 * MIN)}&incident=f00dfeed&format=json`;
+      expect((await fetch(url)).status).toBe(401);
+      const response = await fetch(url, { headers: { authorization: 'Bearer timeline-token-0123' } });
+      expect(response.status).toBe(200);
+      const t = (await response.json()) as Timeline;
+      expect(t.incident?.fingerprint).toBe('f00dfeed');
+      expect(t.entries.map((e) => e.id)).toContain('xid79');
+      const unknown = await fetch(url.replace('f00dfeed', 'deadbeef'), { headers: { authorization: 'Bearer timeline-token-0123' } });
+      expect(unknown.status).toBe(404);
+      expect((await fetch(`${base}/v1/timeline?from=nope&to=${iso(T0)}`, { headers: { authorization: 'Bearer timeline-token-0123' } })).status).toBe(400);
+    } finally {
+      await close(server);
+    }
+  });
+
   it('says so for an empty range, and answers an unknown incident with one line', async () => {
     const empty = await runCli(['timeline', '--from', iso(T0 + 86_400_000), '--to', iso(T0 + 86_400_000 + MIN)], { env: env() });
     expect(empty.code).toBe(0);

@@ -2,34 +2,16 @@ import { writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
 import { embeddedDataDir } from '@gpualert/runtime';
-import { parseEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
-import { buildTimeline, FORMATS, incidentWindow, render, type Format, type TimelineQuery } from '@gpualert/timeline';
+import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 
 type Options = Record<string, unknown>;
 
-const READ = [TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.alerts, TOPICS.notifications, TOPICS.gpuSamples];
-
 function time(option: string, value: unknown): number {
   const at = Date.parse(String(value));
   if (Number.isNaN(at)) throw new CliError(`gpualert timeline: --${option} expects an ISO-8601 time like 2026-06-01T02:00:00Z (got "${String(value)}")`);
   return at;
-}
-
-/** Reads what every topic holds in the range, by timestamp offsets; progress on stderr when slow. */
-async function readRange(bus: Bus, query: TimelineQuery, topics: readonly string[]): Promise<Envelope[]> {
-  const started = Date.now();
-  const out: Envelope[] = [];
-  for (const topic of topics) {
-    const messages = await bus.read(topic, { from: query.from, to: query.to });
-    for (const m of messages) {
-      const parsed = parseEnvelope(m.value);
-      if (parsed.ok) out.push(parsed.value);
-    }
-    if (Date.now() - started > 1_000) process.stderr.write(`read ${topic}: ${messages.length} messages (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
-  }
-  return out;
 }
 
 /** `gpualert timeline --from T --to T [--host H] [--incident FP] [--format md|json|csv|html] [--out FILE]`. */
@@ -52,28 +34,22 @@ export async function timeline(options: Options): Promise<number> {
     bus = new MemoryBus({ dataDir });
     where = `the embedded log at ${dataDir}`;
   }
+  const started = Date.now();
   try {
-    let query: TimelineQuery = { from, to, ...(options.host ? { host: String(options.host) } : {}) };
-    let incident: EnvelopeOf<'alert'> | undefined;
-    try {
-      if (options.incident) {
-        const alerts = (await readRange(bus, query, [TOPICS.alerts])).filter((e): e is EnvelopeOf<'alert'> => e.type === 'alert');
-        const window = incidentWindow(alerts, String(options.incident));
-        if (!window) throw new CliError(`gpualert timeline: no alert with fingerprint ${String(options.incident)} between ${new Date(from).toISOString()} and ${new Date(to).toISOString()}`);
-        query = window.query;
-        incident = window.alert;
-      }
-      const envelopes = await readRange(bus, query, READ);
-      const result = buildTimeline(envelopes, query, incident);
-      const text = render(result, format);
-      if (options.out) await writeFile(String(options.out), text);
-      else process.stdout.write(text);
-      if (result.entries.length === 0) process.stderr.write('gpualert timeline: nothing happened in this range\n');
-      return EXIT.ok;
-    } catch (error) {
-      if (error instanceof CliError) throw error;
-      throw new CliError(`gpualert timeline: cannot read ${where}: ${(error as Error).message}`, EXIT.failed);
-    }
+    const { timeline: result, text } = await exportTimeline(
+      bus,
+      { from, to, format, ...(options.host ? { host: String(options.host) } : {}), ...(options.incident ? { incident: String(options.incident) } : {}) },
+      (topic, count) => {
+        if (Date.now() - started > 1_000) process.stderr.write(`read ${topic}: ${count} messages (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+      },
+    );
+    if (options.out) await writeFile(String(options.out), text);
+    else process.stdout.write(text);
+    if (result.entries.length === 0) process.stderr.write('gpualert timeline: nothing happened in this range\n');
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof UnknownIncidentError) throw new CliError(`gpualert timeline: ${error.message}`);
+    throw new CliError(`gpualert timeline: cannot read ${where}: ${(error as Error).message}`, EXIT.failed);
   } finally {
     await bus.close();
   }
