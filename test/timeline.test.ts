@@ -100,6 +100,31 @@ describe('gpualert timeline from the real Kafka', () => {
     expect(html.stdout).not.toMatch(/<script|src="http/);
   });
 
+  it('the HTML opens in a real headless browser (Debian\'s Chromium) and shows the chart', async () => {
+    const { mkdtempSync, readFileSync, statSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { spawnSync } = await import('node:child_process');
+    const dir = mkdtempSync(join(tmpdir(), 'gpualert-html-'));
+    const file = join(dir, 'incident.html');
+    expect((await runCli(['timeline', ...range, '--incident', 'f00dfeed', '--format', 'html', '--out', file], { env: env() })).code).toBe(0);
+    const which = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' });
+    const chromium = which.stdout.trim();
+    if (!chromium) throw new Error('Debian\'s chromium is not installed (.ci/run installs it: apt-get install chromium)');
+    const args = ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--window-size=1000,900'];
+    const dom = spawnSync(chromium, [...args, '--dump-dom', `file://${file}`], { encoding: 'utf8', timeout: 60_000 });
+    expect(dom.status).toBe(0);
+    // what the browser built from the file: the three series and the event markers
+    expect(dom.stdout.match(/<polyline class="series"/g)).toHaveLength(3);
+    expect(dom.stdout).toMatch(/<line class="marker" data-source="alert"/);
+    expect(dom.stderr).not.toMatch(/Uncaught|Failed to load resource/);
+    const shot = join(dir, 'shot.png');
+    const screenshot = spawnSync(chromium, [...args, `--screenshot=${shot}`, `file://${file}`], { encoding: 'utf8', timeout: 60_000 });
+    expect(screenshot.status).toBe(0);
+    expect(readFileSync(shot).subarray(1, 4).toString()).toBe('PNG');
+    expect(statSync(shot).size).toBeGreaterThan(10_000);
+  }, 120_000);
+
   it('serves the same over HTTP from the notifier, behind its bearer token', async () => {
     const { createNotifierServer, NotifierMetrics } = await import('@gpualert/notifier');
     const { MemoryStore } = await import('@gpualert/state');

@@ -84,7 +84,13 @@ export function chart(t: Timeline, width = 900, height = 320): string {
     `<line x1="50" y1="${height - 30}" x2="${width - 20}" y2="${height - 30}" stroke="#868e96"/>`,
   ];
   if (focus) {
-    parts.push(`<text x="50" y="16" font-size="12" font-family="sans-serif">${focus.host} GPU ${focus.gpu}: temperature (°C), power (W, ÷10), utilisation (%)</text>`);
+    parts.push(
+      `<text x="50" y="16" font-size="12" font-family="sans-serif">${escape(focus.host)} GPU ${focus.gpu}, per-minute means: ` +
+        `<tspan fill="${COLORS.temp_c}">■ temperature °C</tspan> <tspan fill="${COLORS.power_w}">■ power W÷10</tspan> <tspan fill="${COLORS.util_pct}">■ utilisation %</tspan>` +
+        ` · markers: <tspan fill="${MARKS.kernel}">kernel</tspan> <tspan fill="${MARKS.alert}">alert</tspan> <tspan fill="${MARKS.notification}">notification</tspan> <tspan fill="${MARKS.provider}">provider</tspan></text>`,
+      `<text x="50" y="${height - 12}" font-size="11" font-family="sans-serif">${t.from.slice(11, 16)} UTC</text>`,
+      `<text x="${width - 80}" y="${height - 12}" font-size="11" font-family="sans-serif">${t.to.slice(11, 16)} UTC</text>`,
+    );
     for (const metric of ['temp_c', 'power_w', 'util_pct'] as const) {
       const rows = t.metrics.filter((m) => m.host === focus.host && m.gpu === focus.gpu && m.metric === metric);
       if (rows.length === 0) continue;
