@@ -189,5 +189,18 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       const range = await b.read(TOPIC, { from: base + 60_000, to: base + 3 * 60_000 });
       expect(range.map((m) => m.timestamp - base)).toEqual([60_000, 120_000, 180_000]);
     });
+
+    it('reads only what a range needs from a large topic, not the whole of it', async () => {
+      const b = await bus();
+      const base = Date.parse('2026-06-01T00:00:00Z');
+      // a day of one message a minute from each of 10 hosts: 14,400 messages
+      for (let minute = 0; minute < 1_440; minute += 60) {
+        await b.publish(TOPIC, Array.from({ length: 600 }, (_, i) => ({ ...line(`h${i % 10}`, minute + Math.floor(i / 10)), timestamp: base + (minute + Math.floor(i / 10)) * 60_000 })));
+      }
+      let fetched = 0;
+      const hour = await b.read(TOPIC, { from: base + 12 * 3_600_000, to: base + 13 * 3_600_000 - 1, fetched: (n) => (fetched = n) });
+      expect(hour).toHaveLength(600);
+      expect(fetched).toBeLessThan(14_400 / 4);
+    });
   });
 }

@@ -57,6 +57,8 @@ export interface ReadOptions {
   readonly from?: number;
   /** Stop after messages with a timestamp past this (ms since the epoch). */
   readonly to?: number;
+  /** Told how many messages were fetched to answer (in range or not): what the read cost. */
+  readonly fetched?: (count: number) => void;
 }
 
 export interface Subscription {

@@ -191,7 +191,9 @@ export class KafkaBus implements Bus {
     const out: IncomingMessage[] = [];
     // kafkajs has no manual assignment: a throwaway group that never commits, seeked by hand.
     const group = `gpualert-reader-${randomUUID()}`;
-    const consumer = this.kafka.consumer({ groupId: group, maxWaitTimeInMs: 50, sessionTimeout: 10_000, heartbeatInterval: 3_000 });
+    // Small fetches, so reading one hour of a day-long topic pulls little past the hour's end.
+    const consumer = this.kafka.consumer({ groupId: group, maxWaitTimeInMs: 50, sessionTimeout: 10_000, heartbeatInterval: 3_000, maxBytesPerPartition: 64 * 1024 });
+    let fetched = 0;
     let finish: () => void = () => {};
     const finished = new Promise<void>((resolve) => (finish = resolve));
     try {
@@ -211,6 +213,7 @@ export class KafkaBus implements Bus {
       await consumer.run({
         autoCommit: false,
         eachBatch: async ({ batch }) => {
+          fetched += batch.messages.length;
           if (!pending.has(batch.partition)) return;
           const end = ends.get(batch.partition) ?? 0;
           const start = starts.get(batch.partition) ?? 0;
@@ -236,6 +239,7 @@ export class KafkaBus implements Bus {
     } finally {
       await consumer.disconnect();
       await this.admin.deleteGroups([group]).catch(() => {});
+      options.fetched?.(fetched);
     }
     return out.sort((a, b) => a.timestamp - b.timestamp || a.partition - b.partition || a.offset - b.offset);
   }

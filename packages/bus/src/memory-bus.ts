@@ -187,10 +187,20 @@ export class MemoryBus implements Bus {
   async read(topic: string, options: ReadOptions = {}): Promise<IncomingMessage[]> {
     const from = options.from ?? -Infinity;
     const to = options.to ?? Infinity;
-    return (this.topics.get(topic) ?? [])
-      .flatMap((log) => log.messages)
-      .filter((m) => m.timestamp >= from && m.timestamp <= to)
-      .sort((a, b) => a.timestamp - b.timestamp || a.partition - b.partition || a.offset - b.offset);
+    const out: IncomingMessage[] = [];
+    let fetched = 0;
+    for (const log of this.topics.get(topic) ?? []) {
+      // Timestamps mostly rise along a log: find the first one in range, and stop well past the end.
+      let i = firstAtOrAfter(log.messages, from);
+      for (; i < log.messages.length; i += 1) {
+        const m = log.messages[i]!;
+        fetched += 1;
+        if (m.timestamp > to) break;
+        if (m.timestamp >= from) out.push(m);
+      }
+    }
+    options.fetched?.(fetched);
+    return out.sort((a, b) => a.timestamp - b.timestamp || a.partition - b.partition || a.offset - b.offset);
   }
 
   private async run(group: Group, member: Member): Promise<void> {
@@ -301,4 +311,16 @@ export class MemoryBus implements Bus {
     this.wake = [];
     for (const resolve of waiting) resolve();
   }
+}
+
+/** Binary search over a log ordered (mostly) by timestamp, as Kafka's time index does. */
+function firstAtOrAfter(messages: readonly IncomingMessage[], at: number): number {
+  let low = 0;
+  let high = messages.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (messages[mid]!.timestamp < at) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }
