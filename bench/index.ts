@@ -4,9 +4,10 @@ import { benchGpuMetrics } from './gpu-metrics.bench.ts';
 import { benchIntake } from './intake.bench.ts';
 import { benchKernel } from './kernel.bench.ts';
 import { benchNotifier } from './notifier.bench.ts';
+import { benchTimeline } from './timeline.bench.ts';
 
 /** `npm run bench`: every hot path's figures, printed. Compare ratios within one run. */
-const benches: Record<string, () => Promise<void>> = { kernel: benchKernel, engine: benchEngine, 'gpu-metrics': benchGpuMetrics, bus: benchBus, intake: benchIntake, notifier: benchNotifier };
+const benches: Record<string, () => Promise<void>> = { kernel: benchKernel, engine: benchEngine, 'gpu-metrics': benchGpuMetrics, bus: benchBus, intake: benchIntake, notifier: benchNotifier, timeline: benchTimeline };
 const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {
   if (only.length === 0 || only.includes(name)) await bench();
