@@ -190,6 +190,16 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       expect(range.map((m) => m.timestamp - base)).toEqual([60_000, 120_000, 180_000]);
     });
 
+    it('takes publishes far larger than one broker request, from many callers at once', async () => {
+      const b = await bus();
+      const padding = 'x'.repeat(3_000);
+      const big = (caller: number) => Array.from({ length: 700 }, (_, i) => envelopeMessage(
+        newEnvelope({ type: 'kernel.line', host: `h${i % 7}`, source: `c${caller}`, data: { line: `${i} ${padding}` } }),
+      ));
+      await Promise.all([0, 1, 2, 3].map((c) => b.publish(TOPIC, big(c)))); // 4 × 2 MB
+      expect((await b.read(TOPIC)).length).toBe(2_800);
+    });
+
     it('reads only what a range needs from a large topic, not the whole of it', async () => {
       const b = await bus();
       const base = Date.parse('2026-06-01T00:00:00Z');

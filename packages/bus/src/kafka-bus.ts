@@ -109,25 +109,23 @@ export class KafkaBus implements Bus {
   /**
    * Everything queued while a send is in flight goes out together in the next one: natural
    * batching with no added latency, and one in-flight request keeps the idempotent order.
+   * Requests stay under half a megabyte, well below the broker's 1 MB record-batch limit,
+   * however much one caller or many callers queue.
    */
   private async flush(): Promise<void> {
     if (this.sending) return;
     this.sending = true;
     try {
       while (this.queue.length > 0) {
-        const sends = this.queue;
-        this.queue = [];
-        const byTopic = new Map<string, Message[]>();
-        for (const send of sends) {
-          const list = byTopic.get(send.topic) ?? [];
-          list.push(...send.messages);
-          byTopic.set(send.topic, list);
+        const sends: PendingSend[] = [];
+        let bytes = 0;
+        while (this.queue.length > 0 && (sends.length === 0 || bytes + sizeOf(this.queue[0]!.messages) <= MAX_REQUEST_BYTES)) {
+          const send = this.queue.shift()!;
+          sends.push(send);
+          bytes += sizeOf(send.messages);
         }
         try {
-          await this.producer.sendBatch({
-            acks: -1,
-            topicMessages: [...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })),
-          });
+          for (const request of requests(sends)) await this.producer.sendBatch({ acks: -1, topicMessages: request });
           for (const send of sends) send.resolve();
         } catch (error) {
           for (const send of sends) send.reject(error);
@@ -295,6 +293,37 @@ export class KafkaBus implements Bus {
     }
     return this.connecting;
   }
+}
+
+const MAX_REQUEST_BYTES = 512 * 1024;
+
+function sizeOf(messages: readonly Message[]): number {
+  let bytes = 0;
+  for (const m of messages) bytes += (m.value ? Buffer.byteLength(m.value as string | Buffer) : 0) + (m.key ? Buffer.byteLength(m.key as string | Buffer) : 0) + 64;
+  return bytes;
+}
+
+/** The sends cut into produce requests of at most MAX_REQUEST_BYTES, messages kept in order. */
+function requests(sends: readonly PendingSend[]): { topic: string; messages: Message[] }[][] {
+  const out: { topic: string; messages: Message[] }[][] = [];
+  let current = new Map<string, Message[]>();
+  let bytes = 0;
+  for (const send of sends) {
+    for (const message of send.messages) {
+      const size = sizeOf([message]);
+      if (bytes > 0 && bytes + size > MAX_REQUEST_BYTES) {
+        out.push([...current].map(([topic, messages]) => ({ topic, messages })));
+        current = new Map();
+        bytes = 0;
+      }
+      const list = current.get(send.topic) ?? [];
+      list.push(message);
+      current.set(send.topic, list);
+      bytes += size;
+    }
+  }
+  if (bytes > 0) out.push([...current].map(([topic, messages]) => ({ topic, messages })));
+  return out;
 }
 
 function toKafkaMessage(message: OutgoingMessage): Message {
