@@ -150,9 +150,20 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
         await act(decisions);
       }),
   });
+  // Silences made from the CLI or the API show on gpualert.notifications, for the timeline.
+  const knownSilences = new Set(Object.keys(await loadSilences(options.store)));
   const timer = setInterval(() => {
     void serial(async () => {
       state.silences = await loadSilences(options.store);
+      for (const silence of Object.values(state.silences)) {
+        if (knownSilences.has(silence.id)) continue;
+        knownSilences.add(silence.id);
+        await record({
+          receiver: silence.receivers?.join(',') ?? '*', channel: 'silence', fingerprints: [],
+          reason: `silence ${silence.id} created by ${silence.createdBy} until ${new Date(silence.endsAt).toISOString()} for ${silence.matchers.join(' ')}: ${silence.comment}`,
+          outcome: 'suppressed', attempt: 0,
+        }, 'notifier');
+      }
       const before = new Set(Object.keys(state.silences).filter((id) => state.silences[id]!.expiredAt === undefined));
       const decisions = core.flush(state, Date.now());
       for (const id of before) {
