@@ -63,7 +63,9 @@ export function incidentWindow(alerts: readonly EnvelopeOf<'alert'>[], fingerpri
  */
 export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuery, incident?: EnvelopeOf<'alert'>): Timeline {
   const entries: TimelineEntry[] = [];
-  const minutes = new Map<string, { host: string; gpu: number; metric: SummarisedMetric; minute: string; min: number; max: number; sum: number; n: number }>();
+  // Per host and minute, per GPU: [min, max, sum, n] for each summarised metric. One map access
+  // per sample rather than one per GPU and metric: a day of a fleet is millions of values.
+  const minutes = new Map<string, { host: string; minute: number; gpus: Map<number, Float64Array> }>();
   const seen = new Set<string>();
   for (const e of envelopes) {
     const at = Date.parse(e.ts);
@@ -71,31 +73,46 @@ export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuer
     seen.add(e.id); // a message delivered twice is told once
     const entry = toEntry(e, query.gpu);
     if (entry) entries.push(entry);
-    if (e.type === 'gpu.sample') {
-      const minute = new Date(Math.floor(at / 60_000) * 60_000).toISOString();
-      for (const gpu of e.data.gpus) {
-        if (query.gpu !== undefined && gpu.index !== query.gpu) continue;
-        for (const metric of SUMMARISED) {
-          const value = gpu[metric];
-          if (value === null) continue;
-          const key = `${e.host}|${gpu.index}|${metric}|${minute}`;
-          const m = minutes.get(key);
-          if (m) {
-            m.min = Math.min(m.min, value);
-            m.max = Math.max(m.max, value);
-            m.sum += value;
-            m.n += 1;
-          } else {
-            minutes.set(key, { host: e.host, gpu: gpu.index, metric, minute, min: value, max: value, sum: value, n: 1 });
-          }
+    if (e.type !== 'gpu.sample') continue;
+    const minute = Math.floor(at / 60_000);
+    const key = `${e.host}|${minute}`;
+    let bucket = minutes.get(key);
+    if (!bucket) minutes.set(key, (bucket = { host: e.host, minute, gpus: new Map() }));
+    for (const gpu of e.data.gpus) {
+      if (query.gpu !== undefined && gpu.index !== query.gpu) continue;
+      let acc = bucket.gpus.get(gpu.index);
+      if (!acc) {
+        acc = new Float64Array(SUMMARISED.length * 4);
+        for (let m = 0; m < SUMMARISED.length; m += 1) {
+          acc[m * 4] = Infinity;
+          acc[m * 4 + 1] = -Infinity;
         }
+        bucket.gpus.set(gpu.index, acc);
+      }
+      for (let m = 0; m < SUMMARISED.length; m += 1) {
+        const value = gpu[SUMMARISED[m]!];
+        if (typeof value !== 'number') continue;
+        const o = m * 4;
+        if (value < acc[o]!) acc[o] = value;
+        if (value > acc[o + 1]!) acc[o + 1] = value;
+        acc[o + 2]! += value;
+        acc[o + 3]! += 1;
       }
     }
   }
   entries.sort((a, b) => a.ts.localeCompare(b.ts) || a.source.localeCompare(b.source) || a.id.localeCompare(b.id));
-  const metrics = [...minutes.values()]
-    .map(({ sum, n, ...m }) => ({ ...m, mean: Math.round((sum / n) * 100) / 100, samples: n }))
-    .sort((a, b) => a.host.localeCompare(b.host) || a.gpu - b.gpu || a.metric.localeCompare(b.metric) || a.minute.localeCompare(b.minute));
+  const metrics: MinuteSummary[] = [];
+  for (const { host, minute, gpus } of minutes.values()) {
+    const iso = new Date(minute * 60_000).toISOString();
+    for (const [gpu, acc] of gpus) {
+      SUMMARISED.forEach((metric, m) => {
+        const n = acc[m * 4 + 3]!;
+        if (n === 0) return;
+        metrics.push({ minute: iso, host, gpu, metric, min: acc[m * 4]!, max: acc[m * 4 + 1]!, mean: Math.round((acc[m * 4 + 2]! / n) * 100) / 100, samples: n });
+      });
+    }
+  }
+  metrics.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0) || a.gpu - b.gpu || (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : 0) || (a.minute < b.minute ? -1 : a.minute > b.minute ? 1 : 0));
   const timeline: Timeline = { from: new Date(query.from).toISOString(), to: new Date(query.to).toISOString(), entries, metrics, ...(query.host ? { host: query.host } : {}) };
   if (!incident) return timeline;
   const d = incident.data;
