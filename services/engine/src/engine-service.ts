@@ -3,7 +3,7 @@ import { Engine, newHostState, type EngineState, type FleetState, type HostState
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import type { ServiceDefinition } from '@gpualert/runtime';
+import { serialQueue, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 
 export interface EngineServiceOptions {
@@ -39,12 +39,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     if (saved) state.fleet = JSON.parse(saved) as FleetState;
   };
   await loadFleet();
-  let busy: Promise<unknown> = Promise.resolve();
-  const serial = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = busy.then(work, work);
-    busy = next.catch(() => {});
-    return next;
-  };
+  const queue = serialQueue();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
 
   const subscription: Subscription = await options.bus.consume({
     group: options.group ?? 'gpualert-engine',
@@ -92,7 +88,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     async stop() {
       clearInterval(timer);
       await subscription.stop();
-      await busy;
+      await queue.idle();
     },
   };
 }

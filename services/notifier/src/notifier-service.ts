@@ -3,7 +3,7 @@ import type { Logger } from '@gpualert/log';
 import {
   createChannel, emptyNotifierState, NotifierCore, type Channel, type Decision, type Notification, type NotifierState, type RoutesFile, type Silence,
 } from '@gpualert/notify';
-import type { RunningService, ServiceDefinition } from '@gpualert/runtime';
+import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { DEADLETTER_HEADERS } from '@gpualert/bus';
 import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
@@ -126,12 +126,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
     enqueue(pending.notification, pending.queuedAt);
   }
 
-  let busy: Promise<unknown> = Promise.resolve();
-  const serial = <T>(work: () => Promise<T>): Promise<T> => {
-    const next = busy.then(work, work);
-    busy = next.catch(() => {});
-    return next;
-  };
+  const queue = serialQueue();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
   const subscription: Subscription = await options.bus.consume({
     group: options.group ?? 'gpualert-notifier',
     topics: [TOPICS.alerts],
@@ -184,7 +180,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
     async stop() {
       clearInterval(timer);
       await subscription.stop();
-      await busy;
+      await queue.idle();
       stopped = true;
       await Promise.allSettled([...draining.values()]);
     },
