@@ -199,7 +199,7 @@ export class Engine {
       const gs = (host.gpus[gpu.index] ??= newGpuState());
       gs.lastSeen = at;
       gs.missing = 0;
-      this.gpuRules(state, host, bound, conditions, gpu, gpus, gs, at, evidence);
+      this.gpuRules(host, bound, conditions, gpu, gpus, gs, at, evidence);
     }
 
     // GPUs the host should have but did not report.
@@ -250,7 +250,7 @@ export class Engine {
   }
 
   private gpuRules(
-    state: EngineState, host: HostState, bound: BoundTemplate, conditions: Conditions, gpu: GpuMetrics, all: readonly GpuMetrics[],
+    host: HostState, bound: BoundTemplate, conditions: Conditions, gpu: GpuMetrics, all: readonly GpuMetrics[],
     gs: GpuState, at: number, evidence: string[],
   ): void {
     const index = gpu.index;
@@ -353,7 +353,6 @@ export class Engine {
           break;
       }
     }
-    void state;
   }
 
   private observeMetric(

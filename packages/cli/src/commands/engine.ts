@@ -3,7 +3,7 @@ import { requestOperatorResolve, startEngineService } from '@gpualert/engine-ser
 import { createLogger } from '@gpualert/log';
 import { formatRuleError, loadXidCatalog, type XidCatalog } from '@gpualert/rules';
 import { openInfrastructure, untilSignal } from '@gpualert/runtime';
-import { MemoryStore, RedisStore } from '@gpualert/state';
+import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
@@ -68,7 +68,7 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
   if (!config.redisUrl) {
     throw new CliError('gpualert alert resolve: needs REDIS_URL (the embedded mode\'s store lives inside gpualert up)');
   }
-  const store = config.redisUrl ? new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix }) : new MemoryStore();
+  const store = new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix });
   await requestOperatorResolve(store, fingerprint, Date.now());
   await store.close();
   process.stdout.write(`resolve of ${fingerprint} handed to the engine\n`);
