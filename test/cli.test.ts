@@ -92,6 +92,8 @@ describe('gpualert command line', () => {
     );
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 30_000);
     expect(up.output()).toMatch(/"mode":"distributed","bus":"kafka","store":"redis"/);
+    // the engine, the notifier, the console and the intake's inventory each joined its group
+    await waitFor(() => (up.output().match(/"msg":"group_joined"/g) ?? []).length >= 4, 'every consumer group joined', 30_000);
     up.kill('SIGTERM');
     const [code] = await once(up, 'exit');
     expect(code).toBe(0);

@@ -152,6 +152,9 @@ export class KafkaBus implements Bus {
     });
     await consumer.connect();
     await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+      this.options.log?.('info', 'group_joined', { group: payload.groupId, partitions: Object.values(payload.memberAssignment).flat().length });
+    });
     let running = true;
     await consumer.run({
       autoCommit: false,

@@ -12,3 +12,21 @@ export function untilSignal(signals: readonly NodeJS.Signals[] = ['SIGINT', 'SIG
     for (const s of signals) process.on(s, onSignal);
   });
 }
+
+/**
+ * Stops what is running, but not forever: a service stuck on a broker that no longer answers
+ * must not keep the process from exiting. Past the deadline, resolves `false` (the caller exits
+ * non-zero and says so).
+ */
+export async function stopWithin(deadlineMs: number, stop: () => Promise<void>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), deadlineMs);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([stop().then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -2,7 +2,7 @@ import { engineService } from '@gpualert/engine-service';
 import { notifierService } from '@gpualert/notifier';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger } from '@gpualert/log';
-import { embeddedDataDir, openInfrastructure, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { embeddedDataDir, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { printAlerts } from '../alert-printer.ts';
 import { commonConfig } from '../common-options.ts';
 import { playDemo } from '../demo-feeder.ts';
@@ -59,10 +59,16 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const signal = await untilSignal();
   stopping = true;
   log.info({ signal }, 'gpualert_stopping');
-  await demoRun.catch(() => {});
-  await printer.stop();
-  for (const service of running.reverse()) await service.stop();
-  await infra.close();
+  const stopped = await stopWithin(20_000, async () => {
+    await demoRun.catch(() => {});
+    await printer.stop();
+    for (const service of running.reverse()) await service.stop();
+    await infra.close();
+  });
+  if (!stopped) {
+    log.error({ deadline_ms: 20_000 }, 'gpualert_stop_timed_out');
+    return 1;
+  }
   log.info({}, 'gpualert_stopped');
   return 0;
 }
