@@ -176,10 +176,11 @@ export class KafkaBus implements Bus {
   async read(topic: string, options: ReadOptions = {}): Promise<IncomingMessage[]> {
     await this.connect();
     const name = this.topicName(topic);
-    const ends = new Map((await this.admin.fetchTopicOffsets(name)).map((p) => [p.partition, Number(p.high)]));
+    const offsets = await this.admin.fetchTopicOffsets(name);
+    const ends = new Map(offsets.map((p) => [p.partition, Number(p.high)]));
     const starts = new Map<number, number>();
     if (options.from === undefined) {
-      for (const p of await this.admin.fetchTopicOffsets(name)) starts.set(p.partition, Number(p.low));
+      for (const p of offsets) starts.set(p.partition, Number(p.low));
     } else {
       for (const p of await this.admin.fetchTopicOffsetsByTimestamp(name, options.from)) {
         const offset = Number(p.offset);

@@ -2,7 +2,7 @@ import { KernelLogParser } from '@gpualert/kernel-log';
 import { ADAPTERS } from '@gpualert/providers';
 import type { XidCatalog } from '@gpualert/rules';
 import {
-  newEnvelope, stableId, type AlertData, type Envelope, type EnvelopeOf, type GpuMetrics, type KernelEventData, type Severity,
+  newEnvelope, severityRank, stableId, type AlertData, type Envelope, type EnvelopeOf, type GpuMetrics, type KernelEventData, type Severity,
 } from '@gpualert/schema';
 import { Conditions, fill, fingerprintOf, type Transition } from './conditions.ts';
 import { newGpuState, newHostState, type Baseline, type EngineState, type GpuState, type HostState } from './engine-state.ts';
@@ -515,9 +515,6 @@ function xidCategory(cause: string): AlertData['category'] {
   return cause === 'memory' ? 'ecc' : cause === 'nvlink' ? 'nvlink' : cause === 'pcie' ? 'pcie' : cause === 'thermal' ? 'thermal' : 'xid';
 }
 
-function severityRank(s: Severity): number {
-  return ['info', 'warning', 'error', 'critical'].indexOf(s);
-}
 
 function learn(b: Baseline, value: number): void {
   b.n += 1;

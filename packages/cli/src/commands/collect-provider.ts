@@ -1,10 +1,8 @@
 import { hostname } from 'node:os';
 import { startMetadataPoller, type PolledProvider } from '@gpualert/collectors';
-import { createLogger } from '@gpualert/log';
-import { openInfrastructure, untilSignal } from '@gpualert/runtime';
-import { CliError, EXIT } from '../cli-error.ts';
-import { commonConfig } from '../common-options.ts';
+import { CliError } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
+import { runService } from '../run-service.ts';
 
 const POLLED: readonly PolledProvider[] = ['aws-imds', 'gcp', 'azure'];
 
@@ -16,16 +14,10 @@ export async function collectProvider(options: Record<string, unknown>): Promise
   }
   const intervalMs = parseDuration('interval', String(options.interval));
   const timeoutMs = parseDuration('timeout', String(options.timeout));
-  const config = commonConfig(options);
-  const log = createLogger({ name: 'collector-provider', level: config.logLevel });
-  const infra = await openInfrastructure(config, log);
-  const poller = startMetadataPoller({
-    bus: infra.bus, store: infra.store, provider, host: (options.host as string | undefined) ?? hostname(), intervalMs, timeoutMs, log,
-    ...(options.endpoint ? { endpoint: String(options.endpoint) } : {}),
-  });
-  const signal = await untilSignal();
-  log.info({ signal }, 'collector_stopping');
-  await poller.stop();
-  await infra.close();
-  return EXIT.ok;
+  return runService('collector-provider', options, async ({ bus, store }, log) =>
+    startMetadataPoller({
+      bus, store, provider, host: (options.host as string | undefined) ?? hostname(), intervalMs, timeoutMs, log,
+      ...(options.endpoint ? { endpoint: String(options.endpoint) } : {}),
+    }),
+  );
 }

@@ -6,12 +6,10 @@ import {
   startInventoryCollector, startKernelCollector, type LineSource, type MetadataProvider,
 } from '@gpualert/collectors';
 import { canonicalPciBus } from '@gpualert/schema';
-import { createLogger } from '@gpualert/log';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
-import { openInfrastructure, untilSignal } from '@gpualert/runtime';
-import { CliError, EXIT } from '../cli-error.ts';
-import { commonConfig } from '../common-options.ts';
+import { CliError } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
+import { runService } from '../run-service.ts';
 
 type Options = Record<string, unknown>;
 
@@ -25,19 +23,6 @@ function labelsOf(options: Options): Record<string, string> {
   return labels;
 }
 
-/** Runs one collector until Ctrl-C or SIGTERM. */
-async function runUntilSignal(name: string, options: Options, start: (ctx: Awaited<ReturnType<typeof openInfrastructure>>, log: ReturnType<typeof createLogger>) => Promise<{ stop(): Promise<void> }>): Promise<number> {
-  const config = commonConfig(options);
-  const log = createLogger({ name: `collector-${name}`, level: config.logLevel });
-  const infra = await openInfrastructure(config, log);
-  const collector = await start(infra, log);
-  const signal = await untilSignal();
-  log.info({ signal }, 'collector_stopping');
-  await collector.stop();
-  await infra.close();
-  return EXIT.ok;
-}
-
 export async function collectGpu(options: Options): Promise<number> {
   const intervalMs = parseDuration('interval', String(options.interval));
   const timeoutMs = parseDuration('timeout', String(options.timeout));
@@ -47,7 +32,7 @@ export async function collectGpu(options: Options): Promise<number> {
     throw new CliError(`gpualert collect gpu: --source must be nvidia-smi or dcgm (got "${String(options.source)}")`);
   }
   if (options.source === 'dcgm' && !options.url) throw new CliError('gpualert collect gpu: --source dcgm needs --url of the exporter\'s /metrics');
-  return runUntilSignal('gpu', options, async ({ bus }, log) => {
+  return runService('collector-gpu', options, async ({ bus }, log) => {
     const source = options.source === 'dcgm'
       ? dcgmSource(String(options.url), host, timeoutMs)
       : await nvidiaSmiSource({ binary: String(options.nvidiaSmi), timeoutMs });
@@ -105,7 +90,7 @@ export async function collectKernel(options: Options): Promise<number> {
   const catalog = loadXidCatalog(options.catalog as string | undefined);
   if (!catalog.ok) throw new CliError(`gpualert collect kernel: ${formatRuleError(catalog.errors[0]!)}`);
   const source = await chooseSource(options);
-  return runUntilSignal('kernel', options, async ({ bus, store }, log) => {
+  return runService('collector-kernel', options, async ({ bus, store }, log) => {
     const gpus = await gpuIndexByPci(String(options.nvidiaSmi));
     const boot = bootTimeMs();
     return startKernelCollector({
@@ -123,7 +108,7 @@ export async function collectInventory(options: Options): Promise<number> {
   if (!['auto', 'none', 'aws', 'gcp', 'azure'].includes(metadata)) {
     throw new CliError(`gpualert collect inventory: --metadata must be auto, none, aws, gcp or azure (got "${metadata}")`);
   }
-  return runUntilSignal('inventory', options, async ({ bus }, log) =>
+  return runService('collector-inventory', options, async ({ bus }, log) =>
     startInventoryCollector({
       bus, host, labels, log, nvidiaSmi: String(options.nvidiaSmi), timeoutMs: parseDuration('timeout', String(options.timeout)),
       intervalMs: parseDuration('interval', String(options.interval)), metadata: providers,

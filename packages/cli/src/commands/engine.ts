@@ -1,12 +1,11 @@
 import { Engine, loadRuleSet, RecordingError, replay as replayRecording, type RuleSet } from '@gpualert/engine';
 import { requestOperatorResolve, startEngineService } from '@gpualert/engine-service';
-import { createLogger } from '@gpualert/log';
 import { formatRuleError, loadXidCatalog, type XidCatalog } from '@gpualert/rules';
-import { openInfrastructure, untilSignal } from '@gpualert/runtime';
 import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
+import { runService } from '../run-service.ts';
 import { loadRoutesOrExit, routesIn } from './notifier.ts';
 
 type Options = Record<string, unknown>;
@@ -49,16 +48,11 @@ export async function engine(options: Options): Promise<number> {
   const clock = String(options.clock ?? 'wall');
   if (clock !== 'wall' && clock !== 'event') throw new CliError(`gpualert engine: --clock must be wall or event (got "${clock}")`);
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'engine');
-  const config = commonConfig(options);
-  const log = createLogger({ name: 'engine', level: config.logLevel });
-  const infra = await openInfrastructure(config, log);
-  const service = await startEngineService({ bus: infra.bus, store: infra.store, log, ruleSet, catalog, clock });
-  log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock }, 'engine_started');
-  const signal = await untilSignal();
-  log.info({ signal }, 'engine_stopping');
-  await service.stop();
-  await infra.close();
-  return EXIT.ok;
+  return runService('engine', options, async ({ bus, store }, log) => {
+    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock });
+    log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock }, 'engine_started');
+    return service;
+  });
 }
 
 /** `gpualert alert resolve <fingerprint>`: hands the engine an operator's resolve. */

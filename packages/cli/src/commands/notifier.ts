@@ -1,15 +1,14 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '@gpualert/log';
 import { DEFAULT_ROUTES, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
 import { addSilence, createNotifierServer, expireSilence, loadSilences, NotifierMetrics, startNotifier } from '@gpualert/notifier';
 import { formatRuleError } from '@gpualert/rules';
-import { openInfrastructure, untilSignal } from '@gpualert/runtime';
 import { RedisStore, type StateStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
+import { runService } from '../run-service.ts';
 
 type Options = Record<string, unknown>;
 
@@ -28,32 +27,30 @@ export function routesIn(dir: string): string | undefined {
 /** `gpualert notifier`: routes, groups, dedups and delivers; silences over HTTP with a bearer token. */
 export async function notifier(options: Options): Promise<number> {
   const routes = loadRoutesOrExit(options.routes as string | undefined, 'notifier');
-  const config = commonConfig(options);
-  const log = createLogger({ name: 'notifier', level: config.logLevel });
-  const infra = await openInfrastructure(config, log);
-  const metrics = new NotifierMetrics();
-  let service;
-  try {
-    service = await startNotifier({ bus: infra.bus, store: infra.store, log, routes, env: process.env, metrics });
-  } catch (error) {
-    await infra.close();
-    if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
-    throw error;
-  }
-  const server = createNotifierServer(infra.store, metrics, process.env.GPUALERT_NOTIFIER_TOKEN, infra.bus);
-  const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, String(options.listen ?? process.env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0'), resolve);
+  return runService('notifier', options, async (infra, log) => {
+    const metrics = new NotifierMetrics();
+    let service;
+    try {
+      service = await startNotifier({ bus: infra.bus, store: infra.store, log, routes, env: process.env, metrics });
+    } catch (error) {
+      if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
+      throw error;
+    }
+    const server = createNotifierServer(infra.store, metrics, process.env.GPUALERT_NOTIFIER_TOKEN, infra.bus);
+    const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, String(options.listen ?? process.env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0'), resolve);
+    });
+    const address = server.address();
+    log.info({ port: typeof address === 'object' && address ? address.port : port, silences_api: process.env.GPUALERT_NOTIFIER_TOKEN !== undefined }, 'notifier_listening');
+    return {
+      async stop() {
+        server.close();
+        await service.stop();
+      },
+    };
   });
-  const address = server.address();
-  log.info({ port: typeof address === 'object' && address ? address.port : port, silences_api: process.env.GPUALERT_NOTIFIER_TOKEN !== undefined }, 'notifier_listening');
-  const signal = await untilSignal();
-  log.info({ signal }, 'notifier_stopping');
-  server.close();
-  await service.stop();
-  await infra.close();
-  return EXIT.ok;
 }
 
 function sharedStore(options: Options, command: string): StateStore {
