@@ -44,3 +44,47 @@ export async function ensureRedis(): Promise<{ url: string; stop: () => Promise<
   child.kill('SIGKILL');
   throw new Error('redis-server did not answer PING within 10 s');
 }
+
+/**
+ * A `redis-server` of its own on a free loopback port, keeping nothing on disk, that fault tests
+ * can stop and start again: it comes back on the same port with no data, as these machines' Redis
+ * does after a restart.
+ */
+export class OwnRedis {
+  private child: ChildProcess | undefined;
+
+  private constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(port: number): Promise<OwnRedis> {
+    const redis = new OwnRedis(port);
+    await redis.start();
+    return redis;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.child = child;
+    const failed = new Promise<boolean>((resolveFailed) => child.once('error', () => resolveFailed(false)));
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      if (await Promise.race([answers(this.url), failed])) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.kill('SIGKILL');
+    throw new Error(`redis-server on port ${this.port} did not answer PING within 10 s`);
+  }
+
+  /** Kills the server (SIGKILL: nothing is saved anyway) and waits for it to be gone. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  }
+}

@@ -19,6 +19,8 @@ export interface Received {
 export class VendorReceivers {
   readonly received: Received[] = [];
   readonly rejected: { vendor: string; reason: string }[] = [];
+  /** Every request as it arrives, before it is answered: a sender killed mid-request shows here. */
+  readonly arrivals: { vendor: string; at: number }[] = [];
   private failures = new Map<string, { kind: Failure; until: number; count: number }>();
   private readonly jiraIssues = new Map<string, { key: string; labels: string[]; status: string; comments: string[] }>();
   private readonly incidents = new Map<string, { sys_id: string; correlation_id: string; state: string; notes: string[] }>();
@@ -68,6 +70,7 @@ export class VendorReceivers {
     const raw = Buffer.concat(chunks).toString('utf8');
     const url = new URL(req.url ?? '/', 'http://x');
     const vendor = url.pathname.split('/')[1] ?? '';
+    this.arrivals.push({ vendor, at: Date.now() });
     const failure = this.failures.get(vendor);
     if (failure && failure.count > 0 && Date.now() < failure.until) {
       failure.count -= 1;

@@ -1,0 +1,246 @@
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
+import { hostName, syntheticFleet } from '@gpualert/engine';
+import { newEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import { Kafka, logLevel } from 'kafkajs';
+import { freePort, KafkaBroker } from '../infra/kafka-broker.ts';
+import { OwnRedis } from '../infra/redis-server.ts';
+import { cleanEnv, startCli } from '../infra/run-cli.ts';
+import { VendorReceivers } from '../infra/vendor-receivers.ts';
+import { uniqueName, waitFor } from '../infra/wait-for.ts';
+
+export const ROUTING_KEY = 'R'.repeat(32);
+export const HOOK_SECRET = `whsec_${Buffer.from('the fault suite webhook secret!!').toString('base64')}`;
+
+/** Critical alerts page, one page per fault; maintenance goes to a signed webhook; the rest is recorded. */
+const ROUTES = `receivers:
+  - name: pager
+    channel: pagerduty
+    settings: { url: "env:PD_URL", routing_key: "env:PD_KEY" }
+  - name: hook
+    channel: webhook
+    settings: { url: "env:HOOK_URL", secret: "env:HOOK_SECRET" }
+  - name: record
+    channel: record
+route:
+  receiver: record
+  group_by: [host, category]
+  group_wait: 1s
+  group_interval: 5m
+  repeat_interval: 4h
+  routes:
+    - matchers: ['severity="critical"']
+      receiver: pager
+      page: true
+    - matchers: ['category="maintenance"']
+      receiver: hook
+`;
+
+export type Service = ReturnType<typeof startCli>;
+
+/** The PCI address the synthetic fleet gives GPU `index`. */
+export function pciOf(index: number): string {
+  return `0000:${(0x18 + index * 0x11).toString(16).padStart(2, '0')}:00`;
+}
+
+/**
+ * One whole gpualert on loopback for the fault suite: a Kafka broker and a Redis of its own (so
+ * they can be stopped and wiped without touching anything else), loopback vendors, the services
+ * as separate `gpualert` processes, a steady synthetic fleet publishing in real time, and Xid 79
+ * faults injected on known GPUs whose pages are counted at the PagerDuty-shaped receiver.
+ */
+export class FaultPipeline {
+  readonly services = new Map<string, Service>();
+  readonly injected: { host: string; gpu: number }[] = [];
+  readonly env: NodeJS.ProcessEnv;
+  private loadRunning = false;
+  private loadDone: Promise<void> = Promise.resolve();
+  /** Samples Kafka acknowledged, and how often a publish failed and was retried. */
+  published = 0;
+  publishRetries = 0;
+
+  private constructor(
+    readonly broker: KafkaBroker,
+    readonly redis: OwnRedis,
+    readonly vendors: VendorReceivers,
+    readonly bus: KafkaBus,
+    readonly prefix: string,
+    readonly hosts: number,
+  ) {
+    const dir = mkdtempSync(join(tmpdir(), 'gpualert-faults-'));
+    writeFileSync(join(dir, 'routes.yaml'), ROUTES);
+    this.env = cleanEnv({
+      KAFKA_BROKERS: broker.brokers, REDIS_URL: redis.url, GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${prefix}:`,
+      GPUALERT_PARTITIONS: '6', GPUALERT_ROUTES: join(dir, 'routes.yaml'), GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+      PD_URL: `${vendors.base}/pagerduty/v2/enqueue`, PD_KEY: ROUTING_KEY, HOOK_URL: `${vendors.base}/webhook/in`, HOOK_SECRET,
+      GPUALERT_LOG_LEVEL: 'info',
+    });
+  }
+
+  static async start(options: { hosts?: number } = {}): Promise<FaultPipeline> {
+    const [broker, redis] = await Promise.all([KafkaBroker.create(), freePort().then((port) => OwnRedis.start(port))]);
+    const vendors = new VendorReceivers({ feishu: '', dingtalk: '', webhook: HOOK_SECRET, routingKey: ROUTING_KEY, opsgenie: '' });
+    await vendors.start();
+    const prefix = `${uniqueName('faults')}.`;
+    // Publishes retry for up to a minute: the test's own producer rides out a broker outage the
+    // way a collector does, and counts only what Kafka acknowledged.
+    const bus = new KafkaBus({ brokers: [broker.brokers], topicPrefix: prefix, partitions: 6, publishTimeoutMs: 5_000 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    return new FaultPipeline(broker, redis, vendors, bus, prefix, options.hosts ?? 48);
+  }
+
+  /** Starts `gpualert <args>` and waits until it has joined its consumer group (or says `ready`). */
+  async startService(name: string, args: readonly string[], ready = 'group_joined'): Promise<Service> {
+    const service = startCli(args, this.env);
+    this.services.set(name, service);
+    const gone = () => service.exitCode !== null || service.signalCode !== null;
+    await waitFor(() => service.output().includes(ready) || gone(), `${name} to be ready`, 60_000);
+    if (gone()) throw new Error(`${name} exited with ${service.exitCode}: ${service.output().slice(-2000)}`);
+    return service;
+  }
+
+  async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const service = this.services.get(name);
+    if (!service || service.exitCode !== null || service.signalCode !== null) return;
+    const exited = once(service, 'exit');
+    service.kill(signal);
+    await exited;
+  }
+
+  /**
+   * The fleet's samples, one scrape a second per host stamped with the wall clock, published as
+   * their time comes; inventories first. A failed publish is retried until Kafka takes it.
+   */
+  startLoad(): void {
+    const start = Date.now();
+    const fleet = [...syntheticFleet({ hosts: this.hosts, gpusPerHost: 8, start, minutes: 15, intervalMs: 1_000, seed: 8 })];
+    const inventories = fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage);
+    const samples = fleet.filter((e) => e.type === 'gpu.sample');
+    this.loadRunning = true;
+    this.loadDone = (async () => {
+      await this.publishDurably(TOPICS.hostInventory, inventories);
+      let next = 0;
+      while (this.loadRunning && next < samples.length) {
+        const due: OutgoingMessage[] = [];
+        while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) due.push(envelopeMessage(samples[next++]!));
+        if (due.length > 0) {
+          await this.publishDurably(TOPICS.gpuSamples, due);
+          this.published += due.length;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+  }
+
+  async stopLoad(): Promise<void> {
+    this.loadRunning = false;
+    await this.loadDone;
+  }
+
+  /** An Xid 79 on one GPU of one host of the fleet, as the kernel collector would publish it. */
+  async injectXid(host: number, gpu: number): Promise<void> {
+    const envelope: Envelope = newEnvelope({
+      type: 'kernel.event', host: hostName(host), source: 'kernel/fault-suite',
+      data: { kind: 'xid', xid: 79, pci_bus: pciOf(gpu), severity: 'critical', message: `NVRM: Xid (PCI:${pciOf(gpu)}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.`, count: 1 },
+    });
+    this.injected.push({ host: hostName(host), gpu });
+    await this.publishDurably(TOPICS.kernelEvents, [envelopeMessage(envelope)]);
+  }
+
+  private async publishDurably(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    for (;;) {
+      try {
+        await this.bus.publish(topic, messages);
+        return;
+      } catch {
+        this.publishRetries += 1;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
+
+  /** Trigger events at the pager, by dedup key: how many, and for which host and GPU. */
+  pages(): Map<string, { host: string; component: string; triggers: number }> {
+    const out = new Map<string, { host: string; component: string; triggers: number }>();
+    for (const r of this.vendors.of('pagerduty')) {
+      if (r.body.event_action !== 'trigger') continue;
+      const seen = out.get(r.body.dedup_key) ?? { host: r.body.payload.source, component: r.body.payload.component, triggers: 0 };
+      seen.triggers += 1;
+      out.set(r.body.dedup_key, seen);
+    }
+    return out;
+  }
+
+  /** What was paged, as `host GPU n` per distinct dedup key, sorted; what was injected, the same way. */
+  pagedFaults(): string[] {
+    return [...this.pages().values()].map((p) => `${p.host} ${p.component}`).sort();
+  }
+
+  expectedFaults(): string[] {
+    return this.injected.map((f) => `${f.host} GPU ${f.gpu}`).sort();
+  }
+
+  async waitForPages(timeoutMs = 90_000): Promise<void> {
+    const expected = new Set(this.expectedFaults());
+    await waitFor(() => [...expected].every((f) => this.pagedFaults().includes(f)), `pages for ${[...expected].join(', ')} (paged: ${this.pagedFaults().join(', ') || 'none'})`, timeoutMs)
+      .catch((error: Error) => {
+        const outputs = [...this.services].map(([name, s]) => `--- ${name}:\n${s.output().slice(-1500)}`).join('\n');
+        throw new Error(`${error.message}\n${outputs}`);
+      });
+  }
+
+  /**
+   * How far each consumer group is behind the end of its topics: 0 everywhere means every
+   * message Kafka acknowledged was judged and committed, nothing skipped.
+   */
+  async lag(group: string, topics: readonly string[]): Promise<number> {
+    const admin = new Kafka({ brokers: [this.broker.brokers], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      let lag = 0;
+      for (const topic of topics) {
+        const ends = await admin.fetchTopicOffsets(`${this.prefix}${topic}`);
+        const [committed] = await admin.fetchOffsets({ groupId: `${this.prefix}${group}`, topics: [`${this.prefix}${topic}`] });
+        for (const p of ends) {
+          const at = Number(committed?.partitions.find((c) => c.partition === p.partition)?.offset ?? -1);
+          lag += Number(p.high) - Math.max(0, at);
+        }
+      }
+      return lag;
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** Waits until the engine and the notifier have judged and committed everything published. */
+  async waitCaughtUp(timeoutMs = 60_000): Promise<void> {
+    let last = '';
+    await waitFor(async () => {
+      const engine = await this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.kernelEvents]);
+      const notifier = await this.lag('gpualert-notifier', [TOPICS.alerts]);
+      last = `engine lag ${engine}, notifier lag ${notifier}`;
+      return engine === 0 && notifier === 0;
+    }, `the engine and the notifier to catch up (${last})`, timeoutMs);
+  }
+
+  async deadletters(): Promise<number> {
+    return (await this.bus.read(TOPICS.deadletter)).length;
+  }
+
+  async close(): Promise<void> {
+    const step = async (what: string, work: () => Promise<unknown>) => {
+      const t = Date.now();
+      await work().catch(() => {});
+      console.log(`[close] ${what} ${Date.now() - t} ms`);
+    };
+    await step('load', () => this.stopLoad());
+    await step('services', async () => { for (const name of this.services.keys()) await this.kill(name, 'SIGKILL'); });
+    await step('bus', () => this.bus.close());
+    await step('vendors', () => this.vendors.stop());
+    await step('broker', () => this.broker.destroy());
+    await step('redis', () => this.redis.stop());
+  }
+}
