@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
 import { hostName, syntheticFleet } from '@gpualert/engine';
 import { newEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePort, KafkaBroker } from '../infra/kafka-broker.ts';
 import { OwnRedis } from '../infra/redis-server.ts';
@@ -224,6 +225,16 @@ export class FaultPipeline {
       last = `engine lag ${engine}, notifier lag ${notifier}`;
       return engine === 0 && notifier === 0;
     }, `the engine and the notifier to catch up (${last})`, timeoutMs);
+  }
+
+  /** How many keys of this deployment match `pattern` in its Redis. */
+  async storeKeys(pattern: string): Promise<number> {
+    const client = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
+    try {
+      return (await client.keys(`${this.prefix}:${pattern}`)).length;
+    } finally {
+      client.disconnect();
+    }
   }
 
   async deadletters(): Promise<number> {

@@ -127,13 +127,28 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   }
 
   const queue = serialQueue();
-  const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
+  /**
+   * One decision step at a time, all or nothing: the core changes the state as it decides, so when
+   * acting on a decision fails (the store or Kafka away), the state goes back to what it was and
+   * the step is decided again on the retry. Kept, a failed flush would mark a group as told while
+   * its notification never reached the outbox: a page lost.
+   */
+  const transact = <T>(work: () => Promise<T>): Promise<T> =>
+    queue.run(async () => {
+      const before = JSON.stringify(state);
+      try {
+        return await work();
+      } catch (error) {
+        Object.assign(state, JSON.parse(before) as NotifierState);
+        throw error;
+      }
+    });
   const subscription: Subscription = await options.bus.consume({
     group: options.group ?? 'gpualert-notifier',
     topics: [TOPICS.alerts],
     sessionTimeoutMs: 10_000,
     handler: (batch) =>
-      serial(async () => {
+      transact(async () => {
         state.silences = await loadSilences(options.store);
         const decisions: Decision[] = [];
         for (const { envelope } of batch.items) {
@@ -149,7 +164,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   // Silences made from the CLI or the API show on gpualert.notifications, for the timeline.
   const knownSilences = new Set(Object.keys(await loadSilences(options.store)));
   const timer = setInterval(() => {
-    void serial(async () => {
+    void transact(async () => {
       state.silences = await loadSilences(options.store);
       for (const silence of Object.values(state.silences)) {
         if (knownSilences.has(silence.id)) continue;
