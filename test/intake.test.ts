@@ -135,6 +135,26 @@ describe('intake over real HTTP, Kafka and Redis', () => {
     expect(metrics).toMatch(/gpualert_intake_requests_total\{provider="generic",outcome="unauthorized"\} 6/);
     expect(metrics).toMatch(/gpualert_intake_request_duration_seconds_bucket/);
   });
+
+  it('accepts an event sent under two delivery ids at the same moment once: one 202, one event on the topic', async () => {
+    const ids = Array.from({ length: 10 }, () => randomUUID());
+    const statuses = await Promise.all(ids.flatMap((id) => {
+      const body = JSON.stringify({ event_id: `race-${id}`, kind: 'reboot', status: 'scheduled', hosts: ['race-host'], window_start: '2026-12-01T02:00:00Z', duration_seconds: 60 });
+      // Two senders, each retrying a 503 as Retry-After says (sooner here).
+      return [0, 1].map(async () => {
+        const headers = signed(body);
+        for (;;) {
+          const response = await fetch(`${url}/v1/events/generic`, { method: 'POST', headers, body });
+          if (response.status !== 503) return `${id} ${response.status}`;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      });
+    }));
+    for (const id of ids) expect(statuses.filter((s) => s.startsWith(id)).map((s) => s.split(' ')[1]).sort()).toEqual(['200', '202']);
+    const events = (await envelopesOn(bus)).filter((e) => e.type === 'provider.event' && e.data.event_id.startsWith('race-'));
+    expect(events).toHaveLength(10);
+  });
+
 });
 
 describe('intake while Kafka is away', () => {

@@ -242,16 +242,10 @@ export class FaultPipeline {
   }
 
   async close(): Promise<void> {
-    const step = async (what: string, work: () => Promise<unknown>) => {
-      const t = Date.now();
-      await work().catch(() => {});
-      console.log(`[close] ${what} ${Date.now() - t} ms`);
-    };
-    await step('load', () => this.stopLoad());
-    await step('services', async () => { for (const name of this.services.keys()) await this.kill(name, 'SIGKILL'); });
-    await step('bus', () => this.bus.close());
-    await step('vendors', () => this.vendors.stop());
-    await step('broker', () => this.broker.destroy());
-    await step('redis', () => this.redis.stop());
+    await this.stopLoad().catch(() => {});
+    for (const name of this.services.keys()) await this.kill(name, 'SIGKILL');
+    await this.bus.close().catch(() => {});
+    await this.vendors.stop();
+    await Promise.all([this.broker.destroy(), this.redis.stop()]);
   }
 }

@@ -85,9 +85,19 @@ export async function handleDelivery(request: DeliveryRequest, deps: IntakeDeps)
     // The same delivery is being handled right now (a sender retrying fast): let it retry.
     return answer(503, 'in_progress', { error: 'in_progress', message: 'this delivery is being processed; retry' }, { 'retry-after': '1' });
   }
+  let claimed: ProviderEventData[] = [];
   try {
     const ttl = { ttlMs: deps.seenTtlMs };
-    const fresh = await unseen(adapted.events, provider.data, deps.store);
+    const claim = await claimEvents(adapted.events, provider.data, deliveryId, deps);
+    claimed = claim.claimed;
+    if (claim.contended) {
+      // Another delivery carrying one of these events is being published right now: after it,
+      // this one is a redelivery (or the rest of it is new); the sender's retry will tell.
+      await releaseClaims(claimed, provider.data, deliveryId, deps.store);
+      await deps.store.compareAndSet(deliveryKey, 'pending', null).catch(() => false);
+      return answer(503, 'in_progress', { error: 'in_progress', message: 'an event of this delivery is being processed under another delivery; retry' }, { 'retry-after': '1' });
+    }
+    const fresh = claimed;
     if (fresh.length === 0 && adapted.events.length > 0) {
       // Every event in it was accepted before under another delivery id: a redelivery.
       await deps.store.set(deliveryKey, 'done', ttl);
@@ -99,6 +109,7 @@ export async function handleDelivery(request: DeliveryRequest, deps: IntakeDeps)
     await deps.store.set(deliveryKey, 'done', ttl);
     return { ...answer(202, 'accepted', { status: 'accepted', delivery: deliveryId, events: events.length }), events: events.length };
   } catch (error) {
+    await releaseClaims(claimed, provider.data, deliveryId, deps.store).catch(() => {});
     await deps.store.compareAndSet(deliveryKey, 'pending', null).catch(() => false);
     return answer(503, 'unavailable', { error: 'unavailable', message: `events could not be made durable: ${error instanceof Error ? error.message : String(error)}` }, { 'retry-after': '5' });
   }
@@ -119,10 +130,29 @@ function eventKey(provider: string, event: ProviderEventData): string {
   return `intake:event:${provider}:${event.event_id}:${event.status}`;
 }
 
-/** Events whose (id, status) was not accepted before, under any delivery id. */
-async function unseen(events: readonly ProviderEventData[], provider: string, store: StateStore): Promise<ProviderEventData[]> {
-  const seen = await Promise.all(events.map((e) => store.get(eventKey(provider, e))));
-  return events.filter((_, i) => seen[i] !== 'done');
+/**
+ * Claims the events whose (id, status) was not accepted before, under any delivery id, so two
+ * deliveries of one event racing each other publish it once: `contended` when another delivery
+ * holds a claim on one of them right now.
+ */
+async function claimEvents(
+  events: readonly ProviderEventData[], provider: string, deliveryId: string, deps: IntakeDeps,
+): Promise<{ claimed: ProviderEventData[]; contended: boolean }> {
+  const claimed: ProviderEventData[] = [];
+  let contended = false;
+  for (const event of events) {
+    const key = eventKey(provider, event);
+    if (await deps.store.compareAndSet(key, null, `pending:${deliveryId}`, { ttlMs: deps.publishTimeoutMs * 3 })) {
+      claimed.push(event);
+    } else if ((await deps.store.get(key)) !== 'done') {
+      contended = true;
+    }
+  }
+  return { claimed, contended };
+}
+
+async function releaseClaims(events: readonly ProviderEventData[], provider: string, deliveryId: string, store: StateStore): Promise<void> {
+  await Promise.all(events.map((e) => store.compareAndSet(eventKey(provider, e), `pending:${deliveryId}`, null)));
 }
 
 /** Instance ids become gpualert hosts through the inventory; unknown ones stay as they are. */
