@@ -1,5 +1,5 @@
 import { envelopeMessage, KafkaBus, MemoryBus, type Bus, type OutgoingMessage } from '@gpualert/bus';
-import { newEnvelope, parseEnvelope } from '@gpualert/schema';
+import { Envelope, isCanonicalGpuSample, newEnvelope, parseEnvelope } from '@gpualert/schema';
 import { readFileSync } from 'node:fs';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { format, measure, median, percentile } from './harness.ts';
@@ -47,6 +47,11 @@ export async function benchBus(): Promise<void> {
   const bytes = samples(2_000, 100).map((m) => Buffer.from(m.value));
   await measure('parseEnvelope, 4-GPU gpu.sample', 'msgs/s', 5, () => {
     for (const b of bytes) if (!parseEnvelope(b).ok) throw new Error('bad sample');
+    return bytes.length;
+  });
+  if (!isCanonicalGpuSample(JSON.parse(bytes[0]!.toString()))) throw new Error('the bench sample does not take the fast path');
+  await measure('  the same through the full schema (no fast path)', 'msgs/s', 5, () => {
+    for (const b of bytes) if (!Envelope.safeParse(JSON.parse(b.toString())).success) throw new Error('bad sample');
     return bytes.length;
   });
 

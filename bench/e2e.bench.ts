@@ -14,7 +14,9 @@ import { format, median, percentile } from './harness.ts';
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 
 function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // GPUALERT_E2E_PROFILE=DIR writes a CPU profile of the engine there, to see where its time goes.
+  const profile = args[0] === 'engine' && process.env.GPUALERT_E2E_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GPUALERT_E2E_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));
   child.stderr!.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));

@@ -7,3 +7,4 @@ export * from './envelope.ts';
 export * from './parse-envelope.ts';
 export * from './new-envelope.ts';
 export * from './stable-id.ts';
+export * from './gpu-sample-fast-path.ts';

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { Envelope } from './envelope.ts';
+import { isCanonicalGpuSample } from './gpu-sample-fast-path.ts';
 
 /** Why bytes are not an envelope: where (a JSON path), what was expected and what came. */
 export interface EnvelopeError {
@@ -40,6 +41,7 @@ export function parseEnvelope(bytes: Uint8Array | string): ParseResult<Envelope>
 
 /** Validates an already decoded JSON value as an envelope. */
 export function validateEnvelope(json: unknown): ParseResult<Envelope> {
+  if (isCanonicalGpuSample(json)) return { ok: true, value: json };
   const result = Envelope.safeParse(json);
   if (result.success) return { ok: true, value: result.data };
   const issue = result.error.issues[0];

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import type { EnvelopeOf } from './envelope.ts';
+import { THROTTLE_REASONS } from './metrics.ts';
+import { PCI_BUS_PATTERN } from './pci-bus.ts';
+
+/** How each GPU metric is typed; the schema's test checks this table names every field of `GpuMetrics`. */
+export const GPU_METRIC_KINDS = {
+  index: 'index', uuid: 'id', pci_bus: 'pci', name: 'text',
+  util_pct: 'gauge', mem_util_pct: 'gauge', mem_used_mib: 'gauge', mem_total_mib: 'gauge', temp_c: 'gauge', mem_temp_c: 'gauge',
+  power_w: 'gauge', power_limit_w: 'gauge', sm_clock_mhz: 'gauge', mem_clock_mhz: 'gauge', fan_pct: 'gauge',
+  pcie_gen: 'count', pcie_gen_max: 'count', pcie_width: 'count', pcie_width_max: 'count',
+  ecc_sbe_volatile: 'count', ecc_dbe_volatile: 'count', ecc_sbe_aggregate: 'count', ecc_dbe_aggregate: 'count',
+  remap_pending: 'flag', remap_failure: 'flag', throttle: 'throttle', xid_last: 'count', nvlink_errors: 'count', processes: 'count',
+} as const;
+
+const METRICS = Object.entries(GPU_METRIC_KINDS);
+const METRIC_COUNT = METRICS.length;
+const THROTTLE = new Set<string>(THROTTLE_REASONS);
+const ENVELOPE_KEYS = 7; // id, ts, host, labels, source, type, data
+const timestamp = z.iso.datetime({ offset: true });
+
+/**
+ * The hot path's check: a `gpu.sample` exactly as collectors write it (every field present, no
+ * others, no collector error) is recognised here in a fraction of the full schema's time, and is
+ * then exactly what the schema would return. Anything else answers false and takes the full
+ * schema, which also words the error. A property test holds the two to "true here ⇒ valid there,
+ * with the same value".
+ */
+export function isCanonicalGpuSample(json: unknown): json is EnvelopeOf<'gpu.sample'> {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
+  const e = json as Record<string, unknown>;
+  if (e.type !== 'gpu.sample' || Object.keys(e).length !== ENVELOPE_KEYS) return false;
+  if (!text(e.id, 128) || !text(e.host, 255) || !text(e.source, Infinity)) return false;
+  if (typeof e.ts !== 'string' || !timestamp.safeParse(e.ts).success) return false;
+  if (!stringRecord(e.labels)) return false;
+  const data = e.data;
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return false;
+  const gpus = (data as Record<string, unknown>).gpus;
+  if (Object.keys(data).length !== 1 || !Array.isArray(gpus)) return false;
+  for (const gpu of gpus) if (!canonicalGpu(gpu)) return false;
+  return true;
+}
+
+function canonicalGpu(gpu: unknown): boolean {
+  if (typeof gpu !== 'object' || gpu === null || Array.isArray(gpu)) return false;
+  const g = gpu as Record<string, unknown>;
+  if (Object.keys(g).length !== METRIC_COUNT) return false;
+  for (const [name, kind] of METRICS) {
+    const v = g[name];
+    switch (kind) {
+      case 'index': if (!(Number.isSafeInteger(v) && (v as number) >= 0)) return false; break;
+      case 'gauge': if (!(v === null || (typeof v === 'number' && Number.isFinite(v)))) return false; break;
+      case 'count': if (!(v === null || (Number.isSafeInteger(v) && (v as number) >= 0))) return false; break;
+      case 'flag': if (!(v === null || typeof v === 'boolean')) return false; break;
+      case 'id': if (!(v === null || (typeof v === 'string' && v.length > 0))) return false; break;
+      case 'text': if (!(v === null || typeof v === 'string')) return false; break;
+      case 'pci': if (!(v === null || (typeof v === 'string' && PCI_BUS_PATTERN.test(v)))) return false; break;
+      case 'throttle':
+        if (v === null) break;
+        if (!Array.isArray(v) || !v.every((r) => typeof r === 'string' && THROTTLE.has(r))) return false;
+        break;
+      default: return false; // a field of another name: not canonical
+    }
+  }
+  return true;
+}
+
+function text(v: unknown, max: number): boolean {
+  return typeof v === 'string' && v.length >= 1 && v.length <= max;
+}
+
+function stringRecord(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  for (const value of Object.values(v)) if (typeof value !== 'string') return false;
+  return true;
+}
