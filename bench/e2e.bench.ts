@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:f
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { envelopeMessage, KafkaBus } from '@gpualert/bus';
+import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
 import { syntheticFleet } from '@gpualert/engine';
 import { TOPICS } from '@gpualert/schema';
 import { Kafka, logLevel } from 'kafkajs';
@@ -38,27 +38,47 @@ function rssMb(pid: number | undefined): number {
 }
 
 /**
- * The whole pipeline as separate processes on the real Kafka and Redis: the raw ceiling of a bare
- * kafkajs producer and consumer, samples judged end to end by `gpualert engine`, an Xid 79 line
- * appended to a collector's log until the page reaches a local PagerDuty-shaped receiver, and the
- * engine's memory. `--quick` (or GPUALERT_BENCH_QUICK=1) runs a smaller version.
+ * The whole pipeline as separate processes on the real Kafka and Redis, measured the same way on
+ * both sides: a backlog of the fleet's samples drained by a bare kafkajs consumer (the raw
+ * ceiling) and the same backlog drained by `gpualert engine` (samples judged, state saved,
+ * offsets committed). Then a steady load at a fraction of that rate, during which an Xid 79 line
+ * appended to a collector's log is timed until the page reaches a local PagerDuty-shaped
+ * receiver, and each service's memory. `--quick` (or GPUALERT_BENCH_QUICK=1) runs a smaller one.
  */
 export async function benchE2e(): Promise<void> {
   const quick = process.argv.includes('--quick') || process.env.GPUALERT_BENCH_QUICK === '1';
-  const hosts = quick ? 125 : 1_000;
+  const hosts = Number(process.env.GPUALERT_BENCH_HOSTS ?? (quick ? 125 : 1_000));
   const gpus = 8;
-  const seconds = quick ? 15 : 40;
+  const scrapes = quick ? 320 : 100; // per host, one every 10 s of event time
+  const steadySeconds = quick ? 15 : 30;
   const injections = quick ? 10 : 30;
-  console.log(`\n## End to end: ${hosts} hosts × ${gpus} GPUs, separate processes, real Kafka and Redis`);
+  const backlog = hosts * scrapes;
+  console.log(`\n## End to end: ${hosts} hosts × ${gpus} GPUs, a backlog of ${backlog.toLocaleString('en-US')} samples, separate processes, real Kafka and Redis`);
   const broker = process.env.KAFKA_BROKERS ? undefined : await KafkaBroker.create();
   const redis = await ensureRedis();
   const brokers = process.env.KAFKA_BROKERS ?? broker!.brokers;
   const prefix = `e2e-${Date.now()}.`;
   const bus = new KafkaBus({ brokers: brokers.split(','), topicPrefix: prefix, partitions: 6 });
   await bus.ensureTopics(Object.values(TOPICS));
-  const fleet = [...syntheticFleet({ hosts, gpusPerHost: gpus, start: Date.parse('2026-06-01T00:00:00Z'), minutes: quick ? 3 : 2, seed: 4 })];
-  const samples = fleet.filter((e) => e.type === 'gpu.sample').map(envelopeMessage);
-  const inventories = fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage);
+  const T0 = Date.parse('2026-06-01T00:00:00Z');
+  // The fleet is made as it is published: a backlog held in memory would be gigabytes at full size.
+  const fleet = (start: number, minutes: number) => syntheticFleet({ hosts, gpusPerHost: gpus, start, minutes, seed: 4 });
+  const publishFleet = async (publish: (messages: OutgoingMessage[]) => Promise<void>, start: number, minutes: number, withInventory: boolean) => {
+    let chunk: OutgoingMessage[] = [];
+    for (const e of fleet(start, minutes)) {
+      if (e.type === 'host.inventory') {
+        if (withInventory) await bus.publish(TOPICS.hostInventory, [envelopeMessage(e)]);
+        continue;
+      }
+      chunk.push(envelopeMessage(e));
+      if (chunk.length === 500) {
+        await publish(chunk);
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) await publish(chunk);
+  };
+  const minutes = (scrapes * 10) / 60;
   const children: ChildProcess[] = [];
   const pages = new Map<string, number>();
   const pager = createServer((req, res) => {
@@ -80,19 +100,18 @@ export async function benchE2e(): Promise<void> {
     GPUALERT_ROUTES: routes, PD_URL: `http://127.0.0.1:${pagerPort}/v2/enqueue`, PD_KEY: 'x'.repeat(32), GPUALERT_NOTIFIER_PORT: '0',
     GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_LOG_LEVEL: 'warn',
   };
+  const kafka = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
   try {
-    // 1. The raw ceiling: a bare kafkajs producer and consumer with the same settings.
-    const kafka = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+    // 1. The raw ceiling: the backlog drained by a bare kafkajs consumer with the same settings.
     const raw = `${prefix}raw`;
-    const admin = kafka.admin();
-    await admin.connect();
     await admin.createTopics({ topics: [{ topic: raw, numPartitions: 6 }], waitForLeaders: true });
-    await admin.disconnect();
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
-    for (let i = 0; i < samples.length; i += 150) {
-      await producer.send({ topic: raw, acks: -1, messages: samples.slice(i, i + 150).map((m) => ({ key: m.key, value: m.value as string })) });
-    }
+    await publishFleet(async (chunk) => {
+      await producer.send({ topic: raw, acks: -1, messages: chunk.map((m) => ({ key: m.key, value: m.value as string })) });
+    }, T0, minutes, false);
     await producer.disconnect();
     const consumer = kafka.consumer({ groupId: `${prefix}raw`, maxWaitTimeInMs: 25 });
     await consumer.connect();
@@ -100,49 +119,54 @@ export async function benchE2e(): Promise<void> {
     let consumed = 0;
     let firstAt = 0;
     await consumer.run({ eachBatch: async ({ batch }) => { if (!firstAt) firstAt = performance.now(); consumed += batch.messages.length; } });
-    await until(() => consumed >= samples.length, 120_000, 'the raw consumer');
-    const rawRate = samples.length / ((performance.now() - firstAt) / 1000);
+    await until(() => consumed >= backlog, 300_000, 'the raw consumer');
+    const rawRate = backlog / ((performance.now() - firstAt) / 1000);
     await consumer.disconnect();
 
-    // 2. The pipeline: engine and notifier as their own processes; samples judged end to end.
-    const engine = start(['engine', '--clock', 'event', '--log-level', 'info'], env);
-    const notifier = start(['notifier', '--log-level', 'info'], env);
-    children.push(engine, notifier);
-    await until(() => engine.output().includes('group_joined') && notifier.output().includes('group_joined'), 60_000, 'the engine and the notifier to join their groups');
-    await bus.publish(TOPICS.hostInventory, inventories);
-    const kafkaAdmin = kafka.admin();
-    await kafkaAdmin.connect();
+    // 2. The pipeline: the same backlog on gpualert's samples topic, drained by `gpualert engine`.
+    await publishFleet((chunk) => bus.publish(TOPICS.gpuSamples, chunk), T0, minutes, true);
     const judged = async (): Promise<number> => {
-      const offsets = await kafkaAdmin.fetchOffsets({ groupId: `${prefix}gpualert-engine`, topics: [`${prefix}${TOPICS.gpuSamples}`] });
+      const offsets = await admin.fetchOffsets({ groupId: `${prefix}gpualert-engine`, topics: [`${prefix}${TOPICS.gpuSamples}`] });
       return offsets.flatMap((t) => t.partitions).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0);
     };
-    // Steady load for `seconds`: the fleet's samples over and over, as fast as the bus takes them,
-    // while the engine's committed offsets say how many it has judged.
-    let published = 0;
-    let publishing = true;
-    const publisher = (async () => {
-      while (publishing) {
-        for (let i = 0; i < samples.length && publishing; i += 500) {
-          await bus.publish(TOPICS.gpuSamples, samples.slice(i, i + 500));
-          published += Math.min(500, samples.length - i);
-        }
-      }
-    })();
-    await new Promise((r) => setTimeout(r, 3_000)); // warm up: joins, JIT, first batches
-    const judgedAtStart = await judged();
-    const windowStart = performance.now();
-    await new Promise((r) => setTimeout(r, seconds * 1000));
-    const judgedAtEnd = await judged();
-    const windowSeconds = (performance.now() - windowStart) / 1000;
-    publishing = false;
-    await publisher;
-    const lag = published - judgedAtEnd;
-    const pipelineRate = (judgedAtEnd - judgedAtStart) / windowSeconds;
-    const engineRss = rssMb(engine.pid);
-    await kafkaAdmin.disconnect();
+    const published = async (): Promise<number> => (await admin.fetchTopicOffsets(`${prefix}${TOPICS.gpuSamples}`)).reduce((n, p) => n + Number(p.high), 0);
+    // GPUALERT_BENCH_ENGINES=N runs N engine instances in one consumer group (default 1).
+    const engines = Array.from({ length: Number(process.env.GPUALERT_BENCH_ENGINES ?? 1) }, () => start(['engine', '--clock', 'event', '--log-level', 'info'], env));
+    const engine = engines[0]!;
+    const notifier = start(['notifier', '--log-level', 'info'], env);
+    children.push(...engines, notifier);
+    let drainStart = 0;
+    let drainStartCount = 0;
+    await until(async () => {
+      const n = await judged();
+      if (!drainStart && n > 0) [drainStart, drainStartCount] = [performance.now(), n];
+      return n >= backlog;
+    }, 600_000, 'the engine to drain the backlog');
+    const pipelineRate = (backlog - drainStartCount) / ((performance.now() - drainStart) / 1000);
+    const engineRss = engines.reduce((mb, e) => mb + rssMb(e.pid), 0);
 
-    // 3. Xid 79 appended to a collector's kernel log → page at the receiver.
+    // 3. Steady load: the fleet's next scrapes offered at 40% of the drained rate (event time
+    // running that many times faster than real time), lag sampled, Xid 79 pages timed meanwhile.
+    const offered = Math.max(hosts / 10, pipelineRate * 0.4);
+    const speedup = offered / (hosts / 10);
+    let steady = true;
+    const lags: number[] = [];
+    const load = (async () => {
+      const begun = performance.now();
+      let sent = 0;
+      await publishFleet(async (chunk) => {
+        if (!steady) return;
+        const due = begun + ((sent + chunk.length) / offered) * 1000;
+        if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
+        await bus.publish(TOPICS.gpuSamples, chunk);
+        sent += chunk.length;
+      }, T0 + scrapes * 10_000, 24 * 60, false);
+    })();
+    const sampler = setInterval(() => {
+      void Promise.all([published(), judged()]).then(([p, j]) => lags.push(p - j)).catch(() => {});
+    }, 500);
     const latencies: number[] = [];
+    const steadyStarted = performance.now();
     for (let i = 0; i < injections; i += 1) {
       // Each injection a different host of the kernel log's view: a distinct fault, a distinct page.
       const host = `xid-host-${i}`;
@@ -156,18 +180,28 @@ export async function benchE2e(): Promise<void> {
       if (pages.has(host)) latencies.push(pages.get(host)! - t0);
       c.kill('SIGTERM');
     }
-    const perThousand = engineRss / ((hosts * gpus) / 1_000);
-    console.log(`${'raw ceiling: bare kafkajs consumer'.padEnd(58)} ${format(rawRate).padStart(12)} msgs/s`);
-    console.log(`${'pipeline: GPU samples judged end to end'.padEnd(58)} ${format(pipelineRate * gpus).padStart(12)} GPU samples/s (${format(pipelineRate)} msgs/s, ${format(pipelineRate / rawRate)} of raw; lag at the end ${lag} msgs)`);
-    console.log(`${'Xid 79 line → page at the receiver'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/${injections})`);
-    console.log(`${'engine RSS per 1,000 GPUs'.padEnd(58)} ${format(perThousand).padStart(12)} MB (${format(engineRss)} MB for ${hosts * gpus} GPUs)`);
+    const remaining = steadySeconds * 1000 - (performance.now() - steadyStarted);
+    if (remaining > 0) await new Promise((r) => setTimeout(r, remaining));
+    const notifierRss = rssMb(notifier.pid);
+    steady = false;
+    clearInterval(sampler);
+    await load;
+    const perThousand = (mb: number) => mb / ((hosts * gpus) / 1_000);
+    const tail = lags.slice(-Math.max(1, Math.floor(lags.length / 4)));
+    console.log(`${'raw ceiling: the backlog drained by a bare kafkajs consumer'.padEnd(58)} ${format(rawRate).padStart(12)} msgs/s`);
+    console.log(`${`pipeline: the backlog judged by ${engines.length} gpualert engine${engines.length > 1 ? 's' : ''}`.padEnd(58)} ${format(pipelineRate * gpus).padStart(12)} GPU samples/s (${format(pipelineRate)} msgs/s, ${format(pipelineRate / rawRate)} of raw)`);
+    console.log(`${'steady load offered (event time sped up)'.padEnd(58)} ${format(offered).padStart(12)} msgs/s (${format(speedup)}× real time); lag max ${format(Math.max(0, ...lags))}, last quarter max ${format(Math.max(0, ...tail))} msgs`);
+    console.log(`${'Xid 79 line → page at the receiver, under that load'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/${injections})`);
+    console.log(`${'engine RSS per 1,000 GPUs, after the drain'.padEnd(58)} ${format(perThousand(engineRss)).padStart(12)} MB (${format(engineRss)} MB for ${hosts * gpus} GPUs)`);
+    console.log(`${'notifier RSS'.padEnd(58)} ${format(notifierRss).padStart(12)} MB`);
     console.log(JSON.stringify({
       pipeline_gpu_samples_per_s: Math.round(pipelineRate * gpus), raw_consume_msgs_per_s: Math.round(rawRate), pipeline_vs_raw: Math.round((pipelineRate / rawRate) * 1000) / 1000,
-      xid_to_page_p50_ms: Math.round(median(latencies)), xid_to_page_p99_ms: Math.round(percentile(latencies, 99)), engine_rss_mb_per_1000_gpus: Math.round(perThousand * 10) / 10,
+      xid_to_page_p50_ms: Math.round(median(latencies)), xid_to_page_p99_ms: Math.round(percentile(latencies, 99)), engine_rss_mb_per_1000_gpus: Math.round(perThousand(engineRss) * 10) / 10,
     }));
   } finally {
     for (const child of children) child.kill('SIGTERM');
     pager.close();
+    await admin.disconnect();
     await bus.close();
     await broker?.destroy();
     await redis.stop();
