@@ -18,7 +18,7 @@ describe('the edges: a failing vendor and a flooded intake', () => {
     pipeline.env.GPUALERT_INTAKE_PORT = '0';
     pipeline.env.GPUALERT_INTAKE_LISTEN = '127.0.0.1';
     await pipeline.startService('notifier', ['notifier']);
-    await pipeline.startService('engine', ['engine', '--clock', 'event']);
+    await pipeline.startService('engine', ['engine']);
   });
   afterAll(async () => pipeline?.close());
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
 import { hostName, syntheticFleet } from '@gpualert/engine';
-import { newEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePort, KafkaBroker } from '../infra/kafka-broker.ts';
@@ -235,6 +235,14 @@ export class FaultPipeline {
     } finally {
       client.disconnect();
     }
+  }
+
+  /** The alerts a rule raised, as `host firing|resolved`. */
+  async alertsOf(rule: string): Promise<string[]> {
+    return (await this.bus.read(TOPICS.alerts)).flatMap((m) => {
+      const parsed = parseEnvelope(m.value);
+      return parsed.ok && parsed.value.type === 'alert' && parsed.value.data.rule === rule ? [`${parsed.value.host} ${parsed.value.data.status}`] : [];
+    });
   }
 
   async deadletters(): Promise<number> {

@@ -14,7 +14,7 @@ describe('services killed under steady load', () => {
 
   it('the engine killed with SIGKILL mid-stream and restarted: every fault paged once, nothing left unjudged', async () => {
     await pipeline.startService('notifier', ['notifier']);
-    await pipeline.startService('engine', ['engine', '--clock', 'event']);
+    await pipeline.startService('engine', ['engine']);
     pipeline.startLoad();
     await pause(3_000);
     await pipeline.injectXid(1, 2);
@@ -24,7 +24,7 @@ describe('services killed under steady load', () => {
     await pipeline.kill('engine');
     await pipeline.injectXid(13, 4); // while no engine runs
     await pause(2_000);
-    await pipeline.startService('engine', ['engine', '--clock', 'event']);
+    await pipeline.startService('engine', ['engine']);
     await pipeline.injectXid(17, 3);
     await pipeline.waitForPages();
     await pause(3_000);
@@ -62,8 +62,8 @@ describe('services killed under steady load', () => {
   it('two engines in one group, one killed: the survivor takes over its partitions and judges its hosts', async () => {
     await pipeline.kill('engine', 'SIGTERM');
     pipeline.startLoad();
-    const a = await pipeline.startService('engine-a', ['engine', '--clock', 'event']);
-    const b = await pipeline.startService('engine-b', ['engine', '--clock', 'event']);
+    const a = await pipeline.startService('engine-a', ['engine']);
+    const b = await pipeline.startService('engine-b', ['engine']);
     // Both hold partitions once the group has rebalanced.
     const partitionsOf = (service: typeof a) => {
       const joins = service.output().split('\n').filter((l) => l.includes('"group_joined"')).map((l) => JSON.parse(l) as { partitions: number });

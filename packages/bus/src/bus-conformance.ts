@@ -96,6 +96,43 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       expect([...late(0)].filter((h) => late(1).has(h))).toEqual([]);
     });
 
+    it('tells each member which partitions it owns after every rebalance, and how far behind each batch is', async () => {
+      const b = await bus();
+      const owned: string[][][] = [[], []];
+      const lags: number[] = [];
+      const track = (member: number) => (partitions: readonly { topic: string; partition: number }[]) =>
+        void owned[member]!.push(partitions.map((p) => `${p.topic}/${p.partition}`).sort());
+      await b.publish(TOPIC, Array.from({ length: 1_200 }, (_, i) => line('one-host', i)));
+      subscriptions.push(await b.consume({ group: 'assigned', topics: [TOPIC], onAssignment: track(0), handler: async (batch) => void lags.push(batch.lag) }));
+      await waitFor(() => owned[0]!.length > 0 && lags.length > 0 && lags.at(-1) === 0, 'the first member to own partitions and catch up');
+      const partitions = owned[0]!.at(-1)!.length;
+      expect(partitions).toBeGreaterThan(1);
+      // One host, one partition: its first batch saw what was left after it, the last saw nothing.
+      expect(lags.at(-1)).toBe(0);
+      expect(lags.length === 1 || lags[0]! > 0).toBe(true);
+      subscriptions.push(await b.consume({ group: 'assigned', topics: [TOPIC], onAssignment: track(1), handler: async () => {} }));
+      await waitFor(() => {
+        const [a, c] = [owned[0]!.at(-1) ?? [], owned[1]!.at(-1) ?? []];
+        return a.length > 0 && c.length > 0 && a.length + c.length === partitions && a.every((p) => !c.includes(p));
+      }, 'the two members to split the partitions');
+    });
+
+    it('gives one member partition p of every topic, so a host is never split between members', async () => {
+      const b = await bus();
+      const other = 'conformance.other';
+      await b.ensureTopics([other]);
+      const owned: (readonly { topic: string; partition: number }[])[] = [[], [], []];
+      for (const member of [0, 1, 2]) {
+        subscriptions.push(await b.consume({ group: 'co', topics: [TOPIC, other], onAssignment: (p) => void (owned[member] = p), handler: async () => {} }));
+      }
+      await waitFor(() => owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === 2 * Math.max(...owned.flat().map((p) => p.partition + 1)),
+        'three members to hold every partition');
+      for (const partitions of owned) {
+        const numbers = (topic: string) => partitions.filter((p) => p.topic === topic).map((p) => p.partition).sort();
+        expect(numbers(TOPIC)).toEqual(numbers(other));
+      }
+    });
+
     it('redelivers the batch of a member that died mid-batch to the survivor, losing nothing', async () => {
       const b = await bus();
       let release: () => void = () => {};

@@ -30,6 +30,14 @@ export interface Batch {
   readonly topic: string;
   readonly partition: number;
   readonly items: readonly ConsumedEnvelope[];
+  /** Messages already in the partition after this batch when it was fetched: 0 when caught up. */
+  readonly lag: number;
+}
+
+/** One partition of a topic (logical name). */
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
 }
 
 export interface BatchContext {
@@ -51,6 +59,8 @@ export interface ConsumeOptions {
   readonly fromBeginning?: boolean;
   /** A member silent for longer than this (a handler stuck or a process killed) loses its partitions. */
   readonly sessionTimeoutMs?: number;
+  /** Told the partitions this member owns after each rebalance (all of them, not a difference). */
+  readonly onAssignment?: (partitions: readonly TopicPartition[]) => void;
 }
 
 export interface ReadOptions {

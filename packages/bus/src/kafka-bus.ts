@@ -1,9 +1,10 @@
 import {
-  Kafka, Partitioners, logLevel as KafkaLogLevel, type Admin, type Consumer, type EachBatchPayload,
+  Kafka, PartitionAssigners, Partitioners, logLevel as KafkaLogLevel, type Admin, type Consumer, type EachBatchPayload,
   type IHeaders, type Message, type Producer,
 } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
+import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
 import { processBatch } from './process-batch.ts';
 import { retryBatch } from './retry-batch.ts';
 
@@ -149,11 +150,15 @@ export class KafkaBus implements Bus {
       maxWaitTimeInMs: this.options.maxWaitMs ?? 25,
       minBytes: 1,
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
+      // Co-partitioned first; round-robin only while a rolling upgrade still has older members.
+      partitionAssigners: [CoPartitionedAssigner, PartitionAssigners.roundRobin],
     });
     await consumer.connect();
     await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       this.options.log?.('info', 'group_joined', { group: payload.groupId, partitions: Object.values(payload.memberAssignment).flat().length });
+      options.onAssignment?.(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
+        partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition }))));
     });
     let running = true;
     await consumer.run({
@@ -265,7 +270,7 @@ export class KafkaBus implements Bus {
     }));
     const owned = (): boolean => running() && isRunning() && !isStale();
     const done = await retryBatch(
-      () => processBatch(messages, options.group, options.handler, (t, m) => this.publish(t, m)),
+      () => processBatch(messages, options.group, options.handler, (t, m) => this.publish(t, m), Math.max(0, Number(batch.offsetLag()))),
       owned,
       (error, attempt) => this.options.log?.('error', 'batch_failed', { topic, partition: batch.partition, attempt, error: String(error) }),
     );

@@ -211,10 +211,10 @@ export class MemoryBus implements Bus {
         await new Promise<void>((resolve) => this.wake.push(resolve));
         continue;
       }
-      const { key, messages, generation } = work;
+      const { key, messages, generation, lag } = work;
       const owned = (): boolean => member.generation === generation && group.members.includes(member);
       const batch = retryBatch(
-        () => processBatch(messages, group.id, member.options.handler, (t, m) => this.publish(t, m)),
+        () => processBatch(messages, group.id, member.options.handler, (t, m) => this.publish(t, m), lag),
         owned,
         (error, attempt) => this.onError('batch_failed', { group: group.id, key, attempt, error: String(error) }),
       );
@@ -251,7 +251,7 @@ export class MemoryBus implements Bus {
         const from = position - log.start;
         const messages = log.messages.slice(from, from + this.maxBatchSize);
         member.cursor = (member.cursor + i + 1) % count;
-        return { key, messages, generation: member.generation };
+        return { key, messages, generation: member.generation, lag: end - (position + messages.length) };
       }
     }
     return undefined;
@@ -265,15 +265,13 @@ export class MemoryBus implements Bus {
       member.assigned = [];
       member.generation = group.generation;
     }
-    let next = 0;
+    // Partition p of every topic to one member, as Kafka's co-partitioned assigner does: one host, one member.
     for (const topic of topics) {
       const count = this.topics.get(topic)!.length;
-      for (let partition = 0; partition < count; partition += 1) {
-        const eligible = live.filter((m) => m.options.topics.includes(topic));
-        const member = eligible[next++ % eligible.length];
-        member?.assigned.push({ topic, partition });
-      }
+      const eligible = live.filter((m) => m.options.topics.includes(topic));
+      for (let partition = 0; partition < count; partition += 1) eligible[partition % eligible.length]?.assigned.push({ topic, partition });
     }
+    for (const member of live) member.options.onAssignment?.([...member.assigned]);
     this.notify();
   }
 

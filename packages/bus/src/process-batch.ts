@@ -16,6 +16,7 @@ export async function processBatch(
   group: string,
   handler: BatchHandler,
   publish: Publish,
+  lag = 0,
 ): Promise<void> {
   const first = messages[0];
   if (!first) return;
@@ -40,7 +41,7 @@ export async function processBatch(
   };
   if (items.length > 0) {
     try {
-      await handler({ topic: first.topic, partition: first.partition, items }, context);
+      await handler({ topic: first.topic, partition: first.partition, items, lag }, context);
     } finally {
       // Even when the handler fails, nothing it started may be left dangling unobserved.
       await Promise.allSettled(produced);

@@ -19,6 +19,10 @@ export interface EngineServiceOptions {
   readonly clock: 'wall' | 'event';
   readonly group?: string;
   readonly sessionTimeoutMs?: number;
+  /** How often the wall clock ticks (default 2 s). */
+  readonly tickMs?: number;
+  /** Told after each tick, whether or not it judged anything. */
+  readonly onTick?: () => void;
 }
 
 const HOST_KEY = (host: string) => `engine:host:${host}`;
@@ -41,12 +45,33 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   await loadFleet();
   const queue = serialQueue();
   const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
+  // Which samples partition each host's samples come in on, the partitions this instance owns, and
+  // how far behind each of them was at its last batch. The wall clock judges absence only for the
+  // hosts this instance owns, and only while it is caught up: a host whose partition moved to
+  // another instance, or whose samples wait in a backlog (after an outage or a restart), has not
+  // gone silent, and calling it down would page for the pipeline rather than the host.
+  const partitionOf = new Map<string, string>();
+  let owned = new Set<string>();
+  const behind = new Map<string, number>();
+  const catchingUp = () => [...behind].some(([position, lag]) => lag > 0 && owned.has(position));
 
   const subscription: Subscription = await options.bus.consume({
     group: options.group ?? 'gpualert-engine',
     topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory],
     // A dead instance's partitions move to the survivors after this long.
     sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
+    onAssignment: (partitions) => {
+      owned = new Set(partitions.map((p) => `${p.topic}/${p.partition}`));
+      for (const position of behind.keys()) if (!owned.has(position)) behind.delete(position);
+      // Hosts that moved away are another instance's now: forget them here (the store keeps them).
+      void serial(async () => {
+        for (const [host, position] of partitionOf) {
+          if (owned.has(position)) continue;
+          delete state.hosts[host];
+          partitionOf.delete(host);
+        }
+      });
+    },
     handler: (batch, context) =>
       serial(async () => {
         const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
@@ -57,6 +82,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         }));
         const alerts: EnvelopeOf<'alert'>[] = [];
         const position = `${batch.topic}/${batch.partition}`;
+        behind.set(position, batch.lag);
+        if (batch.topic === TOPICS.gpuSamples) for (const host of hosts) partitionOf.set(host, position);
         for (const { envelope, message } of batch.items) {
           const host = state.hosts[envelope.host];
           if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
@@ -75,13 +102,26 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     void serial(async () => {
       const alerts: EnvelopeOf<'alert'>[] = [];
       const now = Date.now();
-      for (const fingerprint of await takeOperatorResolves(options.store)) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
-      if (options.clock === 'wall') alerts.push(...engine.tick(state, now));
+      // What each host was before this tick: if its alerts cannot be published, the tick is undone
+      // and the next one decides again; kept, a host that has gone silent would be marked as
+      // alerted with its alert lost, and no later sample of it would come to correct that.
+      const before = new Map(Object.entries(state.hosts).map(([host, s]) => [host, JSON.stringify(s)]));
+      const resolves = await takeOperatorResolves(options.store);
+      for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
+      if (options.clock === 'wall' && !catchingUp()) alerts.push(...engine.tick(state, now));
+      options.onTick?.();
       if (alerts.length === 0) return;
-      await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-      await Promise.all([...new Set(alerts.map((a) => a.host))].map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
+      const hosts = [...new Set(alerts.map((a) => a.host))];
+      try {
+        await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+        await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
+      } catch (error) {
+        for (const host of hosts) if (before.has(host)) state.hosts[host] = JSON.parse(before.get(host)!) as HostState;
+        await Promise.all(resolves.map((fingerprint) => requestOperatorResolve(options.store, fingerprint, now))).catch(() => {});
+        throw error;
+      }
     }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_tick_failed'));
-  }, 2_000);
+  }, options.tickMs ?? 2_000);
   timer.unref();
 
   return {

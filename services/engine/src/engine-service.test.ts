@@ -1,0 +1,95 @@
+import { envelopeMessage, MemoryBus } from '@gpualert/bus';
+import { loadRuleSet, syntheticFleet } from '@gpualert/engine';
+import { createLogger } from '@gpualert/log';
+import { loadXidCatalog } from '@gpualert/rules';
+import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { MemoryStore, MemoryStoreData } from '@gpualert/state';
+import { describe, expect, it } from 'vitest';
+import { startEngineService } from './engine-service.ts';
+
+const rules = loadRuleSet();
+const catalog = loadXidCatalog();
+if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
+const log = createLogger({ name: 'test', level: 'silent' });
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('engine service on the wall clock', () => {
+  it('does not call a host down when its partition moved to another instance, and the new owner judges it', async () => {
+    const bus = new MemoryBus({ partitions: 4 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const data = new MemoryStoreData();
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const engine = (name: string) => startEngineService({
+      bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', sessionTimeoutMs: 2_000, group: 'engines', tickMs: 200,
+    });
+    // Eight hosts scraped every 200 ms of wall time, published as their time comes.
+    const start = Date.now();
+    const fleet = [...syntheticFleet({ hosts: 8, gpusPerHost: 2, start, minutes: 1, intervalMs: 200, seed: 3 })];
+    let publishing = true;
+    const publisher = (async () => {
+      await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
+      const samples = fleet.filter((e) => e.type === 'gpu.sample');
+      let next = 0;
+      while (publishing && next < samples.length) {
+        const due = [];
+        while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) due.push(envelopeMessage(samples[next++]!));
+        if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
+        await pause(50);
+      }
+    })();
+    const first = await engine('a');
+    await pause(4_000); // the hosts' scrape interval is learned (200 ms: absent after 600 ms)
+    const second = await engine('b'); // takes half the partitions, and with them half the hosts
+    await pause(3_000);
+    const down = alerts.filter((a) => a.data.rule === 'host-absent').map((a) => `${a.host} ${a.data.status}`);
+    expect(down).toEqual([]);
+    // The new owner does judge its hosts: one that stops reporting is called down.
+    publishing = false;
+    await publisher;
+    await pause(2_000);
+    const silent = new Set(alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing').map((a) => a.host));
+    expect(silent.size).toBe(8);
+    await Promise.all([first.stop(), second.stop(), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+
+  it('does not call hosts down while it works through a backlog of their samples (after an outage or a restart)', async () => {
+    // Small batches and a store 2 ms away: catching up takes many batches and several ticks.
+    const bus = new MemoryBus({ partitions: 4, maxBatchSize: 5 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const store = new MemoryStore();
+    const slow = new Proxy(store, {
+      get: (target, name, receiver) => {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (name !== 'get' || typeof value !== 'function') return value;
+        return async (...args: unknown[]) => { await pause(2); return (value as (...a: unknown[]) => unknown).apply(target, args); };
+      },
+    });
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    // Eight hosts scraped every 200 ms: the last 20 s already waiting on the bus, the rest as it comes.
+    const fleet = [...syntheticFleet({ hosts: 8, gpusPerHost: 2, start: Date.now() - 20_000, minutes: 1, intervalMs: 200, seed: 5 })];
+    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
+    const samples = fleet.filter((e) => e.type === 'gpu.sample');
+    let next = 0;
+    const publishDue = async () => {
+      const due = [];
+      while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) due.push(envelopeMessage(samples[next++]!));
+      if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
+    };
+    await publishDue();
+    const live = setInterval(() => void publishDue(), 50);
+    let ticks = 0;
+    const service = await startEngineService({
+      bus, store: slow, log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 20,
+      onTick: () => void (ticks += 1),
+    });
+    await pause(1_500);
+    clearInterval(live);
+    expect(ticks).toBeGreaterThan(10);
+    expect(alerts.filter((a) => a.data.rule === 'host-absent').map((a) => `${a.host} ${a.data.status}`)).toEqual([]);
+    await Promise.all([service.stop(), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+});
