@@ -227,11 +227,11 @@ export class FaultPipeline {
     }, `the engine and the notifier to catch up (${last})`, timeoutMs);
   }
 
-  /** How many keys of this deployment match `pattern` in its Redis. */
-  async storeKeys(pattern: string): Promise<number> {
+  /** A key of this deployment in its Redis. */
+  async storeGet(key: string): Promise<string | null> {
     const client = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
     try {
-      return (await client.keys(`${this.prefix}:${pattern}`)).length;
+      return await client.get(`${this.prefix}:${key}`);
     } finally {
       client.disconnect();
     }

@@ -1,5 +1,7 @@
+import { TOPICS } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultPipeline } from './fault-pipeline.ts';
+import { runCli } from '../infra/run-cli.ts';
 import { waitFor } from '../infra/wait-for.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -49,6 +51,19 @@ describe('Kafka and Redis taken away under steady load', () => {
     pipeline.startLoad();
     await pipeline.injectXid(13, 5);
     await pipeline.waitForPages();
+    const learned = async () => {
+      const saved = await pipeline.storeGet('engine:host:gpu-node-013');
+      const gpus = saved ? Object.values((JSON.parse(saved) as { gpus: Record<string, { baselines: Record<string, { n: number }> }> }).gpus) : [];
+      return gpus.flatMap((g) => Object.values(g.baselines)).reduce((n, b) => n + b.n, 0);
+    };
+    const learnedBefore = await learned();
+    expect(learnedBefore).toBeGreaterThan(0);
+    // An operator's silence, made before the wipe, for a host in maintenance.
+    const added = await runCli(['silence', 'add', '--match', 'host=gpu-node-040', '--for', '2h', '--comment', 'PSU swap', '--author', 'ana'], { env: pipeline.env });
+    expect(added.code).toBe(0);
+    const silence = added.stdout.split(' ')[0]!;
+    // The notifier has it once it says so on gpualert.notifications (for the timeline).
+    await waitFor(async () => (await pipeline.bus.read(TOPICS.notifications)).some((m) => m.value.toString().includes(`silence ${silence} created`)), 'the notifier to take the silence', 30_000);
     await pipeline.redis.stop();
     const stoppedAt = Date.now();
     await pipeline.injectXid(16, 6); // Kafka takes it; the engine cannot save state until Redis is back
@@ -63,8 +78,10 @@ describe('Kafka and Redis taken away under steady load', () => {
     expect(alive()).toBe(true);
     expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
     expect(await pipeline.deadletters()).toBe(0);
-    // What the wipe costs: the engine starts every host's state afresh (baselines re-warm).
-    await waitFor(async () => (await pipeline.storeKeys('engine:host:*')) > 0, 'the engine to write host state again', 30_000);
+    // The engine held its hosts' state in memory and wrote it back: the baselines kept learning.
+    await waitFor(async () => (await learned()) > learnedBefore, 'the engine to write host state again', 30_000);
+    // The notifier held the silence and wrote it back: the maintenance stays quiet.
+    await waitFor(async () => (await runCli(['silence', 'list'], { env: pipeline.env })).stdout.includes(`${silence}  active`), 'the silence to be back in the store', 30_000);
     console.log(`[faults] Redis down ${Math.round((restartedAt - stoppedAt) / 1000)} s and wiped: every page in ${recovered} ms after it was back; triggers per dedup key ${JSON.stringify([...pipeline.pages().values()].map((p) => p.triggers))}`);
   });
 });

@@ -27,13 +27,17 @@ describe('engine service on the wall clock', () => {
     const start = Date.now();
     const fleet = [...syntheticFleet({ hosts: 8, gpusPerHost: 2, start, minutes: 1, intervalMs: 200, seed: 3 })];
     let publishing = true;
+    const dead = new Set<string>();
     const publisher = (async () => {
       await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
       const samples = fleet.filter((e) => e.type === 'gpu.sample');
       let next = 0;
       while (publishing && next < samples.length) {
         const due = [];
-        while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) due.push(envelopeMessage(samples[next++]!));
+        while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) {
+          const sample = samples[next++]!;
+          if (!dead.has(sample.host)) due.push(envelopeMessage(sample));
+        }
         if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
         await pause(50);
       }
@@ -44,12 +48,13 @@ describe('engine service on the wall clock', () => {
     await pause(3_000);
     const down = alerts.filter((a) => a.data.rule === 'host-absent').map((a) => `${a.host} ${a.data.status}`);
     expect(down).toEqual([]);
-    // The new owner does judge its hosts: one that stops reporting is called down.
+    // Each owner does judge its hosts: those that stop reporting are called down, and only those.
+    for (const host of ['gpu-node-000', 'gpu-node-001', 'gpu-node-002', 'gpu-node-003']) dead.add(host);
+    await pause(2_000);
     publishing = false;
     await publisher;
-    await pause(2_000);
     const silent = new Set(alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing').map((a) => a.host));
-    expect(silent.size).toBe(8);
+    expect([...silent].sort()).toEqual([...dead].sort());
     await Promise.all([first.stop(), second.stop(), watch.stop()]);
     await bus.close();
   }, 30_000);
@@ -89,6 +94,41 @@ describe('engine service on the wall clock', () => {
     clearInterval(live);
     expect(ticks).toBeGreaterThan(10);
     expect(alerts.filter((a) => a.data.rule === 'host-absent').map((a) => `${a.host} ${a.data.status}`)).toEqual([]);
+    await Promise.all([service.stop(), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+
+  it('calls down a host that went silent while no engine ran, once one starts again', async () => {
+    const bus = new MemoryBus({ partitions: 4 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const data = new MemoryStoreData();
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const engine = () => startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
+    const fleet = [...syntheticFleet({ hosts: 6, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 9 })];
+    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
+    const samples = fleet.filter((e) => e.type === 'gpu.sample');
+    let next = 0;
+    let dead = '';
+    const publishDue = async () => {
+      const due = [];
+      while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) {
+        const sample = samples[next++]!;
+        if (sample.host !== dead) due.push(envelopeMessage(sample));
+      }
+      if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
+    };
+    const live = setInterval(() => void publishDue(), 50);
+    let service = await engine();
+    await pause(3_000);
+    await service.stop();
+    dead = 'gpu-node-004'; // dies while no engine runs
+    await pause(1_500);
+    service = await engine();
+    await pause(2_500);
+    clearInterval(live);
+    const down = alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing').map((a) => a.host);
+    expect(down).toEqual(['gpu-node-004']);
     await Promise.all([service.stop(), watch.stop()]);
     await bus.close();
   }, 30_000);

@@ -1,5 +1,5 @@
-import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
-import { Engine, newHostState, type EngineState, type FleetState, type HostState, type RuleSet } from '@gpualert/engine';
+import { envelopeMessage, type Batch, type Bus, type Subscription } from '@gpualert/bus';
+import { Engine, type EngineState, type FleetState, type HostState, type RuleSet } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
@@ -28,6 +28,13 @@ export interface EngineServiceOptions {
 const HOST_KEY = (host: string) => `engine:host:${host}`;
 const FLEET_KEY = 'engine:fleet';
 const OPERATOR_KEY = 'engine:operator-resolve';
+/** The hosts seen on partition p (of every input topic: they are co-partitioned). */
+const PARTITION_KEY = (partition: number) => `engine:partition:${partition}`;
+/**
+ * A samples partition that has delivered nothing this long after an assignment counts as caught up,
+ * and input stalled this long no longer holds absence back.
+ */
+const UNHEARD_PARTITION_MS = 60_000;
 
 /**
  * The engine as a service: one consumer group over the input topics, partitioned by host.
@@ -45,15 +52,35 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   await loadFleet();
   const queue = serialQueue();
   const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
-  // Which samples partition each host's samples come in on, the partitions this instance owns, and
-  // how far behind each of them was at its last batch. The wall clock judges absence only for the
-  // hosts this instance owns, and only while it is caught up: a host whose partition moved to
-  // another instance, or whose samples wait in a backlog (after an outage or a restart), has not
+  // The hosts this instance owns are held in memory for as long as its assignment lasts: the store
+  // is read once per host per assignment (and for every host of its partitions when it is
+  // assigned, so a host that went silent while no engine owned it is still judged), and written
+  // after every batch. A batch that fails drops its hosts from memory, so its retry starts from
+  // what the store holds; a store that lost its data is written again from memory.
+  // The wall clock judges absence only while this instance is caught up on its samples
+  // partitions: a host whose samples wait in a backlog (after an outage or a restart) has not
   // gone silent, and calling it down would page for the pipeline rather than the host.
-  const partitionOf = new Map<string, string>();
-  let owned = new Set<string>();
+  const loaded = new Set<string>();
   const behind = new Map<string, number>();
-  const catchingUp = () => [...behind].some(([position, lag]) => lag > 0 && owned.has(position));
+  let samplesPartitions: string[] = [];
+  let assignedAt = Date.now();
+  const catchingUp = () => samplesPartitions.some((position) => (behind.get(position) ?? (Date.now() - assignedAt < UNHEARD_PARTITION_MS ? 1 : 0)) > 0);
+  // Nor while no samples come at all (Kafka away, the group rejoining): with many hosts, batches
+  // arrive far more often than any one host reports, so two of the fastest host's intervals with
+  // none means the input stopped, not the hosts. After a minute of nothing, hosts are judged again:
+  // a fleet (or a pipeline) silent that long deserves the alerts.
+  let lastSamplesAt = Date.now();
+  const inputStalled = () => {
+    const quiet = Date.now() - lastSamplesAt;
+    const fastest = Math.min(...Object.values(state.hosts).map((h) => h.intervalMs));
+    return quiet > 2 * fastest && quiet < UNHEARD_PARTITION_MS;
+  };
+  const load = async (host: string) => {
+    const saved = await options.store.get(HOST_KEY(host));
+    if (saved) state.hosts[host] = JSON.parse(saved) as HostState;
+    else delete state.hosts[host]; // let the engine bind a template on first sight
+    loaded.add(host);
+  };
 
   const subscription: Subscription = await options.bus.consume({
     group: options.group ?? 'gpualert-engine',
@@ -61,39 +88,47 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     // A dead instance's partitions move to the survivors after this long.
     sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
     onAssignment: (partitions) => {
-      owned = new Set(partitions.map((p) => `${p.topic}/${p.partition}`));
-      for (const position of behind.keys()) if (!owned.has(position)) behind.delete(position);
-      // Hosts that moved away are another instance's now: forget them here (the store keeps them).
+      samplesPartitions = partitions.filter((p) => p.topic === TOPICS.gpuSamples).map((p) => `${p.topic}/${p.partition}`);
+      assignedAt = Date.now();
+      behind.clear();
+      // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
-        for (const [host, position] of partitionOf) {
-          if (owned.has(position)) continue;
-          delete state.hosts[host];
-          partitionOf.delete(host);
+        state.hosts = {};
+        loaded.clear();
+        for (const partition of new Set(partitions.map((p) => p.partition))) {
+          const hosts = Object.keys(await options.store.hashGetAll(PARTITION_KEY(partition)));
+          await Promise.all(hosts.map((host) => load(host)));
         }
-      });
+      }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_assignment_load_failed'));
     },
     handler: (batch, context) =>
       serial(async () => {
         const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
-        await Promise.all(hosts.map(async (host) => {
-          const saved = await options.store.get(HOST_KEY(host));
-          state.hosts[host] = saved ? (JSON.parse(saved) as HostState) : newHostState(host, {}, 'default');
-          if (!saved) delete state.hosts[host]; // let the engine bind a template on first sight
-        }));
-        const alerts: EnvelopeOf<'alert'>[] = [];
+        await Promise.all(hosts.filter((host) => !loaded.has(host)).map((host) => load(host)));
         const position = `${batch.topic}/${batch.partition}`;
-        behind.set(position, batch.lag);
-        if (batch.topic === TOPICS.gpuSamples) for (const host of hosts) partitionOf.set(host, position);
-        for (const { envelope, message } of batch.items) {
-          const host = state.hosts[envelope.host];
-          if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
-          alerts.push(...engine.advance(state, envelope));
-          state.hosts[envelope.host]!.offsets[position] = message.offset;
+        try {
+          const alerts: EnvelopeOf<'alert'>[] = [];
+          for (const { envelope, message } of batch.items) {
+            const host = state.hosts[envelope.host];
+            if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
+            alerts.push(...engine.advance(state, envelope));
+            state.hosts[envelope.host]!.offsets[position] = message.offset;
+          }
+          if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+          await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
+          await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
+          // Written with every batch, so the index comes back by itself if the store loses its data.
+          await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(hosts.map((host) => [host, envelopeTime(batch.items, host)])));
+          if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
+        } catch (error) {
+          for (const host of hosts) {
+            loaded.delete(host);
+            delete state.hosts[host];
+          }
+          throw error;
         }
-        if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-        await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
-        await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
-        if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
+        behind.set(position, batch.lag);
+        if (batch.topic === TOPICS.gpuSamples) lastSamplesAt = Date.now();
       }),
   });
 
@@ -108,7 +143,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       const before = new Map(Object.entries(state.hosts).map(([host, s]) => [host, JSON.stringify(s)]));
       const resolves = await takeOperatorResolves(options.store);
       for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
-      if (options.clock === 'wall' && !catchingUp()) alerts.push(...engine.tick(state, now));
+      if (options.clock === 'wall' && !catchingUp() && !inputStalled()) alerts.push(...engine.tick(state, now));
       options.onTick?.();
       if (alerts.length === 0) return;
       const hosts = [...new Set(alerts.map((a) => a.host))];
@@ -154,4 +189,10 @@ export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wal
       return { name: 'engine', stop: () => service.stop() };
     },
   };
+}
+
+/** The event time of a host's last message in a batch, as the partition index records it. */
+function envelopeTime(items: Batch['items'], host: string): string {
+  for (let i = items.length - 1; i >= 0; i -= 1) if (items[i]!.envelope.host === host) return items[i]!.envelope.ts;
+  return '';
 }

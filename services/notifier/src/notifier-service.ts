@@ -126,6 +126,23 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
     enqueue(pending.notification, pending.queuedAt);
   }
 
+  /**
+   * The silences in the store, which the CLI and the API write. One this notifier holds that is
+   * still active but gone from the store was lost with the store's data (nothing deletes a
+   * silence: expiring one marks it), and is written back rather than forgotten mid-maintenance.
+   */
+  const currentSilences = async (): Promise<Record<string, Silence>> => {
+    const stored = await loadSilences(options.store);
+    const now = Date.now();
+    const lost = Object.values(state.silences).filter((s) => !(s.id in stored) && s.expiredAt === undefined && s.endsAt > now);
+    if (lost.length > 0) {
+      await options.store.hashSet(SILENCES_KEY, Object.fromEntries(lost.map((s) => [s.id, JSON.stringify(s)])));
+      options.log.warn({ silences: lost.map((s) => s.id) }, 'silences_restored_to_store');
+      for (const silence of lost) stored[silence.id] = silence;
+    }
+    return stored;
+  };
+
   const queue = serialQueue();
   /**
    * One decision step at a time, all or nothing: the core changes the state as it decides, so when
@@ -149,7 +166,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
     sessionTimeoutMs: 10_000,
     handler: (batch) =>
       transact(async () => {
-        state.silences = await loadSilences(options.store);
+        state.silences = await currentSilences();
         const decisions: Decision[] = [];
         for (const { envelope } of batch.items) {
           if (envelope.type === 'alert') decisions.push(...core.ingest(state, envelope, Date.now()));
@@ -165,7 +182,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const knownSilences = new Set(Object.keys(await loadSilences(options.store)));
   const timer = setInterval(() => {
     void transact(async () => {
-      state.silences = await loadSilences(options.store);
+      state.silences = await currentSilences();
       for (const silence of Object.values(state.silences)) {
         if (knownSilences.has(silence.id)) continue;
         knownSilences.add(silence.id);
