@@ -13,13 +13,19 @@ if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
 const log = createLogger({ name: 'test', level: 'silent' });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Every alert the engines publish, as a watcher of the alerts topic sees them. */
+async function watchAlerts(bus: MemoryBus) {
+  await bus.ensureTopics(Object.values(TOPICS));
+  const alerts: EnvelopeOf<'alert'>[] = [];
+  const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+  return { alerts, watch };
+}
+
 describe('engine service on the wall clock', () => {
   it('does not call a host down when its partition moved to another instance, and the new owner judges it', async () => {
     const bus = new MemoryBus({ partitions: 4 });
-    await bus.ensureTopics(Object.values(TOPICS));
     const data = new MemoryStoreData();
-    const alerts: EnvelopeOf<'alert'>[] = [];
-    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const { alerts, watch } = await watchAlerts(bus);
     const engine = (name: string) => startEngineService({
       bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', sessionTimeoutMs: 2_000, group: 'engines', tickMs: 200,
     });
@@ -62,7 +68,6 @@ describe('engine service on the wall clock', () => {
   it('does not call hosts down while it works through a backlog of their samples (after an outage or a restart)', async () => {
     // Small batches and a store 2 ms away: catching up takes many batches and several ticks.
     const bus = new MemoryBus({ partitions: 4, maxBatchSize: 5 });
-    await bus.ensureTopics(Object.values(TOPICS));
     const store = new MemoryStore();
     const slow = new Proxy(store, {
       get: (target, name, receiver) => {
@@ -71,8 +76,7 @@ describe('engine service on the wall clock', () => {
         return async (...args: unknown[]) => { await pause(2); return (value as (...a: unknown[]) => unknown).apply(target, args); };
       },
     });
-    const alerts: EnvelopeOf<'alert'>[] = [];
-    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const { alerts, watch } = await watchAlerts(bus);
     // Eight hosts scraped every 200 ms: the last 20 s already waiting on the bus, the rest as it comes.
     const fleet = [...syntheticFleet({ hosts: 8, gpusPerHost: 2, start: Date.now() - 20_000, minutes: 1, intervalMs: 200, seed: 5 })];
     await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
@@ -100,10 +104,8 @@ describe('engine service on the wall clock', () => {
 
   it('calls down a host that went silent while no engine ran, once one starts again', async () => {
     const bus = new MemoryBus({ partitions: 4 });
-    await bus.ensureTopics(Object.values(TOPICS));
     const data = new MemoryStoreData();
-    const alerts: EnvelopeOf<'alert'>[] = [];
-    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const { alerts, watch } = await watchAlerts(bus);
     const engine = () => startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
     const fleet = [...syntheticFleet({ hosts: 6, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 9 })];
     await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
