@@ -239,6 +239,7 @@ export class Engine {
   private lostGpu(host: HostState, rule: RuleOf<'absence'>, conditions: Conditions, index: number, at: number, breaching: boolean, detail: string, evidence: string[]): void {
     const key = lostKey(index, busOf(host, index));
     const tracker = host.trackers[key];
+    if (!breaching && !tracker) return; // present, and never lost: nothing to format or record
     // A lost GPU stays lost until it reports again after a reset or reboot (a sample with it).
     if (!breaching && tracker?.firing && tracker.latched) {
       if (host.inventory && host.inventory.at > (tracker.startsAt ?? 0)) conditions.resolve(host, key, tracker, at);
@@ -256,13 +257,15 @@ export class Engine {
     const index = gpu.index;
     const values = { host: host.host, gpu: index };
     for (const rule of bound.rules) {
-      const key = `${rule.id}|${index}`;
+      const key = ruleKey(rule.id, index);
       switch (rule.kind) {
         case 'threshold': {
           const value = gpu[rule.metric];
           const firing = host.trackers[key]?.firing === true;
           const limit = firing ? (rule.recover_below ?? rule.above) : rule.above;
-          this.observeMetric(host, conditions, key, rule, index, at, value !== null && value > limit, value, () => fill(rule.summary, { ...values, value: value ?? undefined }), evidence);
+          const breaching = value !== null && value > limit;
+          if (!breaching && !host.trackers[key]) break; // healthy and untracked: the common case costs nothing
+          this.observeMetric(host, conditions, key, rule, index, at, breaching, value, () => fill(rule.summary, { ...values, value: value ?? undefined }), evidence);
           break;
         }
         case 'baseline': {
@@ -271,14 +274,15 @@ export class Engine {
           if (value === null || util === null || (util >= IDLE_UTIL && util < BUSY_UTIL)) break;
           const bucket = util < IDLE_UTIL ? 'idle' : 'busy';
           const prior = bound.template.priors[rule.metric]?.[bucket];
-          const learned = (gs.baselines[`${rule.metric}:${bucket}`] ??= { n: 0, mean: prior?.[0] ?? value, dev: prior?.[1] ?? 1 });
+          const learned = (gs.baselines[baselineKey(rule.metric, bucket)] ??= { n: 0, mean: prior?.[0] ?? value, dev: prior?.[1] ?? 1 });
           const weight = Math.min(1, learned.n / rule.warmup_samples);
           const mean = weight * learned.mean + (1 - weight) * (prior?.[0] ?? learned.mean);
           const dev = Math.max(weight * learned.dev + (1 - weight) * (prior?.[1] ?? learned.dev), rule.min_delta / rule.sigmas / 2);
           const delta = value - mean;
           const breaching = delta / dev > rule.sigmas && delta > rule.min_delta;
-          this.observeMetric(host, conditions, key, rule, index, at, breaching, value,
-            () => fill(rule.summary, { ...values, value, baseline: mean, delta }), evidence);
+          if (breaching || host.trackers[key]) {
+            this.observeMetric(host, conditions, key, rule, index, at, breaching, value, () => fill(rule.summary, { ...values, value, baseline: mean, delta }), evidence);
+          }
           // Learn only from normal samples, so a fault is not taken for the new normal.
           if (!breaching && !host.trackers[key]?.firing) learn(learned, value);
           break;
@@ -296,8 +300,9 @@ export class Engine {
           const peers = median(siblings);
           const firing = host.trackers[key]?.firing === true;
           const delta = value - peers;
-          this.observeMetric(host, conditions, key, rule, index, at, delta > (firing ? rule.min_delta - 3 : rule.min_delta), value,
-            () => fill(rule.summary, { ...values, value, peers, delta }), evidence);
+          const breaching = delta > (firing ? rule.min_delta - 3 : rule.min_delta);
+          if (!breaching && !host.trackers[key]) break;
+          this.observeMetric(host, conditions, key, rule, index, at, breaching, value, () => fill(rule.summary, { ...values, value, peers, delta }), evidence);
           break;
         }
         case 'counter': {
@@ -322,18 +327,22 @@ export class Engine {
           break;
         }
         case 'throttle': {
+          const breaching = gpu.throttle !== null && gpu.throttle.some((r) => rule.reasons.includes(r));
+          if (!breaching && !host.trackers[key]) break;
           const active = (gpu.throttle ?? []).filter((r) => rule.reasons.includes(r));
-          this.observeMetric(host, conditions, key, rule, index, at, active.length > 0, undefined, () => fill(rule.summary, { ...values, detail: active.join(', ') }), evidence);
+          this.observeMetric(host, conditions, key, rule, index, at, breaching, undefined, () => fill(rule.summary, { ...values, detail: active.join(', ') }), evidence);
           break;
         }
         case 'stuck_job': {
           const breaching = (gpu.processes ?? 0) > 0 && gpu.util_pct !== null && gpu.util_pct < rule.util_below;
+          if (!breaching && !host.trackers[key]) break;
           this.observeMetric(host, conditions, key, rule, index, at, breaching, gpu.util_pct ?? undefined, () => fill(rule.summary, values), evidence);
           break;
         }
         case 'low_memory_use': {
           const used = gpu.mem_used_mib !== null && gpu.mem_total_mib ? (gpu.mem_used_mib / gpu.mem_total_mib) * 100 : null;
           const breaching = (gpu.processes ?? 0) > 0 && used !== null && used < rule.mem_below_pct && (gpu.util_pct ?? 0) >= 5;
+          if (!breaching && !host.trackers[key]) break;
           this.observeMetric(host, conditions, key, rule, index, at, breaching, used ?? undefined, () => fill(rule.summary, { ...values, value: used ?? undefined }), evidence);
           break;
         }
@@ -505,11 +514,37 @@ function lostKey(gpu: number, bus: string | undefined): string {
 
 /** A GPU's PCI address, from the inventory or, before one arrives, from its samples. */
 function busOf(host: HostState, index: number): string | undefined {
-  for (const map of [host.inventory?.buses, host.buses]) {
-    for (const [bus, i] of Object.entries(map ?? {})) if (i === index) return bus;
+  const inventory = host.inventory?.buses;
+  if (inventory) {
+    // An inventory's bus map never changes once made (a new inventory is a new object): index it once.
+    let byIndex = BUS_BY_INDEX.get(inventory);
+    if (!byIndex) BUS_BY_INDEX.set(inventory, (byIndex = new Map(Object.entries(inventory).map(([bus, i]) => [i, bus]))));
+    const bus = byIndex.get(index);
+    if (bus !== undefined) return bus;
   }
+  for (const [bus, i] of Object.entries(host.buses ?? {})) if (i === index) return bus;
   return undefined;
 }
+
+const BUS_BY_INDEX = new WeakMap<Record<string, number>, Map<number, string>>();
+
+/** `rule|gpu`, the tracker key of a per-GPU rule: made once per rule and GPU, not per sample. */
+function ruleKey(rule: string, gpu: number): string {
+  let keys = RULE_KEYS.get(rule);
+  if (!keys) RULE_KEYS.set(rule, (keys = []));
+  return (keys[gpu] ??= `${rule}|${gpu}`);
+}
+
+const RULE_KEYS = new Map<string, string[]>();
+
+/** `metric:idle` or `metric:busy`, the key of a learned baseline, made once. */
+function baselineKey(metric: string, bucket: 'idle' | 'busy'): string {
+  let keys = BASELINE_KEYS.get(metric);
+  if (!keys) BASELINE_KEYS.set(metric, (keys = { idle: `${metric}:idle`, busy: `${metric}:busy` }));
+  return keys[bucket];
+}
+
+const BASELINE_KEYS = new Map<string, { idle: string; busy: string }>();
 
 function xidCategory(cause: string): AlertData['category'] {
   return cause === 'memory' ? 'ecc' : cause === 'nvlink' ? 'nvlink' : cause === 'pcie' ? 'pcie' : cause === 'thermal' ? 'thermal' : 'xid';
@@ -525,8 +560,15 @@ function learn(b: Baseline, value: number): void {
   b.dev += alpha * (deviation - b.dev);
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
+/** The median of numbers the caller made for the purpose: sorted in place (insertion sort: a few siblings). */
+function median(values: number[]): number {
+  const sorted = values;
+  for (let i = 1; i < sorted.length; i += 1) {
+    const v = sorted[i]!;
+    let j = i - 1;
+    for (; j >= 0 && sorted[j]! > v; j -= 1) sorted[j + 1] = sorted[j]!;
+    sorted[j + 1] = v;
+  }
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
