@@ -59,6 +59,11 @@ export interface ConsumeOptions {
   readonly fromBeginning?: boolean;
   /** A member silent for longer than this (a handler stuck or a process killed) loses its partitions. */
   readonly sessionTimeoutMs?: number;
+  /**
+   * How much one batch of one partition may hold (bytes; default 1 MB). Bigger batches let a
+   * consumer that saves per-key state after each batch save each key less often when it is behind.
+   */
+  readonly maxBatchBytes?: number;
   /** Told the partitions this member owns after each rebalance (all of them, not a difference). */
   readonly onAssignment?: (partitions: readonly TopicPartition[]) => void;
 }

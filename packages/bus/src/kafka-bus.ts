@@ -149,6 +149,8 @@ export class KafkaBus implements Bus {
       rebalanceTimeout: Math.max(sessionTimeout, 10_000),
       maxWaitTimeInMs: this.options.maxWaitMs ?? 25,
       minBytes: 1,
+      maxBytesPerPartition: options.maxBatchBytes ?? 1024 * 1024,
+      maxBytes: Math.max(10 * 1024 * 1024, (options.maxBatchBytes ?? 0) * 8),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
       // Co-partitioned first; round-robin only while a rolling upgrade still has older members.
       partitionAssigners: [CoPartitionedAssigner, PartitionAssigners.roundRobin],

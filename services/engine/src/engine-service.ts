@@ -87,6 +87,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory],
     // A dead instance's partitions move to the survivors after this long.
     sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
+    // Behind (after an outage, at a burst), several samples of each host share one state save.
+    maxBatchBytes: 2 * 1024 * 1024,
     onAssignment: (partitions) => {
       samplesPartitions = partitions.filter((p) => p.topic === TOPICS.gpuSamples).map((p) => `${p.topic}/${p.partition}`);
       assignedAt = Date.now();
