@@ -38,8 +38,8 @@ const UNHEARD_PARTITION_MS = 60_000;
 
 /**
  * The engine as a service: one consumer group over the input topics, partitioned by host.
- * Each batch loads its hosts' state from the store, judges in order, publishes the alerts,
- * and saves the state before the wrapper commits; a redelivered message is recognised by its
+ * Each batch judges its hosts in order, publishes the alerts, and saves the hosts' state before
+ * the wrapper commits; a redelivered message is recognised by its
  * offset and not judged twice, and alert ids are deterministic, so a restart repeats nothing.
  */
 export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void> }> {
@@ -142,10 +142,11 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       // What each host was before this tick: if its alerts cannot be published, the tick is undone
       // and the next one decides again; kept, a host that has gone silent would be marked as
       // alerted with its alert lost, and no later sample of it would come to correct that.
-      const before = new Map(Object.entries(state.hosts).map(([host, s]) => [host, JSON.stringify(s)]));
       const resolves = await takeOperatorResolves(options.store);
+      const judging = options.clock === 'wall' && !catchingUp() && !inputStalled();
+      const before = judging || resolves.length > 0 ? new Map(Object.entries(state.hosts).map(([host, s]) => [host, JSON.stringify(s)])) : new Map<string, string>();
       for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
-      if (options.clock === 'wall' && !catchingUp() && !inputStalled()) alerts.push(...engine.tick(state, now));
+      if (judging) alerts.push(...engine.tick(state, now));
       options.onTick?.();
       if (alerts.length === 0) return;
       const hosts = [...new Set(alerts.map((a) => a.host))];
