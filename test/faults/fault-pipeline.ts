@@ -6,7 +6,7 @@ import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
 import { hostName, syntheticFleet } from '@gpualert/engine';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { Redis } from 'ioredis';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { freePort, KafkaBroker } from '../infra/kafka-broker.ts';
 import { OwnRedis } from '../infra/redis-server.ts';
 import { cleanEnv, startCli } from '../infra/run-cli.ts';
@@ -62,6 +62,8 @@ export class FaultPipeline {
   /** Samples Kafka acknowledged, and how often a publish failed and was retried. */
   published = 0;
   publishRetries = 0;
+  /** One admin client for the lag checks, which poll every few milliseconds. */
+  private readonly admin: Admin;
 
   private constructor(
     readonly broker: KafkaBroker,
@@ -71,6 +73,7 @@ export class FaultPipeline {
     readonly prefix: string,
     readonly hosts: number,
   ) {
+    this.admin = new Kafka({ brokers: [broker.brokers], logLevel: logLevel.NOTHING }).admin();
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-faults-'));
     writeFileSync(join(dir, 'routes.yaml'), ROUTES);
     this.env = cleanEnv({
@@ -90,7 +93,9 @@ export class FaultPipeline {
     // way a collector does, and counts only what Kafka acknowledged.
     const bus = new KafkaBus({ brokers: [broker.brokers], topicPrefix: prefix, partitions: 6, publishTimeoutMs: 5_000 });
     await bus.ensureTopics(Object.values(TOPICS));
-    return new FaultPipeline(broker, redis, vendors, bus, prefix, options.hosts ?? 48);
+    const pipeline = new FaultPipeline(broker, redis, vendors, bus, prefix, options.hosts ?? 48);
+    await pipeline.admin.connect();
+    return pipeline;
   }
 
   /** Starts `gpualert <args>` and waits until it has joined its consumer group (or says `ready`). */
@@ -198,22 +203,16 @@ export class FaultPipeline {
    * message Kafka acknowledged was judged and committed, nothing skipped.
    */
   async lag(group: string, topics: readonly string[]): Promise<number> {
-    const admin = new Kafka({ brokers: [this.broker.brokers], logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    try {
-      let lag = 0;
-      for (const topic of topics) {
-        const ends = await admin.fetchTopicOffsets(`${this.prefix}${topic}`);
-        const [committed] = await admin.fetchOffsets({ groupId: `${this.prefix}${group}`, topics: [`${this.prefix}${topic}`] });
-        for (const p of ends) {
-          const at = Number(committed?.partitions.find((c) => c.partition === p.partition)?.offset ?? -1);
-          lag += Number(p.high) - Math.max(0, at);
-        }
+    let lag = 0;
+    for (const topic of topics) {
+      const ends = await this.admin.fetchTopicOffsets(`${this.prefix}${topic}`);
+      const [committed] = await this.admin.fetchOffsets({ groupId: `${this.prefix}${group}`, topics: [`${this.prefix}${topic}`] });
+      for (const p of ends) {
+        const at = Number(committed?.partitions.find((c) => c.partition === p.partition)?.offset ?? -1);
+        lag += Number(p.high) - Math.max(0, at);
       }
-      return lag;
-    } finally {
-      await admin.disconnect();
     }
+    return lag;
   }
 
   /** Waits until the engine and the notifier have judged and committed everything published. */
@@ -253,6 +252,7 @@ export class FaultPipeline {
     await this.stopLoad().catch(() => {});
     for (const name of this.services.keys()) await this.kill(name, 'SIGKILL');
     await this.bus.close().catch(() => {});
+    await this.admin.disconnect().catch(() => {});
     await this.vendors.stop();
     await Promise.all([this.broker.destroy(), this.redis.stop()]);
   }

@@ -22,27 +22,8 @@ export async function ensureRedis(): Promise<{ url: string; stop: () => Promise<
   const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   if (await answers(url)) return { url, stop: async () => {} };
   if (process.env.REDIS_URL) throw new Error(`REDIS_URL=${url} does not answer PING`);
-  const child: ChildProcess = spawn('redis-server', ['--port', '6379', '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  const spawned = new Promise<void>((_, reject) => child.once('error', (e) => reject(new Error(`cannot start redis-server: ${e.message}`))));
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const up = await Promise.race([answers(url), spawned.then(() => false)]);
-    if (up) {
-      return {
-        url,
-        stop: async () => {
-          const exited = new Promise((r) => child.once('exit', r));
-          child.kill('SIGTERM');
-          await exited;
-        },
-      };
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error('redis-server did not answer PING within 10 s');
+  const own = await OwnRedis.start(6379);
+  return { url, stop: () => own.stop() };
 }
 
 /**
@@ -68,7 +49,7 @@ export class OwnRedis {
   async start(): Promise<void> {
     const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
     this.child = child;
-    const failed = new Promise<boolean>((resolveFailed) => child.once('error', () => resolveFailed(false)));
+    const failed = new Promise<boolean>((_, reject) => child.once('error', (e) => reject(new Error(`cannot start redis-server: ${e.message}`))));
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
       if (await Promise.race([answers(this.url), failed])) return;

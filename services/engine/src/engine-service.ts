@@ -1,4 +1,4 @@
-import { envelopeMessage, type Batch, type Bus, type Subscription } from '@gpualert/bus';
+import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
 import { Engine, type EngineState, type FleetState, type HostState, type RuleSet } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
@@ -120,7 +120,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
           await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
           // Written with every batch, so the index comes back by itself if the store loses its data.
-          await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(hosts.map((host) => [host, envelopeTime(batch.items, host)])));
+          await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(hosts.map((host) => [host, '1'])));
           if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
         } catch (error) {
           for (const host of hosts) {
@@ -192,10 +192,4 @@ export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wal
       return { name: 'engine', stop: () => service.stop() };
     },
   };
-}
-
-/** The event time of a host's last message in a batch, as the partition index records it. */
-function envelopeTime(items: Batch['items'], host: string): string {
-  for (let i = items.length - 1; i >= 0; i -= 1) if (items[i]!.envelope.host === host) return items[i]!.envelope.ts;
-  return '';
 }

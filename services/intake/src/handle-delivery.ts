@@ -97,15 +97,14 @@ export async function handleDelivery(request: DeliveryRequest, deps: IntakeDeps)
       await deps.store.compareAndSet(deliveryKey, 'pending', null).catch(() => false);
       return answer(503, 'in_progress', { error: 'in_progress', message: 'an event of this delivery is being processed under another delivery; retry' }, { 'retry-after': '1' });
     }
-    const fresh = claimed;
-    if (fresh.length === 0 && adapted.events.length > 0) {
+    if (claimed.length === 0 && adapted.events.length > 0) {
       // Every event in it was accepted before under another delivery id: a redelivery.
       await deps.store.set(deliveryKey, 'done', ttl);
       return answer(200, 'duplicate', { status: 'duplicate', delivery: deliveryId, events: 0 });
     }
-    const events = await withHosts(fresh, deps.store);
+    const events = await withHosts(claimed, deps.store);
     await publishDurably(deps, provider.data, payload, deliveryId, events, receivedAt);
-    await Promise.all(fresh.map((e) => deps.store.set(eventKey(provider.data, e), 'done', ttl)));
+    await Promise.all(claimed.map((e) => deps.store.set(eventKey(provider.data, e), 'done', ttl)));
     await deps.store.set(deliveryKey, 'done', ttl);
     return { ...answer(202, 'accepted', { status: 'accepted', delivery: deliveryId, events: events.length }), events: events.length };
   } catch (error) {
@@ -138,17 +137,13 @@ function eventKey(provider: string, event: ProviderEventData): string {
 async function claimEvents(
   events: readonly ProviderEventData[], provider: string, deliveryId: string, deps: IntakeDeps,
 ): Promise<{ claimed: ProviderEventData[]; contended: boolean }> {
-  const claimed: ProviderEventData[] = [];
-  let contended = false;
-  for (const event of events) {
+  // 'claimed', 'seen' (accepted before) or 'contended', per event, all at once.
+  const outcomes = await Promise.all(events.map(async (event) => {
     const key = eventKey(provider, event);
-    if (await deps.store.compareAndSet(key, null, `pending:${deliveryId}`, { ttlMs: deps.publishTimeoutMs * 3 })) {
-      claimed.push(event);
-    } else if ((await deps.store.get(key)) !== 'done') {
-      contended = true;
-    }
-  }
-  return { claimed, contended };
+    if (await deps.store.compareAndSet(key, null, `pending:${deliveryId}`, { ttlMs: deps.publishTimeoutMs * 3 })) return 'claimed';
+    return (await deps.store.get(key)) === 'done' ? 'seen' : 'contended';
+  }));
+  return { claimed: events.filter((_, i) => outcomes[i] === 'claimed'), contended: outcomes.includes('contended') };
 }
 
 async function releaseClaims(events: readonly ProviderEventData[], provider: string, deliveryId: string, store: StateStore): Promise<void> {

@@ -43,6 +43,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const core = new NotifierCore(options.routes);
   const saved = await options.store.get(STATE_KEY);
   const state: NotifierState = saved ? (JSON.parse(saved) as NotifierState) : emptyNotifierState();
+  /** The state as the last step saved it. */
+  let committed = saved ?? JSON.stringify(state);
   const channels = new Map<string, Channel>();
   const buckets = new Map<string, TokenBucket>();
   const queues = new Map<string, Outgoing[]>();
@@ -115,7 +117,9 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
         await record({ receiver: d.suppressed.receiver, channel: channelOf(d.suppressed.receiver), fingerprints: [...d.suppressed.fingerprints], reason: `${d.suppressed.reason}: ${d.suppressed.detail}`, outcome: 'suppressed', attempt: 0 }, 'notifier');
       }
     }
-    await options.store.set(STATE_KEY, JSON.stringify(state));
+    const text = JSON.stringify(state);
+    await options.store.set(STATE_KEY, text);
+    committed = text;
     for (const n of sends) enqueue(n, Date.now());
   };
 
@@ -146,17 +150,17 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const queue = serialQueue();
   /**
    * One decision step at a time, all or nothing: the core changes the state as it decides, so when
-   * acting on a decision fails (the store or Kafka away), the state goes back to what it was and
-   * the step is decided again on the retry. Kept, a failed flush would mark a group as told while
-   * its notification never reached the outbox: a page lost.
+   * acting on a decision fails (the store or Kafka away), the state goes back to what the last
+   * step saved (only steps change it, and each ends by saving it) and the step is decided again
+   * on the retry. Kept, a failed flush would mark a group as told while its notification never
+   * reached the outbox: a page lost.
    */
   const transact = <T>(work: () => Promise<T>): Promise<T> =>
     queue.run(async () => {
-      const before = JSON.stringify(state);
       try {
         return await work();
       } catch (error) {
-        Object.assign(state, JSON.parse(before) as NotifierState);
+        Object.assign(state, JSON.parse(committed) as NotifierState);
         throw error;
       }
     });
