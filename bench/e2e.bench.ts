@@ -7,6 +7,7 @@ import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
 import { syntheticFleet } from '@gpualert/engine';
 import { TOPICS } from '@gpualert/schema';
 import { Kafka, logLevel } from 'kafkajs';
+import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { format, median, percentile } from './harness.ts';
@@ -47,7 +48,7 @@ function rssMb(pid: number | undefined): number {
  */
 export async function benchE2e(): Promise<void> {
   const quick = process.argv.includes('--quick') || process.env.GPUALERT_BENCH_QUICK === '1';
-  const hosts = Number(process.env.GPUALERT_BENCH_HOSTS ?? (quick ? 125 : 1_000));
+  const hosts = envNumber('GPUALERT_BENCH_HOSTS', quick ? 125 : 1_000);
   const gpus = 8;
   const scrapes = quick ? 320 : 100; // per host, one every 10 s of event time
   const steadySeconds = quick ? 15 : 30;
@@ -136,7 +137,7 @@ export async function benchE2e(): Promise<void> {
     };
     const published = async (): Promise<number> => (await admin.fetchTopicOffsets(`${prefix}${TOPICS.gpuSamples}`)).reduce((n, p) => n + Number(p.high), 0);
     // GPUALERT_BENCH_ENGINES=N runs N engine instances in one consumer group (default 1).
-    const engines = Array.from({ length: Number(process.env.GPUALERT_BENCH_ENGINES ?? 1) }, () => start(['engine', '--clock', 'event', '--log-level', 'info'], env));
+    const engines = Array.from({ length: envNumber('GPUALERT_BENCH_ENGINES', 1) }, () => start(['engine', '--clock', 'event', '--log-level', 'info'], env));
     const engine = engines[0]!;
     const notifier = start(['notifier', '--log-level', 'info'], env);
     children.push(...engines, notifier);
