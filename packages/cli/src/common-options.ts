@@ -9,7 +9,8 @@ export function withCommonOptions(command: Command): Command {
     .option('--redis-url <url>', 'Redis URL (also REDIS_URL); none: the in-memory store')
     .option('--topic-prefix <prefix>', 'prefix for every topic name (also GPUALERT_TOPIC_PREFIX)')
     .option('--key-prefix <prefix>', 'prefix for every state key (also GPUALERT_KEY_PREFIX)')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (also GPUALERT_LOG_LEVEL)');
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (also GPUALERT_LOG_LEVEL)')
+    .option('--log-format <format>', 'json|pretty (also GPUALERT_LOG_FORMAT; default: pretty on a terminal, else json)');
 }
 
 export function commonConfig(options: Record<string, unknown>): CommonConfig {

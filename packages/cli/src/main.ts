@@ -28,6 +28,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: record every decision only)')
     .option('--data-dir <dir>', 'where the embedded mode keeps its log (also GPUALERT_DATA_DIR; default ~/.local/share/gpualert)')
+    .option('--intake-port <port>', 'the provider webhook intake (also GPUALERT_INTAKE_PORT; default 9468; 0 picks a free one)')
     .action(run(up));
 
   const collect = program.command('collect').description('run one collector on this host');
@@ -62,7 +63,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .action(run(collectInventory));
 
   withCommonOptions(program.command('intake').description('the provider webhook HTTP server'))
-    .option('--port <port>', 'port to listen on (also GPUALERT_INTAKE_PORT)', undefined)
+    .option('--port <port>', 'port to listen on (also GPUALERT_INTAKE_PORT; default 9468)', undefined)
     .option('--listen <address>', 'address to bind (also GPUALERT_INTAKE_LISTEN; default 0.0.0.0)')
     .option('--secrets-file <file>', 'YAML with secrets: [whsec_…] and token (also GPUALERT_INTAKE_SECRETS_FILE)')
     .addHelpText('after', '\nSecrets: GPUALERT_INTAKE_SECRETS (whsec_…, comma-separated for rotation), GPUALERT_INTAKE_TOKEN and\nGPUALERT_INTAKE_TOKEN_HEADER for senders that cannot sign, or --secrets-file. Never on the command line.')

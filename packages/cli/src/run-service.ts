@@ -1,4 +1,4 @@
-import { createLogger, type Logger } from '@gpualert/log';
+import { createLogger, defaultLogFormat, type Logger } from '@gpualert/log';
 import { openInfrastructure, untilSignal, type Infrastructure } from '@gpualert/runtime';
 import { EXIT } from './cli-error.ts';
 import { commonConfig } from './common-options.ts';
@@ -13,7 +13,7 @@ export async function runService(
   start: (infra: Infrastructure, log: Logger) => Promise<{ stop(): Promise<void> }>,
 ): Promise<number> {
   const config = commonConfig(options);
-  const log = createLogger({ name, level: config.logLevel });
+  const log = createLogger({ name, level: config.logLevel, format: config.logFormat ?? defaultLogFormat() });
   const infra = await openInfrastructure(config, log);
   let service: { stop(): Promise<void> };
   try {

@@ -17,6 +17,8 @@ export const CommonConfig = z.object({
   keyPrefix: z.string().default('gpualert:'),
   partitions: z.coerce.number().int().min(1).max(1024).default(6),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Absent: readable lines on a terminal, JSON lines otherwise. */
+  logFormat: z.enum(['json', 'pretty']).optional(),
 });
 export type CommonConfig = z.infer<typeof CommonConfig>;
 
@@ -27,4 +29,5 @@ export const COMMON_SOURCES: SettingSources<CommonConfig> = {
   keyPrefix: { env: 'GPUALERT_KEY_PREFIX' },
   partitions: { env: 'GPUALERT_PARTITIONS' },
   logLevel: { env: 'GPUALERT_LOG_LEVEL' },
+  logFormat: { env: 'GPUALERT_LOG_FORMAT' },
 };

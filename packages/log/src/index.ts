@@ -1,1 +1,3 @@
 export * from './logger.ts';
+export * from './pretty.ts';
+export * from './redact.ts';

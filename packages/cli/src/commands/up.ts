@@ -1,42 +1,76 @@
 import { engineService } from '@gpualert/engine-service';
 import { notifierService } from '@gpualert/notifier';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
-import { createLogger } from '@gpualert/log';
+import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
 import { embeddedDataDir, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { printAlerts } from '../alert-printer.ts';
 import { commonConfig } from '../common-options.ts';
 import { playDemo } from '../demo-feeder.ts';
+import { startBanner, type ServiceLine } from '../start-banner.ts';
 import { loadJudgement } from './engine.ts';
 import { loadRoutesOrExit } from './notifier.ts';
 
 const EMBEDDED_ROUTES = new URL('../../../../rules/routes.embedded.yaml', import.meta.url).pathname;
+/** How long `up` gives its services to stop after Ctrl-C or SIGTERM. */
+export const UP_STOP_LIMIT_MS = 20_000;
+
+/** What a service says on the banner: where it listens, or why it is not running. */
+function describe(service: RunningService): string {
+  const port = (service as { port?: unknown }).port;
+  return typeof port === 'number' ? `listening on port ${port}` : 'running';
+}
+
+/** One readable line for a service that could not start; a port in use names the setting that moves it. */
+export function startFailure(name: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (name === 'intake' && (code === 'EADDRINUSE' || code === 'EACCES')) {
+    const port = (error as { port?: unknown }).port;
+    const why = code === 'EADDRINUSE' ? 'is in use' : 'is not allowed';
+    return `port ${String(port ?? '?')} ${why}; choose another with --intake-port or GPUALERT_INTAKE_PORT (0 picks a free one)`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
 
 /**
  * Everything in one process: the in-process bus and store unless Kafka and Redis are
- * configured. `--demo` plays the bundled incident through it.
+ * configured. `--demo` plays the bundled incident through it. On a terminal it reads like a
+ * tool: a start banner, the alert lines, and warnings and errors as readable lines; JSON log
+ * lines elsewhere or with `--log-format json`.
  */
 export async function up(options: Record<string, unknown>): Promise<number> {
   const started = performance.now();
   const config = commonConfig(options);
-  const log = createLogger({ name: 'gpualert-up', level: config.logLevel });
+  const format: LogFormat = config.logFormat ?? defaultLogFormat();
+  // On a terminal, info lines would bury the alerts; an explicit --log-level still shows them.
+  const levelGiven = options.logLevel !== undefined || process.env.GPUALERT_LOG_LEVEL !== undefined;
+  const level = format === 'pretty' && !levelGiven ? 'warn' : config.logLevel;
+  const loggerFor = (name: string) => createLogger({ name, level, format });
+  const log = loggerFor('gpualert-up');
   const demo = options.demo === true;
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'up');
+  const routesFile = (options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES;
+  const intakePort = options.intakePort as string | undefined;
   const services: ServiceDefinition[] = [
     // The demo's recording lives in the past: only its own event time may move the clock.
     engineService(ruleSet, catalog, demo ? 'event' : 'wall'),
-    { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, {}), context) },
-    notifierService(loadRoutesOrExit((options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES, 'up'), process.env),
+    { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {}), context) },
+    notifierService(loadRoutesOrExit(routesFile, 'up'), process.env),
   ];
   const dataDir = embeddedDataDir(options.dataDir);
   const infra = await openInfrastructure(config, log, { dataDir });
   const printer = await printAlerts(infra.bus);
   const running: RunningService[] = [];
+  const lines: ServiceLine[] = [];
   for (const service of services) {
     try {
-      running.push(await service.start({ bus: infra.bus, store: infra.store, log: log.child({ service: service.name }) }));
+      const started = await service.start({ bus: infra.bus, store: infra.store, log: loggerFor(service.name) });
+      running.push(started);
+      lines.push({ name: service.name, state: describe(started) });
     } catch (error) {
       // One service that cannot start (a port in use) must not take the others down.
-      log.error({ service: service.name, error: error instanceof Error ? error.message : String(error) }, 'service_failed_to_start');
+      const why = startFailure(service.name, error);
+      log.error({ failed: service.name }, `${service.name} did not start: ${why}`);
+      lines.push({ name: service.name, state: `NOT RUNNING: ${why}` });
     }
   }
   log.info(
@@ -50,6 +84,20 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     },
     'gpualert_up',
   );
+  if (format === 'pretty') {
+    process.stdout.write(
+      startBanner({
+        mode: infra.mode,
+        bus: infra.bus.kind,
+        store: infra.store.kind,
+        ...(infra.bus.kind === 'memory' ? { dataDir } : {}),
+        routes: routesFile === EMBEDDED_ROUTES ? 'the console only (set GPUALERT_ROUTES to page and chat)' : routesFile,
+        services: lines,
+        demo,
+        startupMs: Math.round(performance.now() - started),
+      }),
+    );
+  }
   let stopping = false;
   const demoRun = demo
     ? playDemo(infra.bus, catalog, Number(options.speed ?? 120), () => stopping).then((n) => {
@@ -59,14 +107,15 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const signal = await untilSignal();
   stopping = true;
   log.info({ signal }, 'gpualert_stopping');
-  const stopped = await stopWithin(20_000, async () => {
+  if (format === 'pretty') process.stdout.write(`stopping (${signal}); at most ${UP_STOP_LIMIT_MS / 1000} s…\n`);
+  const stopped = await stopWithin(UP_STOP_LIMIT_MS, async () => {
     await demoRun.catch(() => {});
     await printer.stop();
     for (const service of running.reverse()) await service.stop();
     await infra.close();
   });
   if (!stopped) {
-    log.error({ deadline_ms: 20_000 }, 'gpualert_stop_timed_out');
+    log.error({ deadline_ms: UP_STOP_LIMIT_MS }, `gpualert_stop_timed_out: services still busy after ${UP_STOP_LIMIT_MS / 1000} s, exiting anyway`);
     return 1;
   }
   log.info({}, 'gpualert_stopped');
