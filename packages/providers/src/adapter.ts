@@ -15,7 +15,12 @@ export interface AdapterError {
 }
 
 export type AdapterResult =
-  | { readonly ok: true; readonly events: ProviderEventData[] }
+  | {
+      readonly ok: true;
+      readonly events: ProviderEventData[];
+      /** What a person should hear about though the payload was taken: an event that names no host. */
+      readonly warnings?: readonly string[];
+    }
   | { readonly ok: false; readonly error: AdapterError };
 
 /**

@@ -49,6 +49,42 @@ describe('provider adapters over every fixture', () => {
     expect(rebalance[0]).toMatchObject({ kind: 'rebalance', hosts: ['i-1234567890abcdef0'] });
   });
 
+  it('aws Health as AWS documents it: entities that are not instance ids are the hosts, and the event says so', () => {
+    const result = ADAPTERS.aws(load('aws-health-issue-entities-not-instance-ids.json'), { receivedAt: RECEIVED });
+    const [health] = events(result);
+    expect(health).toMatchObject({
+      kind: 'maintenance', status: 'started', window_start: '2023-01-27T13:19:03.000Z',
+      hosts: ['arn:ec2-1-101002929', 'arn:ec2-1-101002930', 'arn:ec2-1-101002931', 'arn:ec2-1-101002932'],
+    });
+    expect(health!.description).toMatch(/not EC2 instance ids, taken as hosts as named: arn:ec2-1-101002929, arn:ec2-1-101002930/);
+    expect(result.ok && result.warnings).toBeFalsy();
+  });
+
+  it('aws Health naming nobody (an account-wide notice) still flows, with a warning that says why', () => {
+    const payload = load('aws-health-issue-entities-not-instance-ids.json') as { resources: unknown[]; detail: Record<string, unknown> };
+    payload.resources = [];
+    payload.detail.affectedEntities = [{ entityValue: 'AWS_ACCOUNT' }];
+    const result = ADAPTERS.aws(payload, { receivedAt: RECEIVED });
+    expect(events(result)[0]!.hosts).toEqual([]);
+    expect(result.ok && result.warnings).toEqual([expect.stringMatching(/^aws event arn:aws:health:.* names no host: .* pages nobody$/)]);
+  });
+
+  it('aws-imds: one scheduled event given as an object, not a list, is the same event', () => {
+    const [listed] = load('aws-imds-scheduled-events.json') as unknown[];
+    expect(events(ADAPTERS['aws-imds'](listed, { host: 'h1', receivedAt: RECEIVED }))).toEqual(
+      events(ADAPTERS['aws-imds'](load('aws-imds-scheduled-events.json'), { host: 'h1', receivedAt: RECEIVED })),
+    );
+  });
+
+  it('event codes that are prototype keys are unknown codes, not functions', () => {
+    for (const code of ['constructor', '__proto__', 'toString']) {
+      const imds = ADAPTERS['aws-imds']([{ EventId: 'e1', Code: code }], { host: 'h1', receivedAt: RECEIVED });
+      expect(imds).toMatchObject({ ok: false, error: { path: '.0.Code' } });
+      const azure = ADAPTERS.azure({ DocumentIncarnation: 1, Events: [{ EventId: 'e1', EventType: code, Resources: ['vm1'], EventStatus: 'Scheduled' }] }, { host: 'vm1', receivedAt: RECEIVED });
+      expect(azure.ok).toBe(false);
+    }
+  });
+
   it('aws Health scheduled change: RFC 1123 start, affected instance, ARN + account as id', () => {
     const [health] = events(ADAPTERS.aws(load('aws-health-scheduled-change-nth.json'), { receivedAt: RECEIVED }));
     expect(health).toMatchObject({

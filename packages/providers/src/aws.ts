@@ -4,14 +4,14 @@ import { addMs, toIsoUtc } from './times.ts';
 
 type Kind = ProviderEventData['kind'];
 
-/** AWS's scheduled-event codes (IMDS, DescribeInstanceStatus). */
-const IMDS_CODES: Record<string, Kind> = {
-  'instance-reboot': 'reboot',
-  'system-reboot': 'reboot',
-  'system-maintenance': 'maintenance',
-  'instance-retirement': 'retirement',
-  'instance-stop': 'stop',
-};
+/** AWS's scheduled-event codes (IMDS, DescribeInstanceStatus); a Map, so `constructor` finds nothing. */
+const IMDS_CODES: ReadonlyMap<string, Kind> = new Map<string, Kind>([
+  ['instance-reboot', 'reboot'],
+  ['system-reboot', 'reboot'],
+  ['system-maintenance', 'maintenance'],
+  ['instance-retirement', 'retirement'],
+  ['instance-stop', 'stop'],
+]);
 
 /** Spot interruptions come with about two minutes' notice. */
 const SPOT_NOTICE_MS = 120_000;
@@ -19,6 +19,35 @@ const SPOT_NOTICE_MS = 120_000;
 function instanceOf(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   return /instance\/(i-[0-9a-f]+)$/.exec(value)?.[1] ?? (/^i-[0-9a-f]+$/.test(value) ? value : undefined);
+}
+
+/** Entity values that name no resource of ours: the account itself, or nothing. */
+const NOT_A_HOST = new Set(['AWS_ACCOUNT', 'UNKNOWN', '']);
+/** A Health event names its entities freely: bounded so one event cannot fan out without end. */
+export const MAX_HEALTH_ENTITIES = 10_000;
+
+/**
+ * The hosts an AWS Health event is about: its affected entities and resources. An instance id
+ * (bare or in an ARN) is the instance; any other entity value (a Dedicated Host id, a name, the
+ * placeholders of AWS's own documentation samples) is taken as the host as written, and listed in
+ * `notInstances` so the event says so: an event about nobody would page nobody.
+ */
+function healthHosts(entities: unknown, resources: unknown): { hosts: string[]; notInstances: string[] } {
+  const values = [
+    ...(Array.isArray(entities) ? entities : []).map((e) => (isRecord(e) ? e.entityValue : undefined)),
+    ...(Array.isArray(resources) ? resources : []),
+  ].slice(0, MAX_HEALTH_ENTITIES);
+  const hosts = new Set<string>();
+  const notInstances = new Set<string>();
+  for (const value of values) {
+    if (typeof value !== 'string') continue;
+    const instance = instanceOf(value);
+    if (instance) hosts.add(instance);
+    else if (!NOT_A_HOST.has(value.trim())) notInstances.add(value.trim());
+  }
+  // An ARN naming an instance and the bare id are one host; a value kept as written only when no instance id names it.
+  for (const value of notInstances) hosts.add(value);
+  return { hosts: [...hosts], notInstances: [...notInstances] };
 }
 
 /** A scheduled-events list (IMDS `…/maintenance/scheduled` and `/history`, or DescribeInstanceStatus `Events`). */
@@ -31,8 +60,8 @@ function scheduledEvents(provider: 'aws' | 'aws-imds', list: unknown[], path: st
     const id = item.EventId ?? item.InstanceEventId;
     if (typeof id !== 'string') return invalid(`${path}.${i}.EventId`, 'expected the event id');
     const code = String(item.Code ?? '');
-    const kind = IMDS_CODES[code];
-    if (!kind) return invalid(`${path}.${i}.Code`, `expected one of ${Object.keys(IMDS_CODES).join(', ')} (got "${code}")`);
+    const kind = IMDS_CODES.get(code);
+    if (!kind) return invalid(`${path}.${i}.Code`, `expected one of ${[...IMDS_CODES.keys()].join(', ')} (got "${code}")`);
     const state = String(item.State ?? 'active').toLowerCase();
     const status = state === 'completed' ? 'completed' : state === 'canceled' || state === 'cancelled' ? 'cancelled' : 'scheduled';
     events.push(event({
@@ -77,18 +106,17 @@ export const awsAdapter: ProviderAdapter = (payload, context) => {
     const kind: Kind = /RETIRE/.test(code) ? 'retirement' : /REBOOT/.test(code) ? 'reboot' : /STOP/.test(code) ? 'stop' : 'maintenance';
     const statusCode = String(detail.statusCode ?? 'upcoming');
     const status = statusCode === 'closed' ? 'completed' : statusCode === 'open' && detail.eventTypeCategory !== 'scheduledChange' ? 'started' : 'scheduled';
-    const entities = Array.isArray(detail.affectedEntities) ? detail.affectedEntities : [];
-    const hosts = [
-      ...entities.map((e) => (isRecord(e) ? instanceOf(e.entityValue) : undefined)),
-      ...((payload.resources as unknown[] | undefined) ?? []).map(instanceOf),
-    ].filter((h): h is string => h !== undefined);
-    const description = Array.isArray(detail.eventDescription) && isRecord(detail.eventDescription[0])
+    const { hosts, notInstances } = healthHosts(detail.affectedEntities, payload.resources);
+    const latest = Array.isArray(detail.eventDescription) && isRecord(detail.eventDescription[0])
       ? String(detail.eventDescription[0].latestDescription ?? code)
       : code;
+    const description = notInstances.length > 0
+      ? `${latest} (not EC2 instance ids, taken as hosts as named: ${notInstances.join(', ')})`
+      : latest;
     // One Health event may reach us once per account and page: the ARN with the account is its identity.
     const id = `${arn}|${String(payload.account ?? '')}`;
     return ok([event({
-      provider: 'aws', event_id: id, kind, status, hosts: [...new Set(hosts)],
+      provider: 'aws', event_id: id, kind, status, hosts,
       window_start: toIsoUtc(detail.startTime), window_end: toIsoUtc(detail.endTime),
       description: `${code}: ${description}`, raw_id: envelopeId ?? arn,
     })]);
@@ -100,6 +128,8 @@ export const awsAdapter: ProviderAdapter = (payload, context) => {
 export const awsImdsAdapter: ProviderAdapter = (payload, context) => {
   if (Array.isArray(payload)) return scheduledEvents('aws-imds', payload, '', context.host);
   if (!isRecord(payload)) return invalid('', 'expected a JSON array of scheduled events or an object');
+  // One scheduled event on its own, as AWS's documentation shows it, is a list of one.
+  if (typeof payload.EventId === 'string' && typeof payload.Code === 'string') return scheduledEvents('aws-imds', [payload], '', context.host);
   if (!context.host) return invalid('', 'an on-instance document needs the host it came from (--host)');
   if (typeof payload.action === 'string') {
     const time = toIsoUtc(payload.time);

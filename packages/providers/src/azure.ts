@@ -2,13 +2,14 @@ import type { ProviderEventData } from '@gpualert/schema';
 import { event, invalid, isRecord, ok, type ProviderAdapter } from './adapter.ts';
 import { addMs, toIsoUtc } from './times.ts';
 
-const EVENT_TYPES: Record<string, ProviderEventData['kind']> = {
-  Freeze: 'migration',
-  Reboot: 'reboot',
-  Redeploy: 'migration',
-  Preempt: 'preemption',
-  Terminate: 'terminate',
-};
+/** Keyed by what the provider sends: a Map, so `constructor` or `__proto__` finds nothing. */
+const EVENT_TYPES: ReadonlyMap<string, ProviderEventData['kind']> = new Map<string, ProviderEventData['kind']>([
+  ['Freeze', 'migration'],
+  ['Reboot', 'reboot'],
+  ['Redeploy', 'migration'],
+  ['Preempt', 'preemption'],
+  ['Terminate', 'terminate'],
+]);
 
 /**
  * Azure Scheduled Events: `{ DocumentIncarnation, Events[] }`. `NotBefore` is RFC 1123, or ""
@@ -25,8 +26,8 @@ export const azureAdapter: ProviderAdapter = (payload, context) => {
     const item = payload.Events[i];
     if (!isRecord(item) || typeof item.EventId !== 'string') return invalid(`Events.${i}.EventId`, 'expected the event id');
     const type = String(item.EventType ?? '');
-    const kind = EVENT_TYPES[type];
-    if (!kind) return invalid(`Events.${i}.EventType`, `expected one of ${Object.keys(EVENT_TYPES).join(', ')} (got "${type}")`);
+    const kind = EVENT_TYPES.get(type);
+    if (!kind) return invalid(`Events.${i}.EventType`, `expected one of ${[...EVENT_TYPES.keys()].join(', ')} (got "${type}")`);
     const status = item.EventStatus === 'Started' ? 'started' : 'scheduled';
     const duration = typeof item.DurationInSeconds === 'number' && item.DurationInSeconds > 0 ? item.DurationInSeconds * 1000 : undefined;
     const start = toIsoUtc(item.NotBefore) ?? (status === 'started' ? context.receivedAt : undefined);

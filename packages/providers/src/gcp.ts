@@ -2,10 +2,11 @@ import { stableId, type ProviderEventData } from '@gpualert/schema';
 import { event, invalid, isRecord, ok, type ProviderAdapter } from './adapter.ts';
 import { toIsoUtc } from './times.ts';
 
-const MAINTENANCE_EVENT: Record<string, ProviderEventData['kind']> = {
-  MIGRATE_ON_HOST_MAINTENANCE: 'migration',
-  TERMINATE_ON_HOST_MAINTENANCE: 'terminate',
-};
+/** Keyed by what the provider sends: a Map, so `constructor` or `__proto__` finds nothing. */
+const MAINTENANCE_EVENT: ReadonlyMap<string, ProviderEventData['kind']> = new Map<string, ProviderEventData['kind']>([
+  ['MIGRATE_ON_HOST_MAINTENANCE', 'migration'],
+  ['TERMINATE_ON_HOST_MAINTENANCE', 'terminate'],
+]);
 
 function upcoming(doc: Record<string, unknown>, host: string, path: string) {
   // The metadata server writes snake_case, the instances API camelCase.
@@ -33,7 +34,7 @@ export const gcpAdapter: ProviderAdapter = (payload, context) => {
   if (typeof payload === 'string' || (isRecord(payload) && typeof payload.maintenance_event === 'string')) {
     const value = (typeof payload === 'string' ? payload : String((payload as Record<string, unknown>).maintenance_event)).trim();
     if (value === 'NONE') return ok([]);
-    const kind = MAINTENANCE_EVENT[value];
+    const kind = MAINTENANCE_EVENT.get(value);
     if (!kind) return invalid('maintenance_event', `expected NONE, MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE (got "${value}")`);
     if (!context.host) return invalid('', 'an on-instance maintenance event needs the host it came from (--host)');
     const id = stableId('gcp', 'maintenance-event', context.host, value, context.receivedAt.slice(0, 13));

@@ -3,11 +3,18 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
 /**
+ * The intake's default port: clear of what GPU hosts and their monitoring usually hold already
+ * (8080 for everything, 9090 Prometheus, 9093/9094 Alertmanager, 9100 node exporter, 9400 DCGM
+ * exporter).
+ */
+export const DEFAULT_INTAKE_PORT = 9468;
+
+/**
  * The intake's settings. Secrets come from the environment or a file, never from flags or the
  * URL (a command line is visible to every user of the machine).
  */
 export const IntakeConfig = z.object({
-  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  port: z.coerce.number().int().min(0).max(65535).default(DEFAULT_INTAKE_PORT),
   listen: z.string().default('0.0.0.0'),
   maxBodyBytes: z.coerce.number().int().positive().default(256 * 1024),
   secrets: z.array(z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'expected whsec_<base64>')).default([]),

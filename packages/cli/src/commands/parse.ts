@@ -104,6 +104,7 @@ function provider(text: string, host: string | undefined, file: string, name: st
   if (!result.ok) {
     throw new CliError(`gpualert parse provider: ${file}: ${result.error.path === '' ? '' : `${result.error.path}: `}${result.error.message}`);
   }
+  for (const warning of result.warnings ?? []) process.stderr.write(`gpualert parse provider: ${file}: warning: ${warning}\n`);
   return result.events.map((data) =>
     newEnvelope({
       type: 'provider.event', id: stableId(data.provider, data.event_id, data.status), host: host ?? data.hosts[0] ?? 'unknown',
