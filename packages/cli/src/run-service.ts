@@ -1,7 +1,10 @@
 import { createLogger, defaultLogFormat, type Logger } from '@gpualert/log';
-import { openInfrastructure, untilSignal, type Infrastructure } from '@gpualert/runtime';
+import { exitAfterStop, openInfrastructure, stopWithin, untilSignal, type Infrastructure } from '@gpualert/runtime';
 import { EXIT } from './cli-error.ts';
 import { commonConfig } from './common-options.ts';
+
+/** How long a service command gives itself to stop after Ctrl-C or SIGTERM. */
+export const SERVICE_STOP_LIMIT_MS = 20_000;
 
 /**
  * What every long-running command does: config, logger, bus and store, start, wait for Ctrl-C or
@@ -23,8 +26,14 @@ export async function runService(
     throw error;
   }
   const signal = await untilSignal();
-  log.info({ signal }, `${name.replace(/-/g, '_')}_stopping`);
-  await service.stop();
-  await infra.close();
-  return EXIT.ok;
+  const event = name.replace(/-/g, '_');
+  log.info({ signal, limit_ms: SERVICE_STOP_LIMIT_MS }, `${event}_stopping`);
+  const stopped = await stopWithin(SERVICE_STOP_LIMIT_MS, async () => {
+    await service.stop();
+    await infra.close();
+  });
+  if (!stopped) log.error({ deadline_ms: SERVICE_STOP_LIMIT_MS }, `${event}_stop_timed_out`);
+  const code = stopped ? EXIT.ok : EXIT.failed;
+  exitAfterStop(code);
+  return code;
 }

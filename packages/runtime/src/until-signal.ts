@@ -30,3 +30,13 @@ export async function stopWithin(deadlineMs: number, stop: () => Promise<void>):
     clearTimeout(timer);
   }
 }
+
+/**
+ * After a long-running command has stopped its services, nothing it still holds (a vendor's
+ * backoff timer, a socket a client library forgot) may keep the process alive past its stated
+ * stop limit: exit with `code` after `graceMs` if the event loop has not emptied by then. The
+ * timer is unref'd, so a process that empties its loop exits at once as usual.
+ */
+export function exitAfterStop(code: number, graceMs = 2_000): void {
+  setTimeout(() => process.exit(code), graceMs).unref();
+}

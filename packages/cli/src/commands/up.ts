@@ -2,7 +2,7 @@ import { engineService } from '@gpualert/engine-service';
 import { notifierService } from '@gpualert/notifier';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
-import { embeddedDataDir, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { embeddedDataDir, exitAfterStop, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { printAlerts } from '../alert-printer.ts';
 import { commonConfig } from '../common-options.ts';
 import { playDemo } from '../demo-feeder.ts';
@@ -114,10 +114,9 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     for (const service of running.reverse()) await service.stop();
     await infra.close();
   });
-  if (!stopped) {
-    log.error({ deadline_ms: UP_STOP_LIMIT_MS }, `gpualert_stop_timed_out: services still busy after ${UP_STOP_LIMIT_MS / 1000} s, exiting anyway`);
-    return 1;
-  }
-  log.info({}, 'gpualert_stopped');
-  return 0;
+  const code = stopped ? 0 : 1;
+  if (stopped) log.info({}, 'gpualert_stopped');
+  else log.error({ deadline_ms: UP_STOP_LIMIT_MS }, `gpualert_stop_timed_out: services still busy after ${UP_STOP_LIMIT_MS / 1000} s, exiting anyway`);
+  exitAfterStop(code);
+  return code;
 }
