@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isNode, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 
@@ -17,6 +17,11 @@ export function formatRuleError(error: RuleFileError): string {
   return `${error.file}:${error.line}: ${error.field === '' ? '' : `${error.field}: `}${error.message}`;
 }
 
+/** Aliases a rules file may expand: hand-written files use a few; a bomb uses thousands. */
+export const MAX_YAML_ALIASES = 100;
+/** The largest rules or routes file read: the bundled catalog, the largest, is under 100 KB. */
+export const MAX_YAML_BYTES = 4 * 1024 * 1024;
+
 /** Parses YAML text against a schema; every error names the file, the line and the field. */
 export function parseYamlText<S extends z.ZodType>(file: string, text: string, schema: S): LoadResult<z.infer<S>> {
   const lines = new LineCounter();
@@ -32,7 +37,14 @@ export function parseYamlText<S extends z.ZodType>(file: string, text: string, s
       })),
     };
   }
-  const result = schema.safeParse(document.toJS());
+  let value: unknown;
+  try {
+    // A YAML bomb (aliases of aliases) stops here, at the library's alias limit, not in memory.
+    value = document.toJS({ maxAliasCount: MAX_YAML_ALIASES });
+  } catch (error) {
+    return { ok: false, errors: [{ file, line: 1, field: '', message: `not usable YAML: ${error instanceof Error ? error.message : String(error)}` }] };
+  }
+  const result = schema.safeParse(value);
   if (result.success) return { ok: true, value: result.data };
   return {
     ok: false,
@@ -48,6 +60,8 @@ export function parseYamlText<S extends z.ZodType>(file: string, text: string, s
 export function loadYamlFile<S extends z.ZodType>(file: string, schema: S): LoadResult<z.infer<S>> {
   let text: string;
   try {
+    const size = statSync(file).size;
+    if (size > MAX_YAML_BYTES) return { ok: false, errors: [{ file, line: 0, field: '', message: `too large: ${size} bytes (at most ${MAX_YAML_BYTES})` }] };
     text = readFileSync(file, 'utf8');
   } catch (error) {
     return { ok: false, errors: [{ file, line: 0, field: '', message: `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}` }] };

@@ -1,0 +1,27 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { formatRuleError, loadYamlFile, parseYamlText } from './load-yaml.ts';
+
+const Anything = z.record(z.string(), z.unknown());
+
+describe('rules files that are hostile or broken', () => {
+  it('a YAML bomb is one error that names the file, not an exception without one', () => {
+    const layers = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+    for (const [prev, name] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e']]) layers.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(',')}]`);
+    const result = parseYamlText('rules/bomb.yaml', `${layers.join('\n')}\n`, Anything);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(formatRuleError(result.errors[0]!)).toMatch(/^rules\/bomb\.yaml:1: not usable YAML: Excessive alias count/);
+  });
+
+  it('a file over the size bound is refused before it is read', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'gpualert-yaml-')), 'huge.yaml');
+    writeFileSync(file, `# ${'x'.repeat(5 * 1024 * 1024)}\n`);
+    const result = loadYamlFile(file, Anything);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(formatRuleError(result.errors[0]!)).toMatch(/huge\.yaml:0: too large: \d+ bytes \(at most 4194304\)/);
+  });
+});
