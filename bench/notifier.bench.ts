@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { createLogger } from '@gpualert/log';
-import { emptyNotifierState, loadRoutes, NotifierCore, RoutesFile } from '@gpualert/notify';
+import { emptyNotifierState, loadRoutes, matches, NotifierCore, parseMatcher, RoutesFile, type Matcher } from '@gpualert/notify';
 import { startNotifier } from '@gpualert/notifier';
 import { newEnvelope, TOPICS, type AlertData, type EnvelopeOf } from '@gpualert/schema';
 import { RedisStore } from '@gpualert/state';
@@ -32,6 +32,27 @@ export async function benchNotifier(): Promise<void> {
     for (const r of resolves) core.ingest(state, r, t + 60_000);
     core.flush(state, t + 400_000);
     return alerts.length + resolves.length;
+  });
+
+  // User-written regexes run on RE2 (linear time) since issue 12; the backtracking engine they replaced, for scale.
+  const hosts = Array.from({ length: 10_000 }, (_, i) => ({ host: `gpu-node-${String(i).padStart(3, '0')}` }));
+  for (const text of ['host=~"gpu-node-(1|2|3)[0-9]*"', 'severity=~"critical|error|warning"', 'host=~"(?i)GPU-NODE-[[:digit:]]+"']) {
+    const re2 = parseMatcher(text) as Matcher;
+    await measure(`matcher ${text}, RE2 (re2js)`, 'matches/s', 5, () => {
+      for (const labels of hosts) matches(re2, labels);
+      return hosts.length;
+    });
+    const value = (re2.value.startsWith('(?i)') ? re2.value.slice(4) : re2.value).replace('[[:digit:]]', '[0-9]');
+    const js = new RegExp(`^(?:${value})$`, re2.value.startsWith('(?i)') ? 'i' : '');
+    await measure(`matcher ${text}, JS RegExp (before)`, 'matches/s', 5, () => {
+      for (const labels of hosts) js.test(labels.host);
+      return hosts.length;
+    });
+  }
+  const evil = parseMatcher('host=~"(.*){20}!"') as Matcher;
+  await measure('matcher host=~"(.*){20}!" on 12-char hosts, RE2 (took 41 s a match on JS RegExp)', 'matches/s', 5, () => {
+    for (const labels of hosts) matches(evil, labels);
+    return hosts.length;
   });
 
   const broker = process.env.KAFKA_BROKERS ? undefined : await KafkaBroker.create();

@@ -77,11 +77,33 @@ describe('gpualert notifier and silences from the command line', () => {
     expect((await runCli(['silence', 'expire', id], { env })).code).toBe(0);
     expect((await runCli(['silence', 'list'], { env })).stdout).toMatch(new RegExp(`^${id} {2}expired`, 'm'));
     const noReason = await runCli(['silence', 'add', '--match', 'host=h1', '--for', '1h', '--comment', ' '], { env });
-    expect([noReason.code, noReason.stderr.trim()]).toEqual([2, 'gpualert silence add: a silence needs a --comment saying why']);
+    expect([noReason.code, noReason.stderr.trim()]).toEqual([2, 'gpualert silence add: a silence needs a comment saying why (--comment)']);
     const badMatcher = await runCli(['silence', 'add', '--match', 'host', '--for', '1h', '--comment', 'x'], { env });
     expect(badMatcher.stderr).toMatch(/"host" is not a matcher/);
     const noEnd = await runCli(['silence', 'add', '--match', 'host=h1', '--comment', 'x'], { env });
     expect(noEnd.code).toBe(2);
     expect(noEnd.stderr).toMatch(/required option '--for <duration>'/);
+  });
+
+  it('refuses a silence that is endless, matches everything or runs a non-RE2 regex: exit 2, one line, nothing stored', async () => {
+    const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: `${uniqueName('silence')}:` });
+    const attempts: [string[], RegExp][] = [
+      [['--match', 'host=h1', '--for', '9999999999999h'], /at most 90 days/],
+      [['--match', 'host=~.*', '--for', '1h'], /does not match the empty string/],
+      [['--match', 'severity!=nope', '--for', '1h'], /does not match the empty string/],
+      [['--match', 'host=~(a)\\1', '--for', '1h'], /not an RE2 regular expression/],
+    ];
+    for (const [args, message] of attempts) {
+      const answer = await runCli(['silence', 'add', ...args, '--comment', 'x', '--author', 'ana'], { env });
+      expect(answer.code, args.join(' ')).toBe(2);
+      expect(answer.stderr.trim().split('\n')).toHaveLength(1);
+      expect(answer.stderr).toMatch(message);
+    }
+    expect((await runCli(['silence', 'list'], { env })).stdout).toBe('');
+  });
+
+  it('refuses to start the notifier with a token under 16 characters, naming the variable', async () => {
+    const answer = await runCli(['notifier'], { env: cleanEnv({ GPUALERT_ROUTES: routesFile(), GPUALERT_NOTIFIER_TOKEN: 'x' }) });
+    expect([answer.code, answer.stderr.trim()]).toEqual([2, 'gpualert notifier: GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 1)']);
   });
 });

@@ -42,6 +42,23 @@ describe('loadConfig', () => {
     );
   });
 
+  it('never echoes a password from REDIS_URL or KAFKA_BROKERS in its error', () => {
+    const attempt = (env: Record<string, string>) => {
+      try {
+        loadConfig(CommonConfig, COMMON_SOURCES, { env });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    const redis = attempt({ REDIS_URL: 'default:REDISPASSWORD@redis:6379' });
+    expect(redis).toMatch(/^invalid config: REDIS_URL \(environment\): expected a redis:\/\/ or rediss:\/\/ URL/);
+    expect(redis).not.toContain('REDISPASSWORD');
+    const kafka = attempt({ KAFKA_BROKERS: 'sasl://user:KAFKAPASSWORD@broker:9092' });
+    expect(kafka).toMatch(/^invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
+    expect(kafka).not.toContain('KAFKAPASSWORD');
+  });
+
   it('says which file is unreadable or malformed', () => {
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { file: '/nonexistent/gpualert.yaml' })).toThrow(
       'invalid config: cannot read config file /nonexistent/gpualert.yaml: ENOENT',

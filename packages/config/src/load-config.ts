@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { redactSecrets } from '@gpualert/log';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 
@@ -57,7 +58,8 @@ export function loadConfig<S extends z.ZodObject>(
     const origin = origins.get(key);
     const envName = (sources as Record<string, SettingSource | undefined>)[key]?.env;
     const where = origin?.label ?? `${envName ?? key} (not set)`;
-    const got = origin ? ` (got ${JSON.stringify(origin.value)})` : '';
+    // The value shown redacted: REDIS_URL and KAFKA_BROKERS may carry a password.
+    const got = origin ? ` (got ${redactSecrets(JSON.stringify(origin.value) ?? String(origin.value))})` : '';
     throw new ConfigError(`invalid config: ${where}: ${issue.message}${got}`);
   }
   return deepFreeze(result.data);
@@ -74,7 +76,7 @@ function readConfigFile(path: string): Record<string, unknown> {
   try {
     parsed = parseYaml(text);
   } catch (error) {
-    throw new ConfigError(`invalid config: ${path} is not YAML or JSON: ${(error as Error).message.split('\n')[0]}`);
+    throw new ConfigError(`invalid config: ${path} is not YAML or JSON: ${redactSecrets((error as Error).message.split('\n')[0] ?? '')}`);
   }
   if (parsed === null || parsed === undefined) return {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {

@@ -1,17 +1,20 @@
 import type { EnvelopeOf } from '@gpualert/schema';
 
-/** The labels routes, silences and inhibitions match on: the alert's facts and the host's labels. */
+/**
+ * The labels routes, silences and inhibitions match on: the alert's facts and the host's labels.
+ * A null-prototype object: a label named `constructor` or `__proto__` is data, never inherited.
+ */
 export function alertLabels(alert: EnvelopeOf<'alert'>): Record<string, string> {
   const a = alert.data;
-  return {
-    ...alert.labels,
-    host: alert.host,
-    severity: a.severity,
-    category: a.category,
-    rule: a.rule,
-    fingerprint: a.fingerprint,
-    expected: a.expected ? 'true' : 'false',
-    ...(a.gpu ? { gpu: String(a.gpu.index) } : {}),
-    ...(a.templates?.[0] ? { template: a.templates[0] } : {}),
-  };
+  const labels: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [name, value] of Object.entries(alert.labels ?? {})) if (typeof value === 'string') labels[name] = value;
+  labels.host = alert.host;
+  labels.severity = a.severity;
+  labels.category = a.category;
+  labels.rule = a.rule;
+  labels.fingerprint = a.fingerprint;
+  labels.expected = a.expected ? 'true' : 'false';
+  if (a.gpu) labels.gpu = String(a.gpu.index);
+  if (a.templates?.[0]) labels.template = a.templates[0];
+  return labels;
 }

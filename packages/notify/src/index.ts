@@ -10,3 +10,5 @@ export * from './channels/registry.ts';
 export { feishuSign } from './channels/feishu.ts';
 export { dingtalkSign } from './channels/dingtalk.ts';
 export { signWebhook } from './channels/webhook.ts';
+export * from './silence-check.ts';
+export { CHANNEL_SETTINGS, channelSettings, isEnvRef, MAX_SETTING_LENGTH, urlProblem } from './channels/channel-settings.ts';

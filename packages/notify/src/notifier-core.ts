@@ -1,6 +1,6 @@
 import { stableId, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import { alertLabels } from './alert-labels.ts';
-import { matchesAll, parseMatcher, type Matcher } from './matchers.ts';
+import { labelValue, matchesAll, parseMatcher, type Matcher } from './matchers.ts';
 import type { ResolvedRoute, RoutesFile } from './route-config.ts';
 import { inInterval, routesFor } from './routing.ts';
 
@@ -81,8 +81,29 @@ export interface NotifierState {
   sources: Record<string, string[]>;
 }
 
+/** A map keyed by outside data (fingerprints, label values, receivers): no prototype to collide with. */
+export type Dict<T> = Record<string, T>;
+export function dict<T>(entries: Iterable<readonly [string, T]> = []): Dict<T> {
+  const out = Object.create(null) as Dict<T>;
+  for (const [key, value] of entries) out[key] = value;
+  return out;
+}
+
 export function emptyNotifierState(): NotifierState {
-  return { groups: {}, pages: {}, silences: {}, firing: {}, sources: {} };
+  return { groups: dict(), pages: dict(), silences: dict(), firing: dict(), sources: dict() };
+}
+
+/** The state as saved (JSON), with every map null-prototype again: JSON.parse makes plain objects. */
+export function restoreNotifierState(text: string): NotifierState {
+  const raw = JSON.parse(text) as Partial<NotifierState> | null;
+  const of = <T>(value: Dict<T> | undefined): Dict<T> => dict(Object.entries(value ?? {}));
+  const groups = of(raw?.groups);
+  for (const group of Object.values(groups)) {
+    group.alerts = dict(Object.entries(group.alerts ?? {}).map(([fp, a]) => [fp, { ...a, labels: dict(Object.entries(a.labels ?? {})) }] as const));
+    group.told = of(group.told);
+  }
+  const firing = dict(Object.entries(raw?.firing ?? {}).map(([fp, labels]) => [fp, dict(Object.entries(labels))] as const));
+  return { groups, pages: of(raw?.pages), silences: of(raw?.silences), firing, sources: of(raw?.sources) };
 }
 
 export type Decision = { readonly send: Notification } | { readonly suppressed: Suppression };
@@ -135,12 +156,12 @@ export class NotifierCore {
         decisions.push({ send: this.notification(route, `page:${a.fingerprint}`, 'page', [a], 1) });
         continue;
       }
-      const key = `${route.id}|${route.receiver}|${route.groupBy.map((l) => `${l}=${a.labels[l] ?? ''}`).join(',')}`;
+      const key = `${route.id}|${route.receiver}|${route.groupBy.map((l) => `${l}=${labelValue(a.labels, l)}`).join(',')}`;
       let group = state.groups[key];
       if (!group) {
         if (a.status === 'resolved') continue; // nothing was told about it here
         const wait = route.criticalWithoutWait && a.severity === 'critical' ? 0 : route.groupWait;
-        group = { key, route, alerts: {}, told: {}, nextFlush: now + wait, lastSent: 0 };
+        group = { key, route, alerts: dict(), told: dict(), nextFlush: now + wait, lastSent: 0 };
         state.groups[key] = group;
       } else if (a.status === 'firing' && a.severity === 'critical' && route.criticalWithoutWait && !group.told[a.fingerprint]) {
         group.nextFlush = Math.min(group.nextFlush, now);
@@ -227,11 +248,11 @@ export class NotifierCore {
     }
     for (const [i, rule] of this.config.inhibit_rules.entries()) {
       if (!matchesAll(rule.target, alert.labels)) continue;
-      const sources = state.sources[`${i}|${rule.equal.map((l) => alert.labels[l] ?? '').join('\u0000')}`] ?? [];
+      const sources = state.sources[`${i}|${rule.equal.map((l) => labelValue(alert.labels, l)).join('\u0000')}`] ?? [];
       const source = sources.find((fp) => fp !== alert.fingerprint);
       if (source) {
-        const labels = state.firing[source] ?? {};
-        return { reason: 'inhibited', detail: `inhibited by ${labels.category ?? 'an alert'} ${source} on ${labels.host ?? ''}` };
+        const labels = state.firing[source] ?? dict<string>();
+        return { reason: 'inhibited', detail: `inhibited by ${labelValue(labels, 'category') || 'an alert'} ${source} on ${labelValue(labels, 'host')}` };
       }
     }
     const intervals = this.config.time_intervals;
@@ -250,7 +271,7 @@ export class NotifierCore {
   private maintenanceSilence(state: NotifierState, alert: AlertView, now: number): void {
     if (alert.category !== 'maintenance') return;
     const id = `maintenance-${alert.fingerprint}`;
-    const pagers = [...new Set(routesFor(this.config.route, { ...alert.labels, severity: 'critical', expected: 'false', category: 'host_down' }).filter((r) => r.page).map((r) => r.receiver))];
+    const pagers = [...new Set(routesFor(this.config.route, dict([...Object.entries(alert.labels), ['severity', 'critical'], ['expected', 'false'], ['category', 'host_down']])).filter((r) => r.page).map((r) => r.receiver))];
     if (alert.status === 'firing' && !state.silences[id] && pagers.length > 0) {
       state.silences[id] = {
         id, matchers: [`host="${alert.host}"`], receivers: pagers, startsAt: now, endsAt: now + 7 * 86_400_000,
@@ -263,10 +284,10 @@ export class NotifierCore {
 
   /** Keeps the firing alerts and the inhibition index up to date, so a lookup is one map access. */
   private index(state: NotifierState, alert: AlertView): void {
-    state.sources ??= {};
+    state.sources ??= dict();
     const before = state.firing[alert.fingerprint];
     const keys = (labels: Readonly<Record<string, string>>) =>
-      this.config.inhibit_rules.flatMap((rule, i) => (matchesAll(rule.source, labels) ? [`${i}|${rule.equal.map((l) => labels[l] ?? '').join('\u0000')}`] : []));
+      this.config.inhibit_rules.flatMap((rule, i) => (matchesAll(rule.source, labels) ? [`${i}|${rule.equal.map((l) => labelValue(labels, l)).join('\u0000')}`] : []));
     if (before) {
       for (const key of keys(before)) {
         const list = (state.sources[key] ?? []).filter((fp) => fp !== alert.fingerprint);
@@ -276,7 +297,7 @@ export class NotifierCore {
       delete state.firing[alert.fingerprint];
     }
     if (alert.status === 'firing') {
-      state.firing[alert.fingerprint] = { ...alert.labels };
+      state.firing[alert.fingerprint] = dict(Object.entries(alert.labels));
       for (const key of keys(alert.labels)) (state.sources[key] ??= []).push(alert.fingerprint);
     }
   }

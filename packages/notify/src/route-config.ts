@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CHANNELS, channelSettings, type ChannelName } from './channels/channel-settings.ts';
 import { MatcherText, type Matcher } from './matchers.ts';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
@@ -8,8 +9,7 @@ const Duration = z
   .regex(DURATION, 'expected a duration like 30s, 5m or 4h')
   .transform((v) => Number(DURATION.exec(v)![1]) * UNIT_MS[DURATION.exec(v)![2]!]!);
 
-export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'webhook', 'console', 'record'] as const;
-export type ChannelName = (typeof CHANNELS)[number];
+export { CHANNELS, type ChannelName };
 
 export const Receiver = z.object({
   name: z.string().min(1),
@@ -18,6 +18,12 @@ export const Receiver = z.object({
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
   /** Messages a minute this destination takes (the vendor's documented limit); over it, a digest. */
   per_minute: z.number().positive().optional(),
+}).superRefine((receiver, ctx) => {
+  // Each channel's settings checked at load (URL with scheme, required keys), so a bad receiver is a file:line, not a crash on first send.
+  const checked = channelSettings(receiver.channel, true).safeParse(receiver.settings);
+  if (!checked.success) {
+    for (const issue of checked.error.issues) ctx.addIssue({ code: 'custom', path: ['settings', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))], message: issue.message });
+  }
 });
 export type Receiver = z.infer<typeof Receiver>;
 

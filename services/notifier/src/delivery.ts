@@ -1,3 +1,4 @@
+import { redactSecrets } from '@gpualert/log';
 import type { Channel, DeliveryResult, Notification } from '@gpualert/notify';
 
 export interface RetryPolicy {
@@ -17,9 +18,39 @@ export interface Attempt {
   readonly retryInMs?: number;
 }
 
+/** Waits `ms`, or less when `signal` aborts (a stopping notifier does not sit out a backoff). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * One attempt, never a throw: a channel that throws (a bug, a setting no one checked) is a
+ * permanent failed delivery, so it is dead-lettered, not retried, and never takes the process
+ * down. Every error text leaves redacted: it lands on gpualert.notifications and the timeline.
+ */
+export async function attemptOnce(channel: Channel, notification: Notification, signal?: AbortSignal): Promise<DeliveryResult> {
+  let result: DeliveryResult;
+  try {
+    result = await channel.send(notification, signal);
+  } catch (error) {
+    result = { ok: false, retriable: false, error: `${channel.name} failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}` };
+  }
+  return result.ok ? result : { ...result, error: redactSecrets(result.error).slice(0, 500) };
+}
+
 /**
  * Sends until the channel takes it, a permanent error, or the policy gives up. Retries 5xx,
- * 429 and network errors with exponential backoff and jitter, honouring `Retry-After`.
+ * 429 and network errors with exponential backoff and jitter, honouring `Retry-After`. `signal`
+ * (the notifier stopping) ends a backoff and an in-flight send at once.
  */
 export async function deliver(
   channel: Channel,
@@ -28,10 +59,11 @@ export async function deliver(
   onAttempt: (attempt: Attempt) => Promise<void> | void,
   stopped: () => boolean,
   random: () => number = Math.random,
+  signal?: AbortSignal,
 ): Promise<DeliveryResult> {
   const started = Date.now();
   for (let attempt = 1; ; attempt += 1) {
-    const result = await channel.send(notification);
+    const result = await attemptOnce(channel, notification, signal);
     if (result.ok || !result.retriable) {
       await onAttempt({ attempt, result });
       return result;
@@ -43,8 +75,8 @@ export async function deliver(
       return result;
     }
     await onAttempt({ attempt, result, retryInMs: Math.round(delay) });
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    if (stopped()) return result;
+    await sleep(delay, signal);
+    if (stopped() || signal?.aborted) return result;
   }
 }
 

@@ -1,10 +1,25 @@
 import { timingSafeEqual } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Bus } from '@gpualert/bus';
 import type { StateStore } from '@gpualert/state';
 import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
 import { Counter, Registry } from 'prom-client';
-import { addSilence, expireSilence, loadSilences } from './silences.ts';
+import { z } from 'zod';
+import { addSilence, expireSilence, loadSilences, SilenceError } from './silences.ts';
+
+/** Same floor as the intake's: 16 characters is ~96 bits from a random generator, out of reach of guessing over HTTP. */
+export const MIN_TOKEN_LENGTH = 16;
+/** A silence is a few hundred bytes; 64 KiB takes 32 long regex matchers with room to spare and caps what one request costs. */
+export const MAX_BODY_BYTES = 64 * 1024;
+/** Headers arrive in one round trip; 10 s forgives a slow link and cuts a slowloris off early. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** A whole request (64 KiB at most) in 30 s even over a poor link; longer is a client holding a socket. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+export class NotifierConfigError extends Error {
+  readonly code = 'GPUALERT_NOTIFIER_CONFIG_INVALID';
+  readonly retriable = false;
+}
 
 /** The notifier's Prometheus metrics. */
 export class NotifierMetrics {
@@ -15,6 +30,35 @@ export class NotifierMetrics {
     labelNames: ['receiver', 'outcome'] as const,
     registers: [this.registry],
   });
+  /** Labelled by route template and a known method, never by the raw path: random paths add no series. */
+  readonly requests = new Counter({
+    name: 'gpualert_notifier_http_requests_total',
+    help: 'HTTP requests to the notifier by route template, method and status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+}
+
+export interface NotifierServerLimits {
+  readonly maxBodyBytes: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+}
+
+const METHODS = new Set(['GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIONS']);
+
+/** The route template a path belongs to; anything else is `other`. */
+export function routeTemplate(pathname: string): string {
+  if (pathname === '/healthz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline') return pathname;
+  if (/^\/v1\/silences\/[\w-]+$/.test(pathname)) return '/v1/silences/{id}';
+  return 'other';
+}
+
+/** A token shorter than the floor is refused: one line naming the variable. */
+export function checkNotifierToken(token: string | undefined, variable = 'GPUALERT_NOTIFIER_TOKEN'): string | undefined {
+  if (token === undefined || token === '') return undefined;
+  if (token.length < MIN_TOKEN_LENGTH) throw new NotifierConfigError(`${variable} must be at least ${MIN_TOKEN_LENGTH} characters (got ${token.length})`);
+  return token;
 }
 
 function authorized(header: string | undefined, token: string): boolean {
@@ -23,22 +67,51 @@ function authorized(header: string | undefined, token: string): boolean {
   return offered.length === expected.length && timingSafeEqual(offered, expected);
 }
 
+const SilenceBody = z.object({
+  matchers: z.array(z.string()).min(1, 'a silence needs at least one matcher'),
+  duration_seconds: z.number({ error: 'duration_seconds must be a number of seconds' }),
+  created_by: z.string({ error: 'created_by must be a non-empty string' }),
+  comment: z.string({ error: 'comment must be a non-empty string' }),
+});
+
+class BodyTooLarge extends Error {}
+
+/** The body, refused by its declared length before any byte is read, and cut off when it runs past the limit. */
+async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) throw new BodyTooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new BodyTooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /**
  * `GET/POST /v1/silences`, `DELETE /v1/silences/{id}` and `GET /v1/timeline` behind a bearer
  * token, `/metrics`, `/healthz`. Without a token configured the API refuses everything.
  */
-export function createNotifierServer(store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus): Server {
-  return createServer((req, res) => {
-    const send = (status: number, body: unknown, type = 'application/json') => {
-      res.writeHead(status, { 'content-type': type });
+export function createNotifierServer(store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}): Server {
+  const apiToken = checkNotifierToken(token);
+  const maxBody = limits.maxBodyBytes ?? MAX_BODY_BYTES;
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://notifier');
+    const route = routeTemplate(url.pathname);
+    const method = METHODS.has(req.method ?? '') ? req.method! : 'other';
+    const send = (status: number, body: unknown, type = 'application/json', close = false) => {
+      if (res.headersSent) return;
+      metrics.requests.inc({ route, method, status: String(status) });
+      res.writeHead(status, { 'content-type': type, ...(close ? { connection: 'close' } : {}) });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
     void (async () => {
-      const url = new URL(req.url ?? '/', 'http://notifier');
       if (url.pathname === '/healthz') return send(200, { status: 'ok' });
       if (url.pathname === '/metrics') return send(200, await metrics.registry.metrics(), 'text/plain; version=0.0.4');
       if (!url.pathname.startsWith('/v1/silences') && url.pathname !== '/v1/timeline') return send(404, { error: 'not_found' });
-      if (!token || !authorized(req.headers.authorization, token)) return send(401, { error: 'unauthorized', message: 'a bearer token is required' });
+      if (!apiToken || !authorized(req.headers.authorization, apiToken)) return send(401, { error: 'unauthorized', message: 'a bearer token is required' });
       if (req.method === 'GET' && url.pathname === '/v1/timeline') {
         if (!bus) return send(404, { error: 'not_found', message: 'no bus to read the timeline from' });
         const q = url.searchParams;
@@ -58,21 +131,31 @@ export function createNotifierServer(store: StateStore, metrics: NotifierMetrics
       }
       if (req.method === 'GET' && url.pathname === '/v1/silences') return send(200, { silences: Object.values(await loadSilences(store)) });
       if (req.method === 'POST' && url.pathname === '/v1/silences') {
-        const chunks: Buffer[] = [];
-        for await (const chunk of req) chunks.push(chunk as Buffer);
-        let body: { matchers?: string[]; duration_seconds?: number; created_by?: string; comment?: string };
+        let text: string;
         try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+          text = await readBody(req, maxBody);
+        } catch (error) {
+          if (error instanceof BodyTooLarge) return send(413, { error: 'body_too_large', message: `the body is over ${maxBody} bytes` }, 'application/json', true);
+          throw error;
+        }
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
         } catch {
           return send(400, { error: 'malformed_json', message: 'the body is not JSON' });
         }
+        const body = SilenceBody.safeParse(json);
+        if (!body.success) {
+          const issue = body.error.issues[0]!;
+          return send(400, { error: 'invalid_silence', message: `${issue.path.join('.') || 'body'}: ${issue.message}` });
+        }
         try {
-          const silence = await addSilence(store, {
-            matchers: body.matchers ?? [], durationMs: (body.duration_seconds ?? 0) * 1000, createdBy: body.created_by ?? '', comment: body.comment ?? '',
-          }, Date.now());
+          const b = body.data;
+          const silence = await addSilence(store, { matchers: b.matchers, durationMs: b.duration_seconds * 1000, createdBy: b.created_by, comment: b.comment }, Date.now());
           return send(201, silence);
         } catch (error) {
-          return send(422, { error: 'invalid_silence', message: (error as Error).message });
+          if (error instanceof SilenceError) return send(400, { error: 'invalid_silence', message: error.message });
+          throw error;
         }
       }
       const one = /^\/v1\/silences\/([\w-]+)$/.exec(url.pathname);
@@ -83,4 +166,7 @@ export function createNotifierServer(store: StateStore, metrics: NotifierMetrics
       return send(405, { error: 'method_not_allowed' });
     })().catch(() => send(500, { error: 'internal' }));
   });
+  server.headersTimeout = limits.headersTimeoutMs ?? HEADERS_TIMEOUT_MS;
+  server.requestTimeout = limits.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  return server;
 }

@@ -1,13 +1,13 @@
 import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
-import type { Logger } from '@gpualert/log';
+import { redactSecrets, type Logger } from '@gpualert/log';
 import {
-  createChannel, emptyNotifierState, NotifierCore, type Channel, type Decision, type Notification, type NotifierState, type RoutesFile, type Silence,
+  createChannel, emptyNotifierState, NotifierCore, restoreNotifierState, type Channel, type Decision, type Notification, type NotifierState, type RoutesFile, type Silence,
 } from '@gpualert/notify';
 import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { DEADLETTER_HEADERS } from '@gpualert/bus';
 import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
-import { DEFAULT_RETRY, deliver, digest, TokenBucket, type RetryPolicy } from './delivery.ts';
+import { DEFAULT_RETRY, deliver, digest, sleep, TokenBucket, type RetryPolicy } from './delivery.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
 import { SILENCES_KEY, loadSilences } from './silences.ts';
 
@@ -42,7 +42,7 @@ interface Outgoing {
 export async function startNotifier(options: NotifierOptions): Promise<RunningService> {
   const core = new NotifierCore(options.routes);
   const saved = await options.store.get(STATE_KEY);
-  const state: NotifierState = saved ? (JSON.parse(saved) as NotifierState) : emptyNotifierState();
+  const state: NotifierState = saved ? restoreNotifierState(saved) : emptyNotifierState();
   /** The state as the last step saved it. */
   let committed = saved ?? JSON.stringify(state);
   const channels = new Map<string, Channel>();
@@ -50,6 +50,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const queues = new Map<string, Outgoing[]>();
   const draining = new Map<string, Promise<void>>();
   let stopped = false;
+  /** Aborted on stop: ends every backoff, rate-limit wait and in-flight send at once (the outbox keeps what is unsent). */
+  const stopping = new AbortController();
   for (const receiver of options.routes.receivers) {
     channels.set(receiver.name, createChannel(receiver, options.env));
     if (receiver.per_minute) buckets.set(receiver.name, new TokenBucket(receiver.per_minute, Date.now()));
@@ -65,11 +67,12 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
     const running = draining.get(receiver);
     if (running) return running;
     const work = (async () => {
+      // Nothing a channel does may reject this promise: it is not awaited where it starts.
       const queue = queues.get(receiver) ?? [];
       while (queue.length > 0 && !stopped) {
         const bucket = buckets.get(receiver);
         if (bucket && !bucket.take(Date.now())) {
-          await new Promise((r) => setTimeout(r, bucket.waitMs()));
+          await sleep(bucket.waitMs(), stopping.signal);
           continue;
         }
         // Over the destination's rate, what waits is folded into one digest rather than dropped.
@@ -80,21 +83,24 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
         const result = await deliver(channels.get(receiver)!, notification, options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
           await record({
             receiver, channel: channelOf(receiver), fingerprints, reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
-            outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: r.error }),
-          }, host).catch((error: unknown) => options.log.error({ error: String(error) }, 'notification_record_failed'));
-        }, () => stopped);
+            outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: redactSecrets(r.error) }),
+          }, host).catch((error: unknown) => options.log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'));
+        }, () => stopped, Math.random, stopping.signal);
         if (stopped && !result.ok) return; // stays in the outbox for the next start
         if (!result.ok) {
-          options.log.error({ receiver, fingerprints, error: result.error }, 'notification_dead_lettered');
+          const error = redactSecrets(result.error);
+          options.log.error({ receiver, fingerprints, error }, 'notification_dead_lettered');
           options.metrics?.notifications.inc({ receiver, outcome: 'dead_lettered' });
           await options.bus.publish(TOPICS.deadletter, [{
             key: host, value: JSON.stringify(notification),
-            headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${result.error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
+            headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
           }]);
         }
         await options.store.hashDelete(OUTBOX_KEY, ...batch.map((b) => b.notification.id));
       }
-    })().finally(() => draining.delete(receiver));
+    })()
+      .catch((error: unknown) => options.log.error({ receiver, error: redactSecrets(String(error)) }, 'notification_drain_failed'))
+      .finally(() => draining.delete(receiver));
     draining.set(receiver, work);
     return work;
   };
@@ -138,7 +144,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const currentSilences = async (): Promise<Record<string, Silence>> => {
     const stored = await loadSilences(options.store);
     const now = Date.now();
-    const lost = Object.values(state.silences).filter((s) => !(s.id in stored) && s.expiredAt === undefined && s.endsAt > now);
+    const lost = Object.values(state.silences).filter((s) => !Object.hasOwn(stored, s.id) && s.expiredAt === undefined && s.endsAt > now);
     if (lost.length > 0) {
       await options.store.hashSet(SILENCES_KEY, Object.fromEntries(lost.map((s) => [s.id, JSON.stringify(s)])));
       options.log.warn({ silences: lost.map((s) => s.id) }, 'silences_restored_to_store');
@@ -160,7 +166,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
       try {
         return await work();
       } catch (error) {
-        Object.assign(state, JSON.parse(committed) as NotifierState);
+        Object.assign(state, restoreNotifierState(committed));
         throw error;
       }
     });
@@ -217,7 +223,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
       clearInterval(timer);
       await subscription.stop();
       await queue.idle();
+      // Then deliveries give up at once (backoffs, rate waits and sends abort; the outbox keeps
+      // what is unsent), so a failing receiver cannot hold the stop past its limit.
       stopped = true;
+      stopping.abort();
       await Promise.allSettled([...draining.values()]);
     },
   };

@@ -1,34 +1,37 @@
 import { randomUUID } from 'node:crypto';
-import { parseMatcher, type Silence } from '@gpualert/notify';
+import { checkSilence, dict, type Dict, type Silence, type SilenceInput } from '@gpualert/notify';
 import type { StateStore } from '@gpualert/state';
 
 export const SILENCES_KEY = 'notifier:silences';
 
-/** Silences live in the store: the CLI, the HTTP API and the notifier share them. */
-export async function loadSilences(store: StateStore): Promise<Record<string, Silence>> {
+/** A silence that cannot be stored: one line saying why (the API answers it with 4xx, the CLI with exit 2). */
+export class SilenceError extends Error {
+  readonly code = 'GPUALERT_SILENCE_INVALID';
+  readonly retriable = false;
+}
+
+/** Silences live in the store: the CLI, the HTTP API and the notifier share them. An entry that does not parse is skipped. */
+export async function loadSilences(store: StateStore): Promise<Dict<Silence>> {
   const all = await store.hashGetAll(SILENCES_KEY);
-  return Object.fromEntries(Object.entries(all).map(([id, text]) => [id, JSON.parse(text) as Silence]));
-}
-
-export interface NewSilence {
-  readonly matchers: readonly string[];
-  readonly durationMs: number;
-  readonly createdBy: string;
-  readonly comment: string;
-  readonly startsAt?: number;
-}
-
-/** Every silence has an end, an author and a comment; a matcher that does not parse is refused. */
-export async function addSilence(store: StateStore, input: NewSilence, now: number): Promise<Silence> {
-  if (input.matchers.length === 0) throw new Error('a silence needs at least one --match');
-  for (const text of input.matchers) {
-    const parsed = parseMatcher(text);
-    if (typeof parsed === 'string') throw new Error(parsed);
+  const out = dict<Silence>();
+  for (const [id, text] of Object.entries(all)) {
+    try {
+      const silence = JSON.parse(text) as Silence;
+      if (silence && typeof silence === 'object' && Number.isFinite(silence.endsAt) && Number.isFinite(silence.startsAt) && Array.isArray(silence.matchers)) out[id] = silence;
+    } catch {
+      // Not ours or damaged: a bad entry must not stop every silence from loading.
+    }
   }
-  if (!input.comment.trim()) throw new Error('a silence needs a --comment saying why');
-  if (!(input.durationMs > 0)) throw new Error('a silence needs a positive --for');
-  const startsAt = input.startsAt ?? now;
-  const silence: Silence = { id: randomUUID().slice(0, 8), matchers: [...input.matchers], startsAt, endsAt: startsAt + input.durationMs, createdBy: input.createdBy, comment: input.comment };
+  return out;
+}
+
+export type NewSilence = SilenceInput;
+
+/** Every silence has a bounded end, an author, a comment, and a matcher that does not match everything; nothing is stored otherwise. */
+export async function addSilence(store: StateStore, input: NewSilence, now: number): Promise<Silence> {
+  const checked = checkSilence(input, now);
+  if (!checked.ok) throw new SilenceError(checked.error);
+  const silence: Silence = { id: randomUUID().slice(0, 8), ...checked.value };
   await store.hashSet(SILENCES_KEY, { [silence.id]: JSON.stringify(silence) });
   return silence;
 }

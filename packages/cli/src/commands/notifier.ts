@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_ROUTES, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
-import { addSilence, createNotifierServer, expireSilence, loadSilences, NotifierMetrics, startNotifier } from '@gpualert/notifier';
+import { checkSilence, DEFAULT_ROUTES, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
+import { addSilence, checkNotifierToken, createNotifierServer, expireSilence, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
 import { formatRuleError } from '@gpualert/rules';
 import { RedisStore, type StateStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
@@ -27,6 +27,13 @@ export function routesIn(dir: string): string | undefined {
 /** `gpualert notifier`: routes, groups, dedups and delivers; silences over HTTP with a bearer token. */
 export async function notifier(options: Options): Promise<number> {
   const routes = loadRoutesOrExit(options.routes as string | undefined, 'notifier');
+  let token: string | undefined;
+  try {
+    token = checkNotifierToken(process.env.GPUALERT_NOTIFIER_TOKEN);
+  } catch (error) {
+    if (error instanceof NotifierConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
+    throw error;
+  }
   return runService('notifier', options, async (infra, log) => {
     const metrics = new NotifierMetrics();
     let service;
@@ -36,14 +43,14 @@ export async function notifier(options: Options): Promise<number> {
       if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
       throw error;
     }
-    const server = createNotifierServer(infra.store, metrics, process.env.GPUALERT_NOTIFIER_TOKEN, infra.bus);
+    const server = createNotifierServer(infra.store, metrics, token, infra.bus);
     const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, String(options.listen ?? process.env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0'), resolve);
     });
     const address = server.address();
-    log.info({ port: typeof address === 'object' && address ? address.port : port, silences_api: process.env.GPUALERT_NOTIFIER_TOKEN !== undefined }, 'notifier_listening');
+    log.info({ port: typeof address === 'object' && address ? address.port : port, silences_api: token !== undefined }, 'notifier_listening');
     return {
       async stop() {
         server.close();
@@ -62,9 +69,13 @@ function sharedStore(options: Options, command: string): StateStore {
 export async function silenceAdd(options: Options): Promise<number> {
   const matchers = (options.match as string[] | undefined) ?? [];
   const durationMs = parseDuration('for', String(options.for ?? ''));
+  const input = { matchers, durationMs, createdBy: String(options.author ?? userInfo().username), comment: String(options.comment ?? '') };
+  // Checked before the store is touched: a refused silence is one line, exit 2, and nothing stored.
+  const checked = checkSilence(input, Date.now());
+  if (!checked.ok) throw new CliError(`gpualert silence add: ${checked.error}`);
   const store = sharedStore(options, 'silence add');
   try {
-    const silence = await addSilence(store, { matchers, durationMs, createdBy: String(options.author ?? userInfo().username), comment: String(options.comment ?? '') }, Date.now());
+    const silence = await addSilence(store, input, Date.now());
     process.stdout.write(`${silence.id}  until ${new Date(silence.endsAt).toISOString()}  ${silence.matchers.join(' ')}  by ${silence.createdBy}: ${silence.comment}\n`);
     return EXIT.ok;
   } catch (error) {

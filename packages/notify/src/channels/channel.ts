@@ -1,3 +1,4 @@
+import { redactSecrets } from '@gpualert/log';
 import type { Notification } from '../notifier-core.ts';
 import type { ChannelName } from '../route-config.ts';
 
@@ -9,14 +10,24 @@ export type DeliveryResult =
 /** One destination: Slack, PagerDuty, email… One file per channel, one registry. */
 export interface Channel {
   readonly name: ChannelName;
-  send(notification: Notification): Promise<DeliveryResult>;
+  /** `signal` aborts the attempt when the notifier stops; the outbox keeps the notification. */
+  send(notification: Notification, signal?: AbortSignal): Promise<DeliveryResult>;
+}
+
+/** How long one HTTP call to a vendor may take: their APIs answer in well under a second; 10 s rides out a slow one. */
+export const SEND_TIMEOUT_MS = 10_000;
+
+/** The stop signal (when given) and the per-call timeout, whichever comes first. */
+export function sendSignal(signal: AbortSignal | undefined, timeoutMs = SEND_TIMEOUT_MS): AbortSignal {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  return signal ? AbortSignal.any([signal, timeout]) : timeout;
 }
 
 /** What every HTTP channel does with an answer that is not success. */
 export function httpFailure(status: number, body: string, retryAfter: string | null): DeliveryResult {
   const retryAfterMs = parseRetryAfter(retryAfter);
   const retriable = status === 429 || status >= 500 || status === 408;
-  return { ok: false, retriable, error: `HTTP ${status}: ${body.slice(0, 300)}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  return { ok: false, retriable, error: redactSecrets(`HTTP ${status}: ${body.slice(0, 300)}`), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
 }
 
 /** `Retry-After` as seconds or an HTTP date. */
@@ -27,16 +38,29 @@ export function parseRetryAfter(value: string | null): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** A network error (refused, reset, timed out) is always worth retrying. */
-export function networkFailure(error: unknown): DeliveryResult {
-  return { ok: false, retriable: true, error: `network: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}` };
+/** An error that no retry heals: a URL that does not parse or carries credentials, a body that is not JSON. */
+function permanent(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
+  if (code === 'ERR_INVALID_URL') return true;
+  return error instanceof TypeError && /URL|credentials/i.test(error.message) && !/fetch failed/i.test(error.message);
 }
 
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}, timeoutMs = 10_000): Promise<Response> {
+/**
+ * A network error (refused, reset, timed out) is worth retrying; an error no retry heals (a bad
+ * URL) is not. The message is redacted: a URL in it may carry a webhook token.
+ */
+export function networkFailure(error: unknown): DeliveryResult {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const retriable = !permanent(error);
+  return { ok: false, retriable, error: redactSecrets(`${retriable ? 'network' : 'permanent'}: ${text}`).slice(0, 500) };
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
+    signal: sendSignal(signal),
   });
 }

@@ -5,7 +5,7 @@ import { plainText, title } from './format.ts';
 export function consoleChannel(out: NodeJS.WritableStream = process.stdout): Channel {
   return {
     name: 'console',
-    async send(notification) {
+    async send(notification, signal) {
       out.write(`${title(notification)}\n${plainText(notification).replace(/^/gm, '  ')}\n`);
       return { ok: true };
     },

@@ -12,15 +12,16 @@ export function dingtalkSign(timestampMs: number, secret: string): string {
 export function dingtalkChannel(settings: { url: string; secret?: string }, now: () => number = Date.now): Channel {
   return {
     name: 'dingtalk',
-    async send(notification) {
-      const url = new URL(settings.url);
-      if (settings.secret) {
-        const timestamp = now();
-        url.searchParams.set('timestamp', String(timestamp));
-        url.searchParams.set('sign', dingtalkSign(timestamp, settings.secret));
-      }
+    async send(notification, signal) {
       try {
-        const response = await postJson(url.toString(), { msgtype: 'markdown', markdown: { title: title(notification).slice(0, 60), text: markdown(notification) } });
+        // Inside the try: a URL that does not parse is a failed delivery, never a crash.
+        const url = new URL(settings.url);
+        if (settings.secret) {
+          const timestamp = now();
+          url.searchParams.set('timestamp', String(timestamp));
+          url.searchParams.set('sign', dingtalkSign(timestamp, settings.secret));
+        }
+        const response = await postJson(url.toString(), { msgtype: 'markdown', markdown: { title: title(notification).slice(0, 60), text: markdown(notification) } }, {}, signal);
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));
         const answer = JSON.parse(text || '{}') as { errcode?: number; errmsg?: string };

@@ -12,7 +12,7 @@ export function feishuSign(timestampSeconds: number, secret: string): string {
 export function feishuChannel(settings: { url: string; secret?: string }, now: () => number = Date.now): Channel {
   return {
     name: 'feishu',
-    async send(notification) {
+    async send(notification, signal) {
       const timestamp = Math.floor(now() / 1000);
       const body = {
         ...(settings.secret ? { timestamp: String(timestamp), sign: feishuSign(timestamp, settings.secret) } : {}),
@@ -20,7 +20,7 @@ export function feishuChannel(settings: { url: string; secret?: string }, now: (
         content: { text: `${title(notification)}\n\n${plainText(notification)}` },
       };
       try {
-        const response = await postJson(settings.url, body);
+        const response = await postJson(settings.url, body, {}, signal);
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));
         const answer = JSON.parse(text || '{}') as { code?: number; msg?: string; StatusCode?: number };

@@ -1,5 +1,5 @@
 import type { Channel, DeliveryResult } from './channel.ts';
-import { httpFailure, networkFailure } from './channel.ts';
+import { httpFailure, networkFailure, sendSignal } from './channel.ts';
 import { plainText } from './format.ts';
 
 /**
@@ -9,15 +9,16 @@ import { plainText } from './format.ts';
 export function jiraChannel(settings: { url: string; user: string; token: string; project: string; issue_type?: string; done_transition?: string }): Channel {
   const base = settings.url.replace(/\/$/, '');
   const headers = { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${settings.user}:${settings.token}`).toString('base64')}` };
-  const call = async (method: string, path: string, body?: unknown): Promise<{ response: Response; json: unknown }> => {
-    const response = await fetch(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), signal: AbortSignal.timeout(10_000) });
+  const callWith = (signal: AbortSignal | undefined) => async (method: string, path: string, body?: unknown): Promise<{ response: Response; json: unknown }> => {
+    const response = await fetch(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), signal: sendSignal(signal) });
     const text = await response.text();
     return { response, json: text ? (JSON.parse(text) as unknown) : {} };
   };
   const fail = async (response: Response, json: unknown) => httpFailure(response.status, JSON.stringify(json), response.headers.get('retry-after'));
   return {
     name: 'jira',
-    async send(notification) {
+    async send(notification, signal) {
+      const call = callWith(signal);
       try {
         for (const alert of notification.alerts) {
           const label = `gpualert-${alert.fingerprint}`;

@@ -8,17 +8,17 @@ export function opsgenieChannel(settings: { url: string; api_key: string }): Cha
   const base = settings.url.replace(/\/$/, '');
   return {
     name: 'opsgenie',
-    async send(notification) {
+    async send(notification, signal) {
       const headers = { authorization: `GenieKey ${settings.api_key}` };
       for (const alert of notification.alerts) {
         let result: DeliveryResult;
         try {
           const response = alert.status === 'resolved'
-            ? await postJson(`${base}/v2/alerts/${encodeURIComponent(alert.fingerprint)}/close?identifierType=alias`, { source: 'gpualert', note: 'resolved' }, headers)
+            ? await postJson(`${base}/v2/alerts/${encodeURIComponent(alert.fingerprint)}/close?identifierType=alias`, { source: 'gpualert', note: 'resolved' }, headers, signal)
             : await postJson(`${base}/v2/alerts`, {
                 message: alert.summary.slice(0, 130), alias: alert.fingerprint, description: [alert.summary, alert.action ?? ''].join('\n'),
                 priority: PRIORITY[alert.severity], source: 'gpualert', entity: alert.host, tags: [alert.category, alert.severity],
-              }, headers);
+              }, headers, signal);
           result = response.ok ? { ok: true } : httpFailure(response.status, await response.text(), response.headers.get('retry-after'));
         } catch (error) {
           result = networkFailure(error);

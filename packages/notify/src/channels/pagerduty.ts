@@ -9,7 +9,7 @@ import { httpFailure, networkFailure, postJson } from './channel.ts';
 export function pagerdutyChannel(settings: { url: string; routing_key: string }): Channel {
   return {
     name: 'pagerduty',
-    async send(notification) {
+    async send(notification, signal) {
       for (const alert of notification.alerts) {
         const body = {
           routing_key: settings.routing_key,
@@ -28,7 +28,7 @@ export function pagerdutyChannel(settings: { url: string; routing_key: string })
         };
         let result: DeliveryResult;
         try {
-          const response = await postJson(settings.url, body);
+          const response = await postJson(settings.url, body, {}, signal);
           const text = await response.text();
           result = response.status === 202 || response.ok ? { ok: true } : httpFailure(response.status, text, response.headers.get('retry-after'));
         } catch (error) {

@@ -1,5 +1,6 @@
 import type { Receiver } from '../route-config.ts';
 import type { Channel } from './channel.ts';
+import { channelSettings, isEnvRef } from './channel-settings.ts';
 import { consoleChannel, recordChannel } from './console.ts';
 import { dingtalkChannel } from './dingtalk.ts';
 import { emailChannel } from './email.ts';
@@ -18,10 +19,10 @@ export class ReceiverConfigError extends Error {
 
 /** Resolves `env:NAME` settings; a missing variable is one clear error that names it. */
 export function resolveSettings(receiver: Receiver, env: Readonly<Record<string, string | undefined>>): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [key, value] of Object.entries(receiver.settings)) {
     const text = String(value);
-    if (text.startsWith('env:')) {
+    if (isEnvRef(text)) {
       const resolved = env[text.slice(4)];
       if (resolved === undefined || resolved === '') throw new ReceiverConfigError(`receiver "${receiver.name}": ${key} comes from ${text.slice(4)}, which is not set`);
       out[key] = resolved;
@@ -32,24 +33,35 @@ export function resolveSettings(receiver: Receiver, env: Readonly<Record<string,
   return out;
 }
 
-function need(receiver: Receiver, settings: Record<string, string>, ...keys: string[]): void {
-  for (const key of keys) if (!settings[key]) throw new ReceiverConfigError(`receiver "${receiver.name}" (${receiver.channel}) needs settings.${key}`);
+/**
+ * The resolved settings checked against the channel's schema, as at load but with the environment's
+ * values in: one line naming the receiver, the setting and the variable it came from, never the value.
+ */
+function checkedSettings(receiver: Receiver, env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const resolved = resolveSettings(receiver, env);
+  const checked = channelSettings(receiver.channel, false).safeParse(resolved);
+  if (checked.success) return checked.data;
+  const issue = checked.error.issues[0]!;
+  const key = String(issue.path[0] ?? '');
+  const raw = Object.hasOwn(receiver.settings, key) ? String(receiver.settings[key]) : '';
+  const from = isEnvRef(raw) ? ` (from ${raw.slice(4)})` : '';
+  throw new ReceiverConfigError(`receiver "${receiver.name}" (${receiver.channel}): settings.${key}${from}: ${issue.message}`);
 }
 
 /** A fresh channel per configured receiver: one registry, no shared mutable handler objects. */
 export function createChannel(receiver: Receiver, env: Readonly<Record<string, string | undefined>>): Channel {
-  const s = resolveSettings(receiver, env);
+  const s = checkedSettings(receiver, env);
   switch (receiver.channel) {
-    case 'slack': need(receiver, s, 'url'); return slackChannel({ url: s.url! });
-    case 'feishu': need(receiver, s, 'url'); return feishuChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
-    case 'dingtalk': need(receiver, s, 'url'); return dingtalkChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
-    case 'wecom': need(receiver, s, 'url'); return wecomChannel({ url: s.url! });
-    case 'email': need(receiver, s, 'smtp_url', 'from', 'to'); return emailChannel({ smtp_url: s.smtp_url!, from: s.from!, to: s.to! });
-    case 'jira': need(receiver, s, 'url', 'user', 'token', 'project'); return jiraChannel({ url: s.url!, user: s.user!, token: s.token!, project: s.project!, ...(s.issue_type ? { issue_type: s.issue_type } : {}), ...(s.done_transition ? { done_transition: s.done_transition } : {}) });
-    case 'servicenow': need(receiver, s, 'url', 'user', 'password'); return servicenowChannel({ url: s.url!, user: s.user!, password: s.password! });
-    case 'pagerduty': need(receiver, s, 'url', 'routing_key'); return pagerdutyChannel({ url: s.url!, routing_key: s.routing_key! });
-    case 'opsgenie': need(receiver, s, 'url', 'api_key'); return opsgenieChannel({ url: s.url!, api_key: s.api_key! });
-    case 'webhook': need(receiver, s, 'url'); return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
+    case 'slack': return slackChannel({ url: s.url! });
+    case 'feishu': return feishuChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
+    case 'dingtalk': return dingtalkChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
+    case 'wecom': return wecomChannel({ url: s.url! });
+    case 'email': return emailChannel({ smtp_url: s.smtp_url!, from: s.from!, to: s.to! });
+    case 'jira': return jiraChannel({ url: s.url!, user: s.user!, token: s.token!, project: s.project!, ...(s.issue_type ? { issue_type: s.issue_type } : {}), ...(s.done_transition ? { done_transition: s.done_transition } : {}) });
+    case 'servicenow': return servicenowChannel({ url: s.url!, user: s.user!, password: s.password! });
+    case 'pagerduty': return pagerdutyChannel({ url: s.url!, routing_key: s.routing_key! });
+    case 'opsgenie': return opsgenieChannel({ url: s.url!, api_key: s.api_key! });
+    case 'webhook': return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
     case 'console': return consoleChannel();
     case 'record': return recordChannel();
   }

@@ -1,5 +1,5 @@
 import type { Channel, DeliveryResult } from './channel.ts';
-import { httpFailure, networkFailure } from './channel.ts';
+import { httpFailure, networkFailure, sendSignal } from './channel.ts';
 import { plainText } from './format.ts';
 
 const URGENCY = { critical: '1', error: '2', warning: '3', info: '3' } as const;
@@ -8,14 +8,15 @@ const URGENCY = { critical: '1', error: '2', warning: '3', info: '3' } as const;
 export function servicenowChannel(settings: { url: string; user: string; password: string }): Channel {
   const base = settings.url.replace(/\/$/, '');
   const headers = { 'content-type': 'application/json', accept: 'application/json', authorization: `Basic ${Buffer.from(`${settings.user}:${settings.password}`).toString('base64')}` };
-  const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), signal: AbortSignal.timeout(10_000) });
+  const callWith = (signal: AbortSignal | undefined) => async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), signal: sendSignal(signal) });
     const text = await response.text();
     return { response, json: (text ? JSON.parse(text) : {}) as { result?: unknown } };
   };
   return {
     name: 'servicenow',
-    async send(notification) {
+    async send(notification, signal) {
+      const call = callWith(signal);
       try {
         for (const alert of notification.alerts) {
           const found = await call('GET', `/api/now/table/incident?sysparm_query=${encodeURIComponent(`correlation_id=${alert.fingerprint}^active=true`)}&sysparm_limit=1`);

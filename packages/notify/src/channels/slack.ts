@@ -6,9 +6,9 @@ import { markdown, title } from './format.ts';
 export function slackChannel(settings: { url: string }): Channel {
   return {
     name: 'slack',
-    async send(notification) {
+    async send(notification, signal) {
       try {
-        const response = await postJson(settings.url, { text: title(notification), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: markdown(notification).slice(0, 2900) } }] });
+        const response = await postJson(settings.url, { text: title(notification), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: markdown(notification).slice(0, 2900) } }] }, {}, signal);
         const body = await response.text();
         return response.ok ? { ok: true } : httpFailure(response.status, body, response.headers.get('retry-after'));
       } catch (error) {

@@ -13,9 +13,9 @@ function truncateBytes(text: string, bytes: number): string {
 export function wecomChannel(settings: { url: string }): Channel {
   return {
     name: 'wecom',
-    async send(notification) {
+    async send(notification, signal) {
       try {
-        const response = await postJson(settings.url, { msgtype: 'markdown', markdown: { content: truncateBytes(markdown(notification), 4096) } });
+        const response = await postJson(settings.url, { msgtype: 'markdown', markdown: { content: truncateBytes(markdown(notification), 4096) } }, {}, signal);
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));
         const answer = JSON.parse(text || '{}') as { errcode?: number; errmsg?: string };

@@ -1,0 +1,88 @@
+import { redactUrl } from '@gpualert/log';
+import { z } from 'zod';
+
+/** The channels a receiver can use (kept here so the settings schemas and the route file agree). */
+export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'webhook', 'console', 'record'] as const;
+export type ChannelName = (typeof CHANNELS)[number];
+
+/** The longest setting value: URLs and keys are far shorter; a megabyte of YAML in one value is a mistake. */
+export const MAX_SETTING_LENGTH = 2048;
+
+type Kind = 'http_url' | 'smtp_url' | 'text';
+interface Field {
+  readonly kind: Kind;
+  readonly required: boolean;
+}
+const url: Field = { kind: 'http_url', required: true };
+const need: Field = { kind: 'text', required: true };
+const may: Field = { kind: 'text', required: false };
+
+/** Each channel's settings: which keys it needs, which it may take, and which are URLs. */
+export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<string, Field>>>> = {
+  slack: { url },
+  feishu: { url, secret: may },
+  dingtalk: { url, secret: may },
+  wecom: { url },
+  email: { smtp_url: { kind: 'smtp_url', required: true }, from: need, to: need },
+  jira: { url, user: need, token: need, project: need, issue_type: may, done_transition: may },
+  servicenow: { url, user: need, password: need },
+  pagerduty: { url, routing_key: need },
+  opsgenie: { url, api_key: need },
+  webhook: { url, secret: may },
+  console: {},
+  record: {},
+};
+
+const ENV_REF = /^env:[A-Za-z_][A-Za-z0-9_]*$/;
+export function isEnvRef(value: unknown): value is string {
+  return typeof value === 'string' && ENV_REF.test(value);
+}
+
+/** Why a value is not a fit URL for this kind of setting, or undefined. The value shows redacted only. */
+export function urlProblem(value: string, kind: 'http_url' | 'smtp_url'): string | undefined {
+  const schemes = kind === 'http_url' ? ['http:', 'https:'] : ['smtp:', 'smtps:'];
+  const expected = `expected a URL with scheme ${schemes.map((s) => `${s}//`).join(' or ')}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    return `${expected} (got "${redactUrl(value)}")`;
+  }
+  if (!schemes.includes(parsed.protocol) || !parsed.hostname) return `${expected} (got "${redactUrl(value)}")`;
+  // Credentials in an HTTP URL end up in logs and error messages; they belong in their own settings.
+  if (kind === 'http_url' && (parsed.username || parsed.password)) return 'the URL must not carry user:password; put credentials in their own settings (user, token, password)';
+  return undefined;
+}
+
+/**
+ * A channel's settings as a zod schema. At load a value may be `env:NAME` (read at start); at start
+ * the resolved values are checked again with `allowEnv: false`.
+ */
+export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodType<Record<string, string>> {
+  const fields = CHANNEL_SETTINGS[channel];
+  return z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).transform((settings, ctx) => {
+    const out: Record<string, string> = Object.create(null) as Record<string, string>;
+    for (const [key, raw] of Object.entries(settings)) {
+      const field = Object.hasOwn(fields, key) ? fields[key] : undefined;
+      if (!field) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `${channel} takes no setting "${key}" (it takes ${Object.keys(fields).join(', ') || 'none'})` });
+        continue;
+      }
+      const value = String(raw);
+      if (value.length > MAX_SETTING_LENGTH) {
+        ctx.addIssue({ code: 'custom', path: [key], message: `longer than ${MAX_SETTING_LENGTH} characters` });
+        continue;
+      }
+      out[key] = value;
+      if (allowEnv && isEnvRef(value)) continue;
+      if (field.kind !== 'text') {
+        const problem = urlProblem(value, field.kind);
+        if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
+      }
+    }
+    for (const [key, field] of Object.entries(fields)) {
+      if (field.required && !(Object.hasOwn(out, key) && out[key] !== '')) ctx.addIssue({ code: 'custom', path: [key], message: `${channel} needs settings.${key}` });
+    }
+    return out;
+  });
+}

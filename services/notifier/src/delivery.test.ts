@@ -1,0 +1,90 @@
+import { createServer, type Server } from 'node:http';
+import { envelopeMessage, MemoryBus } from '@gpualert/bus';
+import { createLogger } from '@gpualert/log';
+import { createChannel, RoutesFile, type Channel, type Notification } from '@gpualert/notify';
+import { newEnvelope, parseEnvelope, TOPICS } from '@gpualert/schema';
+import { MemoryStore } from '@gpualert/state';
+import { afterEach, describe, expect, it } from 'vitest';
+import { attemptOnce, deliver } from './delivery.ts';
+import { startNotifier } from './notifier-service.ts';
+
+const log = createLogger({ name: 'test', level: 'silent' });
+const NOTIFICATION: Notification = { id: 'n1', receiver: 'r', group: 'g', reason: 'page', firing: 1, alerts: [] };
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+describe('a delivery', () => {
+  it('that throws is a permanent failed delivery, redacted, never a crash', async () => {
+    const channel: Channel = { name: 'slack', send: () => { throw new TypeError('Failed to parse URL from hooks.slack.com/services/T0/B0/SLACKSECRET'); } };
+    const result = await deliver(channel, NOTIFICATION, { baseMs: 10, maxDelayMs: 10, giveUpAfterMs: 60_000 }, () => {}, () => false);
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.retriable).toBe(false);
+    expect(!result.ok && result.error).not.toContain('SLACKSECRET');
+  });
+
+  it('to a DingTalk URL without a scheme fails at once, permanently, without the access token', async () => {
+    const channel = createChannel({ name: 'ding', channel: 'dingtalk', settings: { url: 'env:DING' } } as never, { DING: 'https://oapi.dingtalk.com/robot/send?access_token=DINGSECRET' });
+    // Start-up takes only a URL with a scheme; the channel itself must still survive one without.
+    const { dingtalkChannel } = await import('../../../packages/notify/src/channels/dingtalk.ts');
+    const bad = dingtalkChannel({ url: 'oapi.dingtalk.com/robot/send?access_token=DINGSECRET', secret: 'SEC' });
+    const result = await attemptOnce(bad, NOTIFICATION);
+    expect(result).toMatchObject({ ok: false, retriable: false });
+    expect(JSON.stringify(result)).not.toContain('DINGSECRET');
+    expect(channel.name).toBe('dingtalk');
+  });
+
+  it('to a Jira URL with user:password carries no password in its error', async () => {
+    const { jiraChannel } = await import('../../../packages/notify/src/channels/jira.ts');
+    const result = await attemptOnce(jiraChannel({ url: 'http://bob:hunter2@127.0.0.1:9/jira', user: 'bob', token: 'JIRATOKEN', project: 'OPS' }), {
+      ...NOTIFICATION, alerts: [{ id: 'a', fingerprint: 'fp', host: 'h', status: 'firing', severity: 'error', category: 'xid', summary: 's', startsAt: '', expected: false, evidence: [], labels: {} }],
+    });
+    expect(result.ok).toBe(false);
+    expect(JSON.stringify(result)).not.toMatch(/hunter2|JIRATOKEN/);
+  });
+
+  it('stops waiting out a backoff when the notifier stops', async () => {
+    const controller = new AbortController();
+    const failing: Channel = { name: 'webhook', send: async () => ({ ok: false, retriable: true, error: 'HTTP 500' }) };
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 100);
+    const result = await deliver(failing, NOTIFICATION, { baseMs: 60_000, maxDelayMs: 60_000, giveUpAfterMs: 3_600_000 }, () => {}, () => false, () => 1, controller.signal);
+    expect(result.ok).toBe(false);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe('the notifier with a failing receiver', () => {
+  it('stops within seconds, not after its backoff, and keeps the unsent page in the outbox', async () => {
+    let calls = 0;
+    const vendor: Server = createServer((req, res) => {
+      calls += 1;
+      req.resume();
+      res.writeHead(500).end('down');
+    });
+    await new Promise<void>((r) => vendor.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => { vendor.closeAllConnections(); vendor.close(() => r()); }));
+    const port = (vendor.address() as { port: number }).port;
+    const routes = RoutesFile.parse({
+      receivers: [{ name: 'pager', channel: 'pagerduty', settings: { url: `http://127.0.0.1:${port}/enqueue`, routing_key: 'K'.repeat(32) } }],
+      route: { receiver: 'pager', page: true },
+    });
+    const bus = new MemoryBus();
+    const store = new MemoryStore();
+    const notifier = await startNotifier({ bus, store, log, routes, env: {}, retry: { baseMs: 60_000, maxDelayMs: 60_000, giveUpAfterMs: 3_600_000 }, flushEveryMs: 50 });
+    await bus.publish(TOPICS.alerts, [envelopeMessage(newEnvelope({
+      type: 'alert', host: 'gpu-node-1', source: 'test',
+      data: { fingerprint: 'fp-stop', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: 'lost', starts_at: new Date().toISOString(), evidence: [] },
+    }))]);
+    for (const deadline = Date.now() + 10_000; calls === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toBeGreaterThan(0);
+    const started = Date.now();
+    await notifier.stop();
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(Object.keys(await store.hashGetAll('notifier:outbox'))).toHaveLength(1);
+    const records = (await bus.read(TOPICS.notifications)).flatMap((m) => { const r = parseEnvelope(m.value); return r.ok && r.value.type === 'notification' ? [r.value.data] : []; });
+    expect(records.some((r) => r.outcome === 'failed')).toBe(true);
+    await bus.close();
+  });
+});

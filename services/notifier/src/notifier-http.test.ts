@@ -1,0 +1,104 @@
+import { request, type Server } from 'node:http';
+import { connect } from 'node:net';
+import { MemoryStore } from '@gpualert/state';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createNotifierServer, MAX_BODY_BYTES, NotifierConfigError, NotifierMetrics } from './notifier-http.ts';
+import { loadSilences } from './silences.ts';
+
+const TOKEN = 'notifier-token-0123456789';
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+async function serve(limits = {}) {
+  const store = new MemoryStore();
+  const metrics = new NotifierMetrics();
+  const server = createNotifierServer(store, metrics, TOKEN, undefined, limits);
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return { store, metrics, base: `http://127.0.0.1:${port}`, port };
+}
+
+const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+const post = (base: string, body: unknown) => fetch(`${base}/v1/silences`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+const silence = { matchers: ['host="h1"'], duration_seconds: 600, created_by: 'bo', comment: 'rack move' };
+
+describe('the notifier HTTP server', () => {
+  it('refuses a token shorter than 16 characters, naming the variable', () => {
+    expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'x')).toThrow(NotifierConfigError);
+    expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'short-token')).toThrow('GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 11)');
+  });
+
+  it('answers silences it cannot take with 400 JSON and stores nothing', async () => {
+    const { base, store } = await serve();
+    const refused = [
+      { ...silence, matchers: ['host=~"(.*){20}!"', 'x=~"(a)\\1"'] },
+      { ...silence, matchers: ['host=~".*"'] },
+      { ...silence, matchers: ['nosuchlabel=""'] },
+      { ...silence, matchers: ['severity!="nope"'] },
+      { ...silence, created_by: '' },
+      { ...silence, duration_seconds: 1e308 },
+      { ...silence, duration_seconds: 1e13 },
+      { ...silence, duration_seconds: '600' },
+    ];
+    for (const body of refused) {
+      const answer = await post(base, body);
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+      expect(((await answer.json()) as { error: string }).error).toBe('invalid_silence');
+    }
+    expect(Object.keys(await loadSilences(store))).toEqual([]);
+    const created = await post(base, { ...silence, matchers: ['host=~"(.*){20}!"'] });
+    expect(created.status).toBe(201);
+    const stored = (await created.json()) as { endsAt: number };
+    expect(Number.isFinite(stored.endsAt)).toBe(true);
+  });
+
+  it('answers an oversized body with 413 before reading it', async () => {
+    const { port } = await serve();
+    // Declares 200 MB and sends none of it: the answer comes anyway, and the connection closes.
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/v1/silences', method: 'POST', headers: { ...auth, 'content-length': String(200 * 1024 * 1024) } }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.write('{');
+    });
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: 'body_too_large' });
+    // Chunked, no declared length: cut off once past the limit.
+    const chunked = await fetch(`http://127.0.0.1:${port}/v1/silences`, {
+      method: 'POST', headers: auth, duplex: 'half',
+      body: new ReadableStream({ pull(c) { c.enqueue(new Uint8Array(MAX_BODY_BYTES / 4).fill(32)); } }),
+    } as RequestInit).catch(() => undefined);
+    if (chunked) expect(chunked.status).toBe(413);
+  });
+
+  it('cuts off a client that never finishes its headers', async () => {
+    const { port } = await serve({ headersTimeoutMs: 500, requestTimeoutMs: 1_000 });
+    const socket = connect(port, '127.0.0.1');
+    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    const started = Date.now();
+    const text = await new Promise<string>((resolve) => {
+      let got = '';
+      socket.on('data', (c) => (got += c.toString()));
+      socket.on('close', () => resolve(got));
+    });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(text).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it('labels /metrics by route template: random paths add no series', async () => {
+    const { base, metrics } = await serve();
+    for (let i = 0; i < 50; i += 1) await fetch(`${base}/v1/silences/${Math.random().toString(36).slice(2)}`, { method: 'DELETE' });
+    for (let i = 0; i < 50; i += 1) await fetch(`${base}/v1/events/${Math.random().toString(36).slice(2)}`);
+    const series = (await metrics.registry.getSingleMetric('gpualert_notifier_http_requests_total')!.get()).values;
+    expect(series.map((v) => `${v.labels.route} ${v.labels.method} ${v.labels.status}`).sort()).toEqual(['/v1/silences/{id} DELETE 401', 'other GET 404']);
+  });
+});
