@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { envelopeMessage, type Bus } from '@gpualert/bus';
 import { KernelLogParser } from '@gpualert/kernel-log';
 import { ADAPTERS } from '@gpualert/providers';
-import type { XidCatalog } from '@gpualert/rules';
+import { bundledPath, type XidCatalog } from '@gpualert/rules';
 import { newEnvelope, parseEnvelope, stableId, TOPICS, type Envelope } from '@gpualert/schema';
 
-export const DEMO_RECORDING = new URL('../../../demo/incident.jsonl', import.meta.url).pathname;
+export const DEMO_RECORDING = bundledPath('demo/incident.jsonl');
 
 const TOPIC: Partial<Record<Envelope['type'], string>> = {
   'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents, 'host.inventory': TOPICS.hostInventory,

@@ -4,6 +4,7 @@ import { CliError, EXIT } from './cli-error.ts';
 import { withCommonOptions } from './common-options.ts';
 import { collectGpu, collectInventory, collectKernel } from './commands/collect.ts';
 import { collectProvider } from './commands/collect-provider.ts';
+import { agent } from './commands/agent.ts';
 import { intake } from './commands/intake.ts';
 import { alertResolve, engine, replay, rulesCheck } from './commands/engine.ts';
 import { notifier, silenceAdd, silenceExpire, silenceList } from './commands/notifier.ts';
@@ -30,6 +31,26 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--data-dir <dir>', 'where the embedded mode keeps its log (also GPUALERT_DATA_DIR; default ~/.local/share/gpualert)')
     .option('--intake-port <port>', 'the provider webhook intake (also GPUALERT_INTAKE_PORT; default 9468; 0 picks a free one)')
     .action(run(up));
+
+  withCommonOptions(program.command('agent').description('every collector a GPU host needs, in one process, with /healthz and /metrics'))
+    .option('--host <host>', 'this machine\'s id (also GPUALERT_HOST; default: the hostname)')
+    .option('--label <key=value...>', 'labels for every envelope (cluster, rack, job…)')
+    .option('--nvidia-smi <path>', 'the nvidia-smi binary (default nvidia-smi)')
+    .option('--gpu-source <source>', 'nvidia-smi | dcgm | none (default nvidia-smi)')
+    .option('--dcgm-url <url>', 'with dcgm: the exporter\'s /metrics URL')
+    .option('--gpu-interval <duration>', 'time between GPU scrapes (default 10s)')
+    .option('--gpu-timeout <duration>', 'a scrape or poll slower than this is a failure (default 5s)')
+    .option('--kernel-source <source>', 'auto | kmsg | journal | dmesg | file | none (default auto: kmsg, else journal)')
+    .option('--kernel-file <path>', 'with file: the log to follow')
+    .option('--catalog <file>', 'the Xid catalog (default: the bundled one)')
+    .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where the inventory asks for the instance id (default auto)')
+    .option('--inventory-interval <duration>', 'how often to look for inventory changes (default 5m)')
+    .option('--provider <name>', 'none | aws-imds | gcp | azure: poll this provider\'s maintenance notices (default none)')
+    .option('--provider-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
+    .option('--provider-interval <duration>', 'time between provider polls (default 10s)')
+    .option('--port <port>', '/healthz and /metrics (also GPUALERT_AGENT_PORT; default 9469; 0 picks a free one)')
+    .option('--listen <address>', 'address to listen on (also GPUALERT_AGENT_LISTEN; default 0.0.0.0)')
+    .action(run(agent));
 
   const collect = program.command('collect').description('run one collector on this host');
   const collector = (name: string, about: string) =>

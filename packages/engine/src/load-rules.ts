@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadYamlFile, type RuleFileError } from '@gpualert/rules';
+import { bundledPath, loadYamlFile, type RuleFileError } from '@gpualert/rules';
 import { RuleSpec, RulesFile, Template } from './rule-set.ts';
 
 /** Rules with each template's overrides applied, ready for the engine. */
@@ -14,7 +14,7 @@ export interface BoundTemplate {
   readonly rules: readonly RuleSpec[];
 }
 
-export const DEFAULT_RULES_DIR = new URL('../../../rules/', import.meta.url).pathname;
+export const DEFAULT_RULES_DIR = `${bundledPath('rules')}/`;
 
 /**
  * Loads `defaults.yaml` and `templates/*.yaml` from a rules directory; every problem is reported

@@ -1,2 +1,3 @@
 export * from './load-yaml.ts';
 export * from './xid-catalog.ts';
+export * from './bundled-path.ts';

@@ -1,5 +1,6 @@
 import { Severity } from '@gpualert/schema';
 import { z } from 'zod';
+import { bundledPath } from './bundled-path.ts';
 import { loadYamlFile, type LoadResult } from './load-yaml.ts';
 
 export const XID_CAUSES = ['app', 'driver', 'memory', 'nvlink', 'pcie', 'thermal', 'firmware'] as const;
@@ -54,7 +55,7 @@ export function xidCatalogOf(entries: readonly XidEntry[]): XidCatalog {
   };
 }
 
-export const DEFAULT_XID_CATALOG_PATH = new URL('../../../rules/xid-catalog.yaml', import.meta.url).pathname;
+export const DEFAULT_XID_CATALOG_PATH = bundledPath('rules/xid-catalog.yaml');
 
 export function loadXidCatalog(path: string = DEFAULT_XID_CATALOG_PATH): LoadResult<XidCatalog> {
   const result = loadYamlFile(path, XidCatalogFile);

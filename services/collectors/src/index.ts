@@ -12,3 +12,6 @@ export * from './inventory/cloud-metadata.ts';
 export * from './inventory/inventory-collector.ts';
 export * from './provider/diff-events.ts';
 export * from './provider/metadata-poller.ts';
+export * from './agent/publish-tracker.ts';
+export * from './agent/host-agent.ts';
+export * from './agent/agent-http.ts';

@@ -14,7 +14,8 @@ import { runService } from '../run-service.ts';
 type Options = Record<string, unknown>;
 
 function labelsOf(options: Options): Record<string, string> {
-  const labels: Record<string, string> = {};
+  // A label key is data: `--label __proto__=x` must not reach a prototype.
+  const labels = Object.create(null) as Record<string, string>;
   for (const pair of (options.label as string[] | undefined) ?? []) {
     const [key, ...rest] = pair.split('=');
     if (!key || rest.length === 0) throw new CliError(`gpualert collect: --label expects key=value (got "${pair}")`);
@@ -41,7 +42,7 @@ export async function collectGpu(options: Options): Promise<number> {
   });
 }
 
-async function gpuIndexByPci(nvidiaSmi: string): Promise<Map<string, number>> {
+export async function gpuIndexByPci(nvidiaSmi: string): Promise<Map<string, number>> {
   const result = await runCommand(nvidiaSmi, ['--query-gpu=index,pci.bus_id', '--format=csv,noheader'], 5_000);
   const map = new Map<string, number>();
   for (const line of result.stdout.split('\n')) {
@@ -52,7 +53,7 @@ async function gpuIndexByPci(nvidiaSmi: string): Promise<Map<string, number>> {
   return map;
 }
 
-async function chooseSource(options: Options): Promise<LineSource> {
+export async function chooseSource(options: Options): Promise<LineSource> {
   const source = (options.source as string | undefined) ?? (options.file ? 'file' : undefined);
   switch (source) {
     case 'file':
@@ -76,7 +77,7 @@ async function chooseSource(options: Options): Promise<LineSource> {
   }
 }
 
-function bootTimeMs(): number | undefined {
+export function bootTimeMs(): number | undefined {
   try {
     return Date.now() - Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 1000;
   } catch {

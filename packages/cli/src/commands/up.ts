@@ -3,6 +3,7 @@ import { notifierService } from '@gpualert/notifier';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
 import { embeddedDataDir, exitAfterStop, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
 import { commonConfig } from '../common-options.ts';
 import { playDemo } from '../demo-feeder.ts';
@@ -10,7 +11,7 @@ import { startBanner, type ServiceLine } from '../start-banner.ts';
 import { loadJudgement } from './engine.ts';
 import { loadRoutesOrExit } from './notifier.ts';
 
-const EMBEDDED_ROUTES = new URL('../../../../rules/routes.embedded.yaml', import.meta.url).pathname;
+const EMBEDDED_ROUTES = bundledPath('rules/routes.embedded.yaml');
 /** How long `up` gives its services to stop after Ctrl-C or SIGTERM. */
 export const UP_STOP_LIMIT_MS = 20_000;
 

@@ -1,0 +1,75 @@
+import { hostname } from 'node:os';
+import { loadConfig } from '@gpualert/config';
+import { createAgentServer, dcgmSource, nvidiaSmiSource, startAgent, type AgentPlan, type MetadataProvider } from '@gpualert/collectors';
+import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
+import { AGENT_SOURCES, AgentConfig } from '../agent-config.ts';
+import { CliError } from '../cli-error.ts';
+import { runService } from '../run-service.ts';
+import { bootTimeMs, chooseSource, gpuIndexByPci } from './collect.ts';
+
+/**
+ * `gpualert agent`: every collector a GPU host needs in one process (GPU metrics, kernel log,
+ * inventory, and the provider's maintenance notices when `--provider` names one), one `/healthz`
+ * and one `/metrics`.
+ */
+export async function agent(options: Record<string, unknown>): Promise<number> {
+  const file = (options.config as string | undefined) ?? process.env.GPUALERT_CONFIG;
+  const flags = { ...options, ...(options.label !== undefined ? { labels: options.label } : {}) };
+  const config = loadConfig(AgentConfig, AGENT_SOURCES, { flags, env: process.env, file });
+  if (config.gpuSource === 'dcgm' && !config.dcgmUrl) throw new CliError('gpualert agent: --gpu-source dcgm needs --dcgm-url, the exporter\'s /metrics URL');
+  const host = config.host ?? hostname();
+  const catalog = config.kernelSource === 'none' ? undefined : loadXidCatalog(config.catalog);
+  if (catalog && !catalog.ok) throw new CliError(`gpualert agent: ${formatRuleError(catalog.errors[0]!)}`);
+  const kernelSource = config.kernelSource === 'none'
+    ? undefined
+    : await chooseSource({ ...(config.kernelSource === 'auto' ? {} : { source: config.kernelSource }), ...(config.kernelFile ? { file: config.kernelFile } : {}) });
+  const metadata: MetadataProvider[] = config.metadata === 'auto' ? ['aws', 'gcp', 'azure'] : config.metadata === 'none' ? [] : [config.metadata];
+  return runService('agent', options, async ({ bus, store }, log) => {
+    const gpu = config.gpuSource === 'none'
+      ? undefined
+      : config.gpuSource === 'dcgm'
+        ? dcgmSource(config.dcgmUrl!, host, config.gpuTimeout)
+        : await nvidiaSmiSource({ binary: config.nvidiaSmi, timeoutMs: config.gpuTimeout });
+    const boot = bootTimeMs();
+    const plan: AgentPlan = {
+      host,
+      labels: config.labels,
+      ...(gpu ? { gpu: { source: gpu, intervalMs: config.gpuInterval } } : {}),
+      ...(kernelSource && catalog?.ok
+        ? {
+            kernel: {
+              source: kernelSource, catalog: catalog.value,
+              gpuIndexByPci: config.gpuSource === 'nvidia-smi' ? await gpuIndexByPci(config.nvidiaSmi) : new Map(),
+              ...(boot !== undefined ? { bootTimeMs: boot } : {}),
+            },
+          }
+        : {}),
+      inventory: { nvidiaSmi: config.nvidiaSmi, intervalMs: config.inventoryInterval, timeoutMs: config.gpuTimeout, metadata },
+      ...(config.provider !== 'none'
+        ? { provider: { name: config.provider, intervalMs: config.providerInterval, timeoutMs: config.gpuTimeout, ...(config.providerEndpoint ? { endpoint: config.providerEndpoint } : {}) } }
+        : {}),
+    };
+    const running = await startAgent(plan, { bus, store, log });
+    const server = createAgentServer(running);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.port, config.listen, resolve);
+      });
+    } catch (error) {
+      await running.stop();
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE') throw new CliError(`gpualert agent: port ${config.port} is in use; choose another with --port or GPUALERT_AGENT_PORT`, 1);
+      throw error;
+    }
+    const address = server.address();
+    log.info({ host, collectors: running.collectors, port: typeof address === 'object' && address ? address.port : config.port }, 'agent_started');
+    return {
+      async stop() {
+        server.closeAllConnections();
+        server.close();
+        await running.stop();
+      },
+    };
+  });
+}

@@ -1,0 +1,110 @@
+import type { Bus } from '@gpualert/bus';
+import type { Logger } from '@gpualert/log';
+import type { XidCatalog } from '@gpualert/rules';
+import { TOPICS } from '@gpualert/schema';
+import type { StateStore } from '@gpualert/state';
+import { startGpuCollector } from '../gpu/gpu-collector.ts';
+import type { GpuSource } from '../gpu/gpu-source.ts';
+import { startInventoryCollector } from '../inventory/inventory-collector.ts';
+import type { MetadataProvider } from '../inventory/cloud-metadata.ts';
+import { startKernelCollector } from '../kernel/kernel-collector.ts';
+import type { LineSource } from '../kernel/line-source.ts';
+import { startMetadataPoller, type PolledProvider } from '../provider/metadata-poller.ts';
+import { PublishTracker } from './publish-tracker.ts';
+
+/** What one host runs; each part absent is a collector not run. */
+export interface AgentPlan {
+  readonly host: string;
+  readonly labels: Record<string, string>;
+  readonly gpu?: { readonly source: GpuSource; readonly intervalMs: number };
+  readonly kernel?: {
+    readonly source: LineSource;
+    readonly catalog: XidCatalog;
+    readonly gpuIndexByPci?: ReadonlyMap<string, number>;
+    readonly bootTimeMs?: number;
+  };
+  readonly inventory?: {
+    readonly nvidiaSmi: string;
+    readonly intervalMs: number;
+    readonly timeoutMs: number;
+    readonly metadata: readonly MetadataProvider[];
+    readonly metadataEndpoint?: string;
+  };
+  readonly provider?: { readonly name: PolledProvider; readonly intervalMs: number; readonly timeoutMs: number; readonly endpoint?: string };
+}
+
+export interface AgentHealth {
+  readonly healthy: boolean;
+  readonly host: string;
+  readonly collectors: readonly string[];
+  readonly uptime_s: number;
+  /** Seconds since each collector's topic last got a publish through; null before the first. */
+  readonly last_publish_age_s: Readonly<Record<string, number | null>>;
+  readonly reason?: string;
+}
+
+export interface RunningAgent {
+  readonly collectors: readonly string[];
+  readonly tracker: PublishTracker;
+  health(): AgentHealth;
+  stop(): Promise<void>;
+}
+
+/** A GPU host whose samples have not got through for this many scrape intervals is unhealthy. */
+export const AGENT_STALE_INTERVALS = 3;
+
+const TOPIC_OF = new Map<string, string>([
+  ['gpu', TOPICS.gpuSamples], ['kernel', TOPICS.kernelEvents], ['inventory', TOPICS.hostInventory], ['provider', TOPICS.providerEvents],
+]);
+
+/**
+ * Every collector a GPU host needs, in one process over one bus: GPU metrics, the kernel log, the
+ * host's inventory, the provider's maintenance notices. One process instead of four is most of
+ * the agent's memory saving; the collectors themselves are the same ones `collect` runs.
+ */
+export async function startAgent(plan: AgentPlan, io: { bus: Bus; store: StateStore; log: Logger; now?: () => number }): Promise<RunningAgent> {
+  const now = io.now ?? Date.now;
+  const started = now();
+  const tracker = new PublishTracker(now);
+  const bus = tracker.wrap(io.bus);
+  const running: { name: string; stop(): Promise<void> }[] = [];
+  const { host, labels, log } = { ...plan, log: io.log };
+  try {
+    if (plan.inventory) {
+      running.push({ name: 'inventory', ...startInventoryCollector({ bus, host, labels, log, ...plan.inventory }) });
+    }
+    if (plan.gpu) running.push({ name: 'gpu', ...startGpuCollector({ bus, host, labels, log, ...plan.gpu }) });
+    if (plan.kernel) running.push({ name: 'kernel', ...(await startKernelCollector({ bus, store: io.store, host, labels, log, ...plan.kernel })) });
+    if (plan.provider) {
+      const { name, ...rest } = plan.provider;
+      running.push({ name: 'provider', ...startMetadataPoller({ bus, store: io.store, host, labels, log, provider: name, ...rest }) });
+    }
+  } catch (error) {
+    for (const collector of running) await collector.stop();
+    throw error;
+  }
+  const collectors = running.map((c) => c.name);
+  return {
+    collectors,
+    tracker,
+    health(): AgentHealth {
+      const at = now();
+      const ages: Record<string, number | null> = Object.create(null) as Record<string, number | null>;
+      for (const name of collectors) {
+        const last = tracker.health(TOPIC_OF.get(name)!).lastOkMs;
+        ages[name] = last === undefined ? null : Math.round((at - last) / 1000);
+      }
+      const uptime = Math.round((at - started) / 1000);
+      let reason: string | undefined;
+      if (plan.gpu) {
+        const staleMs = AGENT_STALE_INTERVALS * plan.gpu.intervalMs;
+        const last = tracker.health(TOPICS.gpuSamples).lastOkMs ?? started;
+        if (at - last > staleMs) reason = `no GPU sample got through for ${Math.round((at - last) / 1000)} s (${AGENT_STALE_INTERVALS} intervals)`;
+      }
+      return { healthy: reason === undefined, host, collectors, uptime_s: uptime, last_publish_age_s: ages, ...(reason ? { reason } : {}) };
+    },
+    async stop() {
+      for (const collector of running.reverse()) await collector.stop();
+    },
+  };
+}

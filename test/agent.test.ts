@@ -1,0 +1,82 @@
+import { once } from 'node:events';
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KafkaBus, type Bus, type Subscription } from '@gpualert/bus';
+import { TOPICS, type Envelope } from '@gpualert/schema';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { FakeNvidiaSmi } from './infra/fake-nvidia-smi.ts';
+import { cleanEnv, runCli, startCli } from './infra/run-cli.ts';
+import { uniqueName, waitFor } from './infra/wait-for.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+describe('gpualert agent: every collector of a GPU host in one process', () => {
+  it('publishes samples, kernel events and the inventory over one connection, and answers /healthz and /metrics', async () => {
+    const prefix = `${uniqueName('agent')}.`;
+    const bus: Bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    cleanups.push(() => bus.close());
+    const seen: Envelope[] = [];
+    const sub: Subscription = await bus.consume({
+      group: uniqueName('reader'),
+      topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.hostInventory],
+      handler: async (batch) => void seen.push(...batch.items.map((i) => i.envelope)),
+    });
+    cleanups.push(() => sub.stop());
+
+    const smi = new FakeNvidiaSmi();
+    const log = join(mkdtempSync(join(tmpdir(), 'gpualert-agent-')), 'kern.log');
+    writeFileSync(log, '');
+    const agent = startCli(
+      ['agent', '--host', 'gpu-node-9', '--label', 'cluster=c1', '--nvidia-smi', smi.path, '--gpu-interval', '200ms',
+        '--kernel-source', 'file', '--kernel-file', log, '--metadata', 'none', '--port', '0', '--listen', '127.0.0.1', '--log-format', 'json'],
+      cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), GPUALERT_TOPIC_PREFIX: prefix }),
+    );
+    cleanups.push(async () => {
+      if (agent.exitCode === null) {
+        agent.kill('SIGKILL');
+        await once(agent, 'exit');
+      }
+    });
+    await waitFor(() => agent.output().includes('"msg":"agent_started"'), 'agent_started', 30_000);
+    const port = Number(/"port":(\d+)/.exec(agent.output().split('\n').find((l) => l.includes('agent_started'))!)![1]);
+    // journalctl's short-iso form: dated now, whatever this machine's uptime
+    const now = new Date().toISOString().replace(/\.\d+Z$/, '+0000');
+    appendFileSync(log, `${now} gpu-node-9 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n`);
+
+    await waitFor(() => ['gpu.sample', 'kernel.event', 'host.inventory'].every((t) => seen.some((e) => e.type === t)), 'all three kinds', 30_000).catch((e: unknown) => {
+      throw new Error(`${String(e)}; seen ${[...new Set(seen.map((x) => x.type))].join(',')}; agent said: ${agent.output().slice(-3000)}`);
+    });
+    const xid = seen.find((e) => e.type === 'kernel.event')!;
+    expect(xid).toMatchObject({ host: 'gpu-node-9', labels: { cluster: 'c1' }, data: { kind: 'xid', xid: 79, gpu: 0 } });
+    expect(seen.find((e) => e.type === 'gpu.sample')).toMatchObject({ host: 'gpu-node-9', data: { gpus: [{ index: 0 }, { index: 1 }] } });
+    expect(seen.find((e) => e.type === 'host.inventory')).toMatchObject({ host: 'gpu-node-9', data: { gpu_count: 2, driver_version: '550.54.15' } });
+
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ healthy: true, host: 'gpu-node-9', collectors: ['inventory', 'gpu', 'kernel'] });
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`gpualert_agent_published_messages_total\\{topic="${prefix.replace(/\./g, '\\.')}gpualert\\.gpu\\.samples"\\} [1-9]|gpualert_agent_published_messages_total\\{topic="gpualert\\.gpu\\.samples"\\} [1-9]`));
+    expect(metrics).toContain('gpualert_agent_process_resident_memory_bytes');
+
+    // nvidia-smi hangs: samples stop getting through, and /healthz says so instead of lying
+    smi.mode('hang');
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 503, 'an unhealthy agent', 30_000);
+
+    agent.kill('SIGTERM');
+    expect((await once(agent, 'exit'))[0]).toBe(0);
+  });
+
+  it('refuses a bad setting with one line naming it', async () => {
+    const result = await runCli(['agent', '--gpu-interval', 'soon']);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe('gpualert: invalid config: --gpu-interval (flag): expected a duration like 500ms, 10s or 5m, at most 24h (got "soon")');
+    const label = await runCli(['agent', '--label', 'not a label=x']);
+    expect(label.code).toBe(2);
+    expect(label.stderr).toMatch(/^gpualert: invalid config: --labels \(flag\): expected key=value/);
+  });
+});
