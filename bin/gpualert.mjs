@@ -1,13 +1,13 @@
 #!/usr/bin/env node
-// The gpualert command line. TypeScript runs directly through tsx's loader: no build step.
-import { register } from 'tsx/esm/api';
+// The gpualert command line. In a checkout it runs the TypeScript directly through tsx (no build
+// step); an installed package runs the bundle `npm run build` made (dist/gpualert.mjs).
+import { existsSync } from 'node:fs';
 
-// `gpualert parse … | head` closes the pipe early: that is the reader's choice, not an error.
-process.stdout.on('error', (error) => {
-  if (error.code === 'EPIPE') process.exit(0);
-  throw error;
-});
-
-register();
-const { main } = await import('../packages/cli/src/main.ts');
-process.exitCode = await main(process.argv);
+const source = new URL('../packages/cli/src/bin.ts', import.meta.url);
+if (existsSync(source) && process.env.GPUALERT_USE_DIST !== '1') {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(source.href);
+} else {
+  await import('../dist/gpualert.mjs');
+}

@@ -67,6 +67,7 @@ describe('gpualert parse', () => {
     const providerOf: Record<string, string> = {
       'aws-ec2-describe-instance-status-events.json': 'aws', 'aws-eventbridge-rebalance-recommendation.json': 'aws',
       'aws-eventbridge-spot-interruption-warning.json': 'aws', 'aws-health-scheduled-change-nth.json': 'aws',
+      'aws-health-issue-entities-not-instance-ids.json': 'aws',
       'aws-imds-maintenance-history.json': 'aws-imds', 'aws-imds-rebalance-recommendation.json': 'aws-imds',
       'aws-imds-scheduled-events.json': 'aws-imds', 'aws-imds-spot-instance-action.json': 'aws-imds',
       'azure-scheduled-events-ack-request.json': 'azure', 'azure-scheduled-events-empty.json': 'azure',
@@ -83,7 +84,7 @@ describe('gpualert parse', () => {
       for (const e of out) expect(e.type).toBe('provider.event');
       total += out.length;
     }
-    expect(total).toBe(14); // the empty document and the approval body give none
+    expect(total).toBe(15); // the empty document and the approval body give none
   });
 
   it('answers bad input with one line and exit 2', async () => {

@@ -2,17 +2,36 @@ import { ConfigError } from '@gpualert/config';
 import { Command, CommanderError } from 'commander';
 import { CliError, EXIT } from './cli-error.ts';
 import { withCommonOptions } from './common-options.ts';
-import { collectGpu, collectInventory, collectKernel } from './commands/collect.ts';
-import { collectProvider } from './commands/collect-provider.ts';
-import { agent } from './commands/agent.ts';
-import { intake } from './commands/intake.ts';
-import { alertResolve, engine, replay, rulesCheck } from './commands/engine.ts';
-import { notifier, silenceAdd, silenceExpire, silenceList } from './commands/notifier.ts';
-import { parse } from './commands/parse.ts';
-import { timeline } from './commands/timeline.ts';
-import { up } from './commands/up.ts';
 
 type Action = (...args: any[]) => Promise<number>;
+
+/**
+ * A command's code is loaded when the command runs, not when the program starts: the agent on a
+ * GPU host never loads the engine, the notifier's channels or the timeline.
+ */
+function lazy<M, K extends keyof M>(load: () => Promise<M>, name: K): Action {
+  return async (...args: unknown[]) => ((await load())[name] as Action)(...args);
+}
+const collectCommands = () => import('./commands/collect.ts');
+const engineCommands = () => import('./commands/engine.ts');
+const notifierCommands = () => import('./commands/notifier.ts');
+const up = lazy(() => import('./commands/up.ts'), 'up');
+const agent = lazy(() => import('./commands/agent.ts'), 'agent');
+const collectGpu = lazy(collectCommands, 'collectGpu');
+const collectKernel = lazy(collectCommands, 'collectKernel');
+const collectInventory = lazy(collectCommands, 'collectInventory');
+const collectProvider = lazy(() => import('./commands/collect-provider.ts'), 'collectProvider');
+const intake = lazy(() => import('./commands/intake.ts'), 'intake');
+const engine = lazy(engineCommands, 'engine');
+const replay = lazy(engineCommands, 'replay');
+const rulesCheck = lazy(engineCommands, 'rulesCheck');
+const alertResolve = lazy(engineCommands, 'alertResolve');
+const notifier = lazy(notifierCommands, 'notifier');
+const silenceAdd = lazy(notifierCommands, 'silenceAdd');
+const silenceList = lazy(notifierCommands, 'silenceList');
+const silenceExpire = lazy(notifierCommands, 'silenceExpire');
+const parse = lazy(() => import('./commands/parse.ts'), 'parse');
+const timeline = lazy(() => import('./commands/timeline.ts'), 'timeline');
 
 export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
   const program = new Command('gpualert')

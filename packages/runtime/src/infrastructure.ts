@@ -1,8 +1,8 @@
-import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
+import { MemoryBus, type Bus } from '@gpualert/bus';
 import type { CommonConfig } from '@gpualert/config';
 import type { Logger } from '@gpualert/log';
 import { ALL_TOPICS } from '@gpualert/schema';
-import { MemoryStore, RedisStore, type StateStore } from '@gpualert/state';
+import { MemoryStore, type StateStore } from '@gpualert/state';
 
 export interface Infrastructure {
   readonly bus: Bus;
@@ -17,8 +17,9 @@ export interface Infrastructure {
  * in-process ones otherwise. Creates gpualert's topics.
  */
 export async function openInfrastructure(config: CommonConfig, log: Logger, options: { dataDir?: string } = {}): Promise<Infrastructure> {
+  // Kafka's and Redis's clients load only when configured: a GPU host's agent pays for neither otherwise.
   const bus: Bus = config.kafkaBrokers
-    ? new KafkaBus({
+    ? new (await import('@gpualert/bus')).KafkaBus({
         brokers: config.kafkaBrokers,
         topicPrefix: config.topicPrefix,
         partitions: config.partitions,
@@ -30,7 +31,7 @@ export async function openInfrastructure(config: CommonConfig, log: Logger, opti
         ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       });
   const store: StateStore = config.redisUrl
-    ? new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix })
+    ? new (await import('@gpualert/state')).RedisStore({ url: config.redisUrl, prefix: config.keyPrefix })
     : new MemoryStore({ prefix: config.keyPrefix });
   try {
     await bus.ensureTopics(ALL_TOPICS);

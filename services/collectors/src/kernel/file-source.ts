@@ -1,5 +1,10 @@
+import { watch, type FSWatcher } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { LineSource, SourceLine } from './line-source.ts';
+
+/** How often a watched file is read anyway, in case a change event was missed. */
+const WATCHED_POLL_MS = 1_000;
 
 /**
  * Follows a log file like `tail -F`: reads what was appended since the last call, keeps a
@@ -13,6 +18,8 @@ export class FileLineSource implements LineSource {
   private inode: number | undefined;
   private offset = 0;
   private partial = Buffer.alloc(0);
+  private watcher: FSWatcher | undefined;
+  private wake: (() => void) | undefined;
 
   constructor(path: string) {
     this.path = path;
@@ -54,6 +61,39 @@ export class FileLineSource implements LineSource {
     return lines;
   }
 
+  /**
+   * Sleeps until the file's folder changes (inotify: an append, a rotation, a new file) or `ms`
+   * pass. Watching the folder, not the file, sees a rotated-in file too. Idle, the collector costs
+   * nothing but this wait; a poll alone would stat the file twenty times a second.
+   */
+  async waitForLines(ms: number): Promise<void> {
+    if (!this.watcher) {
+      try {
+        this.watcher = watch(dirname(this.path), { persistent: false }, () => this.wake?.());
+        this.watcher.on('error', () => this.stopWatching());
+      } catch {
+        this.watcher = undefined; // no inotify here (some network filesystems): plain polling
+      }
+    }
+    // With a watcher, a missed event costs at most a second; without one, the caller's interval.
+    const timeout = this.watcher ? Math.max(ms, WATCHED_POLL_MS) : ms;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, timeout);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+    this.wake = undefined;
+  }
+
+  private stopWatching(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.wake?.();
+  }
+
   private async reopen(offset: number): Promise<void> {
     await this.handle?.close();
     this.handle = await open(this.path, 'r');
@@ -63,6 +103,7 @@ export class FileLineSource implements LineSource {
   }
 
   async close(): Promise<void> {
+    this.stopWatching();
     await this.handle?.close();
     this.handle = undefined;
   }

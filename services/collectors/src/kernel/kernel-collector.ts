@@ -87,7 +87,13 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
       events.push(...parser.tick(now));
       await publish(events);
       if (lines.length > 0 || events.length > 0) await saveCursor();
-      if (lines.length === 0) await new Promise((r) => setTimeout(r, options.pollMs ?? 50));
+      if (lines.length === 0) {
+        const pollMs = options.pollMs ?? 50;
+        // An open burst must close on time even if no line comes: wake for it.
+        const waitMs = parser.resumePosition() !== undefined ? pollMs : pollMs * 20;
+        if (options.source.waitForLines) await options.source.waitForLines(waitMs);
+        else await new Promise((r) => setTimeout(r, pollMs));
+      }
     }
   })();
 

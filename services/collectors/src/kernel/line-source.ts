@@ -14,5 +14,10 @@ export interface LineSource {
   open(from: number | undefined): void;
   /** Lines available now (possibly none); never blocks for long. */
   read(): Promise<SourceLine[]>;
+  /**
+   * Waits until more lines may be there, at most `ms`. A source that can be told (a file, by
+   * inotify) wakes at once; without it the caller sleeps `ms`.
+   */
+  waitForLines?(ms: number): Promise<void>;
   close(): Promise<void>;
 }

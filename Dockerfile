@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# One image for every gpualert service: `docker run IMAGE agent|engine|notifier|intake|…`.
+#   docker build -t gpualert .
+# The build stage compiles and packs the package exactly as `npm pack` would for a registry; the
+# runtime stage installs that tarball with production dependencies only, so what runs in the
+# container is what a user installing the package gets: no tsx, no dev dependencies, no sources.
+
+ARG NODE_IMAGE=node:24-trixie-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+# Every workspace's package.json is needed before `npm ci`, so the whole context is copied;
+# .dockerignore keeps node_modules, caches and logs out of it.
+COPY . .
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --no-audit --no-fund \
+    && mkdir /pack \
+    && npm pack --pack-destination /pack
+
+FROM ${NODE_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="gpualert" \
+      org.opencontainers.image.description="Event-driven alerting for GPU fleets" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV NODE_ENV=production
+# The tarball is bind-mounted from the build stage, so it never becomes a layer of its own.
+RUN --mount=type=bind,from=build,source=/pack,target=/pack \
+    npm install --global --omit=dev --no-audit --no-fund /pack/gpualert-*.tgz \
+    && npm cache clean --force \
+    && groupadd --system --gid 10001 gpualert \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gpualert
+COPY deploy/docker/healthcheck.mjs /usr/local/lib/gpualert/healthcheck.mjs
+# Numeric, so Kubernetes can check runAsNonRoot without a runAsUser. The agent alone is run as
+# root where it reads /dev/kmsg (see deploy/kubernetes/agent-daemonset.yaml).
+USER 10001:10001
+# intake, agent, notifier (API and /metrics)
+EXPOSE 9468 9469 9095
+# GPUALERT_HEALTH_URL names the service's /healthz (set per service in docker-compose.yml); the
+# engine serves no HTTP and leaves it unset, and then the check passes while the process lives.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["node", "/usr/local/lib/gpualert/healthcheck.mjs"]
+ENTRYPOINT ["gpualert"]
+CMD ["--help"]

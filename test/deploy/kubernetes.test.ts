@@ -1,0 +1,147 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join, relative } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { schemaErrors, typeErrors, type Manifest } from './kubernetes-schema.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const BASE = join(ROOT, 'deploy/kubernetes');
+
+interface Kustomization {
+  resources: string[];
+  configMapGenerator: { name: string; files?: string[]; literals?: string[] }[];
+}
+
+// Manifests are data read from YAML; the checks below walk them by path.
+type Obj = Record<string, any>;
+
+function readManifests(path: string): Manifest[] {
+  const where = relative(ROOT, path);
+  return parseAllDocuments(readFileSync(path, 'utf8')).map((doc, i) => {
+    if (doc.errors.length > 0) throw new Error(`${where}: ${doc.errors[0]!.message}`);
+    return { where: `${where}#${i}`, object: doc.toJS() as Manifest['object'] };
+  });
+}
+
+/** What kustomize would generate from a configMapGenerator entry (names without the hash). */
+function generatedConfigMap(generator: Kustomization['configMapGenerator'][number]): Manifest {
+  const data = Object.create(null) as Record<string, string>;
+  for (const file of generator.files ?? []) data[basename(file)] = readFileSync(join(BASE, file), 'utf8');
+  for (const literal of generator.literals ?? []) {
+    const at = literal.indexOf('=');
+    data[literal.slice(0, at)] = literal.slice(at + 1);
+  }
+  return { where: `kustomization.yaml configMapGenerator ${generator.name}`, object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: generator.name }, data } };
+}
+
+const kustomization = readManifests(join(BASE, 'kustomization.yaml'))[0]!.object as unknown as Kustomization;
+const resources = kustomization.resources.flatMap((file) => readManifests(join(BASE, file)));
+const secrets = readManifests(join(BASE, 'secret.example.yaml'));
+const generated = kustomization.configMapGenerator.map(generatedConfigMap);
+const every = [...resources, ...secrets, ...generated];
+const byName = (kind: string, name: string): Obj => resources.find((m) => m.object.kind === kind && (m.object as Obj).metadata?.name === name)!.object as Obj;
+const workloads = resources.filter((m) => m.object.kind === 'Deployment' || m.object.kind === 'DaemonSet').map((m) => m.object as Obj);
+const containersOf = (workload: Obj): Obj[] => workload.spec.template.spec.containers as Obj[];
+
+describe('deploy/kubernetes', () => {
+  it('every manifest, the example secrets and the generated ConfigMaps are valid against the Kubernetes OpenAPI schemas', async () => {
+    expect(every.length).toBeGreaterThanOrEqual(12);
+    expect(await schemaErrors(every)).toEqual([]);
+  });
+
+  it('no manifest has a field Kubernetes does not know (strict field validation)', () => {
+    expect(typeErrors(every)).toEqual([]);
+  }, 30_000);
+
+  it('the validators catch a misspelt security field, a bad enum and a missing required field', async () => {
+    const agent = structuredClone(byName('DaemonSet', 'gpualert-agent'));
+    agent.spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem = true;
+    const engine = structuredClone(byName('Deployment', 'gpualert-engine'));
+    engine.spec.template.spec.restartPolicy = 'Sometimes';
+    delete engine.spec.selector;
+    const bad: Manifest[] = [{ where: 'agent', object: agent }, { where: 'engine', object: engine }];
+    expect(typeErrors(bad).join('\n')).toMatch(/readOnlyRootFileSystem.*does not exist in type 'ISecurityContext'/);
+    const errors = (await schemaErrors(bad)).join('\n');
+    expect(errors).toContain('/spec/template/spec/restartPolicy');
+    expect(errors).toContain('engine: /spec must have required property selector');
+  }, 30_000);
+
+  it('runs the agent on GPU nodes only, through the NVIDIA runtime, reading /dev/kmsg read-only', () => {
+    const spec = byName('DaemonSet', 'gpualert-agent').spec.template.spec as Obj;
+    expect(spec.nodeSelector).toEqual({ 'nvidia.com/gpu.present': 'true' });
+    expect(spec.tolerations).toContainEqual({ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' });
+    expect(spec.runtimeClassName).toBe('nvidia');
+    const [agent] = containersOf(byName('DaemonSet', 'gpualert-agent'));
+    expect(agent!.resources.limits['nvidia.com/gpu'], 'the agent must take no GPU from the scheduler').toBeUndefined();
+    expect(agent!.volumeMounts).toContainEqual({ name: 'kmsg', mountPath: '/dev/kmsg', readOnly: true });
+    expect(spec.volumes).toContainEqual({ name: 'kmsg', hostPath: { path: '/dev/kmsg', type: 'CharDevice' } });
+    expect(agent!.securityContext.readOnlyRootFilesystem).toBe(true);
+    // The API server refuses privileged with allowPrivilegeEscalation: false.
+    expect(agent!.securityContext.privileged && agent!.securityContext.allowPrivilegeEscalation === false).toBe(false);
+    expect(spec.hostNetwork ?? false).toBe(false);
+    expect(spec.hostPID ?? false).toBe(false);
+  });
+
+  it('runs every other container as non-root, read-only, with no capability and no token', () => {
+    for (const workload of workloads) {
+      expect(workload.spec.template.spec.automountServiceAccountToken, workload.metadata.name).toBe(false);
+      if (workload.kind === 'DaemonSet') continue;
+      expect(workload.spec.template.spec.securityContext.runAsNonRoot, workload.metadata.name).toBe(true);
+      for (const container of containersOf(workload)) {
+        expect(container.securityContext, workload.metadata.name).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      }
+    }
+  });
+
+  it('probes /healthz where a service serves it, and the intake has a Service on 9468', () => {
+    const expected = new Map([['gpualert-agent', 9469], ['gpualert-notifier', 9095], ['gpualert-intake', 9468]]);
+    for (const workload of workloads) {
+      const [container] = containersOf(workload);
+      const port = expected.get(workload.metadata.name);
+      if (port === undefined) {
+        expect(container!.readinessProbe, `${workload.metadata.name} serves no HTTP`).toBeUndefined();
+        continue;
+      }
+      expect(container!.ports).toContainEqual({ name: 'http', containerPort: port });
+      expect(container!.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+      expect(container!.livenessProbe, workload.metadata.name).toBeDefined();
+    }
+    expect(byName('Service', 'gpualert-intake').spec.ports).toEqual([{ name: 'http', port: 9468, targetPort: 'http' }]);
+  });
+
+  it('the engine runs with the rules ConfigMaps laid out as rules/, every template included', () => {
+    const templates = readdirSync(join(ROOT, 'rules/templates')).filter((f) => f.endsWith('.yaml')).sort();
+    const generator = kustomization.configMapGenerator.find((g) => g.name === 'gpualert-rule-templates')!;
+    expect(generator.files!.map((f) => basename(f)).sort()).toEqual(templates);
+    const engine = byName('Deployment', 'gpualert-engine');
+    expect(containersOf(engine)[0]!.args).toEqual(['engine', '--rules', '/etc/gpualert/rules']);
+    const rules = (engine.spec.template.spec.volumes as Obj[]).find((v) => v.name === 'rules')!;
+    const items = (rules.projected.sources as Obj[]).find((s) => s.configMap.name === 'gpualert-rule-templates')!.configMap.items as Obj[];
+    expect(items.map((i) => i.path).sort()).toEqual(templates.map((t) => `templates/${t}`));
+    const ruleFiles = kustomization.configMapGenerator.find((g) => g.name === 'gpualert-rules')!.files!;
+    expect(ruleFiles.map((f) => relative(ROOT, join(BASE, f)))).toEqual(['rules/defaults.yaml', 'rules/xid-catalog.yaml']);
+    expect(dirname(relative(ROOT, join(BASE, kustomization.configMapGenerator.find((g) => g.name === 'gpualert-routes')!.files![0]!)))).toBe('rules');
+  });
+
+  it('the example secrets hold placeholders only, and name every env: credential the routes read', () => {
+    const values = secrets.flatMap((m) => Object.values(((m.object as Obj).stringData ?? {}) as Record<string, string>));
+    expect(values.length).toBeGreaterThan(0);
+    for (const value of values) expect(value).toMatch(/^REPLACE_WITH_[A-Za-z_]+$/);
+    const notifier = secrets.find((m) => (m.object as Obj).metadata.name === 'gpualert-notifier')!.object as Obj;
+    const wanted = [...readFileSync(join(ROOT, 'rules/routes.yaml'), 'utf8').matchAll(/"env:([A-Z_]+)"/g)].map((m) => m[1]);
+    expect(Object.keys(notifier.stringData)).toEqual(expect.arrayContaining([...wanted, 'GPUALERT_NOTIFIER_TOKEN']));
+  });
+
+  // kubectl carries kustomize; where it is installed (it is on this project's machines), the
+  // rendered base is validated too, hashed ConfigMap names and all.
+  const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+  it.skipIf(!kubectl)('renders with kustomize, and what it renders is valid too', async () => {
+    const run = spawnSync('kubectl', ['kustomize', '--load-restrictor', 'LoadRestrictionsNone', BASE], { encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    const rendered = parseAllDocuments(run.stdout).map((d, i) => ({ where: `rendered#${i}`, object: d.toJS() as Manifest['object'] }));
+    expect(rendered).toHaveLength(resources.length + generated.length);
+    expect(await schemaErrors(rendered)).toEqual([]);
+    expect(typeErrors(rendered)).toEqual([]);
+  }, 60_000);
+});
