@@ -5,10 +5,12 @@
  * missing ones are installed from Debian's packages; anywhere else the run stops at once with one
  * line that names what is missing and the command that installs it.
  *
- * GPUALERT_NO_PROVISION=1 checks without installing.
+ * Node 24 comes from the npm registry (tools/node24.ts). GPUALERT_NO_PROVISION=1 checks without
+ * installing.
  */
 import { spawnSync } from 'node:child_process';
 import { kafkaClasspath, kafkaVersion } from '../test/infra/kafka-broker.ts';
+import { node24Binary, NODE24_VERSION } from './node24.ts';
 
 interface Requirement {
   /** What a person would install, in Debian's terms. */
@@ -37,6 +39,7 @@ export const REQUIREMENTS: readonly Requirement[] = [
   { debianPackage: 'maven', purpose: "resolves Apache Kafka's jars", present: () => onPath('mvn') },
   { debianPackage: 'redis-server', purpose: 'the fault suite starts Redis servers of its own', present: () => onPath('redis-server') },
   { debianPackage: 'chromium', purpose: "checks the timeline's HTML in a real browser", present: () => onPath('chromium') || onPath('chromium-browser') },
+  { debianPackage: 'systemd', purpose: 'systemd-analyze verifies the units in deploy/systemd', present: () => onPath('systemd-analyze') },
 ];
 
 function fail(line: string): never {
@@ -82,3 +85,8 @@ function provision(): void {
 }
 
 provision();
+try {
+  node24Binary();
+} catch (error) {
+  fail(`cannot fetch Node ${NODE24_VERSION} (the unit tests also run on it): ${(error as Error).message}`);
+}
