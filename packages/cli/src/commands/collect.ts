@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { access, constants } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import {
   CommandLineSource, dcgmSource, FileLineSource, KmsgLineSource, nvidiaSmiSource, runCommand, startGpuCollector,
@@ -67,7 +67,8 @@ export async function chooseSource(options: Options): Promise<LineSource> {
       return new CommandLineSource('dmesg', ['-w', '--time-format', 'iso']);
     case undefined:
       try {
-        await access('/dev/kmsg', constants.R_OK);
+        // Open it, not just access(): in a container the permission bits say yes and open says EPERM.
+        await (await open('/dev/kmsg', 'r')).close();
         return new KmsgLineSource();
       } catch {
         return new CommandLineSource('journalctl', ['-k', '-f', '-n', '0', '-o', 'short-iso']);
