@@ -146,7 +146,7 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
 
   it('folds what exceeds a destination\'s rate into a digest instead of dropping it', async () => {
     const { vendors, bus, start } = await setup({
-      receivers: [receiver('robot', 'wecom', { url: '${BASE}/wecom/send?key=k' }, { per_minute: 60 })],
+      receivers: [receiver('robot', 'wecom', { url: '${BASE}/wecom/send?key=k' }, { per_second: 2 })],
       route: { receiver: 'robot', group_by: ['fingerprint'], group_wait: '0s' },
     });
     const notifier = await start();

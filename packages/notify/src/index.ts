@@ -7,6 +7,7 @@ export * from './load-routes.ts';
 export * from './channels/channel.ts';
 export * from './channels/format.ts';
 export * from './channels/registry.ts';
+export * from './channels/rate-limits.ts';
 export { feishuSign } from './channels/feishu.ts';
 export { dingtalkSign } from './channels/dingtalk.ts';
 export { signWebhook } from './channels/webhook.ts';

@@ -18,6 +18,8 @@ export const Receiver = z.object({
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
   /** Messages a minute this destination takes (the vendor's documented limit); over it, a digest. */
   per_minute: z.number().positive().optional(),
+  /** Messages a second; without either, the vendor's documented rate (channels/rate-limits.ts). */
+  per_second: z.number().positive().optional(),
 }).superRefine((receiver, ctx) => {
   // Each channel's settings checked at load (URL with scheme, required keys), so a bad receiver is a file:line, not a crash on first send.
   const checked = channelSettings(receiver.channel, true).safeParse(receiver.settings);

@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import { envelopeMessage, MemoryBus } from '@gpualert/bus';
 import { createLogger } from '@gpualert/log';
-import { createChannel, RoutesFile, type Channel, type Notification } from '@gpualert/notify';
+import { createChannel, rateLimitOf, RoutesFile, type Channel, type Notification } from '@gpualert/notify';
 import { newEnvelope, parseEnvelope, TOPICS } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
-import { attemptOnce, deliver } from './delivery.ts';
+import { attemptOnce, deliver, RateLimiter } from './delivery.ts';
 import { startNotifier } from './notifier-service.ts';
 
 const log = createLogger({ name: 'test', level: 'silent' });
@@ -86,5 +86,37 @@ describe('the notifier with a failing receiver', () => {
     const records = (await bus.read(TOPICS.notifications)).flatMap((m) => { const r = parseEnvelope(m.value); return r.ok && r.value.type === 'notification' ? [r.value.data] : []; });
     expect(records.some((r) => r.outcome === 'failed')).toBe(true);
     await bus.close();
+  });
+});
+
+describe('a destination\'s rate', () => {
+  /** Sends taken in [0, untilMs) when one is offered every `everyMs`. */
+  function taken(limiter: RateLimiter, everyMs: number, untilMs: number): number[] {
+    const times: number[] = [];
+    for (let t = 0; t < untilMs; t += everyMs) if (limiter.take(t)) times.push(t);
+    return times;
+  }
+
+  it('per_minute 20 (DingTalk, WeCom) lets exactly 20 through in the first minute, not a burst plus a refill', () => {
+    const times = taken(new RateLimiter({ perMinute: 20 }), 100, 60_000);
+    expect(times).toHaveLength(20);
+    // and never more than 20 in any sixty seconds after
+    const later = taken(new RateLimiter({ perMinute: 20 }), 250, 300_000);
+    for (const t of later) expect(later.filter((u) => u > t - 60_000 && u <= t).length).toBeLessThanOrEqual(20);
+  });
+
+  it('Feishu\'s defaults (5 a second, 100 a minute) allow 5 in the first second and 100 in the first minute', () => {
+    const limit = rateLimitOf({ channel: 'feishu' })!;
+    expect(limit).toEqual({ perSecond: 5, perMinute: 100 });
+    expect(taken(new RateLimiter(limit), 10, 1_000)).toHaveLength(5);
+    expect(taken(new RateLimiter(limit), 10, 60_000)).toHaveLength(100);
+  });
+
+  it('every chat vendor has a default; a receiver\'s own setting wins', () => {
+    expect(rateLimitOf({ channel: 'dingtalk' })).toEqual({ perMinute: 20 });
+    expect(rateLimitOf({ channel: 'wecom' })).toEqual({ perMinute: 20 });
+    expect(rateLimitOf({ channel: 'slack' })).toEqual({ perSecond: 1, perMinute: 60 });
+    expect(rateLimitOf({ channel: 'wecom', per_minute: 10 })).toEqual({ perMinute: 10 });
+    expect(new RateLimiter({ perMinute: 20 }).waitMs(0)).toBe(0);
   });
 });

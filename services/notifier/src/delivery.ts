@@ -1,5 +1,5 @@
 import { redactSecrets } from '@gpualert/log';
-import type { Channel, DeliveryResult, Notification } from '@gpualert/notify';
+import type { Channel, DeliveryResult, Notification, RateLimit } from '@gpualert/notify';
 
 export interface RetryPolicy {
   /** First retry after about this long; doubled each time, with jitter. */
@@ -80,29 +80,46 @@ export async function deliver(
   }
 }
 
-/** A token bucket per destination at the vendor's documented rate. */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
+/**
+ * A destination's rate as the vendor counts it: at most `perSecond` sends in any one-second window
+ * and `perMinute` in any sixty-second window (sliding windows, so no burst ever exceeds either:
+ * 20 a minute means 20 in the first minute, not a burst plus a refill).
+ */
+export class RateLimiter {
+  private readonly limits: { readonly windowMs: number; readonly max: number }[];
+  /** Send times within the longest window, oldest first. */
+  private readonly sent: number[] = [];
 
-  constructor(private readonly perMinute: number, now: number) {
-    this.tokens = Math.max(1, Math.min(perMinute, 10));
-    this.last = now;
+  constructor(limit: RateLimit | number, _now?: number) {
+    const { perSecond, perMinute } = typeof limit === 'number' ? { perSecond: undefined, perMinute: limit } : limit;
+    this.limits = [
+      ...(perSecond !== undefined ? [{ windowMs: 1_000, max: Math.max(1, Math.floor(perSecond)) }] : []),
+      ...(perMinute !== undefined ? [{ windowMs: 60_000, max: Math.max(1, Math.floor(perMinute)) }] : []),
+    ];
   }
 
   take(now: number): boolean {
-    this.tokens = Math.min(Math.max(1, Math.min(this.perMinute, 10)), this.tokens + ((now - this.last) / 60_000) * this.perMinute);
-    this.last = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
+    if (this.waitMs(now) > 0) return false;
+    this.sent.push(now);
     return true;
   }
 
-  /** How long until the next token. */
-  waitMs(): number {
-    return this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) / this.perMinute) * 60_000);
+  /** How long until the next send is allowed (0: now). */
+  waitMs(now: number = Date.now()): number {
+    const longest = Math.max(0, ...this.limits.map((l) => l.windowMs));
+    while (this.sent.length > 0 && this.sent[0]! <= now - longest) this.sent.shift();
+    let wait = 0;
+    for (const { windowMs, max } of this.limits) {
+      const inWindow = this.sent.filter((t) => t > now - windowMs);
+      if (inWindow.length >= max) wait = Math.max(wait, inWindow[inWindow.length - max]! + windowMs - now);
+    }
+    return wait;
   }
 }
+
+/** The former name: a destination's limiter. */
+export const TokenBucket = RateLimiter;
+export type TokenBucket = RateLimiter;
 
 /** Several notifications folded into one digest when a destination's rate is exceeded. */
 export function digest(notifications: readonly Notification[]): Notification {

@@ -1,13 +1,13 @@
 import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import {
-  createChannel, emptyNotifierState, NotifierCore, restoreNotifierState, type Channel, type Decision, type Notification, type NotifierState, type RoutesFile, type Silence,
+  createChannel, emptyNotifierState, rateLimitOf, NotifierCore, restoreNotifierState, type Channel, type Decision, type Notification, type NotifierState, type RoutesFile, type Silence,
 } from '@gpualert/notify';
 import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { DEADLETTER_HEADERS } from '@gpualert/bus';
 import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
-import { DEFAULT_RETRY, deliver, digest, sleep, TokenBucket, type RetryPolicy } from './delivery.ts';
+import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } from './delivery.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
 import { SILENCES_KEY, loadSilences } from './silences.ts';
 
@@ -46,7 +46,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   /** The state as the last step saved it. */
   let committed = saved ?? JSON.stringify(state);
   const channels = new Map<string, Channel>();
-  const buckets = new Map<string, TokenBucket>();
+  const buckets = new Map<string, RateLimiter>();
   const queues = new Map<string, Outgoing[]>();
   const draining = new Map<string, Promise<void>>();
   let stopped = false;
@@ -54,7 +54,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const stopping = new AbortController();
   for (const receiver of options.routes.receivers) {
     channels.set(receiver.name, createChannel(receiver, options.env));
-    if (receiver.per_minute) buckets.set(receiver.name, new TokenBucket(receiver.per_minute, Date.now()));
+    const limit = rateLimitOf(receiver);
+    if (limit) buckets.set(receiver.name, new RateLimiter(limit));
   }
   const channelOf = (receiver: string) => options.routes.receivers.find((r) => r.name === receiver)?.channel ?? 'record';
 

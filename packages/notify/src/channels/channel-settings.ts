@@ -1,5 +1,7 @@
 import { redactUrl } from '@gpualert/log';
 import { z } from 'zod';
+import { JIRA_DEPLOYMENTS } from './jira.ts';
+import { webhookSecretProblem } from './webhook.ts';
 
 /** The channels a receiver can use (kept here so the settings schemas and the route file agree). */
 export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'webhook', 'console', 'record'] as const;
@@ -8,7 +10,7 @@ export type ChannelName = (typeof CHANNELS)[number];
 /** The longest setting value: URLs and keys are far shorter; a megabyte of YAML in one value is a mistake. */
 export const MAX_SETTING_LENGTH = 2048;
 
-type Kind = 'http_url' | 'smtp_url' | 'text';
+type Kind = 'http_url' | 'smtp_url' | 'text' | 'webhook_secret' | 'jira_deployment';
 interface Field {
   readonly kind: Kind;
   readonly required: boolean;
@@ -24,11 +26,11 @@ export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<stri
   dingtalk: { url, secret: may },
   wecom: { url },
   email: { smtp_url: { kind: 'smtp_url', required: true }, from: need, to: need },
-  jira: { url, user: need, token: need, project: need, issue_type: may, done_transition: may },
-  servicenow: { url, user: need, password: need },
+  jira: { url, user: need, token: need, project: need, issue_type: may, done_transition: may, deployment: { kind: 'jira_deployment', required: false } },
+  servicenow: { url, user: need, password: need, close_code: may },
   pagerduty: { url, routing_key: need },
   opsgenie: { url, api_key: need },
-  webhook: { url, secret: may },
+  webhook: { url, secret: { kind: 'webhook_secret', required: false } },
   console: {},
   record: {},
 };
@@ -75,7 +77,12 @@ export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodT
       }
       out[key] = value;
       if (allowEnv && isEnvRef(value)) continue;
-      if (field.kind !== 'text') {
+      if (field.kind === 'webhook_secret') {
+        const problem = webhookSecretProblem(value);
+        if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
+      } else if (field.kind === 'jira_deployment') {
+        if (!(JIRA_DEPLOYMENTS as readonly string[]).includes(value)) ctx.addIssue({ code: 'custom', path: [key], message: `expected one of ${JIRA_DEPLOYMENTS.join(', ')}` });
+      } else if (field.kind !== 'text') {
         const problem = urlProblem(value, field.kind);
         if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
       }

@@ -1,44 +1,82 @@
 import type { AlertView, Notification } from '../notifier-core.ts';
+import { escapeChatMarkdown, escapeHtml, escapeSlack, oneLine } from './escape.ts';
+import { cutChars } from './truncate.ts';
 
 const REASON: Record<Notification['reason'], string> = {
   first: 'New', new_alerts: 'New alerts', changed: 'Changed', resolved: 'Resolved', repeat: 'Still firing', page: 'Page', page_resolve: 'Resolved',
 };
+
+/**
+ * The longest title (subject, headline, chat preview): Slack's header block takes 150 characters,
+ * and a summary longer than a line belongs in the body, which carries it once.
+ * Source: https://api.slack.com/reference/block-kit/blocks#header
+ */
+export const TITLE_MAX_CHARS = 150;
+
+/** How a message's text is written in one markup: outside text made literal, emphasis, a quoted line. */
+export interface Markup {
+  readonly text: (s: string) => string;
+  readonly strong: (s: string) => string;
+  readonly quote: (s: string) => string;
+}
+
+export const PLAIN: Markup = { text: (s) => s, strong: (s) => s, quote: (s) => s };
+/** Slack mrkdwn: bold is `*x*` (not `**x**`). Source: https://api.slack.com/reference/surfaces/formatting#basic-formatting */
+export const SLACK_MRKDWN: Markup = { text: escapeSlack, strong: (s) => `*${s}*`, quote: (s) => `> ${s}` };
+/** The markdown subset of DingTalk and WeCom robots: bold `**x**`, quote `> x`. */
+export const CHAT_MARKDOWN: Markup = { text: escapeChatMarkdown, strong: (s) => `**${s}**`, quote: (s) => `> ${s}` };
 
 export function worst(notification: Notification): AlertView['severity'] {
   const order = ['info', 'warning', 'error', 'critical'] as const;
   return notification.alerts.reduce<AlertView['severity']>((w, a) => (order.indexOf(a.severity) > order.indexOf(w) ? a.severity : w), 'info');
 }
 
-/** `[CRITICAL] gpu-node-002 GPU 3: GPU 3 on gpu-node-002 has disappeared` — severity, host, what happened. */
+/**
+ * `[CRITICAL] gpu-node-002 GPU 3: GPU 3 on gpu-node-002 has disappeared` — severity, host, what
+ * happened, on one line of at most TITLE_MAX_CHARS (cut between whole characters).
+ */
 export function title(notification: Notification): string {
   const first = notification.alerts[0];
   if (!first) return `[${REASON[notification.reason]}] gpualert`;
   const resolved = notification.alerts.every((a) => a.status === 'resolved');
   const more = notification.alerts.length > 1 ? ` (+${notification.alerts.length - 1} more)` : '';
-  return `[${resolved ? 'RESOLVED' : worst(notification).toUpperCase()}] ${first.host}${first.gpu !== undefined ? ` GPU ${first.gpu}` : ''}: ${first.summary}${more}`;
+  const head = `[${resolved ? 'RESOLVED' : worst(notification).toUpperCase()}] ${oneLine(first.host)}${first.gpu !== undefined ? ` GPU ${first.gpu}` : ''}: `;
+  return `${head}${cutChars(oneLine(first.summary), Math.max(1, TITLE_MAX_CHARS - head.length - more.length))}${more}`;
 }
 
-/** One alert as the person paged needs it: what, where, since when, what to do, the evidence. */
+/** One alert as the person paged needs it: what, where, since when, what to do, the evidence; each line one line. */
 export function alertLines(alert: AlertView): string[] {
+  const evidence = alert.evidence.slice(0, 5).map(oneLine);
   return [
-    `${alert.status === 'resolved' ? 'RESOLVED' : alert.severity.toUpperCase()} — ${alert.summary}`,
-    `host ${alert.host}${alert.gpu !== undefined ? `, GPU ${alert.gpu}` : ''} · ${alert.category} · since ${alert.startsAt}${alert.endsAt ? ` until ${alert.endsAt}` : ''}${alert.expected ? ' · expected (maintenance window)' : ''}`,
-    ...(alert.action && alert.status === 'firing' ? [`action: ${alert.action}`] : []),
-    ...(alert.evidence.length > 0 ? [`evidence: ${alert.evidence.slice(0, 5).join(', ')}${alert.evidence.length > 5 ? ` (+${alert.evidence.length - 5})` : ''}`] : []),
-    `fingerprint ${alert.fingerprint}`,
+    `${alert.status === 'resolved' ? 'RESOLVED' : alert.severity.toUpperCase()} — ${oneLine(alert.summary)}`,
+    `host ${oneLine(alert.host)}${alert.gpu !== undefined ? `, GPU ${alert.gpu}` : ''} · ${oneLine(alert.category)} · since ${oneLine(alert.startsAt)}${alert.endsAt ? ` until ${oneLine(alert.endsAt)}` : ''}${alert.expected ? ' · expected (maintenance window)' : ''}`,
+    ...(alert.action && alert.status === 'firing' ? [`action: ${oneLine(alert.action)}`] : []),
+    ...(evidence.length > 0 ? [`evidence: ${evidence.join(', ')}${alert.evidence.length > 5 ? ` (+${alert.evidence.length - 5})` : ''}`] : []),
+    `fingerprint ${oneLine(alert.fingerprint)}`,
   ];
 }
 
-export function plainText(notification: Notification): string {
-  const header = `${REASON[notification.reason]}: ${notification.alerts.length} alert${notification.alerts.length === 1 ? '' : 's'}${notification.firing > notification.alerts.length ? `, ${notification.firing} firing in the group` : ''}`;
-  return [header, '', ...notification.alerts.flatMap((a) => [...alertLines(a), ''])].join('\n').trim();
+function header(notification: Notification): string {
+  return `${REASON[notification.reason]}: ${notification.alerts.length} alert${notification.alerts.length === 1 ? '' : 's'}${notification.firing > notification.alerts.length ? `, ${notification.firing} firing in the group` : ''}`;
 }
 
+/** The body in one markup: the title in bold, then each alert (its first line in bold, the rest quoted). */
+export function rendered(notification: Notification, markup: Markup): string {
+  return [
+    markup.strong(markup.text(title(notification))), '',
+    ...notification.alerts.flatMap((a) => [...alertLines(a).map((l, i) => (i === 0 ? markup.strong(markup.text(l)) : markup.quote(markup.text(l)))), '']),
+  ].join('\n').trim();
+}
+
+export function plainText(notification: Notification): string {
+  return [header(notification), '', ...notification.alerts.flatMap((a) => [...alertLines(a), ''])].join('\n').trim();
+}
+
+/** DingTalk and WeCom markdown, outside text escaped. */
 export function markdown(notification: Notification): string {
-  return [`**${title(notification)}**`, '', ...notification.alerts.flatMap((a) => [...alertLines(a).map((l, i) => (i === 0 ? `**${l}**` : `> ${l}`)), ''])].join('\n').trim();
+  return rendered(notification, CHAT_MARKDOWN);
 }
 
 export function html(notification: Notification): string {
-  const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-  return `<h2>${escape(title(notification))}</h2>${notification.alerts.map((a) => `<p>${alertLines(a).map((l, i) => (i === 0 ? `<b>${escape(l)}</b>` : escape(l))).join('<br>')}</p>`).join('')}`;
+  return `<h2>${escapeHtml(title(notification))}</h2>${notification.alerts.map((a) => `<p>${alertLines(a).map((l, i) => (i === 0 ? `<b>${escapeHtml(l)}</b>` : escapeHtml(l))).join('<br>')}</p>`).join('')}`;
 }

@@ -1,7 +1,17 @@
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
+import { oneLine } from './escape.ts';
+import { plainText } from './format.ts';
+import { cutChars } from './truncate.ts';
 
 const PRIORITY = { critical: 'P1', error: 'P2', warning: 'P3', info: 'P5' } as const;
+
+/**
+ * Create-alert limits: `message` 130 characters, `alias` 512, `description` 15,000, `entity` 512,
+ * `source` 100, at most 20 `tags` of 50 characters; a close `note` 25,000.
+ * Source: https://docs.opsgenie.com/docs/alert-api#create-alert
+ */
+export const OPSGENIE_LIMITS = { message: 130, alias: 512, description: 15_000, entity: 512, source: 100, tags: 20, tag: 50, note: 25_000 } as const;
 
 /** Opsgenie: `alias` = fingerprint as the dedup key, `message` ≤ 130 characters; close by alias. */
 export function opsgenieChannel(settings: { url: string; api_key: string }): Channel {
@@ -11,13 +21,16 @@ export function opsgenieChannel(settings: { url: string; api_key: string }): Cha
     async send(notification, signal) {
       const headers = { authorization: `GenieKey ${settings.api_key}` };
       for (const alert of notification.alerts) {
+        const alias = cutChars(alert.fingerprint, OPSGENIE_LIMITS.alias);
         let result: DeliveryResult;
         try {
           const response = alert.status === 'resolved'
-            ? await postJson(`${base}/v2/alerts/${encodeURIComponent(alert.fingerprint)}/close?identifierType=alias`, { source: 'gpualert', note: 'resolved' }, headers, signal)
+            ? await postJson(`${base}/v2/alerts/${encodeURIComponent(alias)}/close?identifierType=alias`, { source: 'gpualert', note: cutChars(`resolved: ${oneLine(alert.summary)}`, OPSGENIE_LIMITS.note) }, headers, signal)
             : await postJson(`${base}/v2/alerts`, {
-                message: alert.summary.slice(0, 130), alias: alert.fingerprint, description: [alert.summary, alert.action ?? ''].join('\n'),
-                priority: PRIORITY[alert.severity], source: 'gpualert', entity: alert.host, tags: [alert.category, alert.severity],
+                message: cutChars(oneLine(alert.summary), OPSGENIE_LIMITS.message), alias,
+                description: cutChars(plainText({ ...notification, alerts: [alert] }), OPSGENIE_LIMITS.description),
+                priority: PRIORITY[alert.severity], source: 'gpualert', entity: cutChars(oneLine(alert.host), OPSGENIE_LIMITS.entity),
+                tags: [alert.category, alert.severity].map((t) => cutChars(oneLine(t), OPSGENIE_LIMITS.tag)).slice(0, OPSGENIE_LIMITS.tags),
               }, headers, signal);
           result = response.ok ? { ok: true } : httpFailure(response.status, await response.text(), response.headers.get('retry-after'));
         } catch (error) {

@@ -1,16 +1,35 @@
+import type { Notification } from '../notifier-core.ts';
 import type { Channel } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
-import { markdown, title } from './format.ts';
+import { escapeSlack } from './escape.ts';
+import { rendered, SLACK_MRKDWN, title } from './format.ts';
+import { CUT_MARK, cutChars } from './truncate.ts';
 
-/** Slack incoming webhook: 200 with body `ok`; errors are 4xx with a plain-text code. */
+/**
+ * A section block's text: at most 3,000 characters.
+ * Source: https://api.slack.com/reference/block-kit/blocks#section
+ */
+export const SLACK_SECTION_MAX_CHARS = 3000;
+
+/** Cut escaped mrkdwn between whole characters, and never inside an entity (`&am…` would show as text). */
+export function slackSection(text: string): string {
+  return cutChars(text, SLACK_SECTION_MAX_CHARS).replace(new RegExp(`&[a-z]{0,3}${CUT_MARK}$`), CUT_MARK);
+}
+
+/** The message as Slack's incoming webhook takes it: a fallback `text` and one mrkdwn section. */
+export function slackMessage(notification: Notification): { text: string; blocks: [{ type: 'section'; text: { type: 'mrkdwn'; text: string } }] } {
+  return { text: escapeSlack(title(notification)), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: slackSection(rendered(notification, SLACK_MRKDWN)) } }] };
+}
+
+/** Slack incoming webhook: 200 with body `ok`; errors are 4xx with a plain-text code; 429 carries Retry-After. */
 export function slackChannel(settings: { url: string }): Channel {
   return {
     name: 'slack',
     async send(notification, signal) {
       try {
-        const response = await postJson(settings.url, { text: title(notification), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: markdown(notification).slice(0, 2900) } }] }, {}, signal);
-        const body = await response.text();
-        return response.ok ? { ok: true } : httpFailure(response.status, body, response.headers.get('retry-after'));
+        const response = await postJson(settings.url, slackMessage(notification), {}, signal);
+        const text = await response.text();
+        return response.ok ? { ok: true } : httpFailure(response.status, text, response.headers.get('retry-after'));
       } catch (error) {
         return networkFailure(error);
       }

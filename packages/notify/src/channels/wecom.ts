@@ -1,12 +1,21 @@
-import type { Channel } from './channel.ts';
+import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
 import { markdown } from './format.ts';
+import { cutBytes } from './truncate.ts';
 
-/** Cuts UTF-8 text to a byte budget without splitting a character. */
-function truncateBytes(text: string, bytes: number): string {
-  const buffer = Buffer.from(text);
-  if (buffer.length <= bytes) return text;
-  return buffer.subarray(0, bytes).toString('utf8').replace(/\uFFFD$/, '');
+/**
+ * A markdown message's `content`: at most 4,096 bytes of UTF-8.
+ * Source: https://developer.work.weixin.qq.com/document/path/91770 (markdown: "最长不超过4096个字节")
+ */
+export const WECOM_CONTENT_MAX_BYTES = 4096;
+/** Over 20 messages a minute (errcode 45009) the robot refuses until the minute is over. Same source. */
+export const WECOM_RATE_LIMITED_RETRY_MS = 60_000;
+
+/** What WeCom's `errcode` means for a retry: 45009 (over the rate) heals after a minute; the rest do not. */
+export function wecomResult(errcode: number, errmsg: string): DeliveryResult {
+  if (errcode === 0) return { ok: true };
+  const error = `wecom errcode ${errcode}: ${errmsg}`.slice(0, 300);
+  return errcode === 45009 ? { ok: false, retriable: true, error, retryAfterMs: WECOM_RATE_LIMITED_RETRY_MS } : { ok: false, retriable: false, error };
 }
 
 /** WeCom group robot: markdown `content` of at most 4096 bytes; failures as `errcode` ≠ 0. */
@@ -15,12 +24,11 @@ export function wecomChannel(settings: { url: string }): Channel {
     name: 'wecom',
     async send(notification, signal) {
       try {
-        const response = await postJson(settings.url, { msgtype: 'markdown', markdown: { content: truncateBytes(markdown(notification), 4096) } }, {}, signal);
+        const response = await postJson(settings.url, { msgtype: 'markdown', markdown: { content: cutBytes(markdown(notification), WECOM_CONTENT_MAX_BYTES) } }, {}, signal);
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));
         const answer = JSON.parse(text || '{}') as { errcode?: number; errmsg?: string };
-        // 45009: over the 20-a-minute limit.
-        return (answer.errcode ?? 0) === 0 ? { ok: true } : { ok: false, retriable: answer.errcode === 45009, error: `wecom errcode ${answer.errcode}: ${answer.errmsg ?? ''}` };
+        return wecomResult(answer.errcode ?? 0, answer.errmsg ?? '');
       } catch (error) {
         return networkFailure(error);
       }

@@ -1,0 +1,129 @@
+import type { KnownBlock } from '@slack/types';
+import { channelSettings, createChannel, RoutesFile, type AlertView, type Notification } from '@gpualert/notify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dingtalkResult } from '../packages/notify/src/channels/dingtalk.ts';
+import { feishuResult } from '../packages/notify/src/channels/feishu.ts';
+import { slackMessage } from '../packages/notify/src/channels/slack.ts';
+import { VendorReceivers } from './infra/vendor-receivers.ts';
+
+const SECRETS = {
+  feishu: 'feishu-secret', dingtalk: 'SECdingtalk-secret', webhook: `whsec_${Buffer.from('webhook secret of thirty-two byte').toString('base64')}`,
+  routingKey: 'R0UTINGKEY0000000000000000000000', opsgenie: 'og-key',
+};
+const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function alert(overrides: Partial<AlertView> = {}): AlertView {
+  return {
+    id: 'a1', fingerprint: 'fp-lost-gpu3', host: 'gpu-node-002', status: 'firing', severity: 'critical', category: 'xid',
+    summary: 'GPU 3 on gpu-node-002 has fallen off the bus (Xid 79)', action: 'reboot the host', gpu: 3, startsAt: '2026-06-01T02:00:00.000Z',
+    expected: false, evidence: ['Xid 79 at 02:00:00'], labels: { cluster: 'lab' }, ...overrides,
+  };
+}
+/** The nasty summary: 5,000 characters of CJK and emoji after every markup that pings, links or breaks out. */
+const NASTY = '<!channel> <http://evil|click me> & * | ` {code} <at user_id="all"> <@all> <font color="red">x</font> 告警\n';
+function nasty(parity: 0 | 1): AlertView {
+  const summary = `${NASTY}${'x'.repeat(parity)}${'GPU 故障🔥'.repeat(700)}`.slice(0, 4980) + ' END-OF-SUMMARY';
+  return alert({
+    fingerprint: `fp-nasty-${parity}`, host: 'gpu-node-<!here>\n07', summary, action: '`rm -rf` {code}', category: 'xid|*bold*',
+    evidence: ['line one\nline two', '<@U123>'], labels: { 'rack\nname': 'a\nb', cluster: 'lab\n<!channel>' },
+  });
+}
+function notification(alerts: AlertView[], reason: Notification['reason'] = 'first'): Notification {
+  return { id: `n-${alerts.map((a) => a.fingerprint).join('-')}-${reason}`, receiver: 'r', group: 'g', reason, alerts, firing: alerts.length };
+}
+
+let vendors: VendorReceivers;
+beforeAll(async () => {
+  vendors = new VendorReceivers(SECRETS, { rateLimits: false });
+  await vendors.start();
+});
+afterAll(() => vendors.stop());
+
+function channel(channelName: string, settings: Record<string, string>) {
+  const routes = RoutesFile.parse({ receivers: [{ name: 'r', channel: channelName, settings }], route: { receiver: 'r' } });
+  return createChannel(routes.receivers[0]!, {});
+}
+const CHANNELS: [string, () => Record<string, string>][] = [
+  ['slack', () => ({ url: `${vendors.base}/slack/hook` })],
+  ['feishu', () => ({ url: `${vendors.base}/feishu/hook`, secret: SECRETS.feishu })],
+  ['dingtalk', () => ({ url: `${vendors.base}/dingtalk/robot/send?access_token=t`, secret: SECRETS.dingtalk })],
+  ['wecom', () => ({ url: `${vendors.base}/wecom/send?key=k` })],
+  ['pagerduty', () => ({ url: `${vendors.base}/pagerduty/v2/enqueue`, routing_key: SECRETS.routingKey })],
+  ['opsgenie', () => ({ url: `${vendors.base}/opsgenie`, api_key: SECRETS.opsgenie })],
+  ['jira', () => ({ url: `${vendors.base}/jira`, user: 'bot', token: 't', project: 'OPS' })],
+  ['servicenow', () => ({ url: `${vendors.base}/snow`, user: 'bot', password: 'p' })],
+  ['webhook', () => ({ url: `${vendors.base}/webhook/in`, secret: SECRETS.webhook })],
+];
+
+describe('every channel against its vendor\'s published contract', () => {
+  for (const [name, settings] of CHANNELS) {
+    it(`${name}: a realistic alert and a nasty one are accepted, nothing pings, nothing is cut mid-character`, async () => {
+      const before = { received: vendors.received.length, rejected: vendors.rejected.length, pings: vendors.pings.length };
+      const send = channel(name, settings());
+      for (const n of [notification([alert()]), notification([nasty(0), nasty(1)]), notification([nasty(0), nasty(1)], 'resolved')]) {
+        const result = await send.send(n.reason === 'resolved' ? { ...n, alerts: n.alerts.map((a) => ({ ...a, status: 'resolved' as const })) } : n);
+        expect(result, `${name} ${n.reason}`).toEqual({ ok: true });
+      }
+      expect(vendors.rejected.slice(before.rejected)).toEqual([]);
+      expect(vendors.pings.slice(before.pings)).toEqual([]);
+      const received = vendors.received.slice(before.received);
+      expect(received.length).toBeGreaterThan(0);
+      for (const r of received) expect(LONE.test(JSON.stringify(r.body).replace(/\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}/g, ''))).toBe(false);
+    });
+  }
+
+  it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {
+    const message = slackMessage(notification([nasty(0)]));
+    const blocks: KnownBlock[] = message.blocks; // compile-time check against @slack/types
+    const text = (blocks[0] as { text: { text: string } }).text.text;
+    expect(text).toContain('&lt;!channel&gt; &lt;http://evil|click me&gt; &amp;');
+    expect(text.startsWith('*[CRITICAL]')).toBe(true);
+    expect(text).not.toContain('**');
+    expect(text.length).toBeLessThanOrEqual(3000);
+  });
+
+  it('feishu: the body stays within 20 KB and the summary is sent once', async () => {
+    const before = vendors.received.length;
+    expect(await channel('feishu', CHANNELS[1]![1]()).send(notification([nasty(0)]))).toEqual({ ok: true });
+    const body = vendors.received[before]!.body;
+    expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThanOrEqual(20 * 1024);
+    expect((body.content.text as string).match(/END-OF-SUMMARY/g)).toHaveLength(1);
+  });
+
+  it('jira data center: REST v2 with /search and wiki text; jira cloud: /search answers 410 and the channel uses /search/jql with ADF', async () => {
+    const dc = new VendorReceivers(SECRETS, { jira: 'datacenter' });
+    await dc.start();
+    try {
+      const send = createChannel(RoutesFile.parse({ receivers: [{ name: 'r', channel: 'jira', settings: { url: `${dc.base}/jira`, user: 'b', token: 't', project: 'OPS' } }], route: { receiver: 'r' } }).receivers[0]!, {});
+      expect(await send.send(notification([nasty(1)]))).toEqual({ ok: true });
+      expect(dc.of('jira')[0]!.path).toBe('/jira/rest/api/2/issue');
+      expect(dc.of('jira')[0]!.body.fields.description).toContain('\\{code\\}');
+    } finally {
+      await dc.stop();
+    }
+    const cloud = vendors.of('jira').find((r) => r.path === '/jira/rest/api/3/issue');
+    expect(cloud?.body.fields.description).toMatchObject({ type: 'doc', version: 1 });
+    expect(cloud?.body.fields.summary).not.toMatch(/\n/);
+  });
+
+  it('servicenow: cmdb_ci goes with sysparm_input_display_value, and resolve uses a close code from the default choice list', () => {
+    const incidents = vendors.servicenowIncidents();
+    expect(incidents.length).toBeGreaterThan(0);
+    expect(incidents.find((i) => i.state === '6')?.close_code).toBe('Solution provided');
+    expect(incidents[0]!.cmdb_ci).toBe('gpu-node-002');
+  });
+
+  it('wrong retries: Feishu 9499 is a bad request (no retry), 11232 its rate limit; DingTalk 130101 waits its 10 minutes', () => {
+    expect(feishuResult(9499, 'Bad Request')).toMatchObject({ ok: false, retriable: false });
+    expect(feishuResult(11232, 'frequency limited')).toMatchObject({ ok: false, retriable: true });
+    expect(dingtalkResult(130101, 'send too fast')).toMatchObject({ ok: false, retriable: true, retryAfterMs: 600_000 });
+    expect(dingtalkResult(310000, 'sign not match')).toMatchObject({ ok: false, retriable: false });
+  });
+
+  it('webhook: a secret that is not whsec_ + strict base64 (24–64 bytes) is refused at load, as the reference library would', () => {
+    for (const secret of ['plain-text-secret', 'whsec_not*base64!', 'whsec_QUJD', `whsec_${Buffer.from('x'.repeat(32)).toString('base64')}%`]) {
+      expect(channelSettings('webhook', false).safeParse({ url: 'https://h.example/in', secret }).success, secret).toBe(false);
+    }
+    expect(channelSettings('webhook', false).safeParse({ url: 'https://h.example/in', secret: SECRETS.webhook }).success).toBe(true);
+  });
+});
