@@ -1,7 +1,9 @@
 import { Engine, emptyEngineState, loadRuleSet, syntheticFleet } from '@gpualert/engine';
 import { loadXidCatalog } from '@gpualert/rules';
-import type { Envelope } from '@gpualert/schema';
-import { format, median } from './harness.ts';
+import { parseEnvelope, type Envelope } from '@gpualert/schema';
+import fc from 'fast-check';
+import { hostileEnvelope } from '@gpualert/engine/hostile-envelopes';
+import { format, measure, median, percentile } from './harness.ts';
 
 /** The judging core over a synthetic 10,000-GPU fleet with the default rules, on one core. */
 export async function benchEngine(): Promise<void> {
@@ -31,4 +33,31 @@ export async function benchEngine(): Promise<void> {
   const bytes = Buffer.byteLength(JSON.stringify(state.hosts)) / (hosts * gpus);
   console.log(`${'GPU samples judged, one core'.padEnd(58)} ${format(median(rates)).padStart(12)} GPU samples/s  (median of ${rates.length} one-minute rounds; min ${format(Math.min(...rates))}, max ${format(Math.max(...rates))})`);
   console.log(`${'state per GPU (JSON as stored)'.padEnd(58)} ${format(bytes).padStart(12)} bytes  (${alerts} alerts on a healthy fleet)`);
+
+  // The bounds at the door run in parseEnvelope, ahead of the core: their cost on the samples' hot path.
+  const lines = all.filter((e) => e.type === 'gpu.sample').slice(0, 20_000).map((e) => JSON.stringify(e));
+  await measure('gpu.sample envelopes parsed, bounds checked, one core', 'messages/s', 5, () => {
+    for (const line of lines) if (!parseEnvelope(line).ok) throw new Error('a synthetic sample refused');
+    return lines.length;
+  });
+
+  // The worst one message can cost: hostile envelopes (prototype-key hosts and labels, unicode,
+  // huge strings, extreme numbers, 1970 to 9999, samples at and past the GPU bound), parsed and judged.
+  const corpus = fc.sample(hostileEnvelope, { numRuns: 2_000, seed: 12 });
+  const fuzzEngine = new Engine(rules.value, catalog.value, true);
+  const fuzzState = emptyEngineState();
+  const parsing: number[] = [];
+  const judging: number[] = [];
+  for (const line of corpus) {
+    const started = performance.now();
+    const parsed = parseEnvelope(line);
+    const read = performance.now();
+    parsing.push(read - started);
+    if (!parsed.ok) continue;
+    fuzzEngine.advance(fuzzState, parsed.value);
+    judging.push(performance.now() - read);
+  }
+  const spread = (times: number[]) => `max ${Math.max(...times).toFixed(2)} ms, p99 ${percentile(times, 99).toFixed(2)} ms, median ${percentile(times, 50).toFixed(3)} ms`;
+  console.log(`${'hostile envelopes parsed (bounds checked): per message'.padEnd(58)} ${spread(parsing)}  (${corpus.length} generated, up to ${format(Math.max(...corpus.map((l) => l.length)))} bytes)`);
+  console.log(`${'hostile envelopes judged: per valid message'.padEnd(58)} ${spread(judging)}  (${judging.length} valid)`);
 }

@@ -1,11 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import { DEADLETTER_HEADERS, envelopeMessage, pipelineFingerprint } from '@gpualert/bus';
+import { hostName } from '@gpualert/engine';
 import { sign } from '@gpualert/intake';
-import { parseEnvelope, TOPICS } from '@gpualert/schema';
+import { Partitioners } from 'kafkajs';
+import { newEnvelope, parseEnvelope, TOPICS } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envNumber } from '../infra/env-number.ts';
-import { FaultPipeline } from './fault-pipeline.ts';
+import { FaultPipeline, pciOf } from './fault-pipeline.ts';
 import { waitFor } from '../infra/wait-for.ts';
 
+/** The partition Kafka's default partitioner (murmur2 of the key) gives a host among the suite's 6. */
+function kafkaPartition(host: string): number {
+  const partitionMetadata = Array.from({ length: 6 }, (_, partitionId) => ({ partitionErrorCode: 0, partitionId, leader: 0, replicas: [0], isr: [0] }));
+  return Partitioners.DefaultPartitioner()({ topic: 't', partitionMetadata, message: { key: host, value: '' } });
+}
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** How long the pager answers 500, then 429; the issue asks for minutes, CI runs 20 s each. */
 const RECEIVER_DOWN_MS = envNumber('GPUALERT_FAULTS_RECEIVER_MS', 20_000);
@@ -50,6 +58,53 @@ describe('the edges: a failing vendor and a flooded intake', () => {
     expect(failed.some((r) => /429/.test(r.error ?? ''))).toBe(true);
     console.log(`[faults] pager 500 then 429 for ${(2 * RECEIVER_DOWN_MS) / 1000} s: ${refused} requests refused, ${failed.length} failed attempts recorded; every page within ${recovered} ms of recovery, each once`);
   }, 2 * RECEIVER_DOWN_MS + 150_000);
+
+  it('a poison message in the middle of the steady load: every fault is still paged once, the poison is dead-lettered with its reason, and one pipeline alert fires', async () => {
+    // The poison: an Xid for a host whose saved engine state is a record cut short (a writer that
+    // died mid-write, a version that wrote another shape). Judging it throws in the engine, every
+    // time, before anything is published; nothing else on its partition is at fault.
+    // On the partition of a host faulted after it, so a stalled partition would show as a missing page.
+    const poisonHost = Array.from({ length: 64 }, (_, i) => `poison-${Date.now().toString(36)}-${i}`)
+      .find((h) => kafkaPartition(h) === kafkaPartition(hostName(14)))!;
+    await pipeline.storeSet(`engine:host:${poisonHost}`, `{"host":"${poisonHost}","offsets":{"gpualert.kernel`);
+    const poison = envelopeMessage(newEnvelope({
+      type: 'kernel.event', host: poisonHost, source: 'kernel/fault-suite',
+      data: { kind: 'xid', xid: 79, pci_bus: pciOf(0), severity: 'critical', message: 'NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus.', count: 1 },
+    }));
+    pipeline.startLoad();
+    await pause(2_000);
+    for (const [host, gpu] of [[3, 0], [9, 1]] as const) await pipeline.injectXid(host, gpu);
+    await pause(1_000);
+    await pipeline.bus.publish(TOPICS.kernelEvents, [poison]);
+    // Faults after the poison, one of them on its partition's neighbours: nothing may stall behind it.
+    for (const [host, gpu] of [[14, 2], [27, 3], [40, 4]] as const) await pipeline.injectXid(host, gpu);
+    await pipeline.waitForPages(90_000);
+    await pipeline.stopLoad();
+    await pipeline.waitCaughtUp();
+    expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
+    expect([...pipeline.pages().values()].map((p) => p.triggers)).toEqual(pipeline.injected.map(() => 1));
+    expect([...pipeline.pages().values()].some((p) => p.host === poisonHost)).toBe(false);
+
+    const dead = (await pipeline.bus.read(TOPICS.deadletter)).filter((m) => m.key === poisonHost);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]!.value.toString()).toBe(String(poison.value));
+    expect(dead[0]!.headers[DEADLETTER_HEADERS.group]).toBe('gpualert-engine');
+    expect(dead[0]!.headers[DEADLETTER_HEADERS.reason]).toMatch(/^handler of gpualert-engine failed: SyntaxError: /);
+    const fingerprint = pipelineFingerprint('gpualert-engine', TOPICS.kernelEvents);
+    const pipelineAlerts = (await pipeline.bus.read(TOPICS.alerts)).map((m) => parseEnvelope(m.value))
+      .flatMap((r) => (r.ok && r.value.type === 'alert' && r.value.data.category === 'pipeline' ? [r.value.data] : []));
+    expect(pipelineAlerts.map((a) => [a.fingerprint, a.status, a.severity])).toEqual([[fingerprint, 'firing', 'error']]);
+    // Routed like any other alert (here: recorded), and told once.
+    let told: { receiver: string; outcome: string }[] = [];
+    await waitFor(async () => {
+      told = (await pipeline.bus.read(TOPICS.notifications)).map((m) => parseEnvelope(m.value))
+        .flatMap((r) => (r.ok && r.value.type === 'notification' && r.value.data.fingerprints.includes(fingerprint) ? [r.value.data] : []));
+      return told.length > 0;
+    }, 'the pipeline alert to be notified', 30_000);
+    await pause(2_000);
+    expect(told.map((n) => [n.receiver, n.outcome])).toEqual([['record', 'sent']]);
+    console.log(`[faults] poison message mid-load: ${pipeline.injected.length} faults paged once each, 1 dead letter (${dead[0]!.headers[DEADLETTER_HEADERS.attempts]} failed runs), 1 pipeline alert`);
+  });
 
   it('the intake flooded by many clients with valid, duplicate, badly signed and malformed deliveries: each event once on Kafka and once at the receiver', async () => {
     const intake = await pipeline.startService('intake', ['intake'], 'intake_listening');

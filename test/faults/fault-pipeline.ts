@@ -236,6 +236,16 @@ export class FaultPipeline {
     }
   }
 
+  /** Writes a key of this deployment in its Redis, as a crashed or older writer might have left it. */
+  async storeSet(key: string, value: string): Promise<void> {
+    const client = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
+    try {
+      await client.set(`${this.prefix}:${key}`, value);
+    } finally {
+      client.disconnect();
+    }
+  }
+
   /** The alerts a rule raised, as `host firing|resolved`. */
   async alertsOf(rule: string): Promise<string[]> {
     return (await this.bus.read(TOPICS.alerts)).flatMap((m) => {

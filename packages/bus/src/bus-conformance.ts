@@ -2,6 +2,10 @@ import { newEnvelope, TOPICS } from '@gpualert/schema';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../test/infra/wait-for.ts';
 import { DEADLETTER_HEADERS, envelopeMessage, type Batch, type Bus, type Subscription } from './bus.ts';
+import { deadletterMessages } from './bus-metrics.ts';
+import { RetriableError } from './infrastructure-error.ts';
+import { pipelineFingerprint } from './pipeline-alert.ts';
+import { MAX_ALONE_ATTEMPTS, MAX_HANDLER_ATTEMPTS } from './retry-batch.ts';
 
 /** A fresh, isolated bus per test (its own topic prefix on a shared broker). */
 export type BusFactory = () => Promise<Bus>;
@@ -193,6 +197,76 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       expect(dead[0]!.key).toBe('h1');
       expect(dead[1]!.value.toString()).toBe(broken);
       expect(dead[1]!.headers[DEADLETTER_HEADERS.reason]).toBe('ts: expected an ISO-8601 timestamp, got string "yesterday"');
+    });
+
+    it('sets aside a message the handler fails on: the rest is handled in order, the poison is dead-lettered with the error, and a pipeline alert fires once', async () => {
+      const b = await bus();
+      await b.ensureTopics([TOPICS.alerts]);
+      const group = 'poison';
+      const got: Received[] = [];
+      const counted = async () => (await deadletterMessages.get()).values.find((v) => v.labels.group === group && v.labels.reason === 'handler_failed')?.value ?? 0;
+      const before = await counted();
+      subscriptions.push(await b.consume({
+        group,
+        topics: [TOPIC],
+        handler: async (batch) => {
+          const bad = batch.items.find(({ envelope }) => envelope.type === 'kernel.line' && envelope.data.line.startsWith('poison'));
+          if (bad) throw new TypeError(`Cannot read properties of undefined (reading 'gpus') at ${bad.envelope.host}`);
+          got.push(...received(batch));
+        },
+      }));
+      const poisonA = line('h1', 0);
+      const poisonB = line('h2', 0);
+      const bad = (m: typeof poisonA, seq: number) => ({ ...m, value: String(m.value).replace(`"seq ${0}"`, `"poison ${seq}"`) });
+      await b.publish(TOPIC, [line('h1', 1), bad(poisonA, 2), line('h1', 3), line('h2', 4), bad(poisonB, 5), line('h2', 6), line('h3', 7)]);
+      await waitFor(() => got.length === 5, 'the five good messages', 60_000);
+      // A later message on the same partitions goes through: nothing is stalled.
+      await b.publish(TOPIC, [line('h1', 8), line('h2', 9)]);
+      await waitFor(() => got.length === 7, 'the messages after the poison');
+      expect(got.filter((r) => r.host === 'h1').map((r) => r.seq)).toEqual([1, 3, 8]);
+      expect(got.filter((r) => r.host === 'h2').map((r) => r.seq)).toEqual([4, 6, 9]);
+      let dead = await b.read(TOPICS.deadletter);
+      await waitFor(async () => (dead = await b.read(TOPICS.deadletter)).length === 2, 'two dead letters');
+      dead.sort((x, y) => x.key!.localeCompare(y.key!));
+      expect(dead.map((d) => d.value.toString())).toEqual([bad(poisonA, 2).value, bad(poisonB, 5).value]);
+      for (const d of dead) {
+        expect(d.headers[DEADLETTER_HEADERS.reason]).toMatch(/^handler of poison failed: TypeError: Cannot read properties of undefined \(reading 'gpus'\) at h[12]$/);
+        expect(d.headers[DEADLETTER_HEADERS.group]).toBe(group);
+        expect(d.headers[DEADLETTER_HEADERS.topic]).toBe(TOPIC);
+        expect(Number(d.headers[DEADLETTER_HEADERS.attempts])).toBeGreaterThanOrEqual(MAX_HANDLER_ATTEMPTS + MAX_ALONE_ATTEMPTS);
+      }
+      let alerts = await b.read(TOPICS.alerts);
+      await waitFor(async () => (alerts = await b.read(TOPICS.alerts)).length === 2, 'a pipeline alert per poison message');
+      const fired = alerts.map((m) => JSON.parse(m.value.toString()) as { host: string; data: { category: string; severity: string; status: string; fingerprint: string } });
+      // One fingerprint for the (group, topic): the notifier pages it once, however many messages follow.
+      expect(new Set(fired.map((a) => a.data.fingerprint))).toEqual(new Set([pipelineFingerprint(group, TOPIC)]));
+      expect(fired.every((a) => a.data.category === 'pipeline' && a.data.severity === 'error' && a.data.status === 'firing' && a.host === 'gpualert')).toBe(true);
+      expect(await counted()).toBe(before + 2);
+    });
+
+    it('retries an infrastructure failure past the limit for poison, and dead-letters nothing', async () => {
+      const b = await bus();
+      await b.ensureTopics([TOPICS.alerts]);
+      const got: Received[] = [];
+      let failures = 0;
+      subscriptions.push(await b.consume({
+        group: 'outage',
+        topics: [TOPIC],
+        handler: async (batch) => {
+          // Redis away for longer than a poison message is given.
+          if (failures <= MAX_HANDLER_ATTEMPTS) {
+            failures += 1;
+            throw new RetriableError('the state store is unreachable');
+          }
+          got.push(...received(batch));
+        },
+      }));
+      await b.publish(TOPIC, [line('h1', 1), line('h1', 2)]);
+      await waitFor(() => got.length === 2, 'the messages once the outage is over', 60_000);
+      expect(failures).toBe(MAX_HANDLER_ATTEMPTS + 1);
+      expect(got.map((r) => r.seq)).toEqual([1, 2]);
+      expect(await b.read(TOPICS.deadletter)).toEqual([]);
+      expect(await b.read(TOPICS.alerts)).toEqual([]);
     });
 
     it('commits only after what the batch produced is durable, so a restart resumes where it stopped', async () => {

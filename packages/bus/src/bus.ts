@@ -66,7 +66,27 @@ export interface ConsumeOptions {
   readonly maxBatchBytes?: number;
   /** Told the partitions this member owns after each rebalance (all of them, not a difference). */
   readonly onAssignment?: (partitions: readonly TopicPartition[]) => void;
+  /**
+   * Told of the messages the handler could not process (each failed alone, past the retries) once
+   * they are on the dead-letter topic; what it publishes is durable before the batch commits.
+   * Default: `raisePipelineAlert`, an alert about gpualert itself on `gpualert.alerts`.
+   */
+  readonly onDeadLetter?: DeadLetterHook;
 }
+
+/** A message the handler failed on alone, past the retries: a bug, not an outage. */
+export interface PoisonMessage {
+  readonly group: string;
+  readonly message: IncomingMessage;
+  readonly envelope: Envelope;
+  /** The dead-letter reason: the handler's error, redacted and bounded. */
+  readonly reason: string;
+}
+
+export type DeadLetterHook = (
+  poison: readonly PoisonMessage[],
+  publish: (topic: string, messages: readonly OutgoingMessage[]) => Promise<void>,
+) => Promise<void>;
 
 export interface ReadOptions {
   readonly from?: number;
@@ -108,6 +128,8 @@ export const DEADLETTER_HEADERS = {
   partition: 'gpualert-partition',
   offset: 'gpualert-offset',
   group: 'gpualert-group',
+  /** How many times the handler ran the message before it was set aside (handler failures only). */
+  attempts: 'gpualert-attempts',
 } as const;
 
 /** Builds an outgoing message from an envelope, keyed by its host. */

@@ -3,9 +3,9 @@ import {
   type IHeaders, type Message, type Producer,
 } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
+import { redactSecrets } from '@gpualert/log';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
-import { processBatch } from './process-batch.ts';
 import { retryBatch } from './retry-batch.ts';
 
 export interface KafkaBusOptions {
@@ -255,7 +255,7 @@ export class KafkaBus implements Bus {
   }
 
   private async handleBatch(
-    { batch, isRunning, isStale, resolveOffset, commitOffsetsIfNecessary }: EachBatchPayload,
+    { batch, isRunning, isStale, resolveOffset, commitOffsetsIfNecessary, heartbeat }: EachBatchPayload,
     options: ConsumeOptions,
     running: () => boolean,
   ): Promise<void> {
@@ -271,11 +271,13 @@ export class KafkaBus implements Bus {
       timestamp: Number(m.timestamp),
     }));
     const owned = (): boolean => running() && isRunning() && !isStale();
-    const done = await retryBatch(
-      () => processBatch(messages, options.group, options.handler, (t, m) => this.publish(t, m), Math.max(0, Number(batch.offsetLag()))),
-      owned,
-      (error, attempt) => this.options.log?.('error', 'batch_failed', { topic, partition: batch.partition, attempt, error: String(error) }),
-    );
+    const done = await retryBatch({
+      messages, group: options.group, handler: options.handler, publish: (t, m) => this.publish(t, m),
+      lag: Math.max(0, Number(batch.offsetLag())), onDeadLetter: options.onDeadLetter, stillOwned: owned,
+      // Retries and isolating a poison message take seconds: the group must know this member lives.
+      keepAlive: () => heartbeat().catch(() => {}),
+      onError: (error, attempt) => this.options.log?.('error', 'batch_failed', { topic, partition: batch.partition, attempt, error: redactSecrets(String(error)) }),
+    });
     if (!done || isStale()) return;
     const last = batch.messages[batch.messages.length - 1]!;
     resolveOffset(last.offset);

@@ -1,11 +1,10 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
+import { redactSecrets } from '@gpualert/log';
 import type {
   Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription,
 } from './bus.ts';
 import { partitionFor } from './partition-for.ts';
-import { processBatch } from './process-batch.ts';
 import { retryBatch } from './retry-batch.ts';
 
 export interface MemoryBusOptions {
@@ -212,15 +211,18 @@ export class MemoryBus implements Bus {
         continue;
       }
       const { key, messages, generation, lag } = work;
-      const owned = (): boolean => member.generation === generation && group.members.includes(member);
-      const batch = retryBatch(
-        () => processBatch(messages, group.id, member.options.handler, (t, m) => this.publish(t, m), lag),
-        owned,
-        (error, attempt) => this.onError('batch_failed', { group: group.id, key, attempt, error: String(error) }),
-      );
-      // A member whose handler outlives the session is taken for dead, like a Kafka member that
-      // stopped heartbeating: its partitions go to the others and its late commit is refused.
-      const outcome = await Promise.race([batch, delay(sessionTimeoutMs, 'timeout' as const, { ref: false })]);
+      const owned = (): boolean => !this.closed && member.generation === generation && group.members.includes(member);
+      // A member whose handler outlives the session without a sign of life between attempts is
+      // taken for dead, like a Kafka member that stopped heartbeating: its partitions go to the
+      // others and its late commit is refused.
+      const session = sessionWatch(sessionTimeoutMs);
+      const batch = retryBatch({
+        messages, group: group.id, handler: member.options.handler, publish: (t, m) => this.publish(t, m), lag,
+        onDeadLetter: member.options.onDeadLetter, stillOwned: owned, keepAlive: async () => session.beat(),
+        onError: (error, attempt) => this.onError('batch_failed', { group: group.id, key, attempt, error: redactSecrets(String(error)) }),
+      });
+      const outcome = await Promise.race([batch, session.expired]);
+      session.stop();
       if (outcome === 'timeout') {
         this.onError('member_session_timeout', { group: group.id, member: member.id });
         this.evict(group, member);
@@ -321,4 +323,19 @@ function firstAtOrAfter(messages: readonly IncomingMessage[], at: number): numbe
     else high = mid;
   }
   return low;
+}
+
+/** A session that expires `timeoutMs` after its last beat. */
+function sessionWatch(timeoutMs: number): { beat(): void; stop(): void; expired: Promise<'timeout'> } {
+  let last = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'timeout'>((resolve) => {
+    const check = () => {
+      const left = last + timeoutMs - Date.now();
+      if (left <= 0) resolve('timeout');
+      else (timer = setTimeout(check, left)).unref();
+    };
+    check();
+  });
+  return { beat: () => void (last = Date.now()), stop: () => clearTimeout(timer), expired };
 }

@@ -1,37 +1,44 @@
-import { parseEnvelope, TOPICS } from '@gpualert/schema';
+import { parseEnvelope } from '@gpualert/schema';
 import {
   DEADLETTER_HEADERS, type BatchContext, type BatchHandler, type ConsumedEnvelope, type IncomingMessage,
   type OutgoingMessage,
 } from './bus.ts';
+import { RetriableError } from './infrastructure-error.ts';
 
 export type Publish = (topic: string, messages: readonly OutgoingMessage[]) => Promise<void>;
 
-/**
- * The part of consuming both adapters share: validate each message, send the bad ones to the
- * dead-letter topic with their original bytes and the reason, run the handler over the good ones,
- * and settle only when everything the batch produced is durable. The caller commits after this.
- */
-export async function processBatch(
-  messages: readonly IncomingMessage[],
-  group: string,
-  handler: BatchHandler,
-  publish: Publish,
-  lag = 0,
-): Promise<void> {
-  const first = messages[0];
-  if (!first) return;
+/** A fetched batch split into valid envelopes and dead letters for the ones that are not. */
+export interface ParsedBatch {
+  readonly items: readonly ConsumedEnvelope[];
+  readonly invalid: readonly OutgoingMessage[];
+}
+
+/** Validates each message; a bad one becomes a dead letter with its original bytes and the reason. */
+export function parseBatch(messages: readonly IncomingMessage[], group: string): ParsedBatch {
   const items: ConsumedEnvelope[] = [];
-  const deadletters: OutgoingMessage[] = [];
+  const invalid: OutgoingMessage[] = [];
   for (const message of messages) {
     const result = parseEnvelope(message.value);
-    if (result.ok) {
-      items.push({ message, envelope: result.value });
-    } else {
-      deadletters.push(deadletterOf(message, group, result.error.message));
-    }
+    if (result.ok) items.push({ message, envelope: result.value });
+    else invalid.push(deadletterOf(message, group, result.error.message));
   }
+  return { items, invalid };
+}
+
+/**
+ * Runs the handler over some of a partition's envelopes (in offset order) and settles only when
+ * everything it published is durable. A publish that failed makes the whole run an infrastructure
+ * failure, whatever the handler threw: Kafka was away, the messages were not at fault.
+ */
+export async function runHandler(
+  items: readonly ConsumedEnvelope[],
+  handler: BatchHandler,
+  publish: Publish,
+  lag: number,
+): Promise<void> {
+  const first = items[0];
+  if (!first) return;
   const produced: Promise<void>[] = [];
-  if (deadletters.length > 0) produced.push(publish(TOPICS.deadletter, deadletters));
   const context: BatchContext = {
     publish(topic, out) {
       const pending = publish(topic, out);
@@ -39,18 +46,23 @@ export async function processBatch(
       return pending;
     },
   };
-  if (items.length > 0) {
-    try {
-      await handler({ topic: first.topic, partition: first.partition, items, lag }, context);
-    } finally {
-      // Even when the handler fails, nothing it started may be left dangling unobserved.
-      await Promise.allSettled(produced);
-    }
+  try {
+    await handler({ topic: first.message.topic, partition: first.message.partition, items, lag }, context);
+  } catch (error) {
+    // Even when the handler fails, nothing it started may be left dangling unobserved.
+    const published = await Promise.allSettled(produced);
+    const lost = published.find((p): p is PromiseRejectedResult => p.status === 'rejected');
+    if (lost) throw new RetriableError(`publishing the batch's output failed: ${String(lost.reason)}`, { cause: lost.reason });
+    throw error;
   }
-  await Promise.all(produced);
+  try {
+    await Promise.all(produced);
+  } catch (error) {
+    throw new RetriableError(`publishing the batch's output failed: ${String(error)}`, { cause: error });
+  }
 }
 
-export function deadletterOf(message: IncomingMessage, group: string, reason: string): OutgoingMessage {
+export function deadletterOf(message: IncomingMessage, group: string, reason: string, attempts?: number): OutgoingMessage {
   return {
     key: message.key ?? '',
     value: message.value,
@@ -62,6 +74,7 @@ export function deadletterOf(message: IncomingMessage, group: string, reason: st
       [DEADLETTER_HEADERS.partition]: String(message.partition),
       [DEADLETTER_HEADERS.offset]: String(message.offset),
       [DEADLETTER_HEADERS.group]: group,
+      ...(attempts === undefined ? {} : { [DEADLETTER_HEADERS.attempts]: String(attempts) }),
     },
   };
 }

@@ -1,4 +1,5 @@
 import { maxSeverity, severityRank, stableId, type AlertData, type Severity } from '@gpualert/schema';
+import { busByIndex } from './bus-by-index.ts';
 import type { HostState, Tracker } from './engine-state.ts';
 import type { RuleSpec } from './rule-set.ts';
 
@@ -186,6 +187,6 @@ export class Conditions {
 }
 
 function gpuRef(state: HostState, index: number): NonNullable<AlertData['gpu']> {
-  const bus = Object.entries(state.inventory?.buses ?? {}).find(([, i]) => i === index)?.[0];
+  const bus = busByIndex(state.inventory?.buses, index);
   return bus ? { index, pci_bus: bus } : { index };
 }

@@ -1,4 +1,4 @@
-import type { Severity } from '@gpualert/schema';
+import { inertRecord, toInertRecord, type Severity } from '@gpualert/schema';
 
 /** A GPU's own normal for one metric at one load level, learned online. */
 export interface Baseline {
@@ -96,14 +96,59 @@ export interface EngineState {
   fleet: FleetState;
 }
 
+/**
+ * Every map in the state keyed by outside data (a host, a label value, an event id, a GPU)
+ * inherits nothing: `constructor`, `toString` or `__proto__` is then only a key, never
+ * Object.prototype's member, and writing it cannot change a prototype.
+ */
+export const dict: <T>() => Record<string, T> = inertRecord;
+
+/** An inert copy of a record (own keys only, `__proto__` included as data). */
+export const toDict: <T>(record: Readonly<Record<string, T>> | undefined) => Record<string, T> = toInertRecord;
+
 export function emptyEngineState(): EngineState {
-  return { hosts: {}, fleet: { jobs: {}, clusters: {} } };
+  return { hosts: dict(), fleet: emptyFleetState() };
+}
+
+export function emptyFleetState(): FleetState {
+  return { jobs: dict(), clusters: dict() };
 }
 
 export function newHostState(host: string, labels: Record<string, string>, template: string): HostState {
-  return { host, labels, template, intervalMs: 10_000, collectorErrors: 0, gpus: {}, trackers: {}, maintenance: {}, now: 0, lastTick: 0, offsets: {} };
+  return { host, labels, template, intervalMs: 10_000, collectorErrors: 0, gpus: dict(), trackers: dict(), maintenance: dict(), now: 0, lastTick: 0, offsets: dict() };
 }
 
 export function newGpuState(): GpuState {
-  return { lastSeen: 0, missing: 0, baselines: {}, counters: {}, recent: [], xids: {} };
+  return { lastSeen: 0, missing: 0, baselines: dict(), counters: dict(), recent: [], xids: dict() };
+}
+
+/**
+ * A host's state as the store holds it (JSON), with its maps made inert again: JSON.parse
+ * keeps a `"__proto__"` key as data but hands back plain objects, where `constructor` reads as a function.
+ */
+export function parseHostState(json: string): HostState {
+  const host = JSON.parse(json) as HostState;
+  host.labels = toDict(host.labels);
+  if (host.inventory) host.inventory.buses = toDict(host.inventory.buses);
+  if (host.buses) host.buses = toDict(host.buses);
+  host.gpus = toDict(host.gpus);
+  for (const gpu of Object.values(host.gpus)) {
+    gpu.baselines = toDict(gpu.baselines);
+    gpu.counters = toDict(gpu.counters);
+    gpu.xids = toDict(gpu.xids);
+  }
+  host.trackers = toDict(host.trackers);
+  host.maintenance = toDict(host.maintenance);
+  host.offsets = toDict(host.offsets);
+  return host;
+}
+
+/** The fleet's state as the store holds it, its maps inert as `parseHostState`'s. */
+export function parseFleetState(json: string): FleetState {
+  const fleet = JSON.parse(json) as Partial<FleetState>;
+  const jobs = toDict(fleet.jobs);
+  for (const job of Object.keys(jobs)) jobs[job] = toDict(jobs[job]);
+  const clusters = toDict(fleet.clusters);
+  for (const cluster of Object.keys(clusters)) clusters[cluster] = toDict(clusters[cluster]);
+  return { jobs, clusters };
 }

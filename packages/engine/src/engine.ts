@@ -4,9 +4,11 @@ import type { XidCatalog } from '@gpualert/rules';
 import {
   newEnvelope, severityRank, stableId, type AlertData, type Envelope, type EnvelopeOf, type GpuMetrics, type KernelEventData, type Severity,
 } from '@gpualert/schema';
+import { busByIndex, forgetBusIndex } from './bus-by-index.ts';
 import { Conditions, fill, fingerprintOf, type Transition } from './conditions.ts';
-import { newGpuState, newHostState, type Baseline, type EngineState, type GpuState, type HostState } from './engine-state.ts';
+import { dict, newGpuState, newHostState, type Baseline, type EngineState, type GpuState, type HostState } from './engine-state.ts';
 import { bindTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
+import { median, SamplePeers } from './peer-medians.ts';
 import type { RuleOf, RuleSpec } from './rule-set.ts';
 
 export const ENGINE_SOURCE = 'engine/0.1.0';
@@ -192,14 +194,20 @@ export class Engine {
     }
 
     const present = new Set<number>();
-    for (const gpu of gpus) {
+    // A big sample's peer medians are made once per rule for all its GPUs (n log n), not per GPU (n²).
+    const peers = new SamplePeers(gpus);
+    for (let position = 0; position < gpus.length; position += 1) {
+      const gpu = gpus[position]!;
       present.add(gpu.index);
       // Samples name each GPU's bus too: kernel events map to GPUs even before an inventory.
-      if (gpu.pci_bus !== null && host.buses?.[gpu.pci_bus] !== gpu.index) (host.buses ??= {})[gpu.pci_bus] = gpu.index;
+      if (gpu.pci_bus !== null && host.buses?.[gpu.pci_bus] !== gpu.index) {
+        (host.buses ??= dict())[gpu.pci_bus] = gpu.index;
+        forgetBusIndex(host.buses);
+      }
       const gs = (host.gpus[gpu.index] ??= newGpuState());
       gs.lastSeen = at;
       gs.missing = 0;
-      this.gpuRules(host, bound, conditions, gpu, gpus, gs, at, evidence);
+      this.gpuRules(host, bound, conditions, gpu, position, peers, gs, at, evidence);
     }
 
     // GPUs the host should have but did not report.
@@ -251,7 +259,7 @@ export class Engine {
   }
 
   private gpuRules(
-    host: HostState, bound: BoundTemplate, conditions: Conditions, gpu: GpuMetrics, all: readonly GpuMetrics[],
+    host: HostState, bound: BoundTemplate, conditions: Conditions, gpu: GpuMetrics, position: number, samplePeers: SamplePeers,
     gs: GpuState, at: number, evidence: string[],
   ): void {
     const index = gpu.index;
@@ -291,13 +299,8 @@ export class Engine {
           const value = gpu[rule.metric];
           const util = gpu.util_pct;
           if (value === null || util === null) break;
-          const siblings: number[] = [];
-          for (const other of all) {
-            const v = other[rule.metric];
-            if (other.index !== index && v !== null && other.util_pct !== null && Math.abs(other.util_pct - util) <= rule.load_band) siblings.push(v);
-          }
-          if (siblings.length < 2) break;
-          const peers = median(siblings);
+          const peers = samplePeers.of(rule, position);
+          if (Number.isNaN(peers)) break; // fewer than two siblings at its load
           const firing = host.trackers[key]?.firing === true;
           const delta = value - peers;
           const breaching = delta > (firing ? rule.min_delta - 3 : rule.min_delta);
@@ -378,7 +381,7 @@ export class Engine {
   private straggler(state: EngineState, host: HostState, rule: RuleOf<'straggler'>, conditions: Conditions, util: number, gpuCount: number, at: number, evidence: string[]): void {
     const job = host.labels.job;
     if (!job || gpuCount === 0) return;
-    const hosts = (state.fleet.jobs[job] ??= {});
+    const hosts = (state.fleet.jobs[job] ??= dict());
     const mine = hosts[host.host];
     hosts[host.host] = { util: mine ? mine.util * 0.7 + util * 0.3 : util, at };
     const others = Object.entries(hosts).filter(([name, h]) => name !== host.host && at - h.at < 120_000).map(([, h]) => h.util);
@@ -434,6 +437,7 @@ export class Engine {
       const times = (gs.xids[event.xid] ?? []).filter((t) => at - t <= rule.repeat!.within);
       times.push(at); // one burst is one occurrence, however many lines it printed
       gs.xids[event.xid] = times.slice(-20);
+      forgetStaleXids(gs.xids);
       if (times.length >= rule.repeat.count && severityRank(severity) < severityRank(rule.repeat.severity)) {
         severity = rule.repeat.severity;
         note = ` — ${times.length} times on this GPU within ${Math.round(rule.repeat.within / 60_000)} min: suspect the hardware`;
@@ -459,8 +463,16 @@ export class Engine {
       ...(data.window_end ? { end: Date.parse(data.window_end) } : {}),
     };
     host.maintenance[data.event_id] = window;
+    const forgotten = forgetOldWindows(host.maintenance, data.event_id);
     const rule = bound.rules.find((r): r is RuleOf<'maintenance'> => r.kind === 'maintenance');
     if (!rule) return;
+    for (const id of forgotten) {
+      // A window no longer kept ends its alert too: resolved once, not left firing with nothing to end it.
+      const key = `${rule.id}|${id}`;
+      const old = host.trackers[key];
+      if (old?.firing) conditions.resolve(host, key, old, at);
+      delete host.trackers[key];
+    }
     const open = data.status === 'scheduled' || data.status === 'started';
     const key = `${rule.id}|${data.event_id}`;
     const summary = fill(rule.summary, { host: host.host, detail: `${host.host}: ${window.description}` });
@@ -471,7 +483,7 @@ export class Engine {
 
   private inventory(state: EngineState, host: HostState, conditions: Conditions, data: EnvelopeOf<'host.inventory'>['data'], at: number): void {
     host.inventory = {
-      gpu_model: data.gpu_model, driver: data.driver_version, cuda: data.cuda_version, buses: {}, indexes: data.gpus.map((g) => g.index), at,
+      gpu_model: data.gpu_model, driver: data.driver_version, cuda: data.cuda_version, buses: dict(), indexes: data.gpus.map((g) => g.index), at,
       ...(data.provider ? { provider: data.provider } : {}),
     };
     for (const gpu of data.gpus) host.inventory.buses[gpu.pci_bus] = gpu.index;
@@ -486,7 +498,7 @@ export class Engine {
     if (pins.cuda_version && pins.cuda_version !== data.cuda_version) reasons.push(`CUDA ${data.cuda_version}, pinned ${pins.cuda_version}`);
     const cluster = host.labels.cluster;
     if (cluster) {
-      const members = (state.fleet.clusters[cluster] ??= {});
+      const members = (state.fleet.clusters[cluster] ??= dict());
       members[host.host] = { driver: data.driver_version, cuda: data.cuda_version };
       const drivers = Object.values(members).map((m) => m.driver);
       const majority = mostCommon(drivers);
@@ -508,25 +520,53 @@ export class Engine {
   }
 }
 
+/**
+ * Maintenance windows one host keeps: a provider announces a few a month, and each is looked at
+ * for every alert, so a stream of made-up event ids must not grow the state (and each alert's cost) without end.
+ */
+export const MAX_MAINTENANCE_WINDOWS_PER_HOST = 32;
+
+/** Past the bound, closed windows go first (oldest first), then the oldest open ones; never `keep`. The ids forgotten. */
+function forgetOldWindows(windows: Record<string, { status: string }>, keep: string): string[] {
+  const ids = Object.keys(windows);
+  let excess = ids.length - MAX_MAINTENANCE_WINDOWS_PER_HOST;
+  const forgotten: string[] = [];
+  const forget = (id: string) => {
+    delete windows[id];
+    forgotten.push(id);
+    excess -= 1;
+  };
+  for (const id of ids) {
+    if (excess <= 0) break;
+    if (id !== keep && (windows[id]!.status === 'completed' || windows[id]!.status === 'cancelled')) forget(id);
+  }
+  for (const id of ids) {
+    if (excess <= 0) break;
+    if (id !== keep && id in windows) forget(id);
+  }
+  return forgotten;
+}
+
+/** Xid codes whose recent times one GPU keeps: a failing GPU shows a handful; made-up codes must not grow it. */
+export const MAX_XID_CODES_PER_GPU = 32;
+
+/** Past the bound, the code seen least recently goes. */
+function forgetStaleXids(xids: Record<string, number[]>): void {
+  const codes = Object.keys(xids);
+  if (codes.length <= MAX_XID_CODES_PER_GPU) return;
+  let stalest = codes[0]!;
+  for (const code of codes) if ((xids[code]!.at(-1) ?? 0) < (xids[stalest]!.at(-1) ?? 0)) stalest = code;
+  delete xids[stalest];
+}
+
 function lostKey(gpu: number, bus: string | undefined): string {
   return `gpu-absent|${bus ?? gpu}`;
 }
 
 /** A GPU's PCI address, from the inventory or, before one arrives, from its samples. */
 function busOf(host: HostState, index: number): string | undefined {
-  const inventory = host.inventory?.buses;
-  if (inventory) {
-    // An inventory's bus map never changes once made (a new inventory is a new object): index it once.
-    let byIndex = BUS_BY_INDEX.get(inventory);
-    if (!byIndex) BUS_BY_INDEX.set(inventory, (byIndex = new Map(Object.entries(inventory).map(([bus, i]) => [i, bus]))));
-    const bus = byIndex.get(index);
-    if (bus !== undefined) return bus;
-  }
-  for (const [bus, i] of Object.entries(host.buses ?? {})) if (i === index) return bus;
-  return undefined;
+  return busByIndex(host.inventory?.buses, index) ?? busByIndex(host.buses, index);
 }
-
-const BUS_BY_INDEX = new WeakMap<Record<string, number>, Map<number, string>>();
 
 /** `rule|gpu`, the tracker key of a per-GPU rule: made once per rule and GPU, not per sample. */
 function ruleKey(rule: string, gpu: number): string {
@@ -558,19 +598,6 @@ function learn(b: Baseline, value: number): void {
   const deviation = Math.min(Math.abs(value - b.mean), 4 * Math.max(b.dev, 0.5));
   b.mean += alpha * (Math.sign(value - b.mean) * Math.min(Math.abs(value - b.mean), 4 * Math.max(b.dev, 0.5)));
   b.dev += alpha * (deviation - b.dev);
-}
-
-/** The median of numbers the caller made for the purpose: sorted in place (insertion sort: a few siblings). */
-function median(values: number[]): number {
-  const sorted = values;
-  for (let i = 1; i < sorted.length; i += 1) {
-    const v = sorted[i]!;
-    let j = i - 1;
-    for (; j >= 0 && sorted[j]! > v; j -= 1) sorted[j + 1] = sorted[j]!;
-    sorted[j + 1] = v;
-  }
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function mostCommon(values: readonly string[]): { value: string; count: number } | undefined {

@@ -13,7 +13,8 @@ const TICK_EVERY_MS = 1_000;
 
 /**
  * A recording through the engine with event time as the clock: the same input always gives
- * the same alerts. A line that is not an envelope stops the replay with its line number.
+ * the same alerts. A line that is not an envelope stops the replay with its line number. No window
+ * on event time here, unlike the live service: a recording is replayed long after it happened.
  */
 export function replay(engine: Engine, lines: Iterable<string>, state: EngineState = emptyEngineState(), settleMs = 0): EnvelopeOf<'alert'>[] {
   const alerts: EnvelopeOf<'alert'>[] = [];
@@ -32,7 +33,12 @@ export function replay(engine: Engine, lines: Iterable<string>, state: EngineSta
       lastTick = at;
     }
     clock = Math.max(clock, at);
-    alerts.push(...engine.step(state, parsed.value));
+    try {
+      alerts.push(...engine.step(state, parsed.value));
+    } catch (error) {
+      // A bug, not bad input: still one line that names the envelope, never a bare stack.
+      throw new RecordingError(number, `the engine failed on this ${parsed.value.type} of host ${JSON.stringify(parsed.value.host.slice(0, 80))}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
   if (clock > -Infinity) {
     for (let t = clock + 5_000; t <= clock + settleMs; t += 5_000) alerts.push(...engine.tick(state, t));

@@ -52,6 +52,9 @@ interface Burst {
   lastClockWall: number;
 }
 
+/** The last instant an ISO-8601 timestamp with a four-digit year can name. */
+const LATEST_ISO_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 /**
  * Turns a kernel log, line by line, into `kernel.event`s: prefixes taken apart, multi-line
  * messages joined, bursts of the same fault collapsed into one event with a count and its
@@ -89,9 +92,12 @@ export class KernelLogParser {
     }
     const out = this.takePending();
     const clock = line.wallMs ?? (line.uptimeS !== undefined ? line.uptimeS * 1000 : arrivalMs);
-    const tsMs = line.wallMs ?? (line.uptimeS !== undefined && this.options.bootTimeMs !== undefined
+    const logged = line.wallMs ?? (line.uptimeS !== undefined && this.options.bootTimeMs !== undefined
       ? this.options.bootTimeMs + line.uptimeS * 1000
       : arrivalMs);
+    // A corrupt prefix (an uptime of millennia) would date the event past what ISO-8601 can write
+    // (and past what Date can hold, which throws): such a line is dated by its arrival.
+    const tsMs = logged >= 0 && logged <= LATEST_ISO_MS ? logged : arrivalMs;
     this.pending = { line, text: line.message, clock, tsMs, position };
     this.closeIdle(clock, out);
     return out;
@@ -197,14 +203,15 @@ export class KernelLogParser {
     // Optional fields are left out, never set to undefined: events compare and serialise cleanly.
     if (c.pciBus !== undefined) data.pci_bus = c.pciBus;
     if (gpu !== undefined) data.gpu = gpu;
-    if (c.xid !== undefined) data.xid = c.xid;
-    if (c.mig !== undefined) data.mig = c.mig;
-    if (c.pid !== undefined) data.pid = c.pid;
+    // A number no kernel writes (a corrupt line's 23-digit pid) is left out: the schema would refuse the event.
+    if (c.xid !== undefined && Number.isSafeInteger(c.xid)) data.xid = c.xid;
+    if (c.mig !== undefined && Number.isSafeInteger(c.mig.gpu_instance) && Number.isSafeInteger(c.mig.compute_instance ?? 0)) data.mig = c.mig;
+    if (c.pid !== undefined && Number.isSafeInteger(c.pid)) data.pid = c.pid;
     if (c.process !== undefined) data.process = c.process;
     if (c.meaning !== undefined) data.meaning = c.meaning;
     if (c.action !== undefined) data.action = c.action;
-    if (c.kind === 'xid' && c.xid !== undefined) {
-      const entry = this.options.catalog.lookup(c.xid);
+    if (c.kind === 'xid' && data.xid !== undefined) {
+      const entry = this.options.catalog.lookup(data.xid);
       data.meaning = entry.meaning;
       data.action = c.action ?? entry.action;
       data.severity = c.severity ?? entry.severity;

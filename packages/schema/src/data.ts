@@ -1,11 +1,15 @@
 import { z } from 'zod';
-import { GpuMetrics } from './metrics.ts';
+import { MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_HOSTS_PER_PROVIDER_EVENT } from './bounds.ts';
+import { GpuIndex, GpuMetrics } from './metrics.ts';
 import { PciBus } from './pci-bus.ts';
 import { Severity } from './severity.ts';
 
 /** The `data` of each envelope type (DESIGN.md, "The envelope"). */
 
 const isoTime = z.iso.datetime({ offset: false });
+
+/** A host's name, wherever one appears (an envelope's `host`, a provider event's `hosts`). */
+export const HostName = z.string().min(1).max(MAX_HOST_LENGTH);
 
 /** Why a scrape failed; often the first sign of a lost GPU. */
 export const CollectorError = z.object({
@@ -17,7 +21,17 @@ export const CollectorError = z.object({
 export type CollectorError = z.infer<typeof CollectorError>;
 
 /** One scrape of one host; `error` is set when the scrape failed (then `gpus` may be partial or empty). */
-export const GpuSampleData = z.object({ gpus: z.array(GpuMetrics), error: CollectorError.optional() });
+export const GpuSampleData = z.object({
+  // Each GPU once: a sample is one scrape of one machine, and the engine keys its GPUs by index.
+  gpus: z.array(GpuMetrics).max(MAX_GPUS_PER_SAMPLE).check((ctx) => {
+    const seen = new Set<number>();
+    ctx.value.forEach((gpu, i) => {
+      if (seen.has(gpu.index)) ctx.issues.push({ code: 'custom', message: 'an index not already in this sample', input: gpu.index, path: [i, 'index'] });
+      seen.add(gpu.index);
+    });
+  }),
+  error: CollectorError.optional(),
+});
 export type GpuSampleData = z.infer<typeof GpuSampleData>;
 
 export const KernelLineData = z.object({ line: z.string() });
@@ -35,7 +49,7 @@ export type KernelEventKind = z.infer<typeof KernelEventKind>;
 export const KernelEventData = z.object({
   kind: KernelEventKind,
   pci_bus: PciBus.optional(),
-  gpu: z.number().int().nonnegative().optional(),
+  gpu: GpuIndex.optional(),
   xid: z.number().int().nonnegative().optional(),
   /** The MIG instance the Xid names (` GPU-I:nn GPU-CI:nn` inside the parentheses). */
   mig: z.object({ gpu_instance: z.number().int().nonnegative(), compute_instance: z.number().int().nonnegative().optional() }).optional(),
@@ -69,7 +83,7 @@ export const ProviderEventData = z.object({
   event_id: z.string().min(1),
   kind: z.enum(PROVIDER_EVENT_KINDS),
   status: z.enum(PROVIDER_EVENT_STATUSES),
-  hosts: z.array(z.string().min(1)),
+  hosts: z.array(HostName).max(MAX_HOSTS_PER_PROVIDER_EVENT),
   window_start: isoTime.optional(),
   window_end: isoTime.optional(),
   description: z.string(),
@@ -78,7 +92,7 @@ export const ProviderEventData = z.object({
 export type ProviderEventData = z.infer<typeof ProviderEventData>;
 
 export const InventoryGpu = z.object({
-  index: z.number().int().nonnegative(),
+  index: GpuIndex,
   uuid: z.string().min(1),
   pci_bus: PciBus,
   name: z.string(),
@@ -102,7 +116,7 @@ export type HostInventoryData = z.infer<typeof HostInventoryData>;
 
 export const ALERT_CATEGORIES = [
   'xid', 'ecc', 'row_remap', 'thermal', 'power', 'clocks', 'pcie', 'nvlink', 'fallen_off_bus', 'stuck_job',
-  'idle_cost', 'host_down', 'collector', 'maintenance', 'drift', 'straggler', 'baseline', 'kernel', 'other',
+  'idle_cost', 'host_down', 'collector', 'maintenance', 'drift', 'straggler', 'baseline', 'kernel', 'pipeline', 'other',
 ] as const;
 export const AlertCategory = z.enum(ALERT_CATEGORIES);
 export type AlertCategory = z.infer<typeof AlertCategory>;
@@ -114,7 +128,7 @@ export const AlertData = z.object({
   category: AlertCategory,
   rule: z.string().min(1),
   gpu: z
-    .object({ index: z.number().int().nonnegative(), uuid: z.string().optional(), pci_bus: PciBus.optional() })
+    .object({ index: GpuIndex, uuid: z.string().optional(), pci_bus: PciBus.optional() })
     .optional(),
   summary: z.string(),
   description: z.string().optional(),

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { FORBIDDEN_LABEL_NAME, MAX_LABEL_NAME_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_LABELS } from './bounds.ts';
+import { toInertRecord } from './inert-record.ts';
 import {
-  AlertData, GpuSampleData, HostInventoryData, KernelEventData, KernelLineData, NotificationData,
+  AlertData, GpuSampleData, HostName, HostInventoryData, KernelEventData, KernelLineData, NotificationData,
   ProviderEventData, ProviderRawData,
 } from './data.ts';
 
@@ -19,11 +21,31 @@ export const DATA_SCHEMAS = {
 export type EnvelopeType = keyof typeof DATA_SCHEMAS;
 export const ENVELOPE_TYPES = Object.keys(DATA_SCHEMAS) as EnvelopeType[];
 
+/**
+ * Labels: bounded in number and length, and parsed into an object with no prototype, so a label
+ * named or valued `constructor` is only data. zod's record skips a `__proto__` key silently: it is
+ * refused here first, by name, rather than dropped.
+ */
+export const Labels = z
+  .unknown()
+  .check((ctx) => {
+    const v = ctx.value;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return; // the record below words it
+    const count = Object.keys(v).length;
+    if (count > MAX_LABELS) {
+      ctx.issues.push({ code: 'custom', message: `at most ${MAX_LABELS} labels`, input: `${count} labels`, continue: false });
+    } else if (Object.hasOwn(v, FORBIDDEN_LABEL_NAME)) {
+      ctx.issues.push({ code: 'custom', message: `a label name other than ${FORBIDDEN_LABEL_NAME}`, input: v, path: [FORBIDDEN_LABEL_NAME], continue: false });
+    }
+  })
+  .pipe(z.record(z.string().min(1).max(MAX_LABEL_NAME_LENGTH), z.string().max(MAX_LABEL_VALUE_LENGTH)))
+  .transform((labels) => toInertRecord(labels));
+
 const common = {
   id: z.string().min(1).max(128),
   ts: z.iso.datetime({ offset: true }),
-  host: z.string().min(1).max(255),
-  labels: z.record(z.string(), z.string()),
+  host: HostName,
+  labels: Labels,
   source: z.string().min(1),
 };
 

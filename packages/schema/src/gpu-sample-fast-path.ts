@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FORBIDDEN_LABEL_NAME, isGpuIndex, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_LABEL_NAME_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_LABELS } from './bounds.ts';
 import type { EnvelopeOf } from './envelope.ts';
 import { THROTTLE_REASONS } from './metrics.ts';
 import { PCI_BUS_PATTERN } from './pci-bus.ts';
@@ -24,21 +25,22 @@ const timestamp = z.iso.datetime({ offset: true });
  * others, no collector error) is recognised here in a fraction of the full schema's time, and is
  * then exactly what the schema would return. Anything else answers false and takes the full
  * schema, which also words the error. A property test holds the two to "true here ⇒ valid there,
- * with the same value".
+ * with the same value"; it applies the same bounds (bounds.ts). The caller makes `labels` inert
+ * (inert-record.ts), as the schema does.
  */
 export function isCanonicalGpuSample(json: unknown): json is EnvelopeOf<'gpu.sample'> {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
   const e = json as Record<string, unknown>;
   if (e.type !== 'gpu.sample' || Object.keys(e).length !== ENVELOPE_KEYS) return false;
-  if (!text(e.id, 128) || !text(e.host, 255) || !text(e.source, Infinity)) return false;
+  if (!text(e.id, 128) || !text(e.host, MAX_HOST_LENGTH) || !text(e.source, Infinity)) return false;
   if (typeof e.ts !== 'string' || !timestamp.safeParse(e.ts).success) return false;
   if (!stringRecord(e.labels)) return false;
   const data = e.data;
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return false;
   const gpus = (data as Record<string, unknown>).gpus;
-  if (Object.keys(data).length !== 1 || !Array.isArray(gpus)) return false;
+  if (Object.keys(data).length !== 1 || !Array.isArray(gpus) || gpus.length > MAX_GPUS_PER_SAMPLE) return false;
   for (const gpu of gpus) if (!canonicalGpu(gpu)) return false;
-  return true;
+  return uniqueIndexes(gpus as readonly { index: number }[]);
 }
 
 function canonicalGpu(gpu: unknown): boolean {
@@ -48,7 +50,7 @@ function canonicalGpu(gpu: unknown): boolean {
   for (const [name, kind] of METRICS) {
     const v = g[name];
     switch (kind) {
-      case 'index': if (!(Number.isSafeInteger(v) && (v as number) >= 0)) return false; break;
+      case 'index': if (!isGpuIndex(v)) return false; break;
       case 'gauge': if (!(v === null || (typeof v === 'number' && Number.isFinite(v)))) return false; break;
       case 'count': if (!(v === null || (Number.isSafeInteger(v) && (v as number) >= 0))) return false; break;
       case 'flag': if (!(v === null || typeof v === 'boolean')) return false; break;
@@ -65,12 +67,24 @@ function canonicalGpu(gpu: unknown): boolean {
   return true;
 }
 
+/** Each GPU once; a machine's handful compared pairwise, with no allocation on the hot path. */
+function uniqueIndexes(gpus: readonly { index: number }[]): boolean {
+  if (gpus.length > 16) return new Set(gpus.map((g) => g.index)).size === gpus.length;
+  for (let i = 1; i < gpus.length; i += 1) for (let j = 0; j < i; j += 1) if (gpus[i]!.index === gpus[j]!.index) return false;
+  return true;
+}
+
 function text(v: unknown, max: number): boolean {
   return typeof v === 'string' && v.length >= 1 && v.length <= max;
 }
 
 function stringRecord(v: unknown): boolean {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  for (const value of Object.values(v)) if (typeof value !== 'string') return false;
+  const keys = Object.keys(v);
+  if (keys.length > MAX_LABELS) return false;
+  for (const key of keys) {
+    const value = (v as Record<string, unknown>)[key];
+    if (key === FORBIDDEN_LABEL_NAME || !text(key, MAX_LABEL_NAME_LENGTH) || typeof value !== 'string' || value.length > MAX_LABEL_VALUE_LENGTH) return false;
+  }
   return true;
 }

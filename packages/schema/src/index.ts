@@ -8,3 +8,5 @@ export * from './parse-envelope.ts';
 export * from './new-envelope.ts';
 export * from './stable-id.ts';
 export * from './gpu-sample-fast-path.ts';
+export * from './bounds.ts';
+export * from './inert-record.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_GPU_INDEX } from './bounds.ts';
 import { PciBus } from './pci-bus.ts';
 
 /** Throttle (clocks event) reasons, in bitmask order: bit 0 is `gpu_idle`. */
@@ -22,8 +23,11 @@ const count = z.number().int().nonnegative().nullable().default(null);
 const flag = z.boolean().nullable().default(null);
 
 /** One GPU in one scrape, in the one vocabulary every source maps to (DESIGN.md). */
+/** A GPU's index on its machine, 0 to `MAX_GPU_INDEX`. */
+export const GpuIndex = z.number().int().nonnegative().max(MAX_GPU_INDEX);
+
 export const GpuMetrics = z.object({
-  index: z.number().int().nonnegative(),
+  index: GpuIndex,
   uuid: z.string().min(1).nullable().default(null),
   pci_bus: PciBus.nullable().default(null),
   name: z.string().nullable().default(null),

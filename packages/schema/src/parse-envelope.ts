@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import { MAX_GPUS_PER_SAMPLE, MAX_HOSTS_PER_PROVIDER_EVENT } from './bounds.ts';
+import { toInertRecord } from './inert-record.ts';
 import { Envelope } from './envelope.ts';
 import { isCanonicalGpuSample } from './gpu-sample-fast-path.ts';
 
@@ -41,7 +43,9 @@ export function parseEnvelope(bytes: Uint8Array | string): ParseResult<Envelope>
 
 /** Validates an already decoded JSON value as an envelope. */
 export function validateEnvelope(json: unknown): ParseResult<Envelope> {
-  if (isCanonicalGpuSample(json)) return { ok: true, value: json };
+  if (isCanonicalGpuSample(json)) return { ok: true, value: { ...json, labels: toInertRecord(json.labels) } };
+  const tooLong = oversizedList(json);
+  if (tooLong) return tooLong;
   const result = Envelope.safeParse(json);
   if (result.success) return { ok: true, value: result.data };
   const issue = result.error.issues[0];
@@ -49,9 +53,24 @@ export function validateEnvelope(json: unknown): ParseResult<Envelope> {
   return fromIssue(issue, json);
 }
 
+/**
+ * The lists with a bound, refused before the schema reads their elements: zod checks an array's
+ * length after parsing every element, so 20,000 GPUs would cost their full parse to be refused.
+ */
+function oversizedList(json: unknown): ParseResult<never> | undefined {
+  if (typeof json !== 'object' || json === null) return undefined;
+  const { type, data } = json as { type?: unknown; data?: unknown };
+  if (typeof data !== 'object' || data === null) return undefined;
+  const [field, max] = type === 'gpu.sample' ? ['gpus', MAX_GPUS_PER_SAMPLE] as const : type === 'provider.event' ? ['hosts', MAX_HOSTS_PER_PROVIDER_EVENT] as const : [];
+  if (field === undefined) return undefined;
+  const list = (data as Record<string, unknown>)[field];
+  return Array.isArray(list) && list.length > max ? failure('invalid', `data.${field}`, `array of at most ${max}`, describeValue(list)) : undefined;
+}
+
 function fromIssue(issue: z.core.$ZodIssue, root: unknown): ParseResult<never> {
   const at = valueAt(root, issue.path);
-  const path = issue.path.map(String).join('.');
+  // A path segment is a key from the input, which may be a label name of any length: shortened like a value.
+  const path = issue.path.map((segment) => truncate(String(segment))).join('.');
   return failure('invalid', path, expectedOf(issue), describeValue(at));
 }
 

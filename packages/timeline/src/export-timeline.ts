@@ -1,5 +1,5 @@
 import type { Bus } from '@gpualert/bus';
-import { parseEnvelope, TOPICS, validateEnvelope, type Envelope, type EnvelopeOf } from '@gpualert/schema';
+import { MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, parseEnvelope, TOPICS, validateEnvelope, type Envelope, type EnvelopeOf } from '@gpualert/schema';
 import { render, type Format } from './formats.ts';
 import { buildTimeline, incidentWindow, type Timeline, type TimelineQuery } from './timeline.ts';
 
@@ -60,7 +60,8 @@ function quickSample(bytes: Buffer): Envelope | undefined {
     return undefined;
   }
   const e = json as { type?: unknown; id?: unknown; ts?: unknown; host?: unknown; data?: { gpus?: unknown } };
-  if (e.type === 'gpu.sample' && typeof e.id === 'string' && typeof e.ts === 'string' && typeof e.host === 'string' && Array.isArray(e.data?.gpus)
+  if (e.type === 'gpu.sample' && typeof e.id === 'string' && typeof e.ts === 'string' && typeof e.host === 'string' && e.host.length <= MAX_HOST_LENGTH
+    && Array.isArray(e.data?.gpus) && e.data.gpus.length <= MAX_GPUS_PER_SAMPLE // the bounds at the door hold here too
     && (e.data.gpus as unknown[]).every((g) => typeof g === 'object' && g !== null && typeof (g as { index?: unknown }).index === 'number')) {
     return json as Envelope;
   }

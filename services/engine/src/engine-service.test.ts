@@ -1,8 +1,8 @@
-import { envelopeMessage, MemoryBus } from '@gpualert/bus';
+import { DEADLETTER_HEADERS, envelopeMessage, MemoryBus } from '@gpualert/bus';
 import { loadRuleSet, syntheticFleet } from '@gpualert/engine';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
-import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore, MemoryStoreData } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { startEngineService } from './engine-service.ts';
@@ -131,6 +131,76 @@ describe('engine service on the wall clock', () => {
     clearInterval(live);
     const down = alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing').map((a) => a.host);
     expect(down).toEqual(['gpu-node-004']);
+    await Promise.all([service.stop(), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+});
+
+/** Polls until `check` holds, or fails naming what it waited for. */
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await pause(50);
+  }
+}
+
+/** An Xid 79 on a host with no inventory: the GPU fell off the bus, a critical page. */
+const xid79 = (host: string, at: number) => newEnvelope({
+  type: 'kernel.event', host, source: 'test', ts: new Date(at).toISOString(),
+  data: { kind: 'xid', xid: 79, pci_bus: '0000:3b:00', message: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.', severity: 'critical' },
+});
+
+describe('engine service on hostile input', () => {
+  it('judges hosts named constructor, __proto__ and toString, and the hosts after them on the same partition still page (the batch threw on every retry)', async () => {
+    const bus = new MemoryBus({ partitions: 1 });
+    const { alerts, watch } = await watchAlerts(bus);
+    const store = new MemoryStore();
+    const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engine' });
+    const now = Date.now();
+    const hosts = ['constructor', '__proto__', 'toString', 'gpu-node-after'];
+    await bus.publish(TOPICS.kernelEvents, hosts.map((host, i) => envelopeMessage(xid79(host, now + i))));
+    await waitFor(() => new Set(alerts.filter((a) => a.data.severity === 'critical').map((a) => a.host)).size === hosts.length, 'a page for every host');
+    // And again after a restart, from what the store holds.
+    await service.stop();
+    const again = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engine' });
+    await bus.publish(TOPICS.kernelEvents, [envelopeMessage(xid79('gpu-node-later', now + 10))]);
+    await waitFor(() => alerts.some((a) => a.host === 'gpu-node-later'), 'a page after the restart');
+    expect(Object.getOwnPropertyNames(Object.prototype)).not.toContain('gpu-node-after');
+    await Promise.all([again.stop(), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+
+  it('dead-letters a sample dated in year 9999 with that reason, and still calls its host down when it goes silent', async () => {
+    const bus = new MemoryBus({ partitions: 1 });
+    const { alerts, watch } = await watchAlerts(bus);
+    const service = await startEngineService({ bus, store: new MemoryStore(), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
+    const fleet = [...syntheticFleet({ hosts: 2, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 4 })];
+    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
+    const samples = fleet.filter((e) => e.type === 'gpu.sample');
+    const future = { ...samples[0]!, id: 'from-the-future', ts: '9999-12-31T23:59:59.000Z' };
+    let next = 0;
+    let silent = '';
+    const publishDue = async () => {
+      const due = [];
+      while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) {
+        const sample = samples[next++]!;
+        if (sample.host !== silent) due.push(envelopeMessage(sample));
+        if (next === 10) due.push(envelopeMessage(future));
+      }
+      if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
+    };
+    const live = setInterval(() => void publishDue(), 50);
+    await pause(3_000);
+    silent = future.host;
+    // Judged, the sample paged for the host at once (silent since year 9999) and then hid it for good.
+    await waitFor(() => alerts.some((a) => a.host === silent && a.data.rule === 'host-absent' && a.data.status === 'firing' && Date.parse(a.ts) <= Date.now()), `${silent} called down`);
+    clearInterval(live);
+    expect(alerts.filter((a) => a.ts.startsWith('9999'))).toEqual([]);
+    const dead = await bus.read(TOPICS.deadletter);
+    expect(dead.map((m) => [JSON.parse(m.value.toString()).id, m.headers[DEADLETTER_HEADERS.reason]])).toEqual([
+      ['from-the-future', expect.stringMatching(/^ts: expected at most 5 min after receipt \(.*\), got 9999-12-31T23:59:59.000Z: the source's clock is ahead$/)],
+    ]);
     await Promise.all([service.stop(), watch.stop()]);
     await bus.close();
   }, 30_000);

@@ -1,8 +1,8 @@
-import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
-import { Engine, type EngineState, type FleetState, type HostState, type RuleSet } from '@gpualert/engine';
+import { DEADLETTER_HEADERS, envelopeMessage, type Bus, type IncomingMessage, type OutgoingMessage, type Subscription } from '@gpualert/bus';
+import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, type EngineState, type RuleSet } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
-import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { serialQueue, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 
@@ -44,10 +44,10 @@ const UNHEARD_PARTITION_MS = 60_000;
  */
 export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void> }> {
   const engine = new Engine(options.ruleSet, options.catalog, false);
-  const state: EngineState = { hosts: {}, fleet: { jobs: {}, clusters: {} } };
+  const state: EngineState = emptyEngineState();
   const loadFleet = async () => {
     const saved = await options.store.get(FLEET_KEY);
-    if (saved) state.fleet = JSON.parse(saved) as FleetState;
+    if (saved) state.fleet = parseFleetState(saved);
   };
   await loadFleet();
   const queue = serialQueue();
@@ -72,18 +72,20 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   let lastSamplesAt = Date.now();
   const inputStalled = () => {
     const quiet = Date.now() - lastSamplesAt;
-    const fastest = Math.min(...Object.values(state.hosts).map((h) => h.intervalMs));
+    let fastest = Infinity; // a loop, not Math.min(...): tens of thousands of hosts overflow the argument list
+    for (const host of Object.values(state.hosts)) fastest = Math.min(fastest, host.intervalMs);
     return quiet > 2 * fastest && quiet < UNHEARD_PARTITION_MS;
   };
   const load = async (host: string) => {
     const saved = await options.store.get(HOST_KEY(host));
-    if (saved) state.hosts[host] = JSON.parse(saved) as HostState;
+    if (saved) state.hosts[host] = parseHostState(saved);
     else delete state.hosts[host]; // let the engine bind a template on first sight
     loaded.add(host);
   };
 
+  const group = options.group ?? 'gpualert-engine';
   const subscription: Subscription = await options.bus.consume({
-    group: options.group ?? 'gpualert-engine',
+    group,
     topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory],
     // A dead instance's partitions move to the survivors after this long.
     sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
@@ -95,7 +97,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       behind.clear();
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
-        state.hosts = {};
+        state.hosts = dict();
         loaded.clear();
         for (const partition of new Set(partitions.map((p) => p.partition))) {
           const hosts = Object.keys(await options.store.hashGetAll(PARTITION_KEY(partition)));
@@ -110,17 +112,29 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         const position = `${batch.topic}/${batch.partition}`;
         try {
           const alerts: EnvelopeOf<'alert'>[] = [];
+          const deadletters: OutgoingMessage[] = [];
+          const receivedAt = Date.now();
           for (const { envelope, message } of batch.items) {
             const host = state.hosts[envelope.host];
             if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
+            // On the wall clock, an event dated far from now is a wrong clock, not judged: one dated
+            // ahead would hold its host's clock there and hide the host going down.
+            const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : undefined;
+            if (problem !== undefined) {
+              deadletters.push(deadletterOf(message, group, problem));
+              options.log.warn({ topic: message.topic, partition: message.partition, offset: message.offset, reason: problem }, 'event_time_out_of_window');
+              continue;
+            }
             alerts.push(...engine.advance(state, envelope));
             state.hosts[envelope.host]!.offsets[position] = message.offset;
           }
+          if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
           if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-          await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
+          const judged = hosts.filter((host) => state.hosts[host] !== undefined); // not a host whose only message was dead-lettered
+          await Promise.all(judged.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
           await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
           // Written with every batch, so the index comes back by itself if the store loses its data.
-          await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(hosts.map((host) => [host, '1'])));
+          if (judged.length > 0) await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
           if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
         } catch (error) {
           for (const host of hosts) {
@@ -154,7 +168,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
         await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
       } catch (error) {
-        for (const host of hosts) if (before.has(host)) state.hosts[host] = JSON.parse(before.get(host)!) as HostState;
+        for (const host of hosts) if (before.has(host)) state.hosts[host] = parseHostState(before.get(host)!);
         await Promise.all(resolves.map((fingerprint) => requestOperatorResolve(options.store, fingerprint, now))).catch(() => {});
         throw error;
       }
@@ -167,6 +181,23 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       clearInterval(timer);
       await subscription.stop();
       await queue.idle();
+    },
+  };
+}
+
+/** A dead letter as the bus writes one: the original bytes, the reason and where it came from. */
+function deadletterOf(message: IncomingMessage, group: string, reason: string): OutgoingMessage {
+  return {
+    key: message.key ?? '',
+    value: message.value,
+    timestamp: message.timestamp,
+    headers: {
+      ...message.headers,
+      [DEADLETTER_HEADERS.reason]: reason,
+      [DEADLETTER_HEADERS.topic]: message.topic,
+      [DEADLETTER_HEADERS.partition]: String(message.partition),
+      [DEADLETTER_HEADERS.offset]: String(message.offset),
+      [DEADLETTER_HEADERS.group]: group,
     },
   };
 }

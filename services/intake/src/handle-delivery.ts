@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Bus } from '@gpualert/bus';
-import { envelopeMessage } from '@gpualert/bus';
-import { ADAPTERS } from '@gpualert/providers';
-import { newEnvelope, Provider, stableId, TOPICS, type ProviderEventData } from '@gpualert/schema';
+import type { Bus, OutgoingMessage } from '@gpualert/bus';
+import { redactSecrets } from '@gpualert/log';
+import { ADAPTERS, type AdapterResult } from '@gpualert/providers';
+import {
+  MAX_HOSTS_PER_PROVIDER_EVENT, newEnvelope, parseEnvelope, Provider, stableId, TOPICS, type Envelope, type ProviderEventData,
+} from '@gpualert/schema';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { StateStore } from '@gpualert/state';
 import { tokenMatches, verifyStandardWebhook } from './standard-webhooks.ts';
 
@@ -43,7 +46,7 @@ export interface IntakeResponse {
 
 const SOURCE = 'intake/0.1.0';
 
-function answer(status: number, outcome: string, body: Record<string, unknown>, headers?: Record<string, string>): IntakeResponse {
+export function answer(status: number, outcome: string, body: Record<string, unknown>, headers?: Record<string, string>): IntakeResponse {
   return headers ? { status, outcome, body, headers } : { status, outcome, body };
 }
 
@@ -64,36 +67,91 @@ export async function handleDelivery(request: DeliveryRequest, deps: IntakeDeps)
   const auth = authenticate(request, deps);
   if (auth) return answer(401, 'unauthorized', { error: 'unauthorized', message: auth });
 
+  if (jsonDepthExceeds(request.body, MAX_JSON_DEPTH)) {
+    return answer(400, 'malformed', { error: 'too_deep', limit: MAX_JSON_DEPTH, message: `the body nests deeper than ${MAX_JSON_DEPTH} levels; no provider payload does` });
+  }
   let payload: unknown;
   try {
     payload = JSON.parse(request.body.toString('utf8'));
   } catch (error) {
     return answer(400, 'malformed', { error: 'malformed_json', message: `the body is not JSON: ${(error as Error).message}` });
   }
+  const deliveryId = header(request.headers, 'webhook-id') ?? createHash('sha256').update(request.body).digest('hex');
+  return acceptPayloads({ provider: provider.data, payloads: [payload], deliveryId }, deps);
+}
+
+/** What a delivery protocol hands on once it has verified and unwrapped a delivery. */
+export interface VerifiedDelivery {
+  readonly provider: Provider;
+  /** The provider's own events, one or more (an Event Grid batch), as the adapter reads them. */
+  readonly payloads: readonly unknown[];
+  /** The sender's own id for this delivery (SNS MessageId, Pub/Sub messageId…): a redelivery under it is a duplicate. */
+  readonly deliveryId: string;
+  /** The adapter, when not the provider's own (Azure Monitor's common alert schema). */
+  readonly adapter?: (payload: unknown, context: { receivedAt: string }) => AdapterResult;
+}
+
+/**
+ * A verified delivery's payloads: what they mean (422 when unreadable), whether we have them
+ * already (200), and only then durable publishing (202, or 503 to retry).
+ */
+export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDeps): Promise<IntakeResponse> {
+  const { provider, deliveryId } = delivery;
   const receivedAt = new Date(deps.now()).toISOString();
-  const adapted = ADAPTERS[provider.data](payload, { receivedAt });
-  if (!adapted.ok) {
-    return answer(422, 'unrecognised', {
-      error: 'unrecognised_payload', field: adapted.error.path, message: `${adapted.error.path === '' ? 'payload' : adapted.error.path}: ${adapted.error.message}`,
+  const events: ProviderEventData[] = [];
+  for (let i = 0; i < delivery.payloads.length; i += 1) {
+    const one = adapt(provider, delivery.payloads[i], receivedAt, delivery.adapter);
+    if (!one.ok) {
+      const path = delivery.payloads.length > 1 ? [String(i), one.error.path].filter((p) => p !== '').join('.') : one.error.path;
+      return answer(422, 'unrecognised', {
+        error: 'unrecognised_payload', field: path, message: `${path === '' ? 'payload' : path}: ${one.error.message}`,
+      });
+    }
+    events.push(...one.events);
+  }
+  const adapted = { events };
+  const payload = delivery.payloads.length === 1 ? delivery.payloads[0] : delivery.payloads;
+  const crowded = adapted.events.findIndex((e) => e.hosts.length > MAX_HOSTS_PER_PROVIDER_EVENT);
+  if (crowded >= 0) {
+    const count = adapted.events[crowded]!.hosts.length;
+    return answer(422, 'too_many_hosts', {
+      error: 'too_many_hosts', field: 'hosts', limit: MAX_HOSTS_PER_PROVIDER_EVENT,
+      message: `hosts: an event may name at most ${MAX_HOSTS_PER_PROVIDER_EVENT} hosts, this one names ${count}; split it`,
     });
   }
 
-  const deliveryId = header(request.headers, 'webhook-id') ?? createHash('sha256').update(request.body).digest('hex');
-  const deliveryKey = `intake:delivery:${provider.data}:${deliveryId}`;
-  if ((await deps.store.get(deliveryKey)) === 'done') return answer(200, 'duplicate', { status: 'duplicate', delivery: deliveryId });
-  if (!(await deps.store.compareAndSet(deliveryKey, null, 'pending', { ttlMs: deps.publishTimeoutMs * 3 }))) {
+  const deliveryKey = `intake:delivery:${provider}:${deliveryId}`;
+  let outgoing: Outgoing;
+  try {
+    if ((await deps.store.get(deliveryKey)) === 'done') return answer(200, 'duplicate', { status: 'duplicate', delivery: deliveryId });
+    // Everything that would be published is built and checked as the engine will check it before
+    // anything is claimed: a problem with the delivery itself is the sender's to fix (422), not to retry.
+    outgoing = outgoingOf(provider, payload, deliveryId, await withHosts(adapted.events, deps.store), receivedAt);
+  } catch (error) {
+    return unavailable(error);
+  }
+  if ('invalid' in outgoing) {
+    return answer(422, 'invalid_event', { error: 'invalid_event', field: outgoing.invalid.path, message: outgoing.invalid.message });
+  }
+  let mine: boolean;
+  try {
+    mine = await deps.store.compareAndSet(deliveryKey, null, 'pending', { ttlMs: deps.publishTimeoutMs * 3 });
+  } catch (error) {
+    return unavailable(error);
+  }
+  if (!mine) {
     // The same delivery is being handled right now (a sender retrying fast): let it retry.
     return answer(503, 'in_progress', { error: 'in_progress', message: 'this delivery is being processed; retry' }, { 'retry-after': '1' });
   }
   let claimed: ProviderEventData[] = [];
   try {
     const ttl = { ttlMs: deps.seenTtlMs };
-    const claim = await claimEvents(adapted.events, provider.data, deliveryId, deps);
+    const claim = await claimEvents(adapted.events, provider, deliveryId, deps);
     claimed = claim.claimed;
     if (claim.contended) {
       // Another delivery carrying one of these events is being published right now: after it,
       // this one is a redelivery (or the rest of it is new); the sender's retry will tell.
-      await releaseClaims(claimed, provider.data, deliveryId, deps.store);
+      await releaseClaims(claimed, provider, deliveryId, deps.store);
       await deps.store.compareAndSet(deliveryKey, 'pending', null).catch(() => false);
       return answer(503, 'in_progress', { error: 'in_progress', message: 'an event of this delivery is being processed under another delivery; retry' }, { 'retry-after': '1' });
     }
@@ -102,16 +160,32 @@ export async function handleDelivery(request: DeliveryRequest, deps: IntakeDeps)
       await deps.store.set(deliveryKey, 'done', ttl);
       return answer(200, 'duplicate', { status: 'duplicate', delivery: deliveryId, events: 0 });
     }
-    const events = await withHosts(claimed, deps.store);
-    await publishDurably(deps, provider.data, payload, deliveryId, events, receivedAt);
-    await Promise.all(claimed.map((e) => deps.store.set(eventKey(provider.data, e), 'done', ttl)));
+    const fresh = new Set(claimed);
+    const messages = outgoing.perEvent.filter((_, i) => fresh.has(adapted.events[i]!)).flat();
+    await publishDurably(deps, outgoing.raw, messages);
+    await Promise.all(claimed.map((e) => deps.store.set(eventKey(provider, e), 'done', ttl)));
     await deps.store.set(deliveryKey, 'done', ttl);
-    return { ...answer(202, 'accepted', { status: 'accepted', delivery: deliveryId, events: events.length }), events: events.length };
+    return { ...answer(202, 'accepted', { status: 'accepted', delivery: deliveryId, events: claimed.length }), events: claimed.length };
   } catch (error) {
-    await releaseClaims(claimed, provider.data, deliveryId, deps.store).catch(() => {});
+    await releaseClaims(claimed, provider, deliveryId, deps.store).catch(() => {});
     await deps.store.compareAndSet(deliveryKey, 'pending', null).catch(() => false);
-    return answer(503, 'unavailable', { error: 'unavailable', message: `events could not be made durable: ${error instanceof Error ? error.message : String(error)}` }, { 'retry-after': '5' });
+    return unavailable(error);
   }
+}
+
+/** An adapter that throws has met a payload it cannot read: the same answer as one it refuses. */
+function adapt(provider: Provider, payload: unknown, receivedAt: string, adapter: VerifiedDelivery['adapter']): AdapterResult {
+  try {
+    return (adapter ?? ADAPTERS[provider])(payload, { receivedAt });
+  } catch (error) {
+    return { ok: false, error: { path: '', message: `could not be read (${error instanceof Error ? error.name : 'error'})` } };
+  }
+}
+
+/** Kafka or Redis away: the sender should retry, and is told so without any address or credential. */
+function unavailable(error: unknown): IntakeResponse {
+  const detail = redactSecrets(error instanceof Error ? error.message : String(error));
+  return answer(503, 'unavailable', { error: 'unavailable', message: `events could not be made durable: ${detail}` }, { 'retry-after': '5' });
 }
 
 function authenticate(request: DeliveryRequest, deps: IntakeDeps): string | undefined {
@@ -150,29 +224,58 @@ async function releaseClaims(events: readonly ProviderEventData[], provider: str
   await Promise.all(events.map((e) => store.compareAndSet(eventKey(provider, e), `pending:${deliveryId}`, null)));
 }
 
-/** Instance ids become gpualert hosts through the inventory; unknown ones stay as they are. */
+/**
+ * Instance ids become gpualert hosts through the inventory; unknown ones stay as they are. Each
+ * distinct id is looked up once, however many events name it.
+ */
 async function withHosts(events: readonly ProviderEventData[], store: StateStore): Promise<ProviderEventData[]> {
-  return Promise.all(
-    events.map(async (e) => ({ ...e, hosts: await Promise.all(e.hosts.map(async (h) => (await store.get(instanceHostKey(h))) ?? h)) })),
-  );
+  const ids = [...new Set(events.flatMap((e) => e.hosts))];
+  const mapped = new Map<string, string>();
+  await Promise.all(ids.map(async (id) => void mapped.set(id, (await store.get(instanceHostKey(id))) ?? id)));
+  return events.map((e) => ({ ...e, hosts: e.hosts.map((h) => mapped.get(h) ?? h) }));
 }
 
-async function publishDurably(
-  deps: IntakeDeps, provider: Provider, payload: unknown, deliveryId: string, events: readonly ProviderEventData[], receivedAt: string,
-): Promise<void> {
+/** What a delivery publishes: its raw payload, and per event one envelope per host; or why it may not. */
+type Outgoing =
+  | { readonly raw: OutgoingMessage; readonly perEvent: readonly (readonly OutgoingMessage[])[] }
+  | { readonly invalid: { readonly path: string; readonly message: string } };
+
+/**
+ * Builds every envelope the delivery would publish and checks each with `parseEnvelope`, on the
+ * very bytes the engine will read. Each per-host envelope names only its own host, so the work
+ * and the bytes grow with the number of hosts, not with its square.
+ */
+function outgoingOf(provider: Provider, payload: unknown, deliveryId: string, events: readonly ProviderEventData[], receivedAt: string): Outgoing {
   const rawHost = events[0]?.hosts[0] ?? 'intake';
-  const raw = newEnvelope({
+  const raw = checked(newEnvelope({
     type: 'provider.raw', id: stableId('provider.raw', provider, deliveryId), host: rawHost, source: SOURCE, ts: receivedAt,
     data: { provider, payload },
-  });
-  // One envelope per affected host, keyed by it, so each host's state sees its own notice in order.
-  const messages = events.flatMap((data) =>
-    (data.hosts.length > 0 ? data.hosts : ['unknown']).map((host) =>
-      envelopeMessage(newEnvelope({
-        type: 'provider.event', id: stableId('provider.event', provider, data.event_id, data.status, host), host, source: SOURCE, ts: receivedAt, data,
-      })),
-    ),
-  );
+  }));
+  if ('invalid' in raw) return raw;
+  const perEvent: OutgoingMessage[][] = [];
+  for (const data of events) {
+    const messages: OutgoingMessage[] = [];
+    for (const host of data.hosts.length > 0 ? data.hosts : ['unknown']) {
+      const message = checked(newEnvelope({
+        type: 'provider.event', id: stableId('provider.event', provider, data.event_id, data.status, host), host, source: SOURCE, ts: receivedAt,
+        data: { ...data, hosts: [host] },
+      }));
+      if ('invalid' in message) return message;
+      messages.push(message.message);
+    }
+    perEvent.push(messages);
+  }
+  return { raw: raw.message, perEvent };
+}
+
+function checked(envelope: Envelope): { readonly message: OutgoingMessage } | { readonly invalid: { path: string; message: string } } {
+  const value = JSON.stringify(envelope);
+  const parsed = parseEnvelope(value);
+  if (!parsed.ok) return { invalid: { path: parsed.error.path, message: parsed.error.message } };
+  return { message: { key: envelope.host, value, timestamp: Date.parse(envelope.ts) } };
+}
+
+async function publishDurably(deps: IntakeDeps, raw: OutgoingMessage, messages: readonly OutgoingMessage[]): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`Kafka did not acknowledge within ${deps.publishTimeoutMs} ms`)), deps.publishTimeoutMs);
@@ -180,7 +283,7 @@ async function publishDurably(
   try {
     // The raw payload first, then what it meant, on the same topic and in that order.
     const published = deps.bus
-      .publish(TOPICS.providerEvents, [envelopeMessage(raw)])
+      .publish(TOPICS.providerEvents, [raw])
       .then(() => (messages.length > 0 ? deps.bus.publish(TOPICS.providerEvents, messages) : undefined));
     published.catch(() => {}); // a late failure after the deadline was already answered with 503
     await Promise.race([published, deadline]);

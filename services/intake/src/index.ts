@@ -5,3 +5,4 @@ export * from './intake-server.ts';
 export * from './inventory-hosts.ts';
 export * from './intake-config.ts';
 export * from './intake-service.ts';
+export * from './deliveries/index.ts';

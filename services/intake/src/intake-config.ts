@@ -9,6 +9,18 @@ import { z } from 'zod';
  */
 export const DEFAULT_INTAKE_PORT = 9468;
 
+/** A shared token is guessed byte by byte no faster than 2^128 tries at 16 characters: the same floor everywhere in gpualert. */
+export const MIN_TOKEN_CHARS = 16;
+/** A Standard Webhooks secret is 24 to 64 random bytes; under 16 (128 bits) a signature can be forged by brute force. */
+export const MIN_SECRET_BYTES = 16;
+/** The most an operator may raise the body limit to: far above any provider notice, and bounded memory per request. */
+export const MAX_BODY_BYTES_LIMIT = 16 * 1024 * 1024;
+
+const WebhookSecret = z
+  .string()
+  .regex(/^whsec_[A-Za-z0-9+/=]+$/, 'expected whsec_<base64>')
+  .refine((secret) => Buffer.from(secret.slice('whsec_'.length), 'base64').length >= MIN_SECRET_BYTES, `expected a secret of at least ${MIN_SECRET_BYTES} bytes after whsec_`);
+
 /**
  * The intake's settings. Secrets come from the environment or a file, never from flags or the
  * URL (a command line is visible to every user of the machine).
@@ -16,12 +28,18 @@ export const DEFAULT_INTAKE_PORT = 9468;
 export const IntakeConfig = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(DEFAULT_INTAKE_PORT),
   listen: z.string().default('0.0.0.0'),
-  maxBodyBytes: z.coerce.number().int().positive().default(256 * 1024),
-  secrets: z.array(z.string().regex(/^whsec_[A-Za-z0-9+/=]+$/, 'expected whsec_<base64>')).default([]),
-  token: z.string().min(16, 'expected a token of at least 16 characters').optional(),
+  maxBodyBytes: z.coerce.number().int().positive().max(MAX_BODY_BYTES_LIMIT).default(256 * 1024),
+  secrets: z.array(WebhookSecret).default([]),
+  token: z.string().min(MIN_TOKEN_CHARS, `expected a token of at least ${MIN_TOKEN_CHARS} characters`).optional(),
   tokenHeader: z.string().default('authorization'),
   seenTtlHours: z.coerce.number().positive().default(48),
   publishTimeoutMs: z.coerce.number().int().positive().default(3_000),
+  /** SNS topics (ARNs) whose deliveries `/v1/deliveries/sns` takes. */
+  snsTopicArns: z.array(z.string().regex(/^arn:aws(?:-cn|-us-gov)?:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'expected an SNS topic ARN')).default([]),
+  /** Pub/Sub push: the audience set on the subscription (usually the endpoint URL). */
+  pubsubAudience: z.string().min(1).optional(),
+  /** Pub/Sub push: the service accounts the subscriptions push as. */
+  pubsubServiceAccounts: z.array(z.string().regex(/^[^@\s]+@[^@\s]+$/, 'expected a service account email')).default([]),
 });
 export type IntakeConfig = z.infer<typeof IntakeConfig>;
 
@@ -45,6 +63,9 @@ export function intakeConfigFrom(env: Readonly<Record<string, string | undefined
     ...(env.GPUALERT_INTAKE_TOKEN ? { token: env.GPUALERT_INTAKE_TOKEN } : {}),
     ...(env.GPUALERT_INTAKE_TOKEN_HEADER ? { tokenHeader: env.GPUALERT_INTAKE_TOKEN_HEADER } : {}),
     ...(env.GPUALERT_INTAKE_MAX_BODY_BYTES ? { maxBodyBytes: env.GPUALERT_INTAKE_MAX_BODY_BYTES } : {}),
+    ...(env.GPUALERT_INTAKE_SNS_TOPICS ? { snsTopicArns: split(env.GPUALERT_INTAKE_SNS_TOPICS) } : {}),
+    ...(env.GPUALERT_INTAKE_PUBSUB_AUDIENCE ? { pubsubAudience: env.GPUALERT_INTAKE_PUBSUB_AUDIENCE } : {}),
+    ...(env.GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS ? { pubsubServiceAccounts: split(env.GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS) } : {}),
   };
   const result = IntakeConfig.safeParse(raw);
   if (!result.success) {

@@ -1,15 +1,36 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Logger } from '@gpualert/log';
+import { BUS_METRICS } from '@gpualert/bus';
+import { redactSecrets, type Logger } from '@gpualert/log';
+import { Provider } from '@gpualert/schema';
 import { handleDelivery, type IntakeDeps, type IntakeResponse } from './handle-delivery.ts';
 import { IntakeMetrics } from './intake-metrics.ts';
+import { createDeliveryRuntime, DELIVERY_PROTOCOLS, type DeliveriesConfig, type DeliveryProtocol } from './deliveries/delivery-protocol.ts';
+import { handleProtocolDelivery, PROTOCOL_METHODS } from './deliveries/handle-protocol-delivery.ts';
+
+/** A sender writes its headers at once: 10 s covers a slow link and cuts off a client that dribbles them. */
+export const INTAKE_HEADERS_TIMEOUT_MS = 10_000;
+/** Headers and body: a body at the 256 KB limit takes under a second on a slow link; 30 s is generous. */
+export const INTAKE_REQUEST_TIMEOUT_MS = 30_000;
+/** An idle kept-alive connection is closed after this: senders reconnect cheaply, idle sockets cost descriptors. */
+export const INTAKE_KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** How often Node checks for requests past their timeouts (its default, 30 s, would let them run that much longer). */
+const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 
 export interface IntakeServerOptions extends IntakeDeps {
   readonly log: Logger;
   /** Bodies above this are refused with 413 before they are read whole. */
   readonly maxBodyBytes: number;
+  /** Default INTAKE_HEADERS_TIMEOUT_MS. */
+  readonly headersTimeoutMs?: number;
+  /** Default INTAKE_REQUEST_TIMEOUT_MS. */
+  readonly requestTimeoutMs?: number;
+  /** The providers' own delivery protocols (`/v1/deliveries/{protocol}`); none allowed when absent. */
+  readonly deliveries?: DeliveriesConfig;
 }
 
 const ROUTE = /^\/v1\/events\/([A-Za-z0-9-]+)\/?$/;
+const DELIVERY_ROUTE = /^\/v1\/deliveries\/([A-Za-z0-9-]+)\/?$/;
+const isProtocol = (name: string): name is DeliveryProtocol => (DELIVERY_PROTOCOLS as readonly string[]).includes(name);
 
 class TooLarge extends Error {}
 
@@ -46,10 +67,16 @@ function send(response: ServerResponse, status: number, body: Record<string, unk
   response.end(text);
 }
 
-/** `POST /v1/events/{provider}`, `GET /healthz`, `GET /metrics`. */
+/** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `GET /healthz`, `GET /metrics`. */
 export function createIntakeServer(options: IntakeServerOptions): { server: Server; metrics: IntakeMetrics } {
   const metrics = new IntakeMetrics();
-  const server = createServer((request, response) => {
+  const deliveries = createDeliveryRuntime(options.deliveries ?? { snsTopicArns: [] }, options.now);
+  const requestTimeout = options.requestTimeoutMs ?? INTAKE_REQUEST_TIMEOUT_MS;
+  const server = createServer({
+    requestTimeout,
+    headersTimeout: Math.min(requestTimeout, options.headersTimeoutMs ?? INTAKE_HEADERS_TIMEOUT_MS),
+    connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+  }, (request, response) => {
     const started = process.hrtime.bigint();
     const finish = (result: Pick<IntakeResponse, 'status' | 'body' | 'headers' | 'outcome'>, provider: string) => {
       metrics.requests.inc({ provider, outcome: result.outcome });
@@ -59,17 +86,52 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
     void (async () => {
       const url = new URL(request.url ?? '/', 'http://intake');
       if (request.method === 'GET' && url.pathname === '/healthz') return send(response, 200, { status: 'ok' });
-      if (request.method === 'GET' && url.pathname === '/metrics') return send(response, 200, await metrics.registry.metrics());
+      if (request.method === 'GET' && url.pathname === '/metrics') return send(response, 200, `${await metrics.registry.metrics()}${await BUS_METRICS.metrics()}`);
+      const delivery = DELIVERY_ROUTE.exec(url.pathname);
+      if (delivery) {
+        const protocol = delivery[1]!;
+        if (!isProtocol(protocol)) return send(response, 404, { error: 'not_found', message: `no delivery protocol "${protocol.slice(0, 40)}"; expected one of ${DELIVERY_PROTOCOLS.join(', ')}` });
+        const methods = PROTOCOL_METHODS[protocol];
+        if (!methods.includes(request.method ?? '')) {
+          response.setHeader('connection', 'close');
+          return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: `use ${methods.join(' or ')}` }, headers: { allow: methods.join(', ') } }, protocol);
+        }
+        // SNS posts its JSON as text/plain; the others say JSON (CloudEvents binary mode: the data's own type).
+        const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        if (request.method === 'POST' && type !== 'application/json' && !type.endsWith('+json') && !(protocol === 'sns' && type === 'text/plain')) {
+          response.setHeader('connection', 'close');
+          return finish({ status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` } }, protocol);
+        }
+        let body: Buffer;
+        try {
+          body = await readBody(request, options.maxBodyBytes);
+        } catch (error) {
+          if (error instanceof TooLarge) {
+            response.setHeader('connection', 'close');
+            return finish({ status: 413, outcome: 'too_large', body: { error: 'payload_too_large', message: `the body is larger than ${options.maxBodyBytes} bytes` } }, protocol);
+          }
+          throw error;
+        }
+        const result = await handleProtocolDelivery(protocol, { method: request.method ?? 'POST', url, headers: request.headers, body }, { ...options, deliveries });
+        if (result.events) metrics.events.inc({ provider: protocol }, result.events);
+        if (result.status >= 500) options.log.warn({ protocol, status: result.status, message: result.body.message }, 'intake_delivery_deferred');
+        else if (result.status >= 400) options.log.info({ protocol, status: result.status, message: result.body.message }, 'intake_delivery_refused');
+        return finish(result, protocol);
+      }
       const route = ROUTE.exec(url.pathname);
       if (!route) return send(response, 404, { error: 'not_found', message: `no route for ${request.method} ${url.pathname}` });
       const provider = route[1]!;
+      // Series per route template: the provider segment is a label only when it names a provider,
+      // or every random path would make a series of its own.
+      const label = Provider.safeParse(provider).success ? provider : 'unknown';
       if (request.method !== 'POST') {
-        return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } }, provider);
+        response.setHeader('connection', 'close'); // its body, if any, is not read
+        return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } }, label);
       }
       const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       if (type !== 'application/json' && !type.endsWith('+json')) {
-        request.resume();
-        return finish({ status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type || 'nothing'}"` } }, provider);
+        response.setHeader('connection', 'close'); // rather than reading a body nobody will use
+        return finish({ status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` } }, label);
       }
       let body: Buffer;
       try {
@@ -77,19 +139,20 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
       } catch (error) {
         if (error instanceof TooLarge) {
           response.setHeader('connection', 'close');
-          return finish({ status: 413, outcome: 'too_large', body: { error: 'payload_too_large', message: `the body is larger than ${options.maxBodyBytes} bytes` } }, provider);
+          return finish({ status: 413, outcome: 'too_large', body: { error: 'payload_too_large', message: `the body is larger than ${options.maxBodyBytes} bytes` } }, label);
         }
         throw error;
       }
       const result = await handleDelivery({ provider, headers: request.headers, body }, options);
-      if (result.events) metrics.events.inc({ provider }, result.events);
+      if (result.events) metrics.events.inc({ provider: label }, result.events);
       if (result.status >= 500) options.log.warn({ provider, status: result.status, message: result.body.message }, 'intake_delivery_deferred');
       else if (result.status >= 400) options.log.info({ provider, status: result.status, message: result.body.message }, 'intake_delivery_refused');
-      finish(result, provider);
+      finish(result, label);
     })().catch((error: unknown) => {
-      options.log.error({ error: String(error) }, 'intake_request_failed');
+      options.log.error({ error: redactSecrets(String(error)) }, 'intake_request_failed');
       if (!response.headersSent) send(response, 500, { error: 'internal', message: 'the intake failed on this request; retry' });
     });
   });
+  server.keepAliveTimeout = INTAKE_KEEP_ALIVE_TIMEOUT_MS;
   return { server, metrics };
 }

@@ -10,6 +10,12 @@ export async function startIntake(config: IntakeConfig, context: ServiceContext)
     bus: context.bus, store: context.store, log: context.log, now: Date.now,
     seenTtlMs: config.seenTtlHours * 3_600_000, publishTimeoutMs: config.publishTimeoutMs, maxBodyBytes: config.maxBodyBytes,
     auth: { secrets: config.secrets, tokenHeader: config.tokenHeader, ...(config.token ? { token: config.token } : {}) },
+    deliveries: {
+      snsTopicArns: config.snsTopicArns,
+      ...(config.pubsubAudience && config.pubsubServiceAccounts.length > 0
+        ? { pubsub: { audience: config.pubsubAudience, serviceAccounts: config.pubsubServiceAccounts } }
+        : {}),
+    },
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,0 +1,42 @@
+/**
+ * An error a handler throws when something it depends on is away (Kafka, Redis, a store): the
+ * consumer retries the batch without limit instead of dead-lettering its messages.
+ */
+export class RetriableError extends Error {
+  readonly retriable = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RetriableError';
+  }
+}
+
+/** Node's socket and DNS failures: the peer is away, not the message bad. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH',
+  'ENETDOWN', 'EAI_AGAIN', 'ENOTFOUND', 'ERR_SOCKET_CLOSED',
+]);
+
+/** ioredis while Redis is away or restarting, and Redis's own "not now" replies. */
+const REDIS_UNAVAILABLE = /^(?:Connection is closed|Stream isn't writeable|Reached the max retries per request limit|(?:LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY)\b)/;
+
+/** How deep a chain of `cause`s is followed: far enough for wrappers, bounded against cycles. */
+const MAX_CAUSE_DEPTH = 8;
+
+/**
+ * Whether an error thrown by a handler means the infrastructure is away rather than the message
+ * bad: an error (or one of its causes) that says `retriable: true` (KafkaJS errors, RetriableError),
+ * any KafkaJS error (a handler reaches Kafka only through the bus, so a Kafka error is an outage),
+ * a socket failure, or ioredis's connection errors.
+ */
+export function isInfrastructureError(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && typeof current === 'object' && current !== null; depth += 1) {
+    const e = current as { retriable?: unknown; name?: unknown; code?: unknown; message?: unknown; cause?: unknown };
+    if (e.retriable === true) return true;
+    if (typeof e.name === 'string' && (e.name.startsWith('KafkaJS') || e.name === 'MaxRetriesPerRequestError')) return true;
+    if (typeof e.code === 'string' && NETWORK_CODES.has(e.code)) return true;
+    if (typeof e.message === 'string' && REDIS_UNAVAILABLE.test(e.message)) return true;
+    current = e.cause;
+  }
+  return false;
+}
