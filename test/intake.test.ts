@@ -83,6 +83,23 @@ describe('intake over real HTTP, Kafka and Redis', () => {
     expect((await fetch(`${url}/v1/events/azure`, { method: 'POST', headers: signed(started), body: started })).status).toBe(202);
   });
 
+  it('takes an AWS Health event naming no host, and says in its answer why it pages nobody', async () => {
+    const payload = JSON.parse(fixture('aws-health-issue-entities-not-instance-ids.json')) as { id: string; resources: unknown[]; detail: Record<string, unknown> };
+    payload.id = `${payload.id}-nobody`;
+    payload.resources = [];
+    payload.detail.eventArn = `${String(payload.detail.eventArn)}-nobody`;
+    payload.detail.affectedEntities = [{ entityValue: 'AWS_ACCOUNT' }];
+    const body = JSON.stringify(payload);
+    const response = await fetch(`${url}/v1/events/aws`, { method: 'POST', headers: signed(body), body });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toMatchObject({ status: 'accepted', warnings: [expect.stringMatching(/names no host: .* pages nobody$/)] });
+    // the same as AWS documents it names its entities, and is answered without a warning
+    const named = fixture('aws-health-issue-entities-not-instance-ids.json');
+    const ok = await fetch(`${url}/v1/events/aws`, { method: 'POST', headers: signed(named), body: named });
+    expect(ok.status).toBe(202);
+    expect(await ok.json()).not.toHaveProperty('warnings');
+  });
+
   it('accepts a secret from before the rotation and the header token of unsigned senders', async () => {
     const body = JSON.stringify({ event_id: 'rot-1', kind: 'reboot', status: 'scheduled', hosts: ['h9'], window_start: '2026-12-01T00:00:00Z' });
     expect((await fetch(`${url}/v1/events/generic`, { method: 'POST', headers: signed(body, OLD_SECRET), body })).status).toBe(202);

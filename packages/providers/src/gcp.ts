@@ -26,8 +26,41 @@ function upcoming(doc: Record<string, unknown>, host: string, path: string) {
   });
 }
 
+/** Compute Engine system events in the audit log (Cloud Logging → Pub/Sub): a Map, so `constructor` finds nothing. */
+const SYSTEM_EVENTS: ReadonlyMap<string, ProviderEventData['kind']> = new Map<string, ProviderEventData['kind']>([
+  ['compute.instances.migrateOnHostMaintenance', 'migration'],
+  ['compute.instances.terminateOnHostMaintenance', 'terminate'],
+  ['compute.instances.hostError', 'reboot'],
+  ['compute.instances.automaticRestart', 'reboot'],
+  ['compute.instances.preempted', 'preemption'],
+  ['compute.instances.upcomingMaintenance', 'maintenance'],
+]);
+
 /**
- * GCP: the metadata server's `instance/upcoming-maintenance` document (`{}` when nothing is
+ * A Cloud Logging entry of a Compute Engine system event, as a log sink publishes it to Pub/Sub:
+ * the instance is the last segment of `protoPayload.resourceName`; the operation id ties its
+ * first and last entries (started, completed).
+ */
+function systemEvent(entry: Record<string, unknown>, proto: Record<string, unknown>) {
+  const method = String(proto.methodName ?? '');
+  const kind = SYSTEM_EVENTS.get(method);
+  if (!kind) return invalid('protoPayload.methodName', `expected one of ${[...SYSTEM_EVENTS.keys()].join(', ')} (got "${method.slice(0, 80)}")`);
+  const resource = typeof proto.resourceName === 'string' ? proto.resourceName : '';
+  const instance = /\/instances\/([^/]+)$/.exec(resource)?.[1];
+  if (!instance) return invalid('protoPayload.resourceName', 'expected projects/…/zones/…/instances/NAME');
+  const operation = isRecord(entry.operation) ? entry.operation : {};
+  const id = typeof operation.id === 'string' ? operation.id : typeof entry.insertId === 'string' ? entry.insertId : undefined;
+  if (!id) return invalid('insertId', 'expected the log entry id');
+  const time = toIsoUtc(entry.timestamp);
+  return ok([event({
+    provider: 'gcp', event_id: `${method}:${id}`, kind, status: operation.last === true ? 'completed' : 'started', hosts: [instance],
+    window_start: time, window_end: undefined,
+    description: `GCP ${method.replace('compute.instances.', '')}: ${String(proto.resourceName)}`, raw_id: typeof entry.insertId === 'string' ? entry.insertId : id,
+  })]);
+}
+
+/**
+ * GCP: Compute Engine system events from Cloud Logging, the metadata server's `instance/upcoming-maintenance` document (`{}` when nothing is
  * pending) and `instance/maintenance-event` text, and the instances API's `upcomingMaintenance`.
  */
 export const gcpAdapter: ProviderAdapter = (payload, context) => {
@@ -44,6 +77,7 @@ export const gcpAdapter: ProviderAdapter = (payload, context) => {
     })]);
   }
   if (!isRecord(payload)) return invalid('', 'expected a JSON object');
+  if (isRecord(payload.protoPayload)) return systemEvent(payload, payload.protoPayload);
   if (Array.isArray(payload.items)) {
     const events: ProviderEventData[] = [];
     for (let i = 0; i < payload.items.length; i += 1) {

@@ -99,6 +99,7 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
   const { provider, deliveryId } = delivery;
   const receivedAt = new Date(deps.now()).toISOString();
   const events: ProviderEventData[] = [];
+  const warnings: string[] = [];
   for (let i = 0; i < delivery.payloads.length; i += 1) {
     const one = adapt(provider, delivery.payloads[i], receivedAt, delivery.adapter);
     if (!one.ok) {
@@ -108,6 +109,7 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
       });
     }
     events.push(...one.events);
+    warnings.push(...(one.warnings ?? []));
   }
   const adapted = { events };
   const payload = delivery.payloads.length === 1 ? delivery.payloads[0] : delivery.payloads;
@@ -165,7 +167,9 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
     await publishDurably(deps, outgoing.raw, messages);
     await Promise.all(claimed.map((e) => deps.store.set(eventKey(provider, e), 'done', ttl)));
     await deps.store.set(deliveryKey, 'done', ttl);
-    return { ...answer(202, 'accepted', { status: 'accepted', delivery: deliveryId, events: claimed.length }), events: claimed.length };
+    // An event that names no host is taken (the timeline keeps it) but the sender hears why it pages nobody.
+    const body = { status: 'accepted', delivery: deliveryId, events: claimed.length, ...(warnings.length > 0 ? { warnings } : {}) };
+    return { ...answer(202, 'accepted', body), events: claimed.length };
   } catch (error) {
     await releaseClaims(claimed, provider, deliveryId, deps.store).catch(() => {});
     await deps.store.compareAndSet(deliveryKey, 'pending', null).catch(() => false);

@@ -114,6 +114,7 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
         }
         const result = await handleProtocolDelivery(protocol, { method: request.method ?? 'POST', url, headers: request.headers, body }, { ...options, deliveries });
         if (result.events) metrics.events.inc({ provider: protocol }, result.events);
+        if (Array.isArray(result.body.warnings)) options.log.warn({ protocol, warnings: result.body.warnings }, 'provider_event_names_no_host');
         if (result.status >= 500) options.log.warn({ protocol, status: result.status, message: result.body.message }, 'intake_delivery_deferred');
         else if (result.status >= 400) options.log.info({ protocol, status: result.status, message: result.body.message }, 'intake_delivery_refused');
         return finish(result, protocol);
@@ -145,6 +146,7 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
       }
       const result = await handleDelivery({ provider, headers: request.headers, body }, options);
       if (result.events) metrics.events.inc({ provider: label }, result.events);
+      if (Array.isArray(result.body.warnings)) options.log.warn({ provider, warnings: result.body.warnings }, 'provider_event_names_no_host');
       if (result.status >= 500) options.log.warn({ provider, status: result.status, message: result.body.message }, 'intake_delivery_deferred');
       else if (result.status >= 400) options.log.info({ provider, status: result.status, message: result.body.message }, 'intake_delivery_refused');
       finish(result, label);
