@@ -30,6 +30,9 @@ const notifier = lazy(notifierCommands, 'notifier');
 const silenceAdd = lazy(notifierCommands, 'silenceAdd');
 const silenceList = lazy(notifierCommands, 'silenceList');
 const silenceExpire = lazy(notifierCommands, 'silenceExpire');
+const routesCommands = () => import('./commands/routes.ts');
+const routesTest = lazy(routesCommands, 'routesTest');
+const routesShow = lazy(routesCommands, 'routesShow');
 const parse = lazy(() => import('./commands/parse.ts'), 'parse');
 const timeline = lazy(() => import('./commands/timeline.ts'), 'timeline');
 
@@ -163,6 +166,11 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .action(run(silenceAdd));
   withCommonOptions(silence.command('list').description('every silence, active, pending and expired')).action(run(silenceList));
   withCommonOptions(silence.command('expire').description('end a silence now').argument('<id>')).action(run(silenceExpire));
+  const routes = program.command('routes').description('the routing tree (as amtool config routes)');
+  routes.command('test').description('which receivers an alert with these labels reaches').argument('<labels...>', 'LABEL=VALUE …')
+    .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)').option('--verify-receivers <list>', 'exit 1 unless exactly these receivers, comma-separated')
+    .action(run(routesTest));
+  routes.command('show').description('the routing tree').option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)').action(run(routesShow));
   const alert = program.command('alert').description('alerts');
   withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
 

@@ -2,6 +2,8 @@ export * from './matchers.ts';
 export * from './alert-labels.ts';
 export * from './route-config.ts';
 export * from './routing.ts';
+export * from './time-interval.ts';
+export { GlobalConfig, RECEIVER_CONFIG_KEYS } from './alertmanager-receivers.ts';
 export * from './notifier-core.ts';
 export * from './load-routes.ts';
 export * from './channels/channel.ts';

@@ -38,7 +38,7 @@ describe('matchers', () => {
     // The pattern alone must compile, so it cannot close the anchors' group and match anything.
     expect(parseMatcher('host=~"x)|(.*"')).toMatch(/not an RE2 regular expression/);
     expect(parseMatcher(`host=~"${'a'.repeat(MAX_MATCHER_LENGTH)}"`)).toMatch(/longer than/);
-    expect(parseMatcher('host="unclosed')).toMatch(/quote is not closed/);
+    expect(parseMatcher('host="unclosed')).toBe('matcher value contains unescaped double quote: "unclosed');
   });
 
   it('never read a label from the prototype: a missing `constructor` label is the empty string', () => {

@@ -102,7 +102,7 @@ describe('notifier decisions with the default routes', () => {
   it('mutes a route inside its mute time interval', () => {
     const routesWithMute = loadRoutes();
     if (!routesWithMute.ok) throw new Error('routes');
-    const config = { ...routesWithMute.value, time_intervals: [{ name: 'weekend', weekdays: ['saturday', 'sunday'] as ('saturday' | 'sunday')[], times: [] }] };
+    const config = { ...routesWithMute.value, time_intervals: [{ name: 'weekend', time_intervals: [{ weekdays: [{ begin: 6, end: 6 }, { begin: 0, end: 0 }] }] }] };
     config.route = { ...config.route, routes: config.route.routes.map((r) => (r.receiver === 'chat' ? { ...r, mute_time_intervals: ['weekend'] } : r)) };
     const n = new NotifierCore(config);
     const state = emptyNotifierState();

@@ -1,8 +1,9 @@
 import { stableId, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import { alertLabels } from './alert-labels.ts';
-import { labelValue, matchesAll, parseMatcher, type Matcher } from './matchers.ts';
+import { labelValue, matchesAll, parseMatchers, type Matcher } from './matchers.ts';
 import type { ResolvedRoute, RoutesFile } from './route-config.ts';
-import { inInterval, routesFor } from './routing.ts';
+import { routesFor } from './routing.ts';
+import { inInterval } from './time-interval.ts';
 
 /** What a message says about one alert. */
 export interface AlertView {
@@ -108,6 +109,12 @@ export function restoreNotifierState(text: string): NotifierState {
 
 export type Decision = { readonly send: Notification } | { readonly suppressed: Suppression };
 
+/** The group's labels as a key part: the route's group_by, or every label with `...` (sorted, as Alertmanager's group key). */
+export function groupLabels(route: ResolvedRoute, labels: Readonly<Record<string, string>>): string {
+  const names = route.groupByAll ? Object.keys(labels).sort() : route.groupBy;
+  return names.map((l) => `${l}=${JSON.stringify(labelValue(labels, l))}`).join(',');
+}
+
 function view(alert: EnvelopeOf<'alert'>): AlertView {
   const a = alert.data;
   return {
@@ -141,7 +148,7 @@ export class NotifierCore {
         if (a.status === 'resolved') {
           // Always resolve what was paged, whatever silenced or inhibited it since.
           if (told?.status === 'firing') {
-            decisions.push({ send: this.notification(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0) });
+            decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0));
             delete state.pages[key];
           }
           continue;
@@ -153,10 +160,10 @@ export class NotifierCore {
         // A new fault pages, and so does a worse severity; the same again does not.
         if (told?.status === 'firing' && told.severity === a.severity) continue;
         state.pages[key] = { status: 'firing', severity: a.severity, at: now };
-        decisions.push({ send: this.notification(route, `page:${a.fingerprint}`, 'page', [a], 1) });
+        decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page', [a], 1));
         continue;
       }
-      const key = `${route.id}|${route.receiver}|${route.groupBy.map((l) => `${l}=${labelValue(a.labels, l)}`).join(',')}`;
+      const key = `${route.id}|${route.receiver}|${groupLabels(route, a.labels)}`;
       let group = state.groups[key];
       if (!group) {
         if (a.status === 'resolved') continue; // nothing was told about it here
@@ -202,7 +209,7 @@ export class NotifierCore {
         if (alerts.length === 0) reason = undefined;
       }
       if (reason) {
-        decisions.push({ send: this.notification(group.route, group.key, reason, alerts, firing.length) });
+        decisions.push(...this.notifications(group.route, group.key, reason, alerts, firing.length));
         group.lastSent = now;
         for (const alert of alerts) group.told[alert.fingerprint] = { status: alert.status, severity: alert.severity, at: now };
       }
@@ -220,7 +227,10 @@ export class NotifierCore {
   }
 
   addSilence(state: NotifierState, silence: Silence): void {
-    for (const text of silence.matchers) if (typeof parseMatcher(text) === 'string') throw new Error(parseMatcher(text) as string);
+    for (const text of silence.matchers) {
+      const parsed = parseMatchers(text);
+      if (typeof parsed === 'string') throw new Error(parsed);
+    }
     state.silences[silence.id] = silence;
   }
 
@@ -249,15 +259,19 @@ export class NotifierCore {
     for (const [i, rule] of this.config.inhibit_rules.entries()) {
       if (!matchesAll(rule.target, alert.labels)) continue;
       const sources = state.sources[`${i}|${rule.equal.map((l) => labelValue(alert.labels, l)).join('\u0000')}`] ?? [];
-      const source = sources.find((fp) => fp !== alert.fingerprint);
+      // Alertmanager's rule: when the target also matches the source side, a source that matches both sides does not count.
+      const twoSided = matchesAll(rule.source, alert.labels);
+      const source = sources.find((fp) => fp !== alert.fingerprint && !(twoSided && matchesAll(rule.target, state.firing[fp] ?? dict<string>())));
       if (source) {
         const labels = state.firing[source] ?? dict<string>();
         return { reason: 'inhibited', detail: `inhibited by ${labelValue(labels, 'category') || 'an alert'} ${source} on ${labelValue(labels, 'host')}` };
       }
     }
     const intervals = this.config.time_intervals;
-    if (route.mute.some((name) => intervals.some((i) => i.name === name && inInterval(i, now)))) return { reason: 'muted', detail: 'inside a mute time interval' };
-    if (route.active.length > 0 && !route.active.some((name) => intervals.some((i) => i.name === name && inInterval(i, now)))) {
+    const inside = (name: string) => intervals.some((i) => i.name === name && inInterval(i, now));
+    const mutedBy = route.mute.find(inside);
+    if (mutedBy) return { reason: 'muted', detail: `inside mute time interval ${mutedBy}` };
+    if (route.active.length > 0 && !route.active.some(inside)) {
       return { reason: 'muted', detail: 'outside the route\'s active time intervals' };
     }
     return undefined;
@@ -306,16 +320,22 @@ export class NotifierCore {
     const key = texts.join('\u0000');
     let compiled = this.compiled.get(key);
     if (!compiled) {
-      compiled = texts.map((t) => parseMatcher(t) as Matcher);
+      compiled = texts.flatMap((t) => parseMatchers(t) as Matcher[]);
       this.compiled.set(key, compiled);
     }
     return compiled;
   }
 
-  private notification(route: ResolvedRoute, group: string, reason: Reason, alerts: AlertView[], firing: number): Notification {
-    return {
-      id: stableId('notification', route.receiver, group, reason, ...alerts.map((a) => `${a.id}`)),
-      receiver: route.receiver, group, reason, alerts, firing,
-    };
+  /** One notification per integration of the route's receiver; one with send_resolved: false is told only what fires. */
+  private notifications(route: ResolvedRoute, group: string, reason: Reason, alerts: AlertView[], firing: number): Decision[] {
+    const integrations = this.config.integrations?.[route.receiver] ?? [route.receiver];
+    const out: Decision[] = [];
+    for (const name of integrations) {
+      const sendResolved = this.config.receivers.find((r) => r.name === name)?.send_resolved !== false;
+      const told = sendResolved ? alerts : alerts.filter((a) => a.status === 'firing');
+      if (told.length === 0) continue;
+      out.push({ send: { id: stableId('notification', name, group, reason, ...told.map((a) => `${a.id}`)), receiver: name, group, reason, alerts: told, firing } });
+    }
+    return out;
   }
 }

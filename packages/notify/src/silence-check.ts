@@ -1,4 +1,4 @@
-import { matchesEmpty, parseMatcher } from './matchers.ts';
+import { matchesEmpty, parseMatchers, type Matcher } from './matchers.ts';
 
 /** The longest silence: a quarter is enough for any maintenance; longer is a forgotten mute (Alertmanager has no cap; we do). */
 export const MAX_SILENCE_MS = 90 * 86_400_000;
@@ -35,12 +35,15 @@ export function checkSilence(input: SilenceInput, now: number): { ok: true; valu
   const fail = (error: string) => ({ ok: false as const, error });
   if (!Array.isArray(input.matchers) || input.matchers.length === 0) return fail('a silence needs at least one matcher (--match)');
   if (input.matchers.length > MAX_SILENCE_MATCHERS) return fail(`a silence takes at most ${MAX_SILENCE_MATCHERS} matchers (got ${input.matchers.length})`);
-  const parsed = [];
+  const parsed: Matcher[] = [];
   for (const text of input.matchers) {
-    const matcher = parseMatcher(text);
-    if (typeof matcher === 'string') return fail(matcher);
-    parsed.push(matcher);
+    // One item may be a list (`{a="1", b=~"2"}`), as amtool and Alertmanager's API take it.
+    const list = parseMatchers(text);
+    if (typeof list === 'string') return fail(list);
+    parsed.push(...list);
   }
+  if (parsed.length === 0) return fail('a silence needs at least one matcher (--match)');
+  if (parsed.length > MAX_SILENCE_MATCHERS) return fail(`a silence takes at most ${MAX_SILENCE_MATCHERS} matchers (got ${parsed.length})`);
   if (parsed.every(matchesEmpty)) {
     return fail('a silence needs at least one matcher that does not match the empty string: as written it would silence every alert');
   }

@@ -2,3 +2,4 @@ export * from './delivery.ts';
 export * from './silences.ts';
 export * from './notifier-service.ts';
 export * from './notifier-http.ts';
+export * from './alertmanager-api.ts';

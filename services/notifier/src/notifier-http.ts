@@ -5,6 +5,8 @@ import type { StateStore } from '@gpualert/state';
 import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
 import { Counter, Registry } from 'prom-client';
 import { z } from 'zod';
+import type { RoutesFile } from '@gpualert/notify';
+import { deleteSilence, getSilence, listSilences, MAX_ALERTS_BODY_BYTES, postAlerts, postSilence, receivers, status } from './alertmanager-api.ts';
 import { addSilence, expireSilence, loadSilences, SilenceError } from './silences.ts';
 
 /** Same floor as the intake's: 16 characters is ~96 bits from a random generator, out of reach of guessing over HTTP. */
@@ -51,6 +53,8 @@ const METHODS = new Set(['GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIO
 export function routeTemplate(pathname: string): string {
   if (pathname === '/healthz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline') return pathname;
   if (/^\/v1\/silences\/[\w-]+$/.test(pathname)) return '/v1/silences/{id}';
+  if (['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready'].includes(pathname)) return pathname;
+  if (/^\/api\/v2\/silence\/[\w-]+$/.test(pathname)) return '/api/v2/silence/{id}';
   return 'other';
 }
 
@@ -94,7 +98,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
  * `GET/POST /v1/silences`, `DELETE /v1/silences/{id}` and `GET /v1/timeline` behind a bearer
  * token, `/metrics`, `/healthz`. Without a token configured the API refuses everything.
  */
-export function createNotifierServer(store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}): Server {
+export function createNotifierServer(store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}, routes?: RoutesFile): Server {
   const apiToken = checkNotifierToken(token);
   const maxBody = limits.maxBodyBytes ?? MAX_BODY_BYTES;
   const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
@@ -110,6 +114,41 @@ export function createNotifierServer(store: StateStore, metrics: NotifierMetrics
     void (async () => {
       if (url.pathname === '/healthz') return send(200, { status: 'ok' });
       if (url.pathname === '/metrics') return send(200, await metrics.registry.metrics(), 'text/plain; version=0.0.4');
+      if (url.pathname === '/-/healthy' || url.pathname === '/-/ready') return send(200, 'OK', 'text/plain');
+      if (url.pathname.startsWith('/api/v2/')) {
+        // Alertmanager's API, behind the same bearer token (amtool --http.config.file, Prometheus' alerting.authorization).
+        if (!apiToken || !authorized(req.headers.authorization, apiToken)) return send(401, { code: 401, message: 'a bearer token is required' });
+        const now = Date.now();
+        const answer = async (work: Promise<{ status: number; body: unknown }>) => {
+          const r = await work;
+          return send(r.status, typeof r.body === 'string' && r.status !== 200 ? JSON.stringify(r.body) : r.body);
+        };
+        const json = async (limit: number): Promise<unknown> => {
+          const text = await readBody(req, limit);
+          return JSON.parse(text) as unknown;
+        };
+        try {
+          if (url.pathname === '/api/v2/alerts' && req.method === 'POST') {
+            if (!bus) return send(503, { code: 503, message: 'no bus to publish alerts to' });
+            return await answer(postAlerts(bus, await json(MAX_ALERTS_BODY_BYTES), now));
+          }
+          if ((url.pathname === '/api/v2/alerts' || url.pathname === '/api/v2/alerts/groups') && req.method === 'GET') {
+            return send(501, { code: 501, message: 'gpualert does not serve the alert list over Alertmanager\'s API yet: see the timeline (/v1/timeline)' });
+          }
+          if (url.pathname === '/api/v2/silences' && req.method === 'GET') return await answer(listSilences(store, url.searchParams.getAll('filter'), now));
+          if (url.pathname === '/api/v2/silences' && req.method === 'POST') return await answer(postSilence(store, await json(maxBody), now));
+          const one = /^\/api\/v2\/silence\/([\w-]+)$/.exec(url.pathname);
+          if (one && req.method === 'GET') return await answer(getSilence(store, one[1]!, now));
+          if (one && req.method === 'DELETE') return await answer(deleteSilence(store, one[1]!, now));
+          if (url.pathname === '/api/v2/status' && req.method === 'GET') return send(200, status(routes, '0.25.0-gpualert'));
+          if (url.pathname === '/api/v2/receivers' && req.method === 'GET') return send(200, receivers(routes));
+          return send(404, { code: 404, message: `no ${req.method ?? ''} ${url.pathname}` });
+        } catch (error) {
+          if (error instanceof BodyTooLarge) return send(413, { code: 413, message: 'the body is too large' }, 'application/json', true);
+          if (error instanceof SyntaxError) return send(400, { code: 400, message: 'the body is not JSON' });
+          throw error;
+        }
+      }
       if (!url.pathname.startsWith('/v1/silences') && url.pathname !== '/v1/timeline') return send(404, { error: 'not_found' });
       if (!apiToken || !authorized(req.headers.authorization, apiToken)) return send(401, { error: 'unauthorized', message: 'a bearer token is required' });
       if (req.method === 'GET' && url.pathname === '/v1/timeline') {

@@ -1,0 +1,194 @@
+import { z } from 'zod';
+import { CHANNELS, channelSettings, type ChannelName } from './channels/channel-settings.ts';
+
+/**
+ * Alertmanager's receivers (`name` plus `*_configs` lists, several integrations each) mapped onto
+ * gpualert's channels. A field we cannot honour is refused naming it, never dropped: a config that
+ * loads does what it says.
+ */
+
+/** Alertmanager's `global:` keys; the ones a mapped integration reads are used, the rest are accepted as Alertmanager does (they only set defaults). */
+export const GlobalConfig = z.strictObject({
+  resolve_timeout: z.string().optional(),
+  http_config: z.unknown().optional(),
+  smtp_from: z.string().optional(),
+  smtp_hello: z.string().optional(),
+  smtp_smarthost: z.string().optional(),
+  smtp_auth_username: z.string().optional(),
+  smtp_auth_password: z.string().optional(),
+  smtp_auth_password_file: z.string().optional(),
+  smtp_auth_secret: z.string().optional(),
+  smtp_auth_identity: z.string().optional(),
+  smtp_require_tls: z.boolean().optional(),
+  slack_api_url: z.string().optional(),
+  slack_api_url_file: z.string().optional(),
+  pagerduty_url: z.string().optional(),
+  opsgenie_api_url: z.string().optional(),
+  opsgenie_api_key: z.string().optional(),
+  opsgenie_api_key_file: z.string().optional(),
+  wechat_api_url: z.string().optional(),
+  wechat_api_secret: z.string().optional(),
+  wechat_api_corp_id: z.string().optional(),
+  victorops_api_url: z.string().optional(),
+  victorops_api_key: z.string().optional(),
+  telegram_api_url: z.string().optional(),
+  webex_api_url: z.string().optional(),
+}).default({});
+export type GlobalConfig = z.infer<typeof GlobalConfig>;
+
+/** One integration: a channel with its settings (what the registry builds a sender from). */
+export interface Integration {
+  readonly name: string;
+  readonly channel: ChannelName;
+  readonly settings: Record<string, string | number | boolean>;
+  readonly per_minute?: number | undefined;
+  readonly per_second?: number | undefined;
+  /** Alertmanager's `send_resolved`: false drops resolved alerts from this integration's messages. */
+  readonly send_resolved: boolean;
+}
+
+type Raw = Record<string, unknown>;
+type Ctx = z.RefinementCtx;
+interface Mapping {
+  readonly channel: ChannelName;
+  /** Alertmanager's default for send_resolved on this integration. */
+  readonly sendResolved: boolean;
+  /** Builds our settings; reports a problem at a field. */
+  readonly settings: (raw: Raw, global: GlobalConfig, issue: (field: string, message: string) => void) => Record<string, string>;
+  /** Fields this mapping reads. */
+  readonly fields: readonly string[];
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+/** Alertmanager's integrations that map onto a gpualert channel. */
+const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
+  webhook_configs: {
+    channel: 'webhook', sendResolved: true, fields: ['url', 'secret'],
+    settings: (raw, _g, issue) => {
+      if (!str(raw.url)) issue('url', 'a webhook needs url');
+      return { url: str(raw.url) ?? '', ...(str(raw.secret) ? { secret: str(raw.secret)! } : {}) };
+    },
+  },
+  slack_configs: {
+    channel: 'slack', sendResolved: false, fields: ['api_url'],
+    settings: (raw, g, issue) => {
+      const url = str(raw.api_url) ?? g.slack_api_url;
+      if (!url) issue('api_url', 'no api_url here and no global slack_api_url');
+      return { url: url ?? '' };
+    },
+  },
+  email_configs: {
+    channel: 'email', sendResolved: false, fields: ['to', 'from', 'smarthost', 'auth_username', 'auth_password', 'require_tls'],
+    settings: (raw, g, issue) => {
+      const host = str(raw.smarthost) ?? g.smtp_smarthost;
+      const from = str(raw.from) ?? g.smtp_from;
+      if (!host) issue('smarthost', 'no smarthost here and no global smtp_smarthost');
+      if (!from) issue('from', 'no from here and no global smtp_from');
+      if (!str(raw.to)) issue('to', 'an email integration needs to');
+      const user = str(raw.auth_username) ?? g.smtp_auth_username;
+      const password = str(raw.auth_password) ?? g.smtp_auth_password;
+      const auth = user ? `${encodeURIComponent(user)}${password ? `:${encodeURIComponent(password)}` : ''}@` : '';
+      // Port 465 is implicit TLS; elsewhere STARTTLS, which Alertmanager requires by default (require_tls).
+      const scheme = host?.endsWith(':465') ? 'smtps' : 'smtp';
+      return { smtp_url: `${scheme}://${auth}${host ?? ''}`, from: from ?? '', to: str(raw.to) ?? '' };
+    },
+  },
+  pagerduty_configs: {
+    channel: 'pagerduty', sendResolved: true, fields: ['routing_key', 'url'],
+    settings: (raw, g, issue) => {
+      if (raw.service_key !== undefined) issue('service_key', 'PagerDuty Events API v1 (service_key) is not supported; use routing_key (Events API v2)');
+      if (!str(raw.routing_key)) issue('routing_key', 'a pagerduty integration needs routing_key');
+      return { url: str(raw.url) ?? g.pagerduty_url ?? 'https://events.pagerduty.com/v2/enqueue', routing_key: str(raw.routing_key) ?? '' };
+    },
+  },
+  opsgenie_configs: {
+    channel: 'opsgenie', sendResolved: true, fields: ['api_key', 'api_url'],
+    settings: (raw, g, issue) => {
+      const key = str(raw.api_key) ?? g.opsgenie_api_key;
+      if (!key) issue('api_key', 'no api_key here and no global opsgenie_api_key');
+      return { url: str(raw.api_url) ?? g.opsgenie_api_url ?? 'https://api.opsgenie.com/', api_key: key ?? '' };
+    },
+  },
+};
+
+/** Alertmanager integrations with no gpualert channel yet: refused with the reason. */
+const UNSUPPORTED: Readonly<Record<string, string>> = {
+  wechat_configs: 'WeChat Work\'s app API (corp_id, api_secret) is not supported; use wecom_configs with a WeCom group robot url',
+  msteams_configs: 'Microsoft Teams is not a gpualert channel yet',
+  victorops_configs: 'VictorOps is not a gpualert channel', pushover_configs: 'Pushover is not a gpualert channel',
+  sns_configs: 'Amazon SNS is not a gpualert channel', telegram_configs: 'Telegram is not a gpualert channel',
+  webex_configs: 'Webex is not a gpualert channel', discord_configs: 'Discord is not a gpualert channel',
+};
+
+/** What every integration may carry besides its own fields. */
+const COMMON = ['send_resolved', 'per_minute', 'per_second'];
+
+/** gpualert's own channels as extra `<channel>_configs` keys, taking the channel's settings. */
+const OWN = CHANNELS.filter((c) => !['webhook', 'slack', 'email', 'pagerduty', 'opsgenie'].includes(c));
+
+export const RECEIVER_CONFIG_KEYS = [...Object.keys(ALERTMANAGER), ...OWN.map((c) => `${c}_configs`), ...Object.keys(UNSUPPORTED)];
+
+/** An Alertmanager receiver's integrations, each checked as the channel checks its settings; issues at their field. */
+export function integrationsOf(receiver: Raw, global: GlobalConfig, ctx: Ctx, path: (string | number)[]): Integration[] {
+  const name = String(receiver.name);
+  const out: Integration[] = [];
+  const keys = Object.keys(receiver).filter((k) => k.endsWith('_configs'));
+  let total = 0;
+  for (const key of keys) total += Array.isArray(receiver[key]) ? (receiver[key] as unknown[]).length : 0;
+  for (const key of keys) {
+    const list = receiver[key];
+    if (Object.hasOwn(UNSUPPORTED, key)) {
+      ctx.addIssue({ code: 'custom', path: [...path, key], message: UNSUPPORTED[key]! });
+      continue;
+    }
+    if (!Array.isArray(list)) {
+      ctx.addIssue({ code: 'custom', path: [...path, key], message: 'expected a list' });
+      continue;
+    }
+    const own = key.slice(0, -'_configs'.length) as ChannelName;
+    const mapping = Object.hasOwn(ALERTMANAGER, key) ? ALERTMANAGER[key]! : (OWN as readonly string[]).includes(own) ? undefined : null;
+    if (mapping === null) {
+      ctx.addIssue({ code: 'custom', path: [...path, key], message: `unknown integration ${key}` });
+      continue;
+    }
+    list.forEach((item: unknown, i) => {
+      const at = [...path, key, i];
+      if (!item || typeof item !== 'object' || Array.isArray(item)) {
+        ctx.addIssue({ code: 'custom', path: at, message: 'expected a mapping' });
+        return;
+      }
+      const raw = item as Raw;
+      const issue = (field: string, message: string) => ctx.addIssue({ code: 'custom', path: [...at, field], message });
+      const known = mapping ? [...mapping.fields, ...COMMON, 'service_key'] : [...COMMON];
+      const settingsRaw: Raw = mapping ? raw : Object.fromEntries(Object.entries(raw).filter(([k]) => !COMMON.includes(k)));
+      if (mapping) {
+        for (const field of Object.keys(raw)) {
+          if (!known.includes(field)) issue(field, `${key.slice(0, -'_configs'.length)}: "${field}" is not supported by gpualert (it would be ignored, so it is refused; see "Coming from Alertmanager" in the README)`);
+        }
+      }
+      for (const field of ['send_resolved'] as const) if (raw[field] !== undefined && typeof raw[field] !== 'boolean') issue(field, 'expected true or false');
+      for (const field of ['per_minute', 'per_second'] as const) if (raw[field] !== undefined && !(typeof raw[field] === 'number' && raw[field] > 0)) issue(field, 'expected a positive number');
+      const channel = mapping ? mapping.channel : own;
+      const settings = mapping ? mapping.settings(settingsRaw, global, issue) : settingsRaw;
+      const checked = channelSettings(channel, true).safeParse(settings);
+      if (!checked.success) for (const problem of checked.error.issues) issue(mapField(mapping, String(problem.path[0] ?? '')), problem.message);
+      out.push({
+        name: total === 1 ? name : `${name}/${key.slice(0, -'_configs'.length)}/${i}`,
+        channel,
+        settings: settings as Record<string, string>,
+        send_resolved: typeof raw.send_resolved === 'boolean' ? raw.send_resolved : mapping ? mapping.sendResolved : true,
+        ...(typeof raw.per_minute === 'number' ? { per_minute: raw.per_minute } : {}),
+        ...(typeof raw.per_second === 'number' ? { per_second: raw.per_second } : {}),
+      });
+    });
+  }
+  return out;
+}
+
+/** Our setting's name back to the Alertmanager field it came from, for the error's path. */
+function mapField(mapping: Mapping | undefined, setting: string): string {
+  if (!mapping) return setting;
+  const back: Record<string, string> = { url: mapping.channel === 'slack' ? 'api_url' : mapping.channel === 'opsgenie' ? 'api_url' : 'url', smtp_url: 'smarthost' };
+  return back[setting] ?? setting;
+}

@@ -1,0 +1,103 @@
+import type { Server } from 'node:http';
+import type { Bus, OutgoingMessage } from '@gpualert/bus';
+import { emptyNotifierState, NotifierCore, RoutesFile } from '@gpualert/notify';
+import { parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { MemoryStore } from '@gpualert/state';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { createNotifierServer, NotifierMetrics } from './notifier-http.ts';
+
+const TOKEN = 'notifier-token-0123456789';
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+const ROUTES = RoutesFile.parse(parseYaml(`
+receivers:
+- name: team
+  webhook_configs: [{ url: 'http://127.0.0.1:9/team' }]
+- name: db
+  webhook_configs: [{ url: 'http://127.0.0.1:9/db' }]
+route:
+  receiver: team
+  group_by: [alertname]
+  group_wait: 0s
+  routes:
+  - matchers: ['service=~"db|cache"']
+    receiver: db
+`));
+
+async function serve() {
+  const published: { topic: string; messages: readonly OutgoingMessage[] }[] = [];
+  const bus = { publish: async (topic: string, messages: readonly OutgoingMessage[]) => void published.push({ topic, messages }) } as unknown as Bus;
+  const store = new MemoryStore();
+  const server = createNotifierServer(store, new NotifierMetrics(), TOKEN, bus, {}, ROUTES);
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { published, store, base: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
+}
+const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+describe("Alertmanager's v2 API on the notifier", () => {
+  it('takes alerts as Prometheus pushes them: envelopes on the alerts topic, routed like the engine\'s, endsAt resolves', async () => {
+    const { base, published } = await serve();
+    const now = Date.now();
+    const firing = [{ labels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400', severity: 'critical' }, annotations: { summary: 'GPU 3 at 91 °C' }, startsAt: new Date(now - 60_000).toISOString(), endsAt: new Date(now + 180_000).toISOString(), generatorURL: 'http://prometheus:9090/graph' }];
+    const res = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify(firing) });
+    expect(res.status).toBe(200);
+    const resolved = [{ ...firing[0], endsAt: new Date(now - 1_000).toISOString() }];
+    expect((await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify(resolved) })).status).toBe(200);
+    expect(published.map((p) => p.topic)).toEqual([TOPICS.alerts, TOPICS.alerts]);
+    const envelopes = published.map((p) => parseEnvelope(p.messages[0]!.value)).map((r) => (r.ok ? r.value : undefined)) as EnvelopeOf<'alert'>[];
+    expect(envelopes[0]).toMatchObject({ type: 'alert', host: 'gpu-7', source: 'alertmanager-api', labels: { alertname: 'GpuHot', service: 'db' }, data: { status: 'firing', severity: 'critical', summary: 'GPU 3 at 91 °C' } });
+    expect(envelopes[1]!.data.status).toBe('resolved');
+    expect(envelopes[1]!.data.fingerprint).toBe(envelopes[0]!.data.fingerprint);
+    const core = new NotifierCore(ROUTES);
+    const state = emptyNotifierState();
+    core.ingest(state, envelopes[0]!, now);
+    const sent = core.flush(state, now).flatMap((d) => ('send' in d ? [d.send.receiver] : []));
+    expect(sent).toEqual(['db']);
+  });
+
+  it('refuses a bad batch whole, naming the alert, and answers 401 without the token', async () => {
+    const { base, published } = await serve();
+    const bad = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([{ labels: { a: 'b' } }, { labels: {} }]) });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain('alert 1: an alert needs at least one label');
+    expect(published).toEqual([]);
+    expect((await fetch(`${base}/api/v2/silences`)).status).toBe(401);
+    expect((await fetch(`${base}/-/healthy`)).status).toBe(200);
+    expect((await fetch(`${base}/-/ready`)).status).toBe(200);
+  });
+
+  it('adds, lists, shows and expires silences in Alertmanager\'s shape', async () => {
+    const { base } = await serve();
+    const now = Date.now();
+    const body = { matchers: [{ name: 'alertname', value: 'GpuHot', isRegex: false, isEqual: true }, { name: 'instance', value: 'gpu-.*', isRegex: true, isEqual: true }], startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(), createdBy: 'bo', comment: 'rack move' };
+    const created = await fetch(`${base}/api/v2/silences`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+    expect(created.status).toBe(200);
+    const { silenceID } = (await created.json()) as { silenceID: string };
+    const list = (await (await fetch(`${base}/api/v2/silences?filter=alertname%3DGpuHot`, { headers: auth })).json()) as { id: string; status: { state: string }; matchers: unknown[] }[];
+    expect(list.map((s) => [s.id, s.status.state])).toEqual([[silenceID, 'active']]);
+    expect(list[0]!.matchers).toEqual(body.matchers);
+    const one = (await (await fetch(`${base}/api/v2/silence/${silenceID}`, { headers: auth })).json()) as { createdBy: string };
+    expect(one.createdBy).toBe('bo');
+    expect((await fetch(`${base}/api/v2/silence/${silenceID}`, { method: 'DELETE', headers: auth })).status).toBe(200);
+    const after = (await (await fetch(`${base}/api/v2/silence/${silenceID}`, { headers: auth })).json()) as { status: { state: string } };
+    expect(after.status.state).toBe('expired');
+    const everything = await fetch(`${base}/api/v2/silences`, { method: 'POST', headers: auth, body: JSON.stringify({ ...body, matchers: [{ name: 'x', value: '.*', isRegex: true, isEqual: true }] }) });
+    expect(everything.status).toBe(400);
+    expect(await everything.text()).toContain('would silence every alert');
+  });
+
+  it('answers status and receivers', async () => {
+    const { base } = await serve();
+    const status = (await (await fetch(`${base}/api/v2/status`, { headers: auth })).json()) as { cluster: { status: string } };
+    expect(status.cluster.status).toBe('disabled');
+    expect(await (await fetch(`${base}/api/v2/receivers`, { headers: auth })).json()).toEqual([{ name: 'team' }, { name: 'db' }]);
+  });
+});
