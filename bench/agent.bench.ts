@@ -66,7 +66,7 @@ export async function benchAgent(): Promise<void> {
       }
       const startMs = performance.now() - started;
       // Let the first scrapes and the producer's connection settle, then measure a steady window.
-      await new Promise((r) => setTimeout(r, 5_000));
+      await new Promise((r) => setTimeout(r, 15_000));
       const ticks0 = cpuTicks(agent.pid!);
       const rss: number[] = [];
       const windowStarted = performance.now();

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { redactSecrets } from '@gpualert/log';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
+import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
 import { retryBatch } from './retry-batch.ts';
 
 export interface KafkaBusOptions {
@@ -47,6 +48,7 @@ export class KafkaBus implements Bus {
   private sending = false;
 
   constructor(options: KafkaBusOptions) {
+    fixKafkajsIdleLoop();
     this.options = options;
     this.prefix = options.topicPrefix ?? '';
     const log = options.log ?? (() => {});

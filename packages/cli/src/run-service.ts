@@ -14,10 +14,11 @@ export async function runService(
   name: string,
   options: Record<string, unknown>,
   start: (infra: Infrastructure, log: Logger) => Promise<{ stop(): Promise<void> }>,
+  infraOptions: { createTopics?: boolean } = {},
 ): Promise<number> {
   const config = commonConfig(options);
   const log = createLogger({ name, level: config.logLevel, format: config.logFormat ?? defaultLogFormat() });
-  const infra = await openInfrastructure(config, log);
+  const infra = await openInfrastructure(config, log, infraOptions);
   let service: { stop(): Promise<void> };
   try {
     service = await start(infra, log);

@@ -20,4 +20,18 @@ describe('createLogger', () => {
     expect(lines[0]).not.toMatch(/R0UT1NG|whsec_abc|t0k/);
     expect(line.receiver.routing_key).toBe('[redacted]');
   });
+
+  it('redacts secrets in free text too: an error quoting a webhook URL, a broker password', () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const log = createLogger({ name: 'test', destination });
+    log.error({ error: 'Failed to parse URL from hooks.slack.com/services/T000/B000/XXXXSECRET', cause: new Error('connect to redis://admin:hunter2@redis:6379 failed') }, 'send_failed');
+    expect(lines[0]).not.toMatch(/XXXXSECRET|hunter2/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'send_failed', error: expect.stringContaining('hooks.slack.com/services/[redacted]') });
+  });
 });

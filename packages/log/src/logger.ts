@@ -1,5 +1,6 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
 import { prettyDestination } from './pretty.ts';
+import { redactSecrets } from './redact.ts';
 
 export type { Logger };
 
@@ -25,6 +26,21 @@ export interface LoggerSettings {
   readonly format?: LogFormat;
 }
 
+/** Top-level string values and error messages of a log line, through `redactSecrets`. */
+function redactStrings(object: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const key of Object.keys(object)) {
+    const value = object[key];
+    const text = typeof value === 'string' ? value : value instanceof Error ? `${value.name}: ${value.message}` : undefined;
+    if (text === undefined) continue;
+    const clean = redactSecrets(text);
+    if (clean === value) continue;
+    out ??= { ...object };
+    out[key] = clean;
+  }
+  return out ?? object;
+}
+
 /** Readable lines on a terminal, JSON everywhere else (files, pipes, journald, containers). */
 export function defaultLogFormat(stream: NodeJS.WritableStream = process.stderr): LogFormat {
   return (stream as { isTTY?: boolean }).isTTY === true ? 'pretty' : 'json';
@@ -41,6 +57,9 @@ export function createLogger(settings: LoggerSettings): Logger {
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     base: { service: settings.name },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // Paths catch secrets in known places; free text (an error message quoting a webhook URL, a
+    // broker list with a password) is redacted as text.
+    formatters: { log: redactStrings },
   };
   const destination = settings.destination ?? process.stderr;
   const sink = settings.format === 'pretty' ? prettyDestination(destination) : destination;

@@ -16,7 +16,11 @@ export interface Infrastructure {
  * The bus and the state store a service runs on: Kafka and Redis when configured, the
  * in-process ones otherwise. Creates gpualert's topics.
  */
-export async function openInfrastructure(config: CommonConfig, log: Logger, options: { dataDir?: string } = {}): Promise<Infrastructure> {
+export async function openInfrastructure(
+  config: CommonConfig,
+  log: Logger,
+  options: { dataDir?: string; /** false: a producer only (the agent), which leaves topics to the services. */ createTopics?: boolean } = {},
+): Promise<Infrastructure> {
   // Kafka's and Redis's clients load only when configured: a GPU host's agent pays for neither otherwise.
   const bus: Bus = config.kafkaBrokers
     ? new (await import('@gpualert/bus')).KafkaBus({
@@ -34,7 +38,7 @@ export async function openInfrastructure(config: CommonConfig, log: Logger, opti
     ? new (await import('@gpualert/state')).RedisStore({ url: config.redisUrl, prefix: config.keyPrefix })
     : new MemoryStore({ prefix: config.keyPrefix });
   try {
-    await bus.ensureTopics(ALL_TOPICS);
+    if (options.createTopics !== false) await bus.ensureTopics(ALL_TOPICS);
   } catch (error) {
     await Promise.allSettled([bus.close(), store.close()]);
     throw error;

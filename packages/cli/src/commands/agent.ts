@@ -71,5 +71,7 @@ export async function agent(options: Record<string, unknown>): Promise<number> {
         await running.stop();
       },
     };
-  });
+    // A GPU host only produces: the services create the topics, and the agent starts without
+    // waiting on Kafka's admin round trips (its first publish connects).
+  }, { createTopics: false });
 }
