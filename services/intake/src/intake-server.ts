@@ -67,6 +67,35 @@ function send(response: ServerResponse, status: number, body: Record<string, unk
   response.end(text);
 }
 
+type Refusal = Pick<IntakeResponse, 'status' | 'body' | 'outcome'>;
+
+/**
+ * A request's body when it is JSON (or one of `alsoTypes`) within the size bound, else the answer
+ * that refuses it. `alsoTypes` undefined: any type (a handshake without a JSON body). A refused
+ * body is never read: the connection closes instead.
+ */
+async function jsonBody(request: IncomingMessage, response: ServerResponse, maxBytes: number, alsoTypes: readonly string[] | undefined): Promise<Buffer | Refusal> {
+  const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (alsoTypes && type !== 'application/json' && !type.endsWith('+json') && !alsoTypes.includes(type)) {
+    response.setHeader('connection', 'close');
+    return { status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` } };
+  }
+  try {
+    return await readBody(request, maxBytes);
+  } catch (error) {
+    if (!(error instanceof TooLarge)) throw error;
+    response.setHeader('connection', 'close');
+    return { status: 413, outcome: 'too_large', body: { error: 'payload_too_large', message: `the body is larger than ${maxBytes} bytes` } };
+  }
+}
+
+/** One log line for what a delivery came to: a warning for hostless events, a deferral or a refusal. */
+function logOutcome(log: Logger, where: Record<string, string>, result: IntakeResponse): void {
+  if (Array.isArray(result.body.warnings)) log.warn({ ...where, warnings: result.body.warnings }, 'provider_event_names_no_host');
+  if (result.status >= 500) log.warn({ ...where, status: result.status, message: result.body.message }, 'intake_delivery_deferred');
+  else if (result.status >= 400) log.info({ ...where, status: result.status, message: result.body.message }, 'intake_delivery_refused');
+}
+
 /** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `GET /healthz`, `GET /metrics`. */
 export function createIntakeServer(options: IntakeServerOptions): { server: Server; metrics: IntakeMetrics } {
   const metrics = new IntakeMetrics();
@@ -97,26 +126,11 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
           return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: `use ${methods.join(' or ')}` }, headers: { allow: methods.join(', ') } }, protocol);
         }
         // SNS posts its JSON as text/plain; the others say JSON (CloudEvents binary mode: the data's own type).
-        const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-        if (request.method === 'POST' && type !== 'application/json' && !type.endsWith('+json') && !(protocol === 'sns' && type === 'text/plain')) {
-          response.setHeader('connection', 'close');
-          return finish({ status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` } }, protocol);
-        }
-        let body: Buffer;
-        try {
-          body = await readBody(request, options.maxBodyBytes);
-        } catch (error) {
-          if (error instanceof TooLarge) {
-            response.setHeader('connection', 'close');
-            return finish({ status: 413, outcome: 'too_large', body: { error: 'payload_too_large', message: `the body is larger than ${options.maxBodyBytes} bytes` } }, protocol);
-          }
-          throw error;
-        }
+        const body = await jsonBody(request, response, options.maxBodyBytes, request.method === 'POST' ? (protocol === 'sns' ? ['text/plain'] : []) : undefined);
+        if (!Buffer.isBuffer(body)) return finish(body, protocol);
         const result = await handleProtocolDelivery(protocol, { method: request.method ?? 'POST', url, headers: request.headers, body }, { ...options, deliveries });
         if (result.events) metrics.events.inc({ provider: protocol }, result.events);
-        if (Array.isArray(result.body.warnings)) options.log.warn({ protocol, warnings: result.body.warnings }, 'provider_event_names_no_host');
-        if (result.status >= 500) options.log.warn({ protocol, status: result.status, message: result.body.message }, 'intake_delivery_deferred');
-        else if (result.status >= 400) options.log.info({ protocol, status: result.status, message: result.body.message }, 'intake_delivery_refused');
+        logOutcome(options.log, { protocol }, result);
         return finish(result, protocol);
       }
       const route = ROUTE.exec(url.pathname);
@@ -129,26 +143,11 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
         response.setHeader('connection', 'close'); // its body, if any, is not read
         return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } }, label);
       }
-      const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (type !== 'application/json' && !type.endsWith('+json')) {
-        response.setHeader('connection', 'close'); // rather than reading a body nobody will use
-        return finish({ status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` } }, label);
-      }
-      let body: Buffer;
-      try {
-        body = await readBody(request, options.maxBodyBytes);
-      } catch (error) {
-        if (error instanceof TooLarge) {
-          response.setHeader('connection', 'close');
-          return finish({ status: 413, outcome: 'too_large', body: { error: 'payload_too_large', message: `the body is larger than ${options.maxBodyBytes} bytes` } }, label);
-        }
-        throw error;
-      }
+      const body = await jsonBody(request, response, options.maxBodyBytes, []);
+      if (!Buffer.isBuffer(body)) return finish(body, label);
       const result = await handleDelivery({ provider, headers: request.headers, body }, options);
       if (result.events) metrics.events.inc({ provider: label }, result.events);
-      if (Array.isArray(result.body.warnings)) options.log.warn({ provider, warnings: result.body.warnings }, 'provider_event_names_no_host');
-      if (result.status >= 500) options.log.warn({ provider, status: result.status, message: result.body.message }, 'intake_delivery_deferred');
-      else if (result.status >= 400) options.log.info({ provider, status: result.status, message: result.body.message }, 'intake_delivery_refused');
+      logOutcome(options.log, { provider }, result);
       finish(result, label);
     })().catch((error: unknown) => {
       options.log.error({ error: redactSecrets(String(error)) }, 'intake_request_failed');
