@@ -127,3 +127,49 @@ describe('every channel against its vendor\'s published contract', () => {
     expect(channelSettings('webhook', false).safeParse({ url: 'https://h.example/in', secret: SECRETS.webhook }).success).toBe(true);
   });
 });
+
+/** The parts of a MIME message as a mail client decodes them (base64 or quoted-printable). */
+function mimeParts(eml: string): { type: string; text: string }[] {
+  const boundary = /boundary="?([^";\r\n]+)"?/i.exec(eml)?.[1];
+  const sections = boundary ? eml.split(`--${boundary}`).slice(1, -1) : [eml];
+  return sections.map((section) => {
+    const [head = '', ...rest] = section.split(/\r?\n\r?\n/);
+    const raw = rest.join('\n\n');
+    const type = /content-type:\s*([^;\r\n]+)/i.exec(head)?.[1]?.trim().toLowerCase() ?? 'text/plain';
+    const encoding = /content-transfer-encoding:\s*(\S+)/i.exec(head)?.[1]?.toLowerCase();
+    const bytes = encoding === 'base64'
+      ? Buffer.from(raw.replace(/\s+/g, ''), 'base64')
+      : encoding === 'quoted-printable'
+        ? Buffer.from(raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1')
+        : Buffer.from(raw, 'utf8');
+    return { type, text: bytes.toString('utf8') };
+  });
+}
+
+describe('email against a real SMTP server', () => {
+  it('a nasty alert arrives as one well-formed mail: one-line subject, escaped HTML, no character cut in half', async () => {
+    const { SmtpSink } = await import('./infra/smtp-sink.ts');
+    const smtp = new SmtpSink();
+    await smtp.start();
+    try {
+      const send = channel('email', { smtp_url: `smtp://127.0.0.1:${smtp.port}`, from: 'gpualert@example.com', to: 'oncall@example.com' });
+      expect(await send.send(notification([nasty(0), nasty(1)]))).toEqual({ ok: true });
+      const [mail] = smtp.mails();
+      expect(mail).toBeDefined();
+      const [headers = ''] = mail!.split(/\r?\n\r?\n/);
+      const unfolded = headers.replace(/\r?\n[ \t]+/g, ' ');
+      // the host's and the labels' newlines never start a header of their own (no header injection)
+      expect(unfolded.split(/\r?\n/).every((line) => /^[A-Za-z-]+:/.test(line))).toBe(true);
+      expect(unfolded.match(/^Subject:/gim)).toHaveLength(1);
+      const html = mimeParts(mail!).find((p) => p.type === 'text/html');
+      expect(html).toBeDefined();
+      // markup from the alert is shown, not obeyed
+      expect(html!.text).not.toMatch(/<at user_id|<font color|<!channel>|<http:\/\/evil/);
+      expect(html!.text).toContain('&lt;at user_id=');
+      expect(LONE.test(html!.text)).toBe(false);
+      expect(html!.text).toContain('END-OF-SUMMARY');
+    } finally {
+      await smtp.stop();
+    }
+  });
+});
