@@ -89,6 +89,7 @@ describe('gpualert notifier and silences from the command line', () => {
     const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: `${uniqueName('silence')}:` });
     const attempts: [string[], RegExp][] = [
       [['--match', 'host=h1', '--for', '9999999999999h'], /at most 90 days/],
+      [['--match', 'host=h1', '--for', '91d'], /at most 90 days/], // days are a unit the limit speaks in
       [['--match', 'host=~.*', '--for', '1h'], /does not match the empty string/],
       [['--match', 'severity!=nope', '--for', '1h'], /does not match the empty string/],
       [['--match', 'host=~(a)\\1', '--for', '1h'], /not an RE2 regular expression/],

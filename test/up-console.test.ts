@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,5 +69,32 @@ describe('gpualert up on a terminal and off it', () => {
     } finally {
       blocker.close();
     }
+  });
+
+  it('`gpualert intake` on a port in use: one line naming --port and GPUALERT_INTAKE_PORT, exit 1', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const { runCli } = await import('./infra/run-cli.ts');
+      const result = await runCli(['intake', '--port', String(port), '--listen', '127.0.0.1'], { env: cleanEnv({ GPUALERT_INTAKE_TOKEN: 'a-token-of-twenty-chars' }) });
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n').at(-1)).toBe(`gpualert intake: port ${port} is in use; choose another with --port or GPUALERT_INTAKE_PORT (0 picks a free one)`);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('a receiver that cannot work stops `up` with one line and exit 2, rather than running without its notifier', async () => {
+    const dir = dataDir();
+    const routes = join(dir, 'routes.yaml');
+    writeFileSync(routes, 'receivers:\n  - name: chat\n    channel: slack\n    settings:\n      url: env:MY_SLACK\nroute:\n  receiver: chat\n');
+    const { runCli } = await import('./infra/run-cli.ts');
+    const result = await runCli(['up', '--routes', routes, '--data-dir', dir, '--log-format', 'json'], {
+      env: cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', MY_SLACK: 'hooks.slack.com/services/T0/B0/XSECRETX' }),
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split('\n').at(-1)).toMatch(/^gpualert up: receiver "chat" \(slack\): settings\.url \(from MY_SLACK\): /);
+    expect(result.stdout + result.stderr).not.toContain('XSECRETX');
   });
 });

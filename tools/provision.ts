@@ -5,10 +5,14 @@
  * missing ones are installed from Debian's packages; anywhere else the run stops at once with one
  * line that names what is missing and the command that installs it.
  *
+ * Debian's `prometheus` and `prometheus-alertmanager` (amtool) are unpacked into the cache, not
+ * installed (test/alertmanager/debian-tool.ts).
+ *
  * Node 24 comes from the npm registry (tools/node24.ts). GPUALERT_NO_PROVISION=1 checks without
  * installing.
  */
 import { spawnSync } from 'node:child_process';
+import { DEBIAN_TOOLS, debianTool } from '../test/alertmanager/debian-tool.ts';
 import { kafkaClasspath, kafkaVersion } from '../test/infra/kafka-broker.ts';
 import { node24Binary, NODE24_VERSION } from './node24.ts';
 
@@ -84,7 +88,19 @@ function provision(): void {
   }
 }
 
+/** Debian's Prometheus, Alertmanager and amtool for test/alertmanager (unpacked into the cache, not installed). */
+function provisionDebianTools(): void {
+  for (const { pkg, binary } of DEBIAN_TOOLS) {
+    try {
+      debianTool(pkg, binary);
+    } catch (error) {
+      fail(`cannot provision ${binary} from Debian's ${pkg} (test/alertmanager talks to it): ${(error as Error).message}`);
+    }
+  }
+}
+
 provision();
+provisionDebianTools();
 try {
   node24Binary();
 } catch (error) {

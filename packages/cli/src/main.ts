@@ -52,6 +52,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: record every decision only)')
     .option('--data-dir <dir>', 'where the embedded mode keeps its log (also GPUALERT_DATA_DIR; default ~/.local/share/gpualert)')
     .option('--intake-port <port>', 'the provider webhook intake (also GPUALERT_INTAKE_PORT; default 9468; 0 picks a free one)')
+    .option('--notifier-port <port>', "the notifier's API, Alertmanager's v2 included, when GPUALERT_NOTIFIER_TOKEN is set (also GPUALERT_NOTIFIER_PORT; default 9095; 0 picks a free one)")
     .action(run(up));
 
   withCommonOptions(program.command('agent').description('every collector a GPU host needs, in one process, with /healthz and /metrics'))

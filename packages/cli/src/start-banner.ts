@@ -12,6 +12,8 @@ export interface BannerFacts {
   readonly routes: string;
   readonly services: readonly ServiceLine[];
   readonly demo: boolean;
+  /** Where Alertmanager's v2 API is served, or `off: why`. */
+  readonly notifierApi?: string;
   readonly startupMs: number;
 }
 
@@ -22,6 +24,7 @@ export function startBanner(facts: BannerFacts): string {
     ...(facts.dataDir ? ([['data', facts.dataDir]] as [string, string][]) : []),
     ...facts.services.map((s): [string, string] => [s.name, s.state]),
     ['alerts to', facts.routes],
+    ...(facts.notifierApi ? ([['api', facts.notifierApi]] as [string, string][]) : []),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const body = rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');

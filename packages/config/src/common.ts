@@ -23,8 +23,8 @@ export const CommonConfig = z.object({
 export type CommonConfig = z.infer<typeof CommonConfig>;
 
 export const COMMON_SOURCES: SettingSources<CommonConfig> = {
-  kafkaBrokers: { env: 'KAFKA_BROKERS' },
-  redisUrl: { env: 'REDIS_URL' },
+  kafkaBrokers: { env: 'KAFKA_BROKERS', secret: true },
+  redisUrl: { env: 'REDIS_URL', secret: true },
   topicPrefix: { env: 'GPUALERT_TOPIC_PREFIX' },
   keyPrefix: { env: 'GPUALERT_KEY_PREFIX' },
   partitions: { env: 'GPUALERT_PARTITIONS' },

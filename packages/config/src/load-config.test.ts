@@ -36,7 +36,7 @@ describe('loadConfig', () => {
   it('names the variable and where it came from in one line', () => {
     const attempt = () => loadConfig(CommonConfig, COMMON_SOURCES, { env: { REDIS_URL: 'localhost:6379' } });
     expect(attempt).toThrow(ConfigError);
-    expect(attempt).toThrow('invalid config: REDIS_URL (environment): expected a redis:// or rediss:// URL (got "localhost:6379")');
+    expect(attempt).toThrow('invalid config: REDIS_URL (environment): expected a redis:// or rediss:// URL (got a value of 14 characters, not shown)');
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { flags: { kafkaBrokers: 'nohostport' } })).toThrow(
       /^invalid config: --kafka-brokers \(flag\): expected host:port/,
     );
@@ -57,6 +57,12 @@ describe('loadConfig', () => {
     const kafka = attempt({ KAFKA_BROKERS: 'sasl://user:KAFKAPASSWORD@broker:9092' });
     expect(kafka).toMatch(/^invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
     expect(kafka).not.toContain('KAFKAPASSWORD');
+    // malformed so that no redaction could recognise the password in it
+    for (const [name, value] of [['REDIS_URL', 'redis//:s3cretPW@127.0.0.1'], ['REDIS_URL', 's3cretPW'], ['KAFKA_BROKERS', 's3cretPW']]) {
+      const message = attempt({ [name!]: value! });
+      expect(message).toMatch(new RegExp(`^invalid config: ${name} \\(environment\\): .* \\(got a value of \\d+ characters, not shown\\)$`));
+      expect(message).not.toContain('s3cretPW');
+    }
   });
 
   it('says which file is unreadable or malformed', () => {

@@ -6,6 +6,8 @@ import type { z } from 'zod';
 /** Where one setting can come from: its flag name (camelCase key) and its environment variable. */
 export interface SettingSource {
   readonly env: string;
+  /** A value that may carry a credential (a Redis URL, a broker list): never echoed, even redacted. */
+  readonly secret?: boolean;
 }
 
 export type SettingSources<Shape> = { readonly [K in keyof Shape]: SettingSource };
@@ -59,7 +61,9 @@ export function loadConfig<S extends z.ZodObject>(
     const envName = (sources as Record<string, SettingSource | undefined>)[key]?.env;
     const where = origin?.label ?? `${envName ?? key} (not set)`;
     // The value shown redacted: REDIS_URL and KAFKA_BROKERS may carry a password.
-    const got = origin ? ` (got ${redactSecrets(JSON.stringify(origin.value) ?? String(origin.value))})` : '';
+    // A malformed secret may not look like one (`redis//:pw@host`, a bare password): say its shape, not its value.
+    const secret = (sources as Record<string, SettingSource | undefined>)[key]?.secret === true;
+    const got = !origin ? '' : secret ? ` (got a value of ${String(origin.value).length} characters, not shown)` : ` (got ${redactSecrets(JSON.stringify(origin.value) ?? String(origin.value))})`;
     throw new ConfigError(`invalid config: ${where}: ${issue.message}${got}`);
   }
   return deepFreeze(result.data);

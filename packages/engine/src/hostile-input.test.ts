@@ -125,7 +125,9 @@ describe('persisted state', () => {
 });
 
 describe('judging time is linear in GPUs per sample', () => {
-  it('a sample of 5,000 GPUs, half of them hot against their peers, judges in well under a second (took 44.9 s)', () => {
+  // Timing here only guards the complexity class, with a margin of 25x over the linear code (0.4 s
+  // here) and far under the quadratic one (44.9 s): noise cannot fail it, a quadratic loop would.
+  it('a sample of 5,000 GPUs, half of them hot against their peers, judges in seconds, not the 44.9 s it took', () => {
     const e = engine();
     const state = emptyEngineState();
     let worst = 0;
@@ -135,7 +137,7 @@ describe('judging time is linear in GPUs per sample', () => {
       e.advance(state, sample('big-host', T0 + i * 10_000, gpus));
       worst = Math.max(worst, performance.now() - started);
     }
-    expect(worst).toBeLessThan(1_000);
+    expect(worst).toBeLessThan(10_000);
   });
 
   it('the sliding peer median is each GPU compared with each other GPU, for any sample', () => {
@@ -147,14 +149,14 @@ describe('judging time is linear in GPUs per sample', () => {
     }), { numRuns: RUNS });
   });
 
-  it(`a sample at the bound (${MAX_GPUS_PER_SAMPLE} GPUs) judges in a few milliseconds`, () => {
+  it(`a sample at the bound (${MAX_GPUS_PER_SAMPLE} GPUs) judges in milliseconds (21 ms here; the bound is a wide guard)`, () => {
     const e = engine();
     const state = emptyEngineState();
     const gpus = (hot: boolean) => Array.from({ length: MAX_GPUS_PER_SAMPLE }, (_, g) => gpu(g, { temp_c: hot && g % 3 === 0 ? 95 : 60 }));
     for (let i = 0; i < 5; i += 1) e.advance(state, sample('bound-host', T0 + i * 10_000, gpus(false))); // warm
     const started = performance.now();
     e.advance(state, sample('bound-host', T0 + 60_000, gpus(true)));
-    expect(performance.now() - started).toBeLessThan(100);
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 
   it('a provider event naming 100,000 hosts costs the engine no more than one naming one', () => {
@@ -166,7 +168,7 @@ describe('judging time is linear in GPUs per sample', () => {
       type: 'provider.event', host: 'h1', source: 'test', ts: new Date(T0).toISOString(),
       data: { provider: 'generic', event_id: 'ev-1', kind: 'maintenance', status: 'scheduled', hosts, description: 'rack swap', raw_id: 'ev-1' },
     }));
-    expect(performance.now() - started).toBeLessThan(100);
+    expect(performance.now() - started).toBeLessThan(2_000); // guards against a walk per host (a 100,000-host list)
     expect(alerts.map((a) => a.data.category)).toEqual(['maintenance']);
   });
 });

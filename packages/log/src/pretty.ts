@@ -2,8 +2,11 @@ const LEVELS = new Map<number, string>([[10, 'TRACE'], [20, 'DEBUG'], [30, 'INFO
 const COLORS = new Map<number, string>([[40, '\x1b[33m'], [50, '\x1b[31m'], [60, '\x1b[1;31m']]);
 const OMIT = new Set(['level', 'time', 'service', 'msg', 'pid', 'hostname']);
 
+/** A control character reaching a terminal is an escape sequence: shown as JSON's \uXXXX instead. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
 function show(value: unknown): string {
-  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+  if (typeof value === 'string') return /^[^\s"=\u0000-\u001f\u007f-\u009f]+$/.test(value) ? value : JSON.stringify(value);
   return JSON.stringify(value) ?? String(value);
 }
 
@@ -26,7 +29,8 @@ export function prettyLine(json: string, color: boolean): string {
     .filter((key) => !OMIT.has(key))
     .map((key) => `${key}=${show(entry[key])}`);
   const service = typeof entry.service === 'string' ? `${entry.service}  ` : '';
-  return `${time} ${tag} ${service}${String(entry.msg ?? '')}${fields.length > 0 ? `  ${fields.join(' ')}` : ''}\n`;
+  const msg = String(entry.msg ?? '').replace(CONTROL, (c) => JSON.stringify(c).slice(1, -1));
+  return `${time} ${tag} ${service}${msg}${fields.length > 0 ? `  ${fields.join(' ')}` : ''}\n`;
 }
 
 /** A stream pino writes JSON lines into and a terminal receives readable ones from. */

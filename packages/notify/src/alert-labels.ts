@@ -1,5 +1,8 @@
 import type { EnvelopeOf } from '@gpualert/schema';
 
+/** The source of alerts pushed through Alertmanager's API (Prometheus, vmalert, Grafana). */
+export const ALERTMANAGER_API_SOURCE = 'alertmanager-api';
+
 /**
  * The labels routes, silences and inhibitions match on: the alert's facts and the host's labels.
  * A null-prototype object: a label named `constructor` or `__proto__` is data, never inherited.
@@ -8,6 +11,9 @@ export function alertLabels(alert: EnvelopeOf<'alert'>): Record<string, string> 
   const a = alert.data;
   const labels: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [name, value] of Object.entries(alert.labels ?? {})) if (typeof value === 'string') labels[name] = value;
+  // A pushed alert matches, groups and shows on its own labels, as in Alertmanager: an added
+  // `severity` or `fingerprint` would change what `severity="page"` or `group_by: ['...']` mean.
+  if (alert.source === ALERTMANAGER_API_SOURCE) return labels;
   labels.host = alert.host;
   labels.severity = a.severity;
   labels.category = a.category;

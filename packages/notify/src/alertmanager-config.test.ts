@@ -291,3 +291,29 @@ describe('an Alertmanager file behaves as in Alertmanager', () => {
     expect(parsed.ok && parsed.value.route.group_by).toBeUndefined();
   });
 });
+
+describe("Alertmanager's slack_configs.channel", () => {
+  it('is mapped: the message names the channel, as Alertmanager\'s does', async () => {
+    const { createServer } = await import('node:http');
+    const { createChannel } = await import('./channels/registry.ts');
+    const bodies: { channel?: string }[] = [];
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (c: Buffer) => (text += c.toString()));
+      req.on('end', () => {
+        bodies.push(JSON.parse(text) as { channel?: string });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/services/T/B/x`;
+      const file = RoutesFile.parse({ receivers: [{ name: 'team', slack_configs: [{ api_url: url, channel: '#gpu-alerts' }] }], route: { receiver: 'team' } });
+      const result = await createChannel(file.receivers[0]!, {}).send({ id: 'n1', receiver: 'team', group: 'g', reason: 'first', alerts: [], firing: 0 });
+      expect(result.ok).toBe(true);
+      expect(bodies[0]!.channel).toBe('#gpu-alerts');
+    } finally {
+      server.close();
+    }
+  });
+});

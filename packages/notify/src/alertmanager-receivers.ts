@@ -64,18 +64,21 @@ const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 /** Alertmanager's integrations that map onto a gpualert channel. */
 const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
   webhook_configs: {
-    channel: 'webhook', sendResolved: true, fields: ['url', 'secret'],
+    channel: 'webhook', sendResolved: true, fields: ['url', 'secret', 'max_alerts'],
     settings: (raw, _g, issue) => {
       if (!str(raw.url)) issue('url', 'a webhook needs url');
-      return { url: str(raw.url) ?? '', ...(str(raw.secret) ? { secret: str(raw.secret)! } : {}) };
+      if (raw.max_alerts !== undefined && !(Number.isInteger(raw.max_alerts) && (raw.max_alerts as number) >= 0)) issue('max_alerts', 'expected a whole number, 0 or more');
+      // Alertmanager's payload (version 4), so what reads Alertmanager's webhooks reads ours unchanged.
+      return { url: str(raw.url) ?? '', format: 'alertmanager', ...(str(raw.secret) ? { secret: str(raw.secret)! } : {}), ...(typeof raw.max_alerts === 'number' && raw.max_alerts > 0 ? { max_alerts: String(raw.max_alerts) } : {}) };
     },
   },
   slack_configs: {
-    channel: 'slack', sendResolved: false, fields: ['api_url'],
+    channel: 'slack', sendResolved: false, fields: ['api_url', 'channel'],
     settings: (raw, g, issue) => {
       const url = str(raw.api_url) ?? g.slack_api_url;
       if (!url) issue('api_url', 'no api_url here and no global slack_api_url');
-      return { url: url ?? '' };
+      if (raw.channel !== undefined && !str(raw.channel)) issue('channel', 'expected a channel name, such as #gpu-alerts');
+      return { url: url ?? '', ...(str(raw.channel) ? { channel: str(raw.channel)! } : {}) };
     },
   },
   email_configs: {

@@ -1,8 +1,44 @@
+import { readFileSync } from 'node:fs';
 import { bundledPath, loadYamlFile, type LoadResult } from '@gpualert/rules';
+import { isMap, isPair, isScalar, parseDocument, visit } from 'yaml';
 import { RoutesFile } from './route-config.ts';
 
 export const DEFAULT_ROUTES = bundledPath('rules/routes.yaml');
 
+/** Keys whose values are credentials (Alertmanager's Secret and SecretURL fields, and ours): shown as Alertmanager shows them, `<secret>`. */
+const SECRET_KEY = /(password|secret|api_key|routing_key|service_key|token|credentials|api_url|^url$|smtp_auth_identity)$/i;
+
+/** A URL keeps its origin (amtool parses webhook URLs and wants a scheme); path, query and anything else go. */
+function maskSecret(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return `${url.protocol}//${url.host}/<secret>`;
+  } catch {
+    // not a URL
+  }
+  return '<secret>';
+}
+
+/**
+ * The routes file's text as Alertmanager's status API shows a config: every credential (and every
+ * receiver URL's path and query, which often carry one: Slack's, DingTalk's) replaced by `<secret>`, an `env:`
+ * reference kept (it names a variable, not a value).
+ */
+export function redactedConfig(text: string): string {
+  const doc = parseDocument(text);
+  visit(doc, {
+    Pair(_key, pair) {
+      if (!isPair(pair) || !isScalar(pair.key) || !isScalar(pair.value) || isMap(pair.value)) return;
+      const value = pair.value.value;
+      if (typeof value === 'string' && SECRET_KEY.test(String(pair.key.value)) && !/^env:[A-Za-z_]\w*$/.test(value)) pair.value.value = maskSecret(value);
+    },
+  });
+  return doc.toString();
+}
+
+/** The routes file, with its text (credentials redacted) kept for Alertmanager's status API: `amtool config routes` reads it there. */
 export function loadRoutes(file: string = DEFAULT_ROUTES): LoadResult<RoutesFile> {
-  return loadYamlFile(file, RoutesFile);
+  const loaded = loadYamlFile(file, RoutesFile);
+  if (loaded.ok) loaded.value.original = redactedConfig(readFileSync(file, 'utf8'));
+  return loaded;
 }

@@ -1,6 +1,7 @@
 import { newEnvelope, type AlertData, type EnvelopeOf } from '@gpualert/schema';
 import { describe, expect, it } from 'vitest';
 import { loadRoutes } from './load-routes.ts';
+import { RoutesFile } from './route-config.ts';
 import { emptyNotifierState, NotifierCore, type Decision, type NotifierState } from './notifier-core.ts';
 
 const routes = loadRoutes();
@@ -110,7 +111,23 @@ describe('notifier decisions with the default routes', () => {
     expect(suppressed(n.ingest(state, alert('w', 'firing', 'warning'), saturday))).toEqual([['chat', 'muted']]);
     const monday = Date.parse('2026-06-08T12:00:00Z');
     n.ingest(state, alert('m', 'firing', 'warning'), monday);
-    expect(sent(n.flush(state, monday + 30 * S))).toEqual([['chat', 'first', 'm:firing']]);
+    // Still firing when the mute ends: told then, with the new one, as Alertmanager does.
+    expect(sent(n.flush(state, monday + 30 * S))).toEqual([['chat', 'first', 'w:firing,m:firing']]);
+  });
+
+  it('tells an alert held back by an inhibition once its source resolves, without waiting for its next push', () => {
+    const config = RoutesFile.parse({
+      receivers: [{ name: 'ops', webhook_configs: [{ url: 'http://127.0.0.1:9/ops' }] }],
+      route: { receiver: 'ops', group_by: ['host'], group_wait: '1s', group_interval: '1s' },
+      inhibit_rules: [{ source_matchers: ['severity="critical"'], target_matchers: ['severity="warning"'], equal: ['host'] }],
+    });
+    const n = new NotifierCore(config);
+    const state = emptyNotifierState();
+    n.ingest(state, alert('down', 'firing', 'critical'), T);
+    expect(suppressed(n.ingest(state, alert('hot', 'firing', 'warning'), T))).toEqual([['ops', 'inhibited']]);
+    expect(sent(n.flush(state, T + 2 * S))).toEqual([['ops', 'first', 'down:firing']]);
+    n.ingest(state, alert('down', 'resolved', 'critical', { at: T + 3 * S }), T + 3 * S);
+    expect(sent(n.flush(state, T + 4 * S))).toEqual([['ops', 'new_alerts', 'down:resolved,hot:firing']]);
   });
 
   it('sends a flapping alert once, as the engine reports it', () => {

@@ -14,6 +14,7 @@ export interface AlertView {
   readonly severity: Severity;
   readonly category: string;
   readonly summary: string;
+  readonly description?: string;
   readonly action?: string;
   readonly gpu?: number;
   readonly startsAt: string;
@@ -34,6 +35,16 @@ export interface Notification {
   readonly alerts: readonly AlertView[];
   /** Still firing in the group, for context. */
   readonly firing: number;
+  /** The group as Alertmanager's webhook shows it (absent in notifications queued by older versions). */
+  readonly alertmanager?: AlertmanagerGroup;
+}
+
+/** What Alertmanager's webhook payload says besides the changes: the receiver (not the integration), the group labels, every alert of the group. */
+export interface AlertmanagerGroup {
+  readonly receiver: string;
+  readonly groupLabels: Readonly<Record<string, string>>;
+  /** Every alert of the group now: what fires (not silenced, inhibited or muted) and what resolved since the last message. */
+  readonly alerts: readonly AlertView[];
 }
 
 export interface Suppression {
@@ -80,6 +91,23 @@ export interface NotifierState {
   firing: Record<string, Record<string, string>>;
   /** Inhibition index: `rule|equal values` → the firing sources' fingerprints. */
   sources: Record<string, string[]>;
+  /** Firing alerts' text and times, for the API's alert list (silenced and paged ones are in no group). */
+  about: Record<string, AlertAbout>;
+}
+
+/** What the alert list shows of a firing alert besides its labels. */
+export interface AlertAbout {
+  readonly startsAt: string;
+  readonly updatedAt: number;
+  readonly summary: string;
+  readonly description?: string;
+  readonly evidence?: readonly string[];
+}
+
+/** What holds a firing alert back now, as Alertmanager's API reports it: every silence and every inhibiting alert. */
+export interface AlertMarkers {
+  readonly silencedBy: string[];
+  readonly inhibitedBy: string[];
 }
 
 /** A map keyed by outside data (fingerprints, label values, receivers): no prototype to collide with. */
@@ -91,7 +119,7 @@ export function dict<T>(entries: Iterable<readonly [string, T]> = []): Dict<T> {
 }
 
 export function emptyNotifierState(): NotifierState {
-  return { groups: dict(), pages: dict(), silences: dict(), firing: dict(), sources: dict() };
+  return { groups: dict(), pages: dict(), silences: dict(), firing: dict(), sources: dict(), about: dict() };
 }
 
 /** The state as saved (JSON), with every map null-prototype again: JSON.parse makes plain objects. */
@@ -104,10 +132,18 @@ export function restoreNotifierState(text: string): NotifierState {
     group.told = of(group.told);
   }
   const firing = dict(Object.entries(raw?.firing ?? {}).map(([fp, labels]) => [fp, dict(Object.entries(labels))] as const));
-  return { groups, pages: of(raw?.pages), silences: of(raw?.silences), firing, sources: of(raw?.sources) };
+  return { groups, pages: of(raw?.pages), silences: of(raw?.silences), firing, sources: of(raw?.sources), about: of(raw?.about) };
 }
 
 export type Decision = { readonly send: Notification } | { readonly suppressed: Suppression };
+
+/** The group's labels as Alertmanager's webhook shows them: those of group_by the alert carries (every label with `...`). */
+export function groupLabelSet(route: ResolvedRoute, labels: Readonly<Record<string, string>>): Record<string, string> {
+  const names = route.groupByAll ? Object.keys(labels).sort() : route.groupBy;
+  const out: Record<string, string> = {};
+  for (const name of names) if (Object.hasOwn(labels, name)) out[name] = labels[name]!;
+  return out;
+}
 
 /** The group's labels as a key part: the route's group_by, or every label with `...` (sorted, as Alertmanager's group key). */
 export function groupLabels(route: ResolvedRoute, labels: Readonly<Record<string, string>>): string {
@@ -119,7 +155,7 @@ function view(alert: EnvelopeOf<'alert'>): AlertView {
   const a = alert.data;
   return {
     id: alert.id, fingerprint: a.fingerprint, host: alert.host, status: a.status, severity: a.severity, category: a.category,
-    summary: a.summary, startsAt: a.starts_at, expected: a.expected === true, evidence: a.evidence, labels: alertLabels(alert),
+    summary: a.summary, ...(a.description ? { description: a.description } : {}), startsAt: a.starts_at, expected: a.expected === true, evidence: a.evidence, labels: alertLabels(alert),
     ...(a.action ? { action: a.action } : {}), ...(a.gpu ? { gpu: a.gpu.index } : {}), ...(a.ends_at ? { endsAt: a.ends_at } : {}),
   };
 }
@@ -138,7 +174,7 @@ export class NotifierCore {
   ingest(state: NotifierState, alert: EnvelopeOf<'alert'>, now: number): Decision[] {
     const decisions: Decision[] = [];
     const a = view(alert);
-    this.index(state, a);
+    this.index(state, a, now);
     this.maintenanceSilence(state, a, now);
     for (const route of routesFor(this.config.route, a.labels)) {
       const blocked = a.status === 'firing' ? this.suppressedBy(state, route, a, now) : undefined;
@@ -148,7 +184,7 @@ export class NotifierCore {
         if (a.status === 'resolved') {
           // Always resolve what was paged, whatever silenced or inhibited it since.
           if (told?.status === 'firing') {
-            decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0));
+            decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0, [a], a.labels));
             delete state.pages[key];
           }
           continue;
@@ -160,7 +196,7 @@ export class NotifierCore {
         // A new fault pages, and so does a worse severity; the same again does not.
         if (told?.status === 'firing' && told.severity === a.severity) continue;
         state.pages[key] = { status: 'firing', severity: a.severity, at: now };
-        decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page', [a], 1));
+        decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page', [a], 1, [a], a.labels));
         continue;
       }
       const key = `${route.id}|${route.receiver}|${groupLabels(route, a.labels)}`;
@@ -173,10 +209,9 @@ export class NotifierCore {
       } else if (a.status === 'firing' && a.severity === 'critical' && route.criticalWithoutWait && !group.told[a.fingerprint]) {
         group.nextFlush = Math.min(group.nextFlush, now);
       }
-      if (blocked && !group.told[a.fingerprint]) {
-        decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
-        continue;
-      }
+      if (blocked && !group.told[a.fingerprint]) decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
+      // Held back alerts stay in their group, as in Alertmanager: each flush looks again, so one
+      // whose silence expires or whose inhibiting alert resolves is told then, not at its next push.
       group.alerts[a.fingerprint] = a;
     }
     return decisions;
@@ -189,10 +224,13 @@ export class NotifierCore {
       if (now < group.nextFlush) continue;
       const changed: AlertView[] = [];
       const firing = Object.values(group.alerts).filter((a) => a.status === 'firing');
+      /** What fires and is not held back: the group as Alertmanager's webhook shows it. */
+      const shown: AlertView[] = [];
       for (const alert of Object.values(group.alerts)) {
         const told = group.told[alert.fingerprint];
         if (alert.status === 'firing') {
           if (this.suppressedBy(state, group.route, alert, now)) continue;
+          shown.push(alert);
           if (!told || told.status !== 'firing' || told.severity !== alert.severity) changed.push(alert);
         } else if (told?.status === 'firing') {
           changed.push(alert); // always resolve what was sent
@@ -205,11 +243,12 @@ export class NotifierCore {
         reason = group.lastSent === 0 ? 'first' : resolvedOnly ? 'resolved' : changed.some((a) => !group.told[a.fingerprint]) ? 'new_alerts' : 'changed';
       } else if (firing.length > 0 && group.lastSent > 0 && now - group.lastSent >= group.route.repeatInterval) {
         reason = 'repeat';
-        alerts = firing.filter((a) => !this.suppressedBy(state, group.route, a, now));
+        alerts = shown;
         if (alerts.length === 0) reason = undefined;
       }
       if (reason) {
-        decisions.push(...this.notifications(group.route, group.key, reason, alerts, firing.length));
+        const all = [...shown, ...changed.filter((a) => a.status === 'resolved')];
+        decisions.push(...this.notifications(group.route, group.key, reason, alerts, firing.length, all, all[0]?.labels ?? dict()));
         group.lastSent = now;
         for (const alert of alerts) group.told[alert.fingerprint] = { status: alert.status, severity: alert.severity, at: now };
       }
@@ -248,6 +287,27 @@ export class NotifierCore {
       // Expired silences are kept a day for the timeline, then forgotten.
       if (silence.expiredAt !== undefined && now - silence.expiredAt > 86_400_000) delete state.silences[silence.id];
     }
+  }
+
+  /**
+   * Every active silence (one for all receivers) and every firing alert that inhibits this one now:
+   * Alertmanager's silencedBy and inhibitedBy. Read-only: the API shows it, decisions use suppressedBy.
+   */
+  markers(state: Readonly<NotifierState>, fingerprint: string, labels: Readonly<Record<string, string>>, now: number): AlertMarkers {
+    const silencedBy: string[] = [];
+    for (const silence of Object.values(state.silences)) {
+      if (silence.expiredAt !== undefined || now < silence.startsAt || now >= silence.endsAt || silence.receivers) continue;
+      if (matchesAll(this.matchers(silence.matchers), labels)) silencedBy.push(silence.id);
+    }
+    const inhibitedBy = new Set<string>();
+    for (const [i, rule] of this.config.inhibit_rules.entries()) {
+      if (!matchesAll(rule.target, labels)) continue;
+      const twoSided = matchesAll(rule.source, labels);
+      for (const fp of state.sources[`${i}|${rule.equal.map((l) => labelValue(labels, l)).join('\u0000')}`] ?? []) {
+        if (fp !== fingerprint && !(twoSided && matchesAll(rule.target, state.firing[fp] ?? dict<string>()))) inhibitedBy.add(fp);
+      }
+    }
+    return { silencedBy: silencedBy.sort(), inhibitedBy: [...inhibitedBy].sort() };
   }
 
   private suppressedBy(state: NotifierState, route: ResolvedRoute, alert: AlertView, now: number): Omit<Suppression, 'receiver' | 'fingerprints'> | undefined {
@@ -297,8 +357,9 @@ export class NotifierCore {
   }
 
   /** Keeps the firing alerts and the inhibition index up to date, so a lookup is one map access. */
-  private index(state: NotifierState, alert: AlertView): void {
+  private index(state: NotifierState, alert: AlertView, now: number): void {
     state.sources ??= dict();
+    state.about ??= dict();
     const before = state.firing[alert.fingerprint];
     const keys = (labels: Readonly<Record<string, string>>) =>
       this.config.inhibit_rules.flatMap((rule, i) => (matchesAll(rule.source, labels) ? [`${i}|${rule.equal.map((l) => labelValue(labels, l)).join('\u0000')}`] : []));
@@ -309,9 +370,13 @@ export class NotifierCore {
         else delete state.sources[key];
       }
       delete state.firing[alert.fingerprint];
+      delete state.about[alert.fingerprint];
     }
     if (alert.status === 'firing') {
       state.firing[alert.fingerprint] = dict(Object.entries(alert.labels));
+      state.about[alert.fingerprint] = {
+        startsAt: alert.startsAt, updatedAt: now, summary: alert.summary, ...(alert.description ? { description: alert.description } : {}), ...(alert.evidence.length > 0 ? { evidence: alert.evidence } : {}),
+      };
       for (const key of keys(alert.labels)) (state.sources[key] ??= []).push(alert.fingerprint);
     }
   }
@@ -327,14 +392,16 @@ export class NotifierCore {
   }
 
   /** One notification per integration of the route's receiver; one with send_resolved: false is told only what fires. */
-  private notifications(route: ResolvedRoute, group: string, reason: Reason, alerts: AlertView[], firing: number): Decision[] {
+  private notifications(route: ResolvedRoute, group: string, reason: Reason, alerts: AlertView[], firing: number, all: AlertView[], labels: Readonly<Record<string, string>>): Decision[] {
     const integrations = this.config.integrations?.[route.receiver] ?? [route.receiver];
     const out: Decision[] = [];
+    const groupLabels = route.page ? dict<string>() : groupLabelSet(route, labels);
     for (const name of integrations) {
       const sendResolved = this.config.receivers.find((r) => r.name === name)?.send_resolved !== false;
       const told = sendResolved ? alerts : alerts.filter((a) => a.status === 'firing');
       if (told.length === 0) continue;
-      out.push({ send: { id: stableId('notification', name, group, reason, ...told.map((a) => `${a.id}`)), receiver: name, group, reason, alerts: told, firing } });
+      const alertmanager: AlertmanagerGroup = { receiver: route.receiver, groupLabels, alerts: sendResolved ? all : all.filter((a) => a.status === 'firing') };
+      out.push({ send: { id: stableId('notification', name, group, reason, ...told.map((a) => `${a.id}`)), receiver: name, group, reason, alerts: told, firing, alertmanager } });
     }
     return out;
   }

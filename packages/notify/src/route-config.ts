@@ -150,6 +150,8 @@ export interface RoutesFile {
   global: GlobalConfig;
   /** Written in Alertmanager's format (receivers with `*_configs`): its defaults apply (group_by: none). */
   alertmanager: boolean;
+  /** The file's text as loaded, for Alertmanager's status API (`amtool config routes` parses it). */
+  original?: string;
 }
 
 const RawReceiver = z.looseObject({ name: z.string().min(1, 'missing name in receiver') });

@@ -76,6 +76,15 @@ describe('provider adapters over every fixture', () => {
     );
   });
 
+  it('generic: a window that ends before it starts, or lasts 1e308 seconds, is refused naming the field', () => {
+    const base = { event_id: 'g1', kind: 'maintenance', status: 'scheduled', hosts: ['h1'] };
+    expect(ADAPTERS.generic({ ...base, window_start: '2026-12-01T00:00:00Z', window_end: '1970-01-01T00:00:00Z' }, { receivedAt: RECEIVED }))
+      .toMatchObject({ ok: false, error: { path: 'window_end', message: 'expected window_end at or after window_start' } });
+    expect(ADAPTERS.generic({ ...base, window_start: '2026-12-01T00:00:00Z', duration_seconds: 1e308 }, { receivedAt: RECEIVED }))
+      .toMatchObject({ ok: false, error: { path: 'duration_seconds' } });
+    expect(ADAPTERS.generic({ ...base, window_start: '2026-12-01T00:00:00Z', duration_seconds: 3600 }, { receivedAt: RECEIVED })).toMatchObject({ ok: true });
+  });
+
   it('event codes that are prototype keys are unknown codes, not functions', () => {
     for (const code of ['constructor', '__proto__', 'toString']) {
       const imds = ADAPTERS['aws-imds']([{ EventId: 'e1', Code: code }], { host: 'h1', receivedAt: RECEIVED });

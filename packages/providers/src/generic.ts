@@ -9,6 +9,9 @@ const time = z.string().refine((v) => toIsoUtc(v) !== undefined, 'expected a tim
  * gpualert's own format for every provider without an adapter (documented in
  * docs/provider-events.md): one event or `{ events: [...] }`.
  */
+/** The longest window a notice may announce: a year (a retirement is weeks ahead; 1e308 s is a typo or an attack). */
+export const MAX_WINDOW_SECONDS = 366 * 86_400;
+
 export const GenericEvent = z.object({
   event_id: z.string().min(1).max(255),
   kind: z.enum(PROVIDER_EVENT_KINDS),
@@ -16,9 +19,12 @@ export const GenericEvent = z.object({
   hosts: z.array(z.string().min(1)).min(1),
   window_start: time.optional(),
   window_end: time.optional(),
-  duration_seconds: z.number().positive().optional(),
+  duration_seconds: z.number().positive().max(MAX_WINDOW_SECONDS, `expected at most ${MAX_WINDOW_SECONDS} seconds (a year)`).optional(),
   description: z.string().default(''),
-});
+}).refine(
+  (e) => e.window_start === undefined || e.window_end === undefined || Date.parse(toIsoUtc(e.window_end)!) >= Date.parse(toIsoUtc(e.window_start)!),
+  { message: 'expected window_end at or after window_start', path: ['window_end'] },
+);
 
 const GenericPayload = z.union([GenericEvent, z.object({ events: z.array(GenericEvent) })]);
 

@@ -43,6 +43,17 @@ describe('bounds at the door, each refused with the field that broke it', () => 
     expect(messageOf(providerEvent(['ok', 'h'.repeat(MAX_HOST_LENGTH + 1)]))).toMatch(/^data\.hosts\.1: expected string of at most 253/);
   });
 
+  it('no control character in a host: it would reach an operator\'s terminal as an escape sequence', () => {
+    for (const host of ['evil\u001b[2J', 'a\nb', 'del\u007f', 'c1\u009b31m']) {
+      const refused = parseEnvelope(JSON.stringify({ ...sample(), host }));
+      expect(refused.ok, JSON.stringify(host)).toBe(false);
+      expect(isCanonicalGpuSample({ ...sample(), host })).toBe(false);
+      const notice = parseEnvelope(JSON.stringify(providerEvent(['fine', host])));
+      expect(notice.ok ? 'accepted' : notice.error.path).toBe('data.hosts.1');
+    }
+    expect(parseEnvelope(JSON.stringify({ ...sample(), host: 'gpu-ñode-ü1' })).ok).toBe(true);
+  });
+
   it(`at most ${MAX_GPUS_PER_SAMPLE} GPUs per sample, each index once`, () => {
     expect(messageOf(sample(MAX_GPUS_PER_SAMPLE))).toBe('accepted');
     expect(messageOf(sample(MAX_GPUS_PER_SAMPLE + 1))).toBe(`data.gpus: expected array of at most ${MAX_GPUS_PER_SAMPLE}, got an array`);

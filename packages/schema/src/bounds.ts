@@ -8,6 +8,17 @@
 export const MAX_HOST_LENGTH = 253;
 
 /**
+ * C0 and C1 control characters (and DEL): no hostname or instance id holds one, and in a host
+ * they would reach an operator's terminal as escape sequences (clearing the screen, forging a line).
+ */
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** A host name fit to be one: 1 to 253 characters, none of them a control character. */
+export function isHostName(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_HOST_LENGTH && !CONTROL_CHARACTERS.test(value);
+}
+
+/**
  * The largest single machines hold 16 to 20 GPUs (DGX-2, 20-slot PCIe chassis) and composable
  * fabrics attach up to 64: 256 leaves four times that, and a sample at the bound judges in about a millisecond.
  */

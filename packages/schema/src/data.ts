@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_HOSTS_PER_PROVIDER_EVENT } from './bounds.ts';
+import { CONTROL_CHARACTERS, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_HOSTS_PER_PROVIDER_EVENT } from './bounds.ts';
 import { GpuIndex, GpuMetrics } from './metrics.ts';
 import { PciBus } from './pci-bus.ts';
 import { Severity } from './severity.ts';
@@ -9,7 +9,7 @@ import { Severity } from './severity.ts';
 const isoTime = z.iso.datetime({ offset: false });
 
 /** A host's name, wherever one appears (an envelope's `host`, a provider event's `hosts`). */
-export const HostName = z.string().min(1).max(MAX_HOST_LENGTH);
+export const HostName = z.string().min(1).max(MAX_HOST_LENGTH).refine((v) => !CONTROL_CHARACTERS.test(v), 'expected a host name without control characters');
 
 /** Why a scrape failed; often the first sign of a lost GPU. */
 export const CollectorError = z.object({

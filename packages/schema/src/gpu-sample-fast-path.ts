@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FORBIDDEN_LABEL_NAME, isGpuIndex, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_LABEL_NAME_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_LABELS } from './bounds.ts';
+import { FORBIDDEN_LABEL_NAME, isGpuIndex, isHostName, MAX_GPUS_PER_SAMPLE, MAX_LABEL_NAME_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_LABELS } from './bounds.ts';
 import type { EnvelopeOf } from './envelope.ts';
 import { THROTTLE_REASONS } from './metrics.ts';
 import { PCI_BUS_PATTERN } from './pci-bus.ts';
@@ -32,7 +32,7 @@ export function isCanonicalGpuSample(json: unknown): json is EnvelopeOf<'gpu.sam
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
   const e = json as Record<string, unknown>;
   if (e.type !== 'gpu.sample' || Object.keys(e).length !== ENVELOPE_KEYS) return false;
-  if (!text(e.id, 128) || !text(e.host, MAX_HOST_LENGTH) || !text(e.source, Infinity)) return false;
+  if (!text(e.id, 128) || !isHostName(e.host) || !text(e.source, Infinity)) return false;
   if (typeof e.ts !== 'string' || !timestamp.safeParse(e.ts).success) return false;
   if (!stringRecord(e.labels)) return false;
   const data = e.data;

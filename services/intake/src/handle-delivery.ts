@@ -18,6 +18,12 @@ export interface IntakeAuth {
   readonly tokenHeader: string;
 }
 
+/**
+ * Hosts one delivery may name over all its events: the same as one event may (a rack or pod), so
+ * 30 events of 400 hosts in one request cannot become 12,000 alerts at once.
+ */
+export const MAX_HOSTS_PER_DELIVERY = MAX_HOSTS_PER_PROVIDER_EVENT;
+
 export interface IntakeDeps {
   readonly bus: Bus;
   readonly store: StateStore;
@@ -114,6 +120,14 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
   const adapted = { events };
   const payload = delivery.payloads.length === 1 ? delivery.payloads[0] : delivery.payloads;
   const crowded = adapted.events.findIndex((e) => e.hosts.length > MAX_HOSTS_PER_PROVIDER_EVENT);
+  const named = adapted.events.reduce((sum, e) => sum + e.hosts.length, 0);
+  if (crowded < 0 && named > MAX_HOSTS_PER_DELIVERY) {
+    // Many events of many hosts each: every host-event becomes an alert to group and route downstream.
+    return answer(422, 'too_many_hosts', {
+      error: 'too_many_hosts', field: 'hosts', limit: MAX_HOSTS_PER_DELIVERY,
+      message: `hosts: one delivery may name at most ${MAX_HOSTS_PER_DELIVERY} hosts over all its events, this one names ${named}; send them in several`,
+    });
+  }
   if (crowded >= 0) {
     const count = adapted.events[crowded]!.hosts.length;
     return answer(422, 'too_many_hosts', {

@@ -5,6 +5,7 @@ import { parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { alertEnvelope, type NotifierView } from './alertmanager-api.ts';
 import { createNotifierServer, NotifierMetrics } from './notifier-http.ts';
 
 const TOKEN = 'notifier-token-0123456789';
@@ -31,11 +32,11 @@ route:
     receiver: db
 `));
 
-async function serve() {
+async function serve(view?: NotifierView) {
   const published: { topic: string; messages: readonly OutgoingMessage[] }[] = [];
   const bus = { publish: async (topic: string, messages: readonly OutgoingMessage[]) => void published.push({ topic, messages }) } as unknown as Bus;
   const store = new MemoryStore();
-  const server = createNotifierServer(store, new NotifierMetrics(), TOKEN, bus, {}, ROUTES);
+  const server = createNotifierServer(store, new NotifierMetrics(), TOKEN, bus, {}, ROUTES, view);
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { published, store, base: `http://127.0.0.1:${(server.address() as { port: number }).port}` };
@@ -61,6 +62,15 @@ describe("Alertmanager's v2 API on the notifier", () => {
     core.ingest(state, envelopes[0]!, now);
     const sent = core.flush(state, now).flatMap((d) => ('send' in d ? [d.send.receiver] : []));
     expect(sent).toEqual(['db']);
+  });
+
+  it('a severity label that is a prototype key is an unknown severity (warning), and costs no other alert of the batch', async () => {
+    const { base, published } = await serve();
+    const batch = ['constructor', '__proto__', 'toString'].map((severity, i) => ({ labels: { alertname: `A${i}`, severity, host: `x${i}` } }));
+    const res = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([...batch, { labels: { alertname: 'B', host: 'x9' } }]) });
+    expect(res.status).toBe(200);
+    const severities = published.flatMap((p) => p.messages).map((m) => parseEnvelope(m.value)).map((r) => (r.ok && r.value.type === 'alert' ? r.value.data.severity : 'invalid'));
+    expect(severities).toEqual(['warning', 'warning', 'warning', 'warning']);
   });
 
   it('refuses a bad batch whole, naming the alert, and answers 401 without the token', async () => {
@@ -99,5 +109,63 @@ describe("Alertmanager's v2 API on the notifier", () => {
     const status = (await (await fetch(`${base}/api/v2/status`, { headers: auth })).json()) as { cluster: { status: string } };
     expect(status.cluster.status).toBe('disabled');
     expect(await (await fetch(`${base}/api/v2/receivers`, { headers: auth })).json()).toEqual([{ name: 'team' }, { name: 'db' }]);
+  });
+
+  it('lists the running notifier\'s alerts and groups as amtool reads them: active only by default, silenced and inhibited on request', async () => {
+    const routes = RoutesFile.parse(parseYaml(`
+receivers:
+- name: team
+  webhook_configs: [{ url: 'http://127.0.0.1:9/team' }]
+- name: db
+  webhook_configs: [{ url: 'http://127.0.0.1:9/db' }]
+route:
+  receiver: team
+  group_by: [alertname]
+  routes:
+  - matchers: ['service=~"db|cache"']
+    receiver: db
+    group_by: ['...']
+inhibit_rules:
+- source_matchers: [alertname=NodeDown]
+  target_matchers: [alertname=GpuHot]
+  equal: [instance]
+`));
+    const now = Date.now();
+    const core = new NotifierCore(routes);
+    const state = emptyNotifierState();
+    const push = (labels: Record<string, string>, summary = '') => {
+      const envelope = alertEnvelope({ labels, annotations: { summary }, startsAt: new Date(now - 60_000).toISOString() }, now);
+      if (typeof envelope === 'string') throw new Error(envelope);
+      core.ingest(state, envelope, now);
+    };
+    push({ alertname: 'GpuHot', instance: 'gpu-1:9400', service: 'db' }, 'GPU 3 at 91 °C');
+    push({ alertname: 'GpuHot', instance: 'gpu-2:9400', service: 'web' });
+    push({ alertname: 'NodeDown', instance: 'gpu-2:9400' });
+    push({ alertname: 'EccErrors', instance: 'gpu-3:9400', service: 'cache' });
+    core.addSilence(state, { id: 'sil-1', matchers: ['alertname="EccErrors"'], startsAt: now - 1_000, endsAt: now + 3_600_000, createdBy: 'bo', comment: 'rma' });
+    const { base } = await serve({ routes, state: () => state });
+    type Alert = { labels: Record<string, string>; annotations: Record<string, string>; receivers: { name: string }[]; startsAt: string; status: { state: string; silencedBy: string[]; inhibitedBy: string[] } };
+    const get = async (query: string) => (await (await fetch(`${base}/api/v2/alerts${query}`, { headers: auth })).json()) as Alert[];
+    const names = (alerts: Alert[]) => alerts.map((a) => `${a.labels.alertname}@${a.labels.instance}:${a.status.state}`).sort();
+    // amtool alert query: active=true&silenced=false&inhibited=false&unprocessed=false.
+    const active = await get('?active=true&silenced=false&inhibited=false&unprocessed=false');
+    expect(names(active)).toEqual(['GpuHot@gpu-1:9400:active', 'NodeDown@gpu-2:9400:active']);
+    const hot = active.find((a) => a.labels.instance === 'gpu-1:9400')!;
+    expect(hot).toMatchObject({ labels: { alertname: 'GpuHot', instance: 'gpu-1:9400', service: 'db' }, annotations: { summary: 'GPU 3 at 91 °C' }, receivers: [{ name: 'db' }], startsAt: new Date(now - 60_000).toISOString() });
+    const all = await get('');
+    expect(names(all)).toEqual(['EccErrors@gpu-3:9400:suppressed', 'GpuHot@gpu-1:9400:active', 'GpuHot@gpu-2:9400:suppressed', 'NodeDown@gpu-2:9400:active']);
+    expect(all.find((a) => a.labels.alertname === 'EccErrors')!.status.silencedBy).toEqual(['sil-1']);
+    expect(all.find((a) => a.labels.instance === 'gpu-2:9400' && a.labels.alertname === 'GpuHot')!.status.inhibitedBy).toHaveLength(1);
+    expect(names(await get('?silenced=false&active=false'))).toEqual(['GpuHot@gpu-2:9400:suppressed']);
+    expect(names(await get(`?filter=${encodeURIComponent('alertname="GpuHot"')}&receiver=${encodeURIComponent('d.')}`))).toEqual(['GpuHot@gpu-1:9400:active']);
+    expect((await fetch(`${base}/api/v2/alerts?filter=${encodeURIComponent('alertname=~"("')}`, { headers: auth })).status).toBe(400);
+    const groups = (await (await fetch(`${base}/api/v2/alerts/groups`, { headers: auth })).json()) as { labels: Record<string, string>; receiver: { name: string }; alerts: Alert[] }[];
+    const shown = groups.map((g) => `${g.receiver.name} ${JSON.stringify(g.labels)} ${g.alerts.length}`).sort();
+    expect(shown).toEqual([
+      'db {"alertname":"EccErrors","instance":"gpu-3:9400","service":"cache"} 1',
+      'db {"alertname":"GpuHot","instance":"gpu-1:9400","service":"db"} 1',
+      'team {"alertname":"GpuHot"} 1',
+      'team {"alertname":"NodeDown"} 1',
+    ]);
   });
 });

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { envelopeMessage, type Bus } from '@gpualert/bus';
-import { formatMatcher, newMatcher, parseMatchers, type Dict, type MatchOp, type RoutesFile, type Silence } from '@gpualert/notify';
+import {
+  ALERTMANAGER_API_SOURCE, formatMatcher, matchesAll, matchesValue, newMatcher, NotifierCore, parseMatchers, routesFor,
+  type AlertAbout, type AlertMarkers, type Dict, type Matcher, type MatchOp, type NotifierState, type RoutesFile, type Silence,
+} from '@gpualert/notify';
 import { Envelope, newEnvelope, stableId, TOPICS, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
@@ -16,8 +19,6 @@ import { addSilence, expireSilence, loadSilences, SilenceError } from './silence
 export const MAX_ALERTS_PER_POST = 1_000;
 /** A POST of alerts: 1,000 alerts with their labels and annotations fit in 4 MiB; a larger body is refused unread. */
 export const MAX_ALERTS_BODY_BYTES = 4 * 1024 * 1024;
-/** The source every pushed alert carries, so the timeline and the records say where it came from. */
-export const ALERTMANAGER_API_SOURCE = 'alertmanager-api';
 
 const LabelSet = z.record(z.string(), z.string());
 export const PostableAlert = z.object({
@@ -29,7 +30,11 @@ export const PostableAlert = z.object({
 });
 export type PostableAlert = z.infer<typeof PostableAlert>;
 
-const SEVERITY: Readonly<Record<string, Severity>> = { critical: 'critical', page: 'critical', error: 'error', major: 'error', warning: 'warning', warn: 'warning', minor: 'warning', info: 'info', none: 'info', informational: 'info' };
+/** A pushed alert's `severity` label onto ours; a Map, so `constructor` or `__proto__` is just unknown (warning). */
+const SEVERITY: ReadonlyMap<string, Severity> = new Map<string, Severity>([
+  ['critical', 'critical'], ['page', 'critical'], ['error', 'error'], ['major', 'error'], ['warning', 'warning'], ['warn', 'warning'],
+  ['minor', 'warning'], ['info', 'info'], ['none', 'info'], ['informational', 'info'],
+]);
 
 /** Alertmanager's fingerprint idea: the sorted label set, hashed. */
 export function labelsFingerprint(labels: Readonly<Record<string, string>>): string {
@@ -56,7 +61,7 @@ export function alertEnvelope(alert: PostableAlert, now: number): EnvelopeOf<'al
     type: 'alert' as const, id: stableId('am-alert', fingerprint, resolved ? 'resolved' : 'firing', resolved ? ends : starts), host: host.slice(0, 253),
     source: ALERTMANAGER_API_SOURCE, labels,
     data: {
-      fingerprint, status: resolved ? 'resolved' as const : 'firing' as const, severity: SEVERITY[(labels.severity ?? '').toLowerCase()] ?? 'warning',
+      fingerprint, status: resolved ? 'resolved' as const : 'firing' as const, severity: SEVERITY.get((labels.severity ?? '').toLowerCase()) ?? 'warning',
       category: 'other' as const, rule: name, summary: annotations.summary ?? annotations.description ?? name,
       ...(annotations.description ? { description: annotations.description } : {}),
       starts_at: new Date(starts).toISOString(), ...(resolved ? { ends_at: new Date(ends).toISOString() } : {}),
@@ -171,11 +176,127 @@ export function status(routes: RoutesFile | undefined, version: string) {
   return {
     cluster: { status: 'disabled', peers: [], name: 'gpualert' },
     versionInfo: { version, revision: '', branch: '', buildUser: '', buildDate: '', goVersion: `gpualert on node ${process.version}` },
-    config: { original: routes ? `# gpualert: ${routes.receivers.length} integrations, ${routes.inhibit_rules.length} inhibit rules\n` : '' },
+    // The file as written: amtool's `config routes` parses it. Secrets in it are `env:` references, never values.
+    config: { original: routes?.original ?? '' },
     uptime: new Date(STARTED).toISOString(),
   };
 }
 
 export function receivers(routes: RoutesFile | undefined) {
   return Object.keys(routes?.integrations ?? {}).map((name) => ({ name }));
+}
+
+export { ALERTMANAGER_API_SOURCE };
+
+/** The running notifier as the API may see it: its routes and its state as last saved (a consistent snapshot, never mid-step). */
+export interface NotifierView {
+  readonly routes: RoutesFile;
+  state(): Readonly<NotifierState>;
+}
+
+/** `GET /api/v2/alerts` and `/alerts/groups` filters: the state flags (all true unless said), label matchers, a receiver regex. */
+export interface AlertQuery {
+  readonly active: boolean;
+  readonly silenced: boolean;
+  readonly inhibited: boolean;
+  readonly unprocessed: boolean;
+  readonly filter: readonly Matcher[];
+  readonly receiver?: Matcher;
+}
+
+/** The query string as Alertmanager reads it, or one line naming the bad parameter (a 400). */
+export function alertQuery(params: URLSearchParams): AlertQuery | string {
+  const flag = (name: string): boolean | string => {
+    const value = params.get(name);
+    if (value === null || value === '') return true;
+    if (value === 'true' || value === 'false') return value === 'true';
+    return `${name} must be true or false (got ${JSON.stringify(value.slice(0, 40))})`;
+  };
+  const flags = ['active', 'silenced', 'inhibited', 'unprocessed'].map(flag);
+  const bad = flags.find((f) => typeof f === 'string');
+  if (typeof bad === 'string') return bad;
+  const filter: Matcher[] = [];
+  for (const text of params.getAll('filter')) {
+    const parsed = parseMatchers(text);
+    if (typeof parsed === 'string') return `filter ${JSON.stringify(text.slice(0, 80))}: ${parsed}`;
+    filter.push(...parsed);
+  }
+  const wanted = params.get('receiver');
+  const receiver = wanted ? newMatcher('receiver', '=~', wanted) : undefined;
+  if (typeof receiver === 'string') return `receiver: ${receiver}`;
+  const [active, silenced, inhibited, unprocessed] = flags as boolean[];
+  return { active: active!, silenced: silenced!, inhibited: inhibited!, unprocessed: unprocessed!, filter, ...(receiver ? { receiver } : {}) };
+}
+
+type GettableAlert = ReturnType<typeof gettableAlert>;
+
+function gettableAlert(fingerprint: string, labels: Readonly<Record<string, string>>, about: AlertAbout | undefined, receivers: readonly string[], markers: AlertMarkers, now: number) {
+  const suppressed = markers.silencedBy.length > 0 || markers.inhibitedBy.length > 0;
+  const annotations = Object.create(null) as Record<string, string>;
+  if (about?.summary) annotations.summary = about.summary;
+  if (about?.description) annotations.description = about.description;
+  return {
+    labels: { ...labels }, annotations: { ...annotations }, receivers: receivers.map((name) => ({ name })), fingerprint,
+    startsAt: about?.startsAt ?? new Date(now).toISOString(), updatedAt: new Date(about?.updatedAt ?? now).toISOString(),
+    // Firing until told otherwise: Alertmanager shows the time it would resolve the alert by itself; gpualert waits for the source.
+    endsAt: '0001-01-01T00:00:00.000Z',
+    generatorURL: about?.evidence?.find((e) => /^https?:\/\//.test(e)) ?? '',
+    status: { state: suppressed ? 'suppressed' as const : 'active' as const, silencedBy: markers.silencedBy, inhibitedBy: markers.inhibitedBy },
+  };
+}
+
+function wantedByState(alert: GettableAlert, q: AlertQuery): boolean {
+  const { silencedBy, inhibitedBy, state } = alert.status;
+  if (!q.active && state === 'active') return false;
+  if (!q.silenced && silencedBy.length > 0) return false;
+  if (!q.inhibited && inhibitedBy.length > 0) return false;
+  return true;
+}
+
+/** Every firing alert with the routes it takes (page routes included), before any filter. */
+function firingAlerts(view: NotifierView, core: NotifierCore, now: number) {
+  const state = view.state();
+  return Object.entries(state.firing).map(([fingerprint, labels]) => {
+    const routes = routesFor(view.routes.route, labels);
+    const receivers = [...new Set(routes.map((r) => r.receiver))];
+    return { routes, alert: gettableAlert(fingerprint, labels, state.about?.[fingerprint], receivers, core.markers(state, fingerprint, labels, now), now) };
+  });
+}
+
+const cores = new WeakMap<RoutesFile, NotifierCore>();
+function coreOf(routes: RoutesFile): NotifierCore {
+  let core = cores.get(routes);
+  if (!core) cores.set(routes, (core = new NotifierCore(routes)));
+  return core;
+}
+
+/** `GET /api/v2/alerts`: the firing alerts in Alertmanager's GettableAlert shape, filtered as amtool asks. */
+export function listAlerts(view: NotifierView, q: AlertQuery, now: number): GettableAlert[] {
+  return firingAlerts(view, coreOf(view.routes), now)
+    .filter(({ alert }) => wantedByState(alert, q) && matchesAll(q.filter, alert.labels))
+    .filter(({ alert }) => !q.receiver || alert.receivers.some((r) => matchesValue(q.receiver!, r.name)))
+    .map(({ alert }) => alert)
+    .sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : 1));
+}
+
+/**
+ * `GET /api/v2/alerts/groups`: one group per (route, receiver, group labels) as Alertmanager's
+ * dispatcher forms them, with the labels of its group_by the alerts carry (all of them for `...`;
+ * a page route groups by fingerprint: one alert a group).
+ */
+export function listAlertGroups(view: NotifierView, q: AlertQuery, now: number) {
+  const groups = new Map<string, { labels: Record<string, string>; receiver: { name: string }; alerts: GettableAlert[] }>();
+  for (const { routes, alert } of firingAlerts(view, coreOf(view.routes), now)) {
+    if (!wantedByState(alert, q) || !matchesAll(q.filter, alert.labels)) continue;
+    for (const route of routes) {
+      if (q.receiver && !matchesValue(q.receiver, route.receiver)) continue;
+      const names = route.page ? ['fingerprint'] : route.groupByAll ? Object.keys(alert.labels).sort() : route.groupBy;
+      const labels: Record<string, string> = route.page ? { fingerprint: alert.fingerprint } : Object.fromEntries(names.filter((n) => Object.hasOwn(alert.labels, n)).map((n) => [n, alert.labels[n]!]));
+      const key = `${route.id}|${route.receiver}|${JSON.stringify(labels)}`;
+      const group = groups.get(key) ?? { labels, receiver: { name: route.receiver }, alerts: [] };
+      groups.set(key, group);
+      group.alerts.push(alert);
+    }
+  }
+  return [...groups.values()];
 }

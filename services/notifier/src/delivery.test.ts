@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import { createServer, type Server } from 'node:http';
 import { envelopeMessage, MemoryBus } from '@gpualert/bus';
 import { createLogger } from '@gpualert/log';
@@ -86,6 +87,41 @@ describe('the notifier with a failing receiver', () => {
     const records = (await bus.read(TOPICS.notifications)).flatMap((m) => { const r = parseEnvelope(m.value); return r.ok && r.value.type === 'notification' ? [r.value.data] : []; });
     expect(records.some((r) => r.outcome === 'failed')).toBe(true);
     await bus.close();
+  });
+});
+
+describe('a failing receiver, as the operator sees it', () => {
+  it('logs one warning when a receiver starts failing and one line when it is back, not one per retry', async () => {
+    let healthy = false;
+    let calls = 0;
+    const vendor: Server = createServer((req, res) => {
+      calls += 1;
+      req.resume();
+      res.writeHead(healthy ? 202 : 500, { 'content-type': 'application/json' }).end(healthy ? '{"status":"success"}' : 'down');
+    });
+    await new Promise<void>((r) => vendor.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => { vendor.closeAllConnections(); vendor.close(() => r()); }));
+    const port = (vendor.address() as { port: number }).port;
+    const lines: string[] = [];
+    const captured = createLogger({ name: 'notifier', destination: new Writable({ write(c, _e, done) { lines.push(String(c)); done(); } }) });
+    const routes = RoutesFile.parse({
+      receivers: [{ name: 'pager', channel: 'pagerduty', settings: { url: `http://127.0.0.1:${port}/enqueue`, routing_key: 'K'.repeat(32) } }],
+      route: { receiver: 'pager', page: true },
+    });
+    const bus = new MemoryBus();
+    const notifier = await startNotifier({ bus, store: new MemoryStore(), log: captured, routes, env: {}, retry: { baseMs: 20, maxDelayMs: 40, giveUpAfterMs: 60_000 }, flushEveryMs: 20 });
+    await bus.publish(TOPICS.alerts, [envelopeMessage(newEnvelope({
+      type: 'alert', host: 'gpu-node-1', source: 'test',
+      data: { fingerprint: 'fp-warn', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: 'lost', starts_at: new Date().toISOString(), evidence: [] },
+    }))]);
+    for (const deadline = Date.now() + 10_000; calls < 4 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+    healthy = true;
+    for (const deadline = Date.now() + 10_000; !lines.some((l) => l.includes('receiver_recovered')) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+    await notifier.stop();
+    await bus.close();
+    const events = lines.map((l) => (JSON.parse(l) as { msg: string }).msg).filter((m) => m.startsWith('receiver_'));
+    expect(calls).toBeGreaterThanOrEqual(5);
+    expect(events).toEqual(['receiver_failing', 'receiver_recovered']);
   });
 });
 

@@ -6,7 +6,9 @@ import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpu
 import { Counter, Registry } from 'prom-client';
 import { z } from 'zod';
 import type { RoutesFile } from '@gpualert/notify';
-import { deleteSilence, getSilence, listSilences, MAX_ALERTS_BODY_BYTES, postAlerts, postSilence, receivers, status } from './alertmanager-api.ts';
+import {
+  alertQuery, deleteSilence, getSilence, listAlertGroups, listAlerts, listSilences, MAX_ALERTS_BODY_BYTES, postAlerts, postSilence, receivers, status, type NotifierView,
+} from './alertmanager-api.ts';
 import { addSilence, expireSilence, loadSilences, SilenceError } from './silences.ts';
 
 /** Same floor as the intake's: 16 characters is ~96 bits from a random generator, out of reach of guessing over HTTP. */
@@ -96,9 +98,12 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
 
 /**
  * `GET/POST /v1/silences`, `DELETE /v1/silences/{id}` and `GET /v1/timeline` behind a bearer
- * token, `/metrics`, `/healthz`. Without a token configured the API refuses everything.
+ * token, `/metrics`, `/healthz`, and Alertmanager's v2 API (its alert list read from `view`, the
+ * running notifier's state). Without a token configured the API refuses everything.
  */
-export function createNotifierServer(store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}, routes?: RoutesFile): Server {
+export function createNotifierServer(
+  store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}, routes?: RoutesFile, view?: NotifierView,
+): Server {
   const apiToken = checkNotifierToken(token);
   const maxBody = limits.maxBodyBytes ?? MAX_BODY_BYTES;
   const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
@@ -133,7 +138,10 @@ export function createNotifierServer(store: StateStore, metrics: NotifierMetrics
             return await answer(postAlerts(bus, await json(MAX_ALERTS_BODY_BYTES), now));
           }
           if ((url.pathname === '/api/v2/alerts' || url.pathname === '/api/v2/alerts/groups') && req.method === 'GET') {
-            return send(501, { code: 501, message: 'gpualert does not serve the alert list over Alertmanager\'s API yet: see the timeline (/v1/timeline)' });
+            if (!view) return send(503, { code: 503, message: 'this server runs without a notifier: there is no alert list to show' });
+            const query = alertQuery(url.searchParams);
+            if (typeof query === 'string') return send(400, JSON.stringify(query));
+            return send(200, url.pathname === '/api/v2/alerts' ? listAlerts(view, query, now) : listAlertGroups(view, query, now));
           }
           if (url.pathname === '/api/v2/silences' && req.method === 'GET') return await answer(listSilences(store, url.searchParams.getAll('filter'), now));
           if (url.pathname === '/api/v2/silences' && req.method === 'POST') return await answer(postSilence(store, await json(maxBody), now));

@@ -8,6 +8,7 @@ import { DEADLETTER_HEADERS } from '@gpualert/bus';
 import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } from './delivery.ts';
+import type { NotifierView } from './alertmanager-api.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
 import { SILENCES_KEY, loadSilences } from './silences.ts';
 
@@ -39,7 +40,10 @@ interface Outgoing {
  * destination took it (or it was dead-lettered), so a restart resends what was in flight and
  * loses nothing; pages carry the fingerprint as dedup key, so a resend is not a second page.
  */
-export async function startNotifier(options: NotifierOptions): Promise<RunningService> {
+/** The running notifier: stop it, or read its routes and state (as last saved) for the API. */
+export interface RunningNotifier extends RunningService, NotifierView {}
+
+export async function startNotifier(options: NotifierOptions): Promise<RunningNotifier> {
   const core = new NotifierCore(options.routes);
   const saved = await options.store.get(STATE_KEY);
   const state: NotifierState = saved ? restoreNotifierState(saved) : emptyNotifierState();
@@ -49,6 +53,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   const buckets = new Map<string, RateLimiter>();
   const queues = new Map<string, Outgoing[]>();
   const draining = new Map<string, Promise<void>>();
+  /** Receivers whose last attempt failed: warned about once until one gets through. */
+  const failing = new Set<string>();
   let stopped = false;
   /** Aborted on stop: ends every backoff, rate-limit wait and in-flight send at once (the outbox keeps what is unsent). */
   const stopping = new AbortController();
@@ -82,6 +88,14 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
         const host = notification.alerts[0]?.host ?? 'notifier';
         const fingerprints = notification.alerts.map((a) => a.fingerprint);
         const result = await deliver(channels.get(receiver)!, notification, options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
+          // One warning when a receiver starts failing and one line when it is back: a person sees
+          // that pages are not getting through without a line per retry.
+          if (!r.ok && !failing.has(receiver)) {
+            failing.add(receiver);
+            options.log.warn({ receiver, attempt, error: redactSecrets(r.error) }, 'receiver_failing');
+          } else if (r.ok && failing.delete(receiver)) {
+            options.log.info({ receiver, attempt }, 'receiver_recovered');
+          }
           await record({
             receiver, channel: channelOf(receiver), fingerprints, reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
             outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: redactSecrets(r.error) }),
@@ -218,8 +232,15 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningSe
   timer.unref();
   options.log.info({ receivers: [...channels.keys()] }, 'notifier_started');
 
+  // The API reads the state as the last step saved it: never half a step, never a step rolled back.
+  let snapshot: { text: string; state: NotifierState } | undefined;
   return {
     name: 'notifier',
+    routes: options.routes,
+    state() {
+      if (snapshot?.text !== committed) snapshot = { text: committed, state: restoreNotifierState(committed) };
+      return snapshot.state;
+    },
     async stop() {
       clearInterval(timer);
       await subscription.stop();

@@ -10,5 +10,16 @@ export async function intake(options: Record<string, unknown>): Promise<number> 
   } catch (error) {
     throw new CliError(`gpualert intake: ${(error as Error).message}`);
   }
-  return runService('intake', options, ({ bus, store }, log) => startIntake(intakeConfig, { bus, store, log }));
+  return runService('intake', options, async ({ bus, store }, log) => {
+    try {
+      return await startIntake(intakeConfig, { bus, store, log });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE' || code === 'EACCES') {
+        const why = code === 'EADDRINUSE' ? 'is in use' : 'is not allowed';
+        throw new CliError(`gpualert intake: port ${intakeConfig.port} ${why}; choose another with --port or GPUALERT_INTAKE_PORT (0 picks a free one)`, 1);
+      }
+      throw error;
+    }
+  });
 }

@@ -43,7 +43,7 @@ export async function notifier(options: Options): Promise<number> {
       if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
       throw error;
     }
-    const server = createNotifierServer(infra.store, metrics, token, infra.bus, {}, routes);
+    const server = createNotifierServer(infra.store, metrics, token, infra.bus, {}, routes, service);
     const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -1,10 +1,13 @@
 import { engineService } from '@gpualert/engine-service';
-import { notifierService } from '@gpualert/notifier';
+import type { Server } from 'node:http';
+import { checkNotifierToken, createNotifierServer, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
+import { ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
 import { embeddedDataDir, exitAfterStop, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
+import { CliError } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
@@ -24,12 +27,57 @@ function describe(service: RunningService): string {
 /** One readable line for a service that could not start; a port in use names the setting that moves it. */
 export function startFailure(name: string, error: unknown): string {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (name === 'intake' && (code === 'EADDRINUSE' || code === 'EACCES')) {
+  if ((name === 'intake' || name === 'notifier') && (code === 'EADDRINUSE' || code === 'EACCES')) {
     const port = (error as { port?: unknown }).port;
     const why = code === 'EADDRINUSE' ? 'is in use' : 'is not allowed';
-    return `port ${String(port ?? '?')} ${why}; choose another with --intake-port or GPUALERT_INTAKE_PORT (0 picks a free one)`;
+    return `port ${String(port ?? '?')} ${why}; choose another with --${name}-port or GPUALERT_${name.toUpperCase()}_PORT (0 picks a free one)`;
   }
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The notifier's API port in `up` when neither --notifier-port nor GPUALERT_NOTIFIER_PORT says: the same as `gpualert notifier`. */
+export const DEFAULT_NOTIFIER_PORT = 9095;
+
+/** Whether `up` serves the notifier's API (Alertmanager's v2 and the silences), and if not, why: the banner says it. */
+export function notifierApi(env: Readonly<Record<string, string | undefined>>): { token: string } | { off: string } {
+  try {
+    const token = checkNotifierToken(env.GPUALERT_NOTIFIER_TOKEN);
+    return token ? { token } : { off: 'off: set GPUALERT_NOTIFIER_TOKEN (16+ characters) to serve Alertmanager\'s v2 API and the silences (the API takes no request without a token)' };
+  } catch (error) {
+    return { off: `off: ${(error as Error).message}` };
+  }
+}
+
+/** The notifier with its HTTP server on a port of its own when the API is on: Prometheus, amtool and Grafana talk to `up` too. */
+function notifierWithApi(routes: RoutesFile, env: Readonly<Record<string, string | undefined>>, port: number, api: ReturnType<typeof notifierApi>): ServiceDefinition {
+  return {
+    name: 'notifier',
+    async start(context) {
+      const metrics = new NotifierMetrics();
+      const service = await startNotifier({ ...context, routes, env, metrics });
+      if (!('token' in api)) return service;
+      const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(port, env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0', resolve);
+        });
+      } catch (error) {
+        await service.stop();
+        throw Object.assign(error as Error, { port });
+      }
+      const address = server.address();
+      return {
+        name: 'notifier',
+        port: typeof address === 'object' && address ? address.port : port,
+        async stop() {
+          server.closeAllConnections();
+          server.close();
+          await service.stop();
+        },
+      } as RunningService;
+    },
+  };
 }
 
 /**
@@ -38,6 +86,11 @@ export function startFailure(name: string, error: unknown): string {
  * tool: a start banner, the alert lines, and warnings and errors as readable lines; JSON log
  * lines elsewhere or with `--log-format json`.
  */
+function notifierApiLine(running: readonly RunningService[]): string {
+  const port = (running.find((s) => s.name === 'notifier') as { port?: unknown } | undefined)?.port;
+  return typeof port === 'number' ? `Alertmanager's v2 API on port ${port} (/api/v2, /v1/silences; bearer GPUALERT_NOTIFIER_TOKEN)` : 'off: the notifier did not start';
+}
+
 export async function up(options: Record<string, unknown>): Promise<number> {
   const started = performance.now();
   const config = commonConfig(options);
@@ -51,11 +104,13 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'up');
   const routesFile = (options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES;
   const intakePort = options.intakePort as string | undefined;
+  const notifierPort = Number(options.notifierPort ?? process.env.GPUALERT_NOTIFIER_PORT ?? DEFAULT_NOTIFIER_PORT);
+  const api = notifierApi(process.env);
   const services: ServiceDefinition[] = [
     // The demo's recording lives in the past: only its own event time may move the clock.
     engineService(ruleSet, catalog, demo ? 'event' : 'wall'),
     { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {}), context) },
-    notifierService(loadRoutesOrExit(routesFile, 'up'), process.env),
+    notifierWithApi(loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api),
   ];
   const dataDir = embeddedDataDir(options.dataDir);
   const infra = await openInfrastructure(config, log, { dataDir });
@@ -68,6 +123,14 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       running.push(started);
       lines.push({ name: service.name, state: describe(started) });
     } catch (error) {
+      if (error instanceof ReceiverConfigError || error instanceof NotifierConfigError) {
+        // A receiver that cannot work is a config mistake, not a busy port: running on without the
+        // notifier would route and page nothing while looking healthy.
+        for (const started of running.reverse()) await started.stop();
+        await printer.stop();
+        await infra.close();
+        throw new CliError(`gpualert up: ${error.message}`);
+      }
       // One service that cannot start (a port in use) must not take the others down.
       const why = startFailure(service.name, error);
       log.error({ failed: service.name }, `${service.name} did not start: ${why}`);
@@ -94,6 +157,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
         ...(infra.bus.kind === 'memory' ? { dataDir } : {}),
         routes: routesFile === EMBEDDED_ROUTES ? 'the console only (set GPUALERT_ROUTES to page and chat)' : routesFile,
         services: lines,
+        notifierApi: 'off' in api ? api.off : notifierApiLine(running),
         demo,
         startupMs: Math.round(performance.now() - started),
       }),

@@ -1,7 +1,7 @@
 import { redactUrl } from '@gpualert/log';
 import { z } from 'zod';
 import { JIRA_DEPLOYMENTS } from './jira.ts';
-import { webhookSecretProblem } from './webhook.ts';
+import { WEBHOOK_FORMATS, webhookSecretProblem } from './webhook.ts';
 
 /** The channels a receiver can use (kept here so the settings schemas and the route file agree). */
 export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'webhook', 'console', 'record'] as const;
@@ -10,7 +10,7 @@ export type ChannelName = (typeof CHANNELS)[number];
 /** The longest setting value: URLs and keys are far shorter; a megabyte of YAML in one value is a mistake. */
 export const MAX_SETTING_LENGTH = 2048;
 
-type Kind = 'http_url' | 'smtp_url' | 'text' | 'webhook_secret' | 'jira_deployment';
+type Kind = 'http_url' | 'smtp_url' | 'text' | 'webhook_secret' | 'jira_deployment' | 'webhook_format' | 'count';
 interface Field {
   readonly kind: Kind;
   readonly required: boolean;
@@ -21,7 +21,7 @@ const may: Field = { kind: 'text', required: false };
 
 /** Each channel's settings: which keys it needs, which it may take, and which are URLs. */
 export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<string, Field>>>> = {
-  slack: { url },
+  slack: { url, channel: may },
   feishu: { url, secret: may },
   dingtalk: { url, secret: may },
   wecom: { url },
@@ -30,7 +30,7 @@ export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<stri
   servicenow: { url, user: need, password: need, close_code: may },
   pagerduty: { url, routing_key: need },
   opsgenie: { url, api_key: need },
-  webhook: { url, secret: { kind: 'webhook_secret', required: false } },
+  webhook: { url, secret: { kind: 'webhook_secret', required: false }, format: { kind: 'webhook_format', required: false }, max_alerts: { kind: 'count', required: false } },
   console: {},
   record: {},
 };
@@ -82,6 +82,10 @@ export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodT
         if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
       } else if (field.kind === 'jira_deployment') {
         if (!(JIRA_DEPLOYMENTS as readonly string[]).includes(value)) ctx.addIssue({ code: 'custom', path: [key], message: `expected one of ${JIRA_DEPLOYMENTS.join(', ')}` });
+      } else if (field.kind === 'webhook_format') {
+        if (!(WEBHOOK_FORMATS as readonly string[]).includes(value)) ctx.addIssue({ code: 'custom', path: [key], message: `expected one of ${WEBHOOK_FORMATS.join(', ')}` });
+      } else if (field.kind === 'count') {
+        if (!/^\d{1,9}$/.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: 'expected a whole number, 0 or more' });
       } else if (field.kind !== 'text') {
         const problem = urlProblem(value, field.kind);
         if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });

@@ -10,7 +10,7 @@ import { opsgenieChannel } from './opsgenie.ts';
 import { pagerdutyChannel } from './pagerduty.ts';
 import { servicenowChannel } from './servicenow.ts';
 import { slackChannel } from './slack.ts';
-import { webhookChannel } from './webhook.ts';
+import { webhookChannel, type WebhookFormat } from './webhook.ts';
 import { wecomChannel } from './wecom.ts';
 
 export class ReceiverConfigError extends Error {
@@ -52,7 +52,7 @@ function checkedSettings(receiver: Receiver, env: Readonly<Record<string, string
 export function createChannel(receiver: Receiver, env: Readonly<Record<string, string | undefined>>): Channel {
   const s = checkedSettings(receiver, env);
   switch (receiver.channel) {
-    case 'slack': return slackChannel({ url: s.url! });
+    case 'slack': return slackChannel({ url: s.url!, ...(s.channel ? { channel: s.channel } : {}) });
     case 'feishu': return feishuChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
     case 'dingtalk': return dingtalkChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
     case 'wecom': return wecomChannel({ url: s.url! });
@@ -61,7 +61,7 @@ export function createChannel(receiver: Receiver, env: Readonly<Record<string, s
     case 'servicenow': return servicenowChannel({ url: s.url!, user: s.user!, password: s.password!, ...(s.close_code ? { close_code: s.close_code } : {}) });
     case 'pagerduty': return pagerdutyChannel({ url: s.url!, routing_key: s.routing_key! });
     case 'opsgenie': return opsgenieChannel({ url: s.url!, api_key: s.api_key! });
-    case 'webhook': return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
+    case 'webhook': return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}), ...(s.format ? { format: s.format as WebhookFormat } : {}), ...(s.max_alerts ? { max_alerts: Number(s.max_alerts) } : {}) });
     case 'console': return consoleChannel();
     case 'record': return recordChannel();
   }

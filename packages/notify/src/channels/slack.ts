@@ -16,18 +16,21 @@ export function slackSection(text: string): string {
   return cutChars(text, SLACK_SECTION_MAX_CHARS).replace(new RegExp(`&[a-z]{0,3}${CUT_MARK}$`), CUT_MARK);
 }
 
-/** The message as Slack's incoming webhook takes it: a fallback `text` and one mrkdwn section. */
-export function slackMessage(notification: Notification): { text: string; blocks: [{ type: 'section'; text: { type: 'mrkdwn'; text: string } }] } {
-  return { text: escapeSlack(title(notification)), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: slackSection(rendered(notification, SLACK_MRKDWN)) } }] };
+/**
+ * The message as Slack's incoming webhook takes it: a fallback `text` and one mrkdwn section; with
+ * `channel` (Alertmanager's slack_configs.channel), the channel a legacy webhook or a bot posts to.
+ */
+export function slackMessage(notification: Notification, channel?: string): { text: string; blocks: [{ type: 'section'; text: { type: 'mrkdwn'; text: string } }]; channel?: string } {
+  return { ...(channel ? { channel } : {}), text: escapeSlack(title(notification)), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: slackSection(rendered(notification, SLACK_MRKDWN)) } }] };
 }
 
 /** Slack incoming webhook: 200 with body `ok`; errors are 4xx with a plain-text code; 429 carries Retry-After. */
-export function slackChannel(settings: { url: string }): Channel {
+export function slackChannel(settings: { url: string; channel?: string }): Channel {
   return {
     name: 'slack',
     async send(notification, signal) {
       try {
-        const response = await postJson(settings.url, slackMessage(notification), {}, signal);
+        const response = await postJson(settings.url, slackMessage(notification, settings.channel), {}, signal);
         const text = await response.text();
         return response.ok ? { ok: true } : httpFailure(response.status, text, response.headers.get('retry-after'));
       } catch (error) {

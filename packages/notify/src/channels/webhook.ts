@@ -1,4 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
+import type { AlertView, Notification } from '../notifier-core.ts';
 import type { Channel } from './channel.ts';
 import { httpFailure, networkFailure, sendSignal } from './channel.ts';
 
@@ -29,12 +30,59 @@ export function signWebhook(secret: string, id: string, timestamp: number, body:
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
-/** A generic webhook, signed the Standard Webhooks way so the receiver can verify it. */
-export function webhookChannel(settings: { url: string; secret?: string }, now: () => number = Date.now): Channel {
+/** The body formats a webhook sends: gpualert's own, or Alertmanager's (for receivers from its `webhook_configs`). */
+export const WEBHOOK_FORMATS = ['gpualert', 'alertmanager'] as const;
+export type WebhookFormat = (typeof WEBHOOK_FORMATS)[number];
+
+/** Alertmanager's "zero" time: what its webhook sends as endsAt of an alert still firing. */
+const GO_ZERO_TIME = '0001-01-01T00:00:00Z';
+
+function common(maps: readonly Readonly<Record<string, string>>[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  const [first, ...rest] = maps;
+  for (const [k, v] of Object.entries(first ?? {})) if (rest.every((m) => Object.hasOwn(m, k) && m[k] === v)) out[k] = v;
+  return out;
+}
+
+function annotationsOf(alert: AlertView): Record<string, string> {
+  return { ...(alert.summary ? { summary: alert.summary } : {}), ...(alert.description ? { description: alert.description } : {}) };
+}
+
+/**
+ * Alertmanager's webhook payload, version 4 (notify/webhook/webhook.go): the receiver, the whole
+ * group (what fires and what resolved since the last message), its group and common labels.
+ * `maxAlerts` (webhook_configs' max_alerts) cuts the list and counts what was cut.
+ */
+export function alertmanagerPayload(notification: Notification, maxAlerts = 0, externalURL = '') {
+  const group = notification.alertmanager;
+  const all = group?.alerts ?? notification.alerts;
+  const alerts = maxAlerts > 0 ? all.slice(0, maxAlerts) : all;
+  return {
+    receiver: group?.receiver ?? notification.receiver,
+    status: all.some((a) => a.status === 'firing') ? 'firing' : 'resolved',
+    alerts: alerts.map((a) => ({
+      status: a.status, labels: { ...a.labels }, annotations: annotationsOf(a), startsAt: a.startsAt, endsAt: a.status === 'resolved' ? (a.endsAt ?? a.startsAt) : GO_ZERO_TIME,
+      generatorURL: a.evidence.find((e) => /^https?:\/\//.test(e)) ?? '', fingerprint: a.fingerprint,
+    })),
+    groupLabels: { ...(group?.groupLabels ?? {}) },
+    commonLabels: common(all.map((a) => a.labels)),
+    commonAnnotations: common(all.map(annotationsOf)),
+    externalURL,
+    version: '4',
+    groupKey: notification.group,
+    truncatedAlerts: all.length - alerts.length,
+  };
+}
+
+/**
+ * A generic webhook, signed the Standard Webhooks way so the receiver can verify it; its body is
+ * gpualert's notification, or Alertmanager's payload for a receiver from `webhook_configs`.
+ */
+export function webhookChannel(settings: { url: string; secret?: string; format?: WebhookFormat; max_alerts?: number }, now: () => number = Date.now): Channel {
   return {
     name: 'webhook',
     async send(notification, signal) {
-      const body = JSON.stringify({ type: 'gpualert.notification', notification });
+      const body = JSON.stringify(settings.format === 'alertmanager' ? alertmanagerPayload(notification, settings.max_alerts ?? 0) : { type: 'gpualert.notification', notification });
       const id = `msg_${notification.id ?? randomUUID()}`;
       const timestamp = Math.floor(now() / 1000);
       const headers: Record<string, string> = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp) };

@@ -1,0 +1,137 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../infra/wait-for.ts';
+import { relocatedAlertmanager } from './debian-tool.ts';
+import { freePort, startGpualertNotifier, startTool, tempDir, TOKEN, WebhookSink, type Delivery } from './harness.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A window of two hours around now in Tokyo: muting there, not in UTC (nine hours away), so a UTC reading of `location` mutes nothing. */
+function tokyoWindow(now: Date): { start: string; end: string } {
+  const hour = Number(new Intl.DateTimeFormat('en-GB', { timeZone: 'Asia/Tokyo', hour: '2-digit', hourCycle: 'h23' }).format(now));
+  const start = Math.min(Math.max(hour - 1, 0), 22);
+  return { start: `${String(start).padStart(2, '0')}:00`, end: `${String(start + 2).padStart(2, '0')}:00` };
+}
+
+/** One Alertmanager configuration, as written for Alertmanager 0.25, its receivers at `base`. */
+function config(base: string, window: { start: string; end: string }): string {
+  return `
+route:
+  receiver: default
+  group_by: [alertname]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 1h
+  routes:
+  - matchers: [team="db"]
+    receiver: db
+    group_by: ['...']
+    continue: true
+  - match_re: { team: db|web }
+    receiver: ops
+    group_by: [team]
+  - matchers: [alertname=NightJob]
+    receiver: night
+    mute_time_intervals: [tokyo-now]
+inhibit_rules:
+- source_matchers: [severity="critical"]
+  target_matchers: [severity="warning"]
+  equal: [instance]
+time_intervals:
+- name: tokyo-now
+  time_intervals:
+  - times: [{ start_time: '${window.start}', end_time: '${window.end}' }]
+    location: Asia/Tokyo
+receivers:
+- name: default
+  webhook_configs: [{ url: '${base}/default' }]
+- name: db
+  webhook_configs: [{ url: '${base}/db' }]
+- name: ops
+  webhook_configs: [{ url: '${base}/ops' }]
+- name: night
+  webhook_configs: [{ url: '${base}/night' }]
+`;
+}
+
+/** What was delivered, timing aside: (receiver, group labels, alert, firing/resolved) as one line each. */
+function delivered(deliveries: readonly Delivery[]): string[] {
+  const lines = new Set<string>();
+  for (const { body } of deliveries) {
+    const group = Object.entries(body.groupLabels).sort().map(([k, v]) => `${k}=${v}`).join(',');
+    for (const alert of body.alerts) lines.add(`${body.receiver} {${group}} ${alert.labels.alertname}/${alert.labels.instance} ${alert.status}`);
+  }
+  return [...lines].sort();
+}
+
+const A = { alertname: 'DiskFull', team: 'db', instance: 'i1', severity: 'warning' };
+const B = { alertname: 'DiskFull', team: 'db', instance: 'i2', severity: 'warning' };
+const C = { alertname: 'NodeDown', team: 'web', instance: 'i3', severity: 'critical' };
+const D = { alertname: 'GpuHot', team: 'web', instance: 'i3', severity: 'warning' };
+const E = { alertname: 'GpuHot', instance: 'i4', severity: 'warning' };
+const F = { alertname: 'NightJob', instance: 'i5' };
+const G = { alertname: 'Quiet', instance: 'i6' };
+
+describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert', () => {
+  it('deliver the same (receiver, group labels, alert, status): grouping with ..., continue, inhibition with equal, silences, a mute interval in Asia/Tokyo', async () => {
+    const window = tokyoWindow(new Date());
+    const amSink = new WebhookSink();
+    const ourSink = new WebhookSink();
+    await amSink.start();
+    await ourSink.start();
+    cleanups.push(() => amSink.stop(), () => ourSink.stop());
+
+    const dir = tempDir('alertmanager');
+    writeFileSync(join(dir, 'alertmanager.yml'), config(amSink.base, window));
+    const amPort = await freePort();
+    const { binary, cwd } = relocatedAlertmanager();
+    const alertmanager = startTool(binary, [
+      `--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, '--cluster.listen-address=', `--web.listen-address=127.0.0.1:${amPort}`,
+    ], cleanups, cwd);
+    const am = `http://127.0.0.1:${amPort}`;
+    await waitFor(async () => (await fetch(`${am}/-/ready`).catch(() => undefined))?.ok === true || alertmanager.exitCode !== null, 'Alertmanager', 30_000);
+    expect(alertmanager.exitCode, alertmanager.output()).toBeNull();
+    const { base: ours } = await startGpualertNotifier(config(ourSink.base, window), cleanups);
+
+    const both = async (path: string, body: unknown) => {
+      for (const base of [am, ours]) {
+        const res = await fetch(`${base}/api/v2/${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        expect(res.status, `${base} ${path}: ${await res.clone().text()}`).toBe(200);
+      }
+    };
+    const now = Date.now();
+    await both('silences', { matchers: [{ name: 'alertname', value: 'Quiet', isRegex: false, isEqual: true }], startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(), createdBy: 'test', comment: 'quiet' });
+    const firing = (labels: Record<string, string>) => ({ labels, annotations: { summary: `${labels.alertname} on ${labels.instance}` }, startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString() });
+    const resolved = (labels: Record<string, string>) => ({ ...firing(labels), endsAt: new Date(Date.now() - 500).toISOString() });
+    const settle = async (expected: readonly string[], what: string) => {
+      for (const [name, sink] of [['Alertmanager', amSink], ['gpualert', ourSink]] as const) {
+        await waitFor(() => expected.every((line) => delivered(sink.deliveries).includes(line)), `${name}: ${what}\n${delivered(sink.deliveries).join('\n')}`, 30_000);
+      }
+    };
+
+    await both('alerts', [A, B, C, D, E, F, G].map(firing));
+    const phase1 = [
+      'db {alertname=DiskFull,instance=i1,severity=warning,team=db} DiskFull/i1 firing', 'db {alertname=DiskFull,instance=i2,severity=warning,team=db} DiskFull/i2 firing',
+      'ops {team=db} DiskFull/i1 firing', 'ops {team=db} DiskFull/i2 firing', 'ops {team=web} NodeDown/i3 firing', 'default {alertname=GpuHot} GpuHot/i4 firing',
+    ];
+    await settle(phase1, 'the first alerts');
+
+    // NodeDown resolves: GpuHot on i3, inhibited until now, is told; DiskFull on i1 resolves too.
+    await both('alerts', [resolved(C), resolved(A)]);
+    await settle(['ops {team=web} NodeDown/i3 resolved', 'ops {team=web} GpuHot/i3 firing', 'db {alertname=DiskFull,instance=i1,severity=warning,team=db} DiskFull/i1 resolved', 'ops {team=db} DiskFull/i1 resolved'], 'the second step');
+
+    await both('alerts', [B, D, E, F, G].map(resolved));
+    const last = ['ops {team=db} DiskFull/i2 resolved', 'ops {team=web} GpuHot/i3 resolved', 'default {alertname=GpuHot} GpuHot/i4 resolved', 'db {alertname=DiskFull,instance=i2,severity=warning,team=db} DiskFull/i2 resolved'];
+    await settle(last, 'everything resolved');
+
+    const ours_ = delivered(ourSink.deliveries);
+    expect(ours_).toEqual(delivered(amSink.deliveries));
+    // Muted in Tokyo's night (or day), silenced: neither ever reached a receiver.
+    expect(ours_.filter((l) => l.includes('NightJob') || l.includes('Quiet'))).toEqual([]);
+    expect(ourSink.deliveries.every((d) => d.body.version === '4')).toBe(true);
+  });
+});
