@@ -141,3 +141,89 @@ describe('gpualert replay and rules check', () => {
     expect(bad.stderr.trim()).toBe(`gpualert rules check: ${dir}/templates/h100.yaml:3: priority: Invalid input: expected number, received string`);
   });
 });
+
+describe('gpualert host forget', () => {
+  it('removes a known host from the engine state and its partition index (one line, exit 0), and names an unknown one (exit 2)', async () => {
+    const { runCli } = await import('./infra/run-cli.ts');
+    const { RedisStore } = await import('@gpualert/state');
+    const prefix = `${uniqueName('forget')}:`;
+    const store = new RedisStore({ url: inject('redisUrl'), prefix });
+    try {
+      await store.set('engine:host:gpu-old-7', JSON.stringify({ host: 'gpu-old-7', offsets: { 'gpualert.gpu.samples/2': 41, 'gpualert.kernel.events/2': 3 } }));
+      await store.hashSet('engine:partition:2', { 'gpu-old-7': '1', 'gpu-new-1': '1' });
+      const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: prefix });
+      const forgot = await runCli(['host', 'forget', 'gpu-old-7'], { env });
+      expect({ code: forgot.code, stderr: forgot.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(forgot.stdout.trim().split('\n')).toHaveLength(1);
+      expect(forgot.stdout).toMatch(/^forgot gpu-old-7: /);
+      expect(await store.get('engine:host:gpu-old-7')).toBeNull();
+      expect(await store.hashGetAll('engine:partition:2')).toEqual({ 'gpu-new-1': '1' });
+      const unknown = await runCli(['host', 'forget', 'gpu-never-seen'], { env });
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr.trim()).toBe(`gpualert host forget: no host "gpu-never-seen" in the engine's state (key prefix "${prefix}")`);
+      const badSetting = await runCli(['engine'], { env: cleanEnv({ GPUALERT_FORGET_AFTER: '7 days' }) });
+      expect(badSetting.code).toBe(2);
+      expect(badSetting.stderr.trim()).toMatch(/^gpualert engine: GPUALERT_FORGET_AFTER: not a valid duration string: "7 days"/);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+});
+
+describe('the fault lane on the real Kafka', () => {
+  it('an Xid is judged while the sample batches fetched before it still wait: it does not queue behind the fetch cycle', async () => {
+    const { startEngineService } = await import('@gpualert/engine-service');
+    const { MemoryStore } = await import('@gpualert/state');
+    const { createLogger } = await import('@gpualert/log');
+    const rules = loadRuleSet();
+    const catalog = loadXidCatalog();
+    if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
+    const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: `${uniqueName('lane')}.`, partitions: 6 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    // A backlog over all six partitions, so the engine's first fetch brings six sample batches.
+    const fleet = [...syntheticFleet({ hosts: 24, gpusPerHost: 8, start: Date.now() - 30 * MIN, minutes: 10, seed: 21 })];
+    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
+    await bus.publish(TOPICS.gpuSamples, fleet.filter((e) => e.type === 'gpu.sample').map(envelopeMessage));
+    // Each sample batch takes 400 ms to save: six of them hold a single fetch cycle for 2.4 s.
+    const store = new MemoryStore();
+    let sampleSaves = 0;
+    const slow = new Proxy(store, {
+      get: (target, name, receiver) => {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (name !== 'set' || typeof value !== 'function') return value;
+        return async (key: string, ...rest: unknown[]) => {
+          if (key.startsWith('engine:host:gpu-node-')) {
+            sampleSaves += 1;
+            await new Promise((r) => setTimeout(r, 400));
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, [key, ...rest]);
+        };
+      },
+    });
+    const alerts: { host: string; at: number }[] = [];
+    const watch = await bus.consume({
+      group: 'watch', topics: [TOPICS.alerts], fromBeginning: true,
+      handler: async (b) => void alerts.push(...b.items.map((i) => ({ host: i.envelope.host, at: Date.now() }))),
+    });
+    const service = await startEngineService({
+      bus, store: slow, log: createLogger({ name: 'test', level: 'silent' }), ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engine', sessionTimeoutMs: 10_000,
+    });
+    try {
+      await waitFor(() => sampleSaves > 0, 'the first sample batch to be saving', 60_000);
+      const sentAt = Date.now();
+      await bus.publish(TOPICS.kernelEvents, [envelopeMessage(newEnvelope({
+        type: 'kernel.event', host: 'xid-host', source: 'test', ts: new Date(Date.now() - 20 * MIN).toISOString(),
+        data: { kind: 'xid', xid: 79, pci_bus: '0000:3b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.' },
+      }))]);
+      await waitFor(() => alerts.some((a) => a.host === 'xid-host'), 'the Xid alert', 30_000);
+      const took = alerts.find((a) => a.host === 'xid-host')!.at - sentAt;
+      // At most the one batch already saving (400 ms) and the fetches; behind the cycle it was ≥ 2 s.
+      expect(took).toBeLessThan(1_200);
+      console.log(`[fault lane] Xid judged and alerted ${took} ms after it was published, six 400 ms sample batches in the cycle`);
+    } finally {
+      await service.stop();
+      await watch.stop();
+      await bus.close();
+    }
+  }, 120_000);
+});
