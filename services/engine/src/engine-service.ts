@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
-  deadletterOf, envelopeMessage, RetriableError, type Batch, type BatchContext, type Bus, type OutgoingMessage,
+  DEADLETTER_HEADERS, envelopeMessage, RetriableError, type Batch, type BatchContext, type Bus, type IncomingMessage, type OutgoingMessage,
   type Subscription,
 } from '@gpualert/bus';
 import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, type EngineState, type RuleSet } from '@gpualert/engine';
@@ -271,6 +271,23 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       clearInterval(timer);
       await Promise.all([faults.stop(), subscription.stop()]);
       await queue.idle();
+    },
+  };
+}
+
+/** A dead letter as the bus writes one: the original bytes, the reason and where it came from. */
+function deadletterOf(message: IncomingMessage, group: string, reason: string): OutgoingMessage {
+  return {
+    key: message.key ?? '',
+    value: message.value,
+    timestamp: message.timestamp,
+    headers: {
+      ...message.headers,
+      [DEADLETTER_HEADERS.reason]: reason,
+      [DEADLETTER_HEADERS.topic]: message.topic,
+      [DEADLETTER_HEADERS.partition]: String(message.partition),
+      [DEADLETTER_HEADERS.offset]: String(message.offset),
+      [DEADLETTER_HEADERS.group]: group,
     },
   };
 }
