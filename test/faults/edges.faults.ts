@@ -88,10 +88,9 @@ describe('the edges: a failing vendor and a flooded intake', () => {
     const dead = (await pipeline.bus.read(TOPICS.deadletter)).filter((m) => m.key === poisonHost);
     expect(dead).toHaveLength(1);
     expect(dead[0]!.value.toString()).toBe(String(poison.value));
-    // Kernel events are the engine's fault lane, a consumer group of its own.
-    expect(dead[0]!.headers[DEADLETTER_HEADERS.group]).toBe('gpualert-engine-faults');
-    expect(dead[0]!.headers[DEADLETTER_HEADERS.reason]).toMatch(/^handler of gpualert-engine-faults failed: SyntaxError: /);
-    const fingerprint = pipelineFingerprint('gpualert-engine-faults', TOPICS.kernelEvents);
+    expect(dead[0]!.headers[DEADLETTER_HEADERS.group]).toBe('gpualert-engine');
+    expect(dead[0]!.headers[DEADLETTER_HEADERS.reason]).toMatch(/^handler of gpualert-engine failed: SyntaxError: /);
+    const fingerprint = pipelineFingerprint('gpualert-engine', TOPICS.kernelEvents);
     const pipelineAlerts = (await pipeline.bus.read(TOPICS.alerts)).map((m) => parseEnvelope(m.value))
       .flatMap((r) => (r.ok && r.value.type === 'alert' && r.value.data.category === 'pipeline' ? [r.value.data] : []));
     expect(pipelineAlerts.map((a) => [a.fingerprint, a.status, a.severity])).toEqual([[fingerprint, 'firing', 'error']]);

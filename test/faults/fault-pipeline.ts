@@ -219,9 +219,7 @@ export class FaultPipeline {
   async waitCaughtUp(timeoutMs = 60_000): Promise<void> {
     let last = '';
     await waitFor(async () => {
-      // Samples and inventory in the engine's group, kernel and provider events in its fault lane's.
-      const engine = await this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.hostInventory])
-        + await this.lag('gpualert-engine-faults', [TOPICS.kernelEvents, TOPICS.providerEvents]);
+      const engine = await this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.kernelEvents]);
       const notifier = await this.lag('gpualert-notifier', [TOPICS.alerts]);
       last = `engine lag ${engine}, notifier lag ${notifier}`;
       return engine === 0 && notifier === 0;

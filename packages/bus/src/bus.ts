@@ -64,13 +64,6 @@ export interface ConsumeOptions {
    * consumer that saves per-key state after each batch save each key less often when it is behind.
    */
   readonly maxBatchBytes?: number;
-  /**
-   * Who this member is beyond the group: consumers that share an instance id (one process's
-   * consumers of several groups) are ranked alike in each of their groups, so groups with the
-   * same instances give each instance the same partition numbers. The engine's fault lane, a
-   * group of its own, thereby follows the samples group: one host, one instance.
-   */
-  readonly instance?: string;
   /** Told the partitions this member owns after each rebalance (all of them, not a difference). */
   readonly onAssignment?: (partitions: readonly TopicPartition[]) => void;
   /**

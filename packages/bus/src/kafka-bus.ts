@@ -5,7 +5,7 @@ import {
 import { randomUUID } from 'node:crypto';
 import { redactSecrets } from '@gpualert/log';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
-import { coPartitionedAssigner } from './co-partitioned-assigner.ts';
+import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
 import { retryBatch } from './retry-batch.ts';
 
@@ -155,7 +155,7 @@ export class KafkaBus implements Bus {
       maxBytes: Math.max(10 * 1024 * 1024, (options.maxBatchBytes ?? 0) * 8),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
       // Co-partitioned first; round-robin only while a rolling upgrade still has older members.
-      partitionAssigners: [coPartitionedAssigner(options.instance), PartitionAssigners.roundRobin],
+      partitionAssigners: [CoPartitionedAssigner, PartitionAssigners.roundRobin],
     });
     await consumer.connect();
     await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });

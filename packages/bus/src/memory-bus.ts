@@ -270,9 +270,7 @@ export class MemoryBus implements Bus {
     // Partition p of every topic to one member, as Kafka's co-partitioned assigner does: one host, one member.
     for (const topic of topics) {
       const count = this.topics.get(topic)!.length;
-      // Ranked by instance, then by arrival, as the Kafka assigner ranks them: groups of the same instances agree.
-      const eligible = live.filter((m) => m.options.topics.includes(topic))
-        .sort((a, b) => ((a.options.instance ?? '') < (b.options.instance ?? '') ? -1 : (a.options.instance ?? '') > (b.options.instance ?? '') ? 1 : a.id - b.id));
+      const eligible = live.filter((m) => m.options.topics.includes(topic));
       for (let partition = 0; partition < count; partition += 1) eligible[partition % eligible.length]?.assigned.push({ topic, partition });
     }
     for (const member of live) member.options.onAssignment?.([...member.assigned]);

@@ -26,7 +26,6 @@ const engine = lazy(engineCommands, 'engine');
 const replay = lazy(engineCommands, 'replay');
 const rulesCheck = lazy(engineCommands, 'rulesCheck');
 const alertResolve = lazy(engineCommands, 'alertResolve');
-const hostForget = lazy(() => import('./commands/host.ts'), 'hostForget');
 const notifier = lazy(notifierCommands, 'notifier');
 const silenceAdd = lazy(notifierCommands, 'silenceAdd');
 const silenceList = lazy(notifierCommands, 'silenceList');
@@ -175,8 +174,6 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   routes.command('show').description('the routing tree').option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)').action(run(routesShow));
   const alert = program.command('alert').description('alerts');
   withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
-  const host = program.command('host').description('hosts the engine knows');
-  withCommonOptions(host.command('forget').description('forget a decommissioned host: no longer loaded or judged absent').argument('<host>')).action(run(hostForget));
 
   return program;
 }

@@ -6,7 +6,6 @@ import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore, MemoryStoreData } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { startEngineService } from './engine-service.ts';
-import { requestForgetHost } from './forget-hosts.ts';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();
@@ -132,118 +131,6 @@ describe('engine service on the wall clock', () => {
     clearInterval(live);
     const down = alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing').map((a) => a.host);
     expect(down).toEqual(['gpu-node-004']);
-    await Promise.all([service.stop(), watch.stop()]);
-    await bus.close();
-  }, 30_000);
-});
-
-describe('engine service forgetting hosts', () => {
-  const keysOf = async (store: MemoryStore, partitions: number) => {
-    const indexed: string[] = [];
-    for (let p = 0; p < partitions; p += 1) indexed.push(...Object.keys(await store.hashGetAll(`engine:partition:${p}`)));
-    return indexed.sort();
-  };
-
-  it('forgets a host silent past forgetAfterMs on the wall clock: state key and index entry gone, the reporting hosts kept', async () => {
-    const bus = new MemoryBus({ partitions: 4 });
-    const store = new MemoryStore();
-    await bus.ensureTopics(Object.values(TOPICS));
-    const fleet = [...syntheticFleet({ hosts: 4, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 11 })];
-    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
-    const samples = fleet.filter((e) => e.type === 'gpu.sample');
-    let next = 0;
-    const decommissioned = 'gpu-node-002';
-    let stopped = false;
-    const publishDue = async () => {
-      const due = [];
-      while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) {
-        const sample = samples[next++]!;
-        if (!(stopped && sample.host === decommissioned)) due.push(envelopeMessage(sample));
-      }
-      if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
-    };
-    const live = setInterval(() => void publishDue(), 50);
-    const service = await startEngineService({
-      bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100, forgetAfterMs: 1_500,
-    });
-    await waitFor(async () => (await keysOf(store, 4)).length === 4, 'the four hosts indexed');
-    stopped = true;
-    await waitFor(async () => (await store.get(`engine:host:${decommissioned}`)) === null, 'the silent host forgotten', 6_000);
-    expect(await keysOf(store, 4)).toEqual(['gpu-node-000', 'gpu-node-001', 'gpu-node-003']);
-    // The others reported all along: still remembered after more ticks.
-    await pause(500);
-    for (const host of ['gpu-node-000', 'gpu-node-001', 'gpu-node-003']) expect(await store.get(`engine:host:${host}`)).not.toBeNull();
-    clearInterval(live);
-    await service.stop();
-    await bus.close();
-  }, 30_000);
-
-  it('after `host forget`, a host that went silent while no engine ran is not loaded or called down; one not forgotten is', async () => {
-    const bus = new MemoryBus({ partitions: 4 });
-    const data = new MemoryStoreData();
-    const { alerts, watch } = await watchAlerts(bus);
-    const engine = () => startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
-    const fleet = [...syntheticFleet({ hosts: 6, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 9 })];
-    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
-    const samples = fleet.filter((e) => e.type === 'gpu.sample');
-    let next = 0;
-    const dead = new Set<string>();
-    const publishDue = async () => {
-      const due = [];
-      while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) {
-        const sample = samples[next++]!;
-        if (!dead.has(sample.host)) due.push(envelopeMessage(sample));
-      }
-      if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
-    };
-    const live = setInterval(() => void publishDue(), 50);
-    let service = await engine();
-    await pause(3_000);
-    await service.stop();
-    // Both die while no engine runs; one of them was decommissioned and is forgotten.
-    dead.add('gpu-node-004').add('gpu-node-001');
-    const store = new MemoryStore({ data });
-    expect(await requestForgetHost(store, 'gpu-node-001', Date.now())).toBe('forgotten');
-    expect(await requestForgetHost(store, 'gpu-node-999', Date.now())).toBe('unknown');
-    await pause(1_500);
-    service = await engine();
-    await pause(2_500);
-    clearInterval(live);
-    const down = alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing').map((a) => a.host);
-    expect(down).toEqual(['gpu-node-004']);
-    expect(await store.get('engine:host:gpu-node-001')).toBeNull();
-    await Promise.all([service.stop(), watch.stop()]);
-    await bus.close();
-  }, 30_000);
-
-  it('a running engine drops a forgotten host from memory: it neither calls it down nor writes it back', async () => {
-    const bus = new MemoryBus({ partitions: 2 });
-    const store = new MemoryStore();
-    const { alerts, watch } = await watchAlerts(bus);
-    const fleet = [...syntheticFleet({ hosts: 3, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 13 })];
-    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
-    const samples = fleet.filter((e) => e.type === 'gpu.sample');
-    let next = 0;
-    const gone = 'gpu-node-001';
-    let stopped = false;
-    const publishDue = async () => {
-      const due = [];
-      while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) {
-        const sample = samples[next++]!;
-        if (!(stopped && sample.host === gone)) due.push(envelopeMessage(sample));
-      }
-      if (due.length > 0) await bus.publish(TOPICS.gpuSamples, due);
-    };
-    const live = setInterval(() => void publishDue(), 50);
-    const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 50 });
-    await pause(3_000); // the scrape interval is learned: absent after 600 ms
-    stopped = true; // decommissioned, and forgotten at once, while the engine still holds it
-    expect(await requestForgetHost(store, gone, Date.now())).toBe('forgotten');
-    await pause(2_000);
-    clearInterval(live);
-    expect(alerts.filter((a) => a.data.rule === 'host-absent').map((a) => a.host)).toEqual([]);
-    expect(await store.get(`engine:host:${gone}`)).toBeNull();
-    expect(await keysOf(store, 2)).toEqual(['gpu-node-000', 'gpu-node-002']);
     await Promise.all([service.stop(), watch.stop()]);
     await bus.close();
   }, 30_000);

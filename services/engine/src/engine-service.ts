@@ -1,19 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import {
-  DEADLETTER_HEADERS, envelopeMessage, RetriableError, type Batch, type BatchContext, type Bus, type IncomingMessage, type OutgoingMessage,
-  type Subscription,
-} from '@gpualert/bus';
+import { DEADLETTER_HEADERS, envelopeMessage, type Bus, type IncomingMessage, type OutgoingMessage, type Subscription } from '@gpualert/bus';
 import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, type EngineState, type RuleSet } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import type { ServiceDefinition } from '@gpualert/runtime';
+import { serialQueue, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
-import {
-  DEFAULT_FORGET_AFTER_MS, dropHostFromStore, forgetHost, longSilentHosts, partitionsOfOffsets, pendingForgetRequests,
-} from './forget-hosts.ts';
-import { laneQueue, type Lane } from './lane-queue.ts';
-import { FLEET_KEY, HOST_KEY, OPERATOR_KEY, PARTITION_KEY } from './store-keys.ts';
 
 export interface EngineServiceOptions {
   readonly bus: Bus;
@@ -30,39 +21,26 @@ export interface EngineServiceOptions {
   readonly sessionTimeoutMs?: number;
   /** How often the wall clock ticks (default 2 s). */
   readonly tickMs?: number;
-  /**
-   * On the wall clock, a host silent this long is forgotten: dropped from memory, its state key and
-   * its partition's index (default DEFAULT_FORGET_AFTER_MS; 0: never).
-   */
-  readonly forgetAfterMs?: number;
   /** Told after each tick, whether or not it judged anything. */
   readonly onTick?: () => void;
 }
 
+const HOST_KEY = (host: string) => `engine:host:${host}`;
+const FLEET_KEY = 'engine:fleet';
+const OPERATOR_KEY = 'engine:operator-resolve';
+/** The hosts seen on partition p (of every input topic: they are co-partitioned). */
+const PARTITION_KEY = (partition: number) => `engine:partition:${partition}`;
 /**
  * A samples partition that has delivered nothing this long after an assignment counts as caught up,
  * and input stalled this long no longer holds absence back.
  */
 const UNHEARD_PARTITION_MS = 60_000;
-/**
- * How long a fault batch of a partition this instance's samples consumer does not own (yet) waits
- * for the samples group's next assignment before it is retried: the two groups settle within a
- * rebalance of each other, and a second keeps the retry log quiet meanwhile.
- */
-export const FAULT_LANE_OWNERSHIP_WAIT_MS = 1_000;
-/** The fault lane's consumer group: the engine's group with this suffix. */
-export const FAULT_LANE_SUFFIX = '-faults';
 
 /**
- * The engine as a service: two consumer groups over the input topics, partitioned by host. The
- * samples group takes samples and inventory; the fault lane (group `<group>-faults`) takes kernel
- * and provider events, so an Xid never waits in a fetch cycle behind sample batches, and its
- * batches are judged ahead of queued sample work. Both groups rank this instance alike (one
- * instance id), so they give it the same partitions, and the fault lane judges only partitions
- * the samples group gave it: one host, one instance. Each batch judges its hosts in order,
- * publishes the alerts, and saves the hosts' state before the wrapper commits; a redelivered
- * message is recognised by its offset and not judged twice, and alert ids are deterministic, so a
- * restart repeats nothing.
+ * The engine as a service: one consumer group over the input topics, partitioned by host.
+ * Each batch judges its hosts in order, publishes the alerts, and saves the hosts' state before
+ * the wrapper commits; a redelivered message is recognised by its
+ * offset and not judged twice, and alert ids are deterministic, so a restart repeats nothing.
  */
 export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void> }> {
   const engine = new Engine(options.ruleSet, options.catalog, false);
@@ -72,13 +50,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     if (saved) state.fleet = parseFleetState(saved);
   };
   await loadFleet();
-  const queue = laneQueue();
-  const serial = <T>(work: () => Promise<T>, lane: Lane = 'bulk'): Promise<T> => queue.run(lane, work);
-  // Ranks this instance alike in both groups, so both give it the same partition numbers.
-  const instance = randomUUID();
-  // The partitions the samples group gave this instance: the fault lane judges only these.
-  let owned = new Set<number>();
-  let assigned: (() => void)[] = [];
+  const queue = serialQueue();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
   // The hosts this instance owns are held in memory for as long as its assignment lasts: the store
   // is read once per host per assignment (and for every host of its partitions when it is
   // assigned, so a host that went silent while no engine owned it is still judged), and written
@@ -111,51 +84,9 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   };
 
   const group = options.group ?? 'gpualert-engine';
-  const judge = async (batch: Batch, context: BatchContext, consumer: string) => {
-    const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
-    await Promise.all(hosts.filter((host) => !loaded.has(host)).map((host) => load(host)));
-    const position = `${batch.topic}/${batch.partition}`;
-    try {
-      const alerts: EnvelopeOf<'alert'>[] = [];
-      const deadletters: OutgoingMessage[] = [];
-      const receivedAt = Date.now();
-      for (const { envelope, message } of batch.items) {
-        const host = state.hosts[envelope.host];
-        if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
-        // On the wall clock, an event dated far from now is a wrong clock, not judged: one dated
-        // ahead would hold its host's clock there and hide the host going down.
-        const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : undefined;
-        if (problem !== undefined) {
-          deadletters.push(deadletterOf(message, consumer, problem));
-          options.log.warn({ topic: message.topic, partition: message.partition, offset: message.offset, reason: problem }, 'event_time_out_of_window');
-          continue;
-        }
-        alerts.push(...engine.advance(state, envelope));
-        state.hosts[envelope.host]!.offsets[position] = message.offset;
-      }
-      if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
-      if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-      const judged = hosts.filter((host) => state.hosts[host] !== undefined); // not a host whose only message was dead-lettered
-      await Promise.all(judged.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
-      await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
-      // Written with every batch, so the index comes back by itself if the store loses its data.
-      if (judged.length > 0) await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
-      if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
-    } catch (error) {
-      for (const host of hosts) {
-        loaded.delete(host);
-        delete state.hosts[host];
-      }
-      throw error;
-    }
-    behind.set(position, batch.lag);
-    if (batch.topic === TOPICS.gpuSamples) lastSamplesAt = Date.now();
-  };
-
   const subscription: Subscription = await options.bus.consume({
     group,
-    instance,
-    topics: [TOPICS.gpuSamples, TOPICS.hostInventory],
+    topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory],
     // A dead instance's partitions move to the survivors after this long.
     sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
     // Behind (after an outage, at a burst), several samples of each host share one state save.
@@ -164,78 +95,58 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       samplesPartitions = partitions.filter((p) => p.topic === TOPICS.gpuSamples).map((p) => `${p.topic}/${p.partition}`);
       assignedAt = Date.now();
       behind.clear();
-      owned = new Set(partitions.map((p) => p.partition));
-      const waiting = assigned;
-      assigned = [];
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
-      // On the fault lane, so it goes ahead of sample work queued before the rebalance.
       void serial(async () => {
         state.hosts = dict();
         loaded.clear();
-        for (const partition of owned) {
+        for (const partition of new Set(partitions.map((p) => p.partition))) {
           const hosts = Object.keys(await options.store.hashGetAll(PARTITION_KEY(partition)));
           await Promise.all(hosts.map((host) => load(host)));
         }
-      }, 'fault').catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_assignment_load_failed'))
-        .finally(() => waiting.forEach((resolve) => resolve()));
+      }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_assignment_load_failed'));
     },
-    handler: (batch, context) => serial(() => judge(batch, context, group)),
+    handler: (batch, context) =>
+      serial(async () => {
+        const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
+        await Promise.all(hosts.filter((host) => !loaded.has(host)).map((host) => load(host)));
+        const position = `${batch.topic}/${batch.partition}`;
+        try {
+          const alerts: EnvelopeOf<'alert'>[] = [];
+          const deadletters: OutgoingMessage[] = [];
+          const receivedAt = Date.now();
+          for (const { envelope, message } of batch.items) {
+            const host = state.hosts[envelope.host];
+            if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
+            // On the wall clock, an event dated far from now is a wrong clock, not judged: one dated
+            // ahead would hold its host's clock there and hide the host going down.
+            const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : undefined;
+            if (problem !== undefined) {
+              deadletters.push(deadletterOf(message, group, problem));
+              options.log.warn({ topic: message.topic, partition: message.partition, offset: message.offset, reason: problem }, 'event_time_out_of_window');
+              continue;
+            }
+            alerts.push(...engine.advance(state, envelope));
+            state.hosts[envelope.host]!.offsets[position] = message.offset;
+          }
+          if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
+          if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+          const judged = hosts.filter((host) => state.hosts[host] !== undefined); // not a host whose only message was dead-lettered
+          await Promise.all(judged.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
+          await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
+          // Written with every batch, so the index comes back by itself if the store loses its data.
+          if (judged.length > 0) await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
+          if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
+        } catch (error) {
+          for (const host of hosts) {
+            loaded.delete(host);
+            delete state.hosts[host];
+          }
+          throw error;
+        }
+        behind.set(position, batch.lag);
+        if (batch.topic === TOPICS.gpuSamples) lastSamplesAt = Date.now();
+      }),
   });
-
-  // The fault lane: kernel and provider events, fetched apart from samples and judged first.
-  const faultGroup = `${group}${FAULT_LANE_SUFFIX}`;
-  const faults: Subscription = await options.bus.consume({
-    group: faultGroup,
-    instance,
-    topics: [TOPICS.kernelEvents, TOPICS.providerEvents],
-    sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
-    handler: async (batch, context) => {
-      // The two groups rebalance apart: a partition the samples group has not (yet) given this
-      // instance is another instance's to judge, so it waits for the next assignment, then retries.
-      if (!owned.has(batch.partition)) {
-        options.log.info({ topic: batch.topic, partition: batch.partition, wait_ms: FAULT_LANE_OWNERSHIP_WAIT_MS }, 'fault_lane_waiting_for_assignment');
-        await new Promise<void>((resolve) => {
-          assigned.push(resolve);
-          setTimeout(resolve, FAULT_LANE_OWNERSHIP_WAIT_MS).unref();
-        });
-        if (!owned.has(batch.partition)) throw new RetriableError(`partition ${batch.partition} of ${batch.topic} is not this engine's in group ${group} (yet)`);
-      }
-      return serial(async () => {
-        if (!owned.has(batch.partition)) throw new RetriableError(`partition ${batch.partition} of ${batch.topic} moved away from this engine in group ${group}`);
-        await judge(batch, context, faultGroup);
-      }, 'fault');
-    },
-  });
-
-  // Forgetting: hosts an operator forgot (`gpualert host forget`), each request applied once, and
-  // on the wall clock hosts silent past forgetAfterMs (not while behind: a backlog is not silence).
-  const applied = new Map<string, number>();
-  const forgetAfterMs = options.forgetAfterMs ?? DEFAULT_FORGET_AFTER_MS;
-  const forgetHosts = async (now: number, judging: boolean) => {
-    const requests = await pendingForgetRequests(options.store, now);
-    for (const host of applied.keys()) if (!requests.has(host)) applied.delete(host);
-    const asked = [...requests].filter(([host, at]) => applied.get(host) !== at);
-    const silent = judging ? longSilentHosts(state, now, forgetAfterMs) : [];
-    const gone: { host: string; partitions: number[]; silentMs?: number }[] = [];
-    for (const [host, at] of asked) {
-      applied.set(host, at);
-      const held = state.hosts[host];
-      if (forgetHost(state, host)) gone.push({ host, partitions: held ? partitionsOfOffsets(held.offsets) : [] });
-    }
-    for (const host of silent) {
-      const held = state.hosts[host];
-      if (!held) continue;
-      gone.push({ host, partitions: partitionsOfOffsets(held.offsets), silentMs: now - held.now });
-      forgetHost(state, host);
-    }
-    if (gone.length === 0) return;
-    // Again for an operator's request: a batch in flight may have written the host back meanwhile.
-    await Promise.all(gone.map(({ host, partitions }) => dropHostFromStore(options.store, host, partitions)));
-    await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
-    for (const { host, silentMs } of gone) {
-      options.log.info(silentMs === undefined ? { host, reason: 'operator' } : { host, reason: 'silent', silent_ms: silentMs }, 'host_forgotten');
-    }
-  };
 
   // Wall-clock ticks: absence, quiet periods, escalation; and operators' resolves.
   const timer = setInterval(() => {
@@ -245,9 +156,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       // What each host was before this tick: if its alerts cannot be published, the tick is undone
       // and the next one decides again; kept, a host that has gone silent would be marked as
       // alerted with its alert lost, and no later sample of it would come to correct that.
-      const judging = options.clock === 'wall' && !catchingUp() && !inputStalled();
-      await forgetHosts(now, judging);
       const resolves = await takeOperatorResolves(options.store);
+      const judging = options.clock === 'wall' && !catchingUp() && !inputStalled();
       const before = judging || resolves.length > 0 ? new Map(Object.entries(state.hosts).map(([host, s]) => [host, JSON.stringify(s)])) : new Map<string, string>();
       for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
       if (judging) alerts.push(...engine.tick(state, now));
@@ -269,7 +179,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   return {
     async stop() {
       clearInterval(timer);
-      await Promise.all([faults.stop(), subscription.stop()]);
+      await subscription.stop();
       await queue.idle();
     },
   };

@@ -1,6 +1,5 @@
 import { Engine, loadRuleSet, RecordingError, replay as replayRecording, type RuleSet } from '@gpualert/engine';
-import { DEFAULT_FORGET_AFTER_MS, requestOperatorResolve, startEngineService } from '@gpualert/engine-service';
-import { parseDuration as parsePrometheusDuration } from '@gpualert/notify';
+import { requestOperatorResolve, startEngineService } from '@gpualert/engine-service';
 import { formatRuleError, loadXidCatalog, type XidCatalog } from '@gpualert/rules';
 import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
@@ -49,23 +48,11 @@ export async function engine(options: Options): Promise<number> {
   const clock = String(options.clock ?? 'wall');
   if (clock !== 'wall' && clock !== 'event') throw new CliError(`gpualert engine: --clock must be wall or event (got "${clock}")`);
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'engine');
-  const forgetAfterMs = forgetAfter(process.env.GPUALERT_FORGET_AFTER);
   return runService('engine', options, async ({ bus, store }, log) => {
-    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock, forgetAfterMs });
-    log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock, forget_after_ms: forgetAfterMs }, 'engine_started');
+    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock });
+    log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock }, 'engine_started');
     return service;
   });
-}
-
-/**
- * GPUALERT_FORGET_AFTER: how long a host may be silent before the engine forgets it, in
- * Prometheus' duration syntax (`7d`, `36h`, `1w`); `0` never forgets. Default 7 days.
- */
-export function forgetAfter(value: string | undefined): number {
-  if (value === undefined || value.trim() === '') return DEFAULT_FORGET_AFTER_MS;
-  const ms = parsePrometheusDuration(value.trim());
-  if (typeof ms === 'string') throw new CliError(`gpualert engine: GPUALERT_FORGET_AFTER: ${ms}`);
-  return ms;
 }
 
 /** `gpualert alert resolve <fingerprint>`: hands the engine an operator's resolve. */
