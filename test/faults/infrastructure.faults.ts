@@ -74,13 +74,15 @@ describe('Kafka and Redis taken away under steady load', () => {
     await pipeline.injectXid(19, 7);
     await pipeline.waitForPages(90_000);
     const recovered = Date.now() - restartedAt;
+    // The engine held its hosts' state in memory and writes each back with that host's next samples:
+    // the baselines kept learning. (The fault lane pages before the next samples of a given host may
+    // have come, so this waits while the load still runs.)
+    await waitFor(async () => (await learned()) > learnedBefore, 'the engine to write host state again', 30_000);
     await pipeline.stopLoad();
     await pipeline.waitCaughtUp(90_000);
     expect(alive()).toBe(true);
     expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
     expect(await pipeline.deadletters()).toBe(0);
-    // The engine held its hosts' state in memory and wrote it back: the baselines kept learning.
-    await waitFor(async () => (await learned()) > learnedBefore, 'the engine to write host state again', 30_000);
     // The notifier held the silence and wrote it back: the maintenance stays quiet.
     await waitFor(async () => (await runCli(['silence', 'list'], { env: pipeline.env })).stdout.includes(`${silence}  active`), 'the silence to be back in the store', 30_000);
     console.log(`[faults] Redis down ${Math.round((restartedAt - stoppedAt) / 1000)} s and wiped: every page in ${recovered} ms after it was back; triggers per dedup key ${JSON.stringify([...pipeline.pages().values()].map((p) => p.triggers))}`);
