@@ -6,3 +6,4 @@ export { RetriableError, isInfrastructureError } from './infrastructure-error.ts
 export { PIPELINE_HOST, PIPELINE_RULE, pipelineAlert, pipelineFingerprint, raisePipelineAlert } from './pipeline-alert.ts';
 export { BUS_METRICS, deadletterMessages } from './bus-metrics.ts';
 export { MAX_ALONE_ATTEMPTS, MAX_HANDLER_ATTEMPTS, MAX_DEADLETTER_REASON_CHARS } from './retry-batch.ts';
+export { deadletterOf } from './process-batch.ts';

@@ -1,4 +1,4 @@
-import { DEADLETTER_HEADERS, envelopeMessage, type Bus, type IncomingMessage, type OutgoingMessage, type Subscription } from '@gpualert/bus';
+import { deadletterOf, envelopeMessage, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
 import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, type EngineState, type RuleSet } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
@@ -181,23 +181,6 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       clearInterval(timer);
       await subscription.stop();
       await queue.idle();
-    },
-  };
-}
-
-/** A dead letter as the bus writes one: the original bytes, the reason and where it came from. */
-function deadletterOf(message: IncomingMessage, group: string, reason: string): OutgoingMessage {
-  return {
-    key: message.key ?? '',
-    value: message.value,
-    timestamp: message.timestamp,
-    headers: {
-      ...message.headers,
-      [DEADLETTER_HEADERS.reason]: reason,
-      [DEADLETTER_HEADERS.topic]: message.topic,
-      [DEADLETTER_HEADERS.partition]: String(message.partition),
-      [DEADLETTER_HEADERS.offset]: String(message.offset),
-      [DEADLETTER_HEADERS.group]: group,
     },
   };
 }
