@@ -54,9 +54,12 @@ describe('the edges: a failing vendor and a flooded intake', () => {
     // Each failed attempt is on record for the timeline.
     const records = (await pipeline.bus.read(TOPICS.notifications)).map((m) => parseEnvelope(m.value)).flatMap((r) => (r.ok && r.value.type === 'notification' ? [r.value.data] : []));
     const failed = records.filter((r) => r.receiver === 'pager' && r.outcome === 'failed');
-    expect(failed.some((r) => /500/.test(r.error ?? ''))).toBe(true);
-    expect(failed.some((r) => /429/.test(r.error ?? ''))).toBe(true);
-    console.log(`[faults] pager 500 then 429 for ${(2 * RECEIVER_DOWN_MS) / 1000} s: ${refused} requests refused, ${failed.length} failed attempts recorded; every page within ${recovered} ms of recovery, each once`);
+    // Every answer the pager refused with is on record. Whether a retry lands inside the 429 window
+    // depends on the backoff (one receiver's queue waits on its oldest page), so 429 is checked when sent.
+    const told = new Set(pipeline.vendors.refusals.filter((r) => r.vendor === 'pagerduty').map((r) => r.status));
+    expect(told.has(500)).toBe(true);
+    for (const status of told) expect(failed.some((r) => new RegExp(`\\b${status}\\b`).test(r.error ?? '')), `a failed attempt recorded with ${status}`).toBe(true);
+    console.log(`[faults] pager 500 then 429 for ${(2 * RECEIVER_DOWN_MS) / 1000} s: ${refused} requests refused (${[...told].sort().join(' and ')} answered), ${failed.length} failed attempts recorded; every page within ${recovered} ms of recovery, each once`);
   }, 2 * RECEIVER_DOWN_MS + 150_000);
 
   it('a poison message in the middle of the steady load: every fault is still paged once, the poison is dead-lettered with its reason, and one pipeline alert fires', async () => {

@@ -58,6 +58,8 @@ export class VendorReceivers {
   readonly pings: { vendor: string; text: string }[] = [];
   /** Every request as it arrives, before it is answered: a sender killed mid-request shows here. */
   readonly arrivals: { vendor: string; at: number }[] = [];
+  /** Every 500 and 429 answered while a failure was set: what the sender was actually told. */
+  readonly refusals: { vendor: string; status: number; at: number }[] = [];
   private failures = new Map<string, { kind: Failure; until: number; count: number }>();
   private readonly jiraIssues = new Map<string, { key: string; labels: string[]; status: string; comments: string[] }>();
   private readonly incidents = new Map<string, { sys_id: string; correlation_id: string; state: string; notes: string[]; cmdb_ci?: string; close_code?: string }>();
@@ -135,8 +137,14 @@ export class VendorReceivers {
     const failure = this.failures.get(vendor);
     if (failure && failure.count > 0 && Date.now() < failure.until) {
       failure.count -= 1;
-      if (failure.kind === '500') return { status: 500, body: 'internal error' };
-      if (failure.kind === '429') return { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } };
+      if (failure.kind === '500') {
+        this.refusals.push({ vendor, status: 500, at: Date.now() });
+        return { status: 500, body: 'internal error' };
+      }
+      if (failure.kind === '429') {
+        this.refusals.push({ vendor, status: 429, at: Date.now() });
+        return { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } };
+      }
       if (failure.kind === 'slow') await new Promise((r) => setTimeout(r, 15_000));
       if (failure.kind === 'body-error') {
         // Each vendor's own rate-limit answer: Feishu 11232 (9499 is a malformed request, not a limit), DingTalk 130101, WeCom 45009.
