@@ -21,6 +21,7 @@ const collectGpu = lazy(collectCommands, 'collectGpu');
 const collectKernel = lazy(collectCommands, 'collectKernel');
 const collectInventory = lazy(collectCommands, 'collectInventory');
 const collectProvider = lazy(() => import('./commands/collect-provider.ts'), 'collectProvider');
+const collectPrometheus = lazy(() => import('./commands/collect-prometheus.ts'), 'collectPrometheus');
 const intake = lazy(() => import('./commands/intake.ts'), 'intake');
 const engine = lazy(engineCommands, 'engine');
 const replay = lazy(engineCommands, 'replay');
@@ -99,6 +100,14 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--interval <duration>', 'time between polls', '10s')
     .option('--timeout <duration>', 'a poll slower than this is a failure', '2s')
     .action(run(collectProvider));
+  withCommonOptions(collect.command('prometheus').description("the fleet's dcgm-exporter series through Prometheus' HTTP API: one central collector, no agent per host"))
+    .requiredOption('--url <url>', "Prometheus' base URL (credentials: GPUALERT_PROMETHEUS_TOKEN, or GPUALERT_PROMETHEUS_USER and GPUALERT_PROMETHEUS_PASSWORD)")
+    .option('--selector <selector>', 'the series to read', '{__name__=~"DCGM_FI_.*"}')
+    .option('--host-label <label...>', 'labels that name the machine, first found wins (default: Hostname, hostname; then instance without its port)')
+    .option('--interval <duration>', 'time between queries', '15s')
+    .option('--timeout <duration>', 'a query slower than this is a failure', '10s')
+    .option('--once', 'print what one query gives, per host, and exit')
+    .action(run(collectPrometheus));
   collector('inventory', "the host's fingerprint: GPUs, driver, CUDA, provider")
     .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where to ask for the instance id', 'auto')
     .option('--metadata-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')

@@ -49,3 +49,11 @@ describe('DCGM exporter text', () => {
     expect([...parseDcgmText(text, 'my-host').hosts.keys()]).toEqual(['my-host']);
   });
 });
+
+describe('label names are the exporter\'s data', () => {
+  it('a series labelled __proto__ or constructor is parsed like any other and touches no prototype', () => {
+    const text = 'DCGM_FI_DEV_GPU_TEMP{gpu="1",__proto__="x",constructor="y",Hostname="h1"} 71\nDCGM_FI_DEV_GPU_TEMP{gpu="300",Hostname="h1"} 50\n';
+    const parsed = parseDcgmText(text);
+    expect(parsed.hosts.get('h1')?.map((g) => [g.index, g.temp_c])).toEqual([[1, 71]]);
+  });
+});

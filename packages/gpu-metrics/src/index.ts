@@ -2,3 +2,4 @@ export * from './unavailable.ts';
 export * from './nvidia-smi-fields.ts';
 export * from './nvidia-smi-csv.ts';
 export * from './dcgm-text.ts';
+export * from './dcgm-series.ts';

@@ -15,3 +15,5 @@ export * from './provider/metadata-poller.ts';
 export * from './agent/publish-tracker.ts';
 export * from './agent/host-agent.ts';
 export * from './agent/agent-http.ts';
+export * from './prometheus/prometheus-query.ts';
+export * from './prometheus/prometheus-collector.ts';

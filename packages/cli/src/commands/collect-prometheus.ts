@@ -1,0 +1,63 @@
+import { PrometheusQueryError, queryPrometheusGpus, startPrometheusCollector, type PrometheusQueryOptions } from '@gpualert/collectors';
+import { CliError } from '../cli-error.ts';
+import { parseDuration } from '../duration.ts';
+import { runService } from '../run-service.ts';
+
+type Options = Record<string, unknown>;
+
+/**
+ * How the collector proves who it is to Prometheus, from the environment only (a token on the
+ * command line is in every `ps`): GPUALERT_PROMETHEUS_TOKEN (bearer), or
+ * GPUALERT_PROMETHEUS_USER with GPUALERT_PROMETHEUS_PASSWORD (basic).
+ */
+export function prometheusAuthorization(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.GPUALERT_PROMETHEUS_TOKEN) return `Bearer ${env.GPUALERT_PROMETHEUS_TOKEN}`;
+  if (env.GPUALERT_PROMETHEUS_USER) return `Basic ${Buffer.from(`${env.GPUALERT_PROMETHEUS_USER}:${env.GPUALERT_PROMETHEUS_PASSWORD ?? ''}`).toString('base64')}`;
+  return undefined;
+}
+
+function queryOptions(options: Options): PrometheusQueryOptions {
+  const url = String(options.url ?? '');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliError(`gpualert collect prometheus: --url must be Prometheus' base URL, e.g. http://prometheus:9090 (got "${url.slice(0, 200)}")`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CliError('gpualert collect prometheus: --url must be http or https');
+  if (parsed.username || parsed.password) throw new CliError('gpualert collect prometheus: put credentials in GPUALERT_PROMETHEUS_USER/GPUALERT_PROMETHEUS_PASSWORD, not in --url');
+  const authorization = prometheusAuthorization();
+  const hostLabels = (options.hostLabel as string[] | undefined) ?? undefined;
+  return {
+    url,
+    timeoutMs: parseDuration('timeout', String(options.timeout)),
+    ...(options.selector ? { selector: String(options.selector) } : {}),
+    ...(hostLabels && hostLabels.length > 0 ? { hostLabels } : {}),
+    ...(authorization ? { authorization } : {}),
+  };
+}
+
+/**
+ * `gpualert collect prometheus --url URL`: one central collector that reads the fleet's
+ * dcgm-exporter series through Prometheus and publishes a `gpu.sample` per host. `--once` prints
+ * the hosts and GPUs it would publish and exits (a check before it runs for real).
+ */
+export async function collectPrometheus(options: Options): Promise<number> {
+  const query = queryOptions(options);
+  const intervalMs = parseDuration('interval', String(options.interval));
+  if (options.once) {
+    try {
+      const answer = await queryPrometheusGpus(query);
+      for (const [host, gpus] of answer.hosts) process.stdout.write(`${JSON.stringify({ host, gpus })}\n`);
+      process.stderr.write(`${answer.hosts.size} hosts, ${[...answer.hosts.values()].reduce((n, g) => n + g.length, 0)} GPUs, ${answer.skipped} series skipped\n`);
+      return 0;
+    } catch (error) {
+      if (error instanceof PrometheusQueryError) throw new CliError(`gpualert collect prometheus: ${error.message}`);
+      throw error;
+    }
+  }
+  return runService('collector-prometheus', options, async ({ bus }, log) => {
+    log.info({ url: new URL(query.url).origin, interval_ms: intervalMs, selector: query.selector }, 'prometheus_collector_started');
+    return startPrometheusCollector({ bus, query, intervalMs, log });
+  });
+}

@@ -1,0 +1,147 @@
+import { DCGM_HOST_LABELS, DcgmSeriesAccumulator, hostOfSeries } from '@gpualert/gpu-metrics';
+import type { GpuMetrics } from '@gpualert/schema';
+import { MAX_HOST_LENGTH } from '@gpualert/schema';
+
+/** The series a central collector asks Prometheus for by default: every dcgm-exporter field. */
+export const DEFAULT_DCGM_SELECTOR = '{__name__=~"DCGM_FI_.*"}';
+
+/**
+ * Bounds on one answer: a fleet of 10,000 hosts × 8 GPUs × ~20 series is 1.6 M series, about
+ * 400 MB of JSON; one collector is sized for a quarter of that and says so when it is over.
+ */
+export const PROMETHEUS_LIMITS = {
+  maxBodyBytes: 128 * 1024 * 1024,
+  maxSeries: 500_000,
+  maxHosts: 10_000,
+} as const;
+
+export interface PrometheusQueryOptions {
+  /** Prometheus' base URL, e.g. http://prometheus:9090 (a path prefix such as /prometheus is kept). */
+  readonly url: string;
+  readonly selector?: string;
+  /** Labels naming the machine, first found wins; `instance` (without its port) is the last resort. */
+  readonly hostLabels?: readonly string[];
+  /** `Authorization` header value (Bearer/Basic), from the environment; never logged. */
+  readonly authorization?: string;
+  readonly timeoutMs: number;
+  /** Evaluation time; Prometheus' "now" when absent. */
+  readonly at?: Date;
+}
+
+export interface PrometheusGpus {
+  /** GPUs per host. */
+  readonly hosts: Map<string, GpuMetrics[]>;
+  /** Series that named no metric or no host, or came past the host bound. */
+  readonly skipped: number;
+  /** When Prometheus evaluated the query (the samples' time). */
+  readonly evaluatedAt: Date;
+}
+
+export class PrometheusQueryError extends Error {
+  constructor(readonly code: 'unreachable' | 'timeout' | 'unparseable' | 'too_large', message: string) {
+    super(message);
+    this.name = 'PrometheusQueryError';
+  }
+}
+
+/** The host name `instance` gives: its address without the port (IPv6 brackets kept whole). */
+export function hostOfInstance(instance: string): string {
+  const bracket = /^\[([^\]]+)\](?::\d+)?$/.exec(instance);
+  if (bracket) return bracket[1]!;
+  const colon = instance.lastIndexOf(':');
+  return colon > 0 && instance.indexOf(':') === colon && /^\d+$/.test(instance.slice(colon + 1)) ? instance.slice(0, colon) : instance;
+}
+
+async function readBounded(response: Response, limit: number, what: string): Promise<string> {
+  const declared = Number(response.headers.get('content-length') ?? '0');
+  if (declared > limit) throw new PrometheusQueryError('too_large', `${what} answered ${declared} bytes, more than the ${limit} a query may`);
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw new PrometheusQueryError('too_large', `${what} answered more than the ${limit} bytes a query may; narrow --selector or run one collector per shard`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+interface VectorAnswer {
+  status?: unknown;
+  error?: unknown;
+  data?: { resultType?: unknown; result?: unknown };
+}
+
+/**
+ * Asks Prometheus' HTTP API (`/api/v1/query`, an instant vector) for dcgm-exporter's series and
+ * gathers them into GPUs per host with the same mapping as an exporter's own text.
+ */
+export async function queryPrometheusGpus(options: PrometheusQueryOptions): Promise<PrometheusGpus> {
+  const base = options.url.replace(/\/+$/, '');
+  const query = new URL(`${base}/api/v1/query`);
+  query.searchParams.set('query', options.selector ?? DEFAULT_DCGM_SELECTOR);
+  if (options.at) query.searchParams.set('time', (options.at.getTime() / 1000).toFixed(3));
+  const where = `Prometheus at ${new URL(base).origin}`;
+  let response: Response;
+  try {
+    response = await fetch(query, {
+      headers: { accept: 'application/json', ...(options.authorization ? { authorization: options.authorization } : {}) },
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+  } catch (error) {
+    const timedOut = error instanceof Error && error.name === 'TimeoutError';
+    throw new PrometheusQueryError(timedOut ? 'timeout' : 'unreachable', `${where}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : error instanceof Error ? error.message : String(error)}`);
+  }
+  const text = await readBounded(response, PROMETHEUS_LIMITS.maxBodyBytes, where);
+  let answer: VectorAnswer;
+  try {
+    answer = JSON.parse(text) as VectorAnswer;
+  } catch {
+    throw new PrometheusQueryError('unparseable', `${where} answered ${response.status} with a body that is not JSON`);
+  }
+  if (!response.ok || answer.status !== 'success') {
+    const why = typeof answer.error === 'string' ? answer.error.slice(0, 300) : `status ${response.status}`;
+    throw new PrometheusQueryError(response.status === 401 || response.status === 403 ? 'unreachable' : 'unparseable', `${where} refused the query: ${why}`);
+  }
+  const result = answer.data?.result;
+  if (answer.data?.resultType !== 'vector' || !Array.isArray(result)) throw new PrometheusQueryError('unparseable', `${where} answered no instant vector (is the selector a range query?)`);
+  if (result.length > PROMETHEUS_LIMITS.maxSeries) {
+    throw new PrometheusQueryError('too_large', `${where} answered ${result.length} series, more than the ${PROMETHEUS_LIMITS.maxSeries} one collector takes; narrow --selector or run one collector per shard`);
+  }
+  const hostLabels = options.hostLabels ?? DCGM_HOST_LABELS;
+  const series = new DcgmSeriesAccumulator();
+  let skipped = 0;
+  let latest = 0;
+  for (const item of result as { metric?: unknown; value?: unknown }[]) {
+    const metric = item.metric;
+    const value = item.value;
+    if (typeof metric !== 'object' || metric === null || !Array.isArray(value) || value.length !== 2) {
+      skipped += 1;
+      continue;
+    }
+    // Labels are what an exporter sent: into a Map, never an object's keys.
+    const labels = new Map<string, string>();
+    for (const [k, v] of Object.entries(metric)) if (typeof v === 'string') labels.set(k, v);
+    const name = labels.get('__name__');
+    const instance = labels.get('instance');
+    const host = hostOfSeries(labels, hostLabels, instance ? hostOfInstance(instance) : '');
+    if (!name || host === '' || host.length > MAX_HOST_LENGTH) {
+      skipped += 1;
+      continue;
+    }
+    if (series.hostCount >= PROMETHEUS_LIMITS.maxHosts && !series.has(host)) {
+      skipped += 1;
+      continue;
+    }
+    const at = Number(value[0]);
+    if (Number.isFinite(at) && at > latest) latest = at;
+    series.add(host, name, labels, Number(value[1]));
+  }
+  return { hosts: series.result(), skipped, evaluatedAt: latest > 0 ? new Date(latest * 1000) : (options.at ?? new Date()) };
+}

@@ -1,0 +1,105 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { MemoryBus, type Subscription } from '@gpualert/bus';
+import { PrometheusQueryError, queryPrometheusGpus, startPrometheusCollector } from '@gpualert/collectors';
+import { parseDcgmText } from '@gpualert/gpu-metrics';
+import { createLogger } from '@gpualert/log';
+import { parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { afterEach, describe, expect, it } from 'vitest';
+import { debianTool } from '../alertmanager/debian-tool.ts';
+import { freePort, startTool, tempDir } from '../alertmanager/harness.ts';
+import { waitFor } from '../infra/wait-for.ts';
+
+/** dcgm-exporter's own output (test/fixtures/README.md names its sources), served as an exporter would. */
+const EXPORTER_TEXT = readFileSync(new URL('../fixtures/dcgm/exporter.prom', import.meta.url), 'utf8');
+const log = createLogger({ name: 'test', level: 'silent' });
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function exporter(text: () => string): Promise<number> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+    res.end(text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return (server.address() as { port: number }).port;
+}
+
+/** Debian's Prometheus 2.42 scraping the given exporter every second; resolves once it has the series. */
+async function prometheus(exporterPort: number): Promise<string> {
+  const dir = tempDir('prometheus-collect');
+  writeFileSync(join(dir, 'prometheus.yml'), `
+global: { scrape_interval: 1s }
+scrape_configs:
+- job_name: dcgm
+  static_configs: [{ targets: ['127.0.0.1:${exporterPort}'] }]
+`);
+  const port = await freePort();
+  const tool = startTool(debianTool('prometheus', 'prometheus'), [
+    `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
+  ], cleanups);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => {
+    try {
+      return (await queryPrometheusGpus({ url, timeoutMs: 1_000 })).hosts.size > 0;
+    } catch {
+      return false;
+    }
+  }, `Prometheus to have scraped the exporter (it said:\n${tool.output().slice(-1500)})`, 60_000);
+  return url;
+}
+
+describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-exporter output', () => {
+  it('reads the same GPUs through the Prometheus API as from the exporter text itself, host by host', async () => {
+    const url = await prometheus(await exporter(() => EXPORTER_TEXT));
+    const fromText = parseDcgmText(EXPORTER_TEXT).hosts;
+    const fromPrometheus = (await queryPrometheusGpus({ url, timeoutMs: 5_000 })).hosts;
+    // The exporter's Hostname label names the machine; series without one take Prometheus' instance.
+    const expectedHosts = [...fromText.keys()].map((h) => (h === 'unknown' ? '127.0.0.1' : h)).sort();
+    expect(expectedHosts.length).toBeGreaterThanOrEqual(3);
+    expect([...fromPrometheus.keys()].sort()).toEqual(expectedHosts);
+    for (const host of fromText.keys()) expect(fromPrometheus.get(host === 'unknown' ? '127.0.0.1' : host), host).toEqual(fromText.get(host));
+    const t4 = fromPrometheus.get('424773df46e0')![0]!;
+    expect(t4).toMatchObject({ index: 0, name: 'Tesla T4', temp_c: 25, power_w: 8.969, uuid: 'GPU-3696967c-d052-dbcb-8d2c-afcb48b87f38' });
+    // DCGM's blank sentinel (9223372036854775794) is no value, not a temperature.
+    expect(fromPrometheus.get('127.0.0.1')![0]!.mem_temp_c).toBeNull();
+  }, 90_000);
+
+  it('publishes one valid gpu.sample per host each interval, and follows the exporter when a GPU heats up', async () => {
+    let temperature = 25;
+    const text = () => EXPORTER_TEXT.replace(/(DCGM_FI_DEV_GPU_TEMP\{[^}]*Hostname="424773df46e0"[^}]*\}) 25/, `$1 ${temperature}`);
+    const url = await prometheus(await exporter(text));
+    const bus = new MemoryBus();
+    const samples: EnvelopeOf<'gpu.sample'>[] = [];
+    const sub: Subscription = await bus.consume({
+      group: 'reader', topics: [TOPICS.gpuSamples],
+      handler: async (batch) => {
+        for (const { envelope } of batch.items) if (envelope.type === 'gpu.sample') samples.push(envelope);
+      },
+    });
+    cleanups.push(() => sub.stop());
+    const collector = startPrometheusCollector({ bus, query: { url, timeoutMs: 5_000 }, intervalMs: 500, labels: { cluster: 'dcgm-fleet' }, log });
+    cleanups.push(() => collector.stop());
+    await waitFor(() => samples.some((s) => s.host === '424773df46e0'), 'a sample of host 424773df46e0', 30_000);
+    const first = samples.find((s) => s.host === '424773df46e0')!;
+    expect(parseEnvelope(JSON.stringify(first)).ok).toBe(true);
+    expect(first).toMatchObject({ source: 'collector-prometheus/0.1.0', labels: { cluster: 'dcgm-fleet' }, data: { gpus: [{ index: 0, temp_c: 25 }] } });
+    temperature = 93;
+    await waitFor(() => samples.some((s) => s.host === '424773df46e0' && s.data.gpus[0]?.temp_c === 93), 'the hotter GPU in a later sample', 30_000);
+  }, 90_000);
+
+  it('says plainly when Prometheus is not there, and publishes nothing for it', async () => {
+    const port = await freePort();
+    await expect(queryPrometheusGpus({ url: `http://127.0.0.1:${port}`, timeoutMs: 2_000 })).rejects.toThrow(PrometheusQueryError);
+    const notPrometheus = await exporter(() => 'not json');
+    await expect(queryPrometheusGpus({ url: `http://127.0.0.1:${notPrometheus}`, timeoutMs: 2_000 })).rejects.toThrow(/not JSON/);
+  });
+});
