@@ -35,6 +35,11 @@ const routesCommands = () => import('./commands/routes.ts');
 const routesTest = lazy(routesCommands, 'routesTest');
 const routesShow = lazy(routesCommands, 'routesShow');
 const parse = lazy(() => import('./commands/parse.ts'), 'parse');
+const collectBmc = lazy(() => import('./commands/collect-bmc.ts'), 'collectBmc');
+const collectNetwork = lazy(() => import('./commands/collect-network.ts'), 'collectNetwork');
+const parseHost = lazy(() => import('./commands/parse-bmc.ts'), 'parseHost');
+/** `parse bmc|ibstat|perfquery` go to parse-bmc.ts, every other format to parse.ts. */
+const parseAny: Action = (format: string, ...rest: unknown[]) => (['bmc', 'ibstat', 'perfquery'].includes(format) ? parseHost : parse)(format, ...rest);
 const timeline = lazy(() => import('./commands/timeline.ts'), 'timeline');
 
 export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
@@ -108,6 +113,27 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--timeout <duration>', 'a query slower than this is a failure', '10s')
     .option('--once', 'print what one query gives, per host, and exit')
     .action(run(collectPrometheus));
+  withCommonOptions(collect.command('bmc').description("the BMC's fans, temperatures, PSUs, health and log (Redfish, or ipmitool)"))
+    .option('--redfish <url>', 'the BMC\'s Redfish service, https://bmc[:port]')
+    .option('--targets <file>', 'many BMCs: "HOST https://BMC" per line (one process polls them all)')
+    .option('--ipmitool', 'read this host\'s BMC with ipmitool sdr elist and sel elist instead')
+    .option('--ipmitool-path <path>', 'with --ipmitool: the binary', 'ipmitool')
+    .option('--ipmitool-args <args>', 'with --ipmitool: arguments before the command, e.g. "-I lanplus -H bmc -U admin -E" (password in IPMI_PASSWORD, never -P)')
+    .option('--host <host>', 'the host the BMC manages (default: the hostname)')
+    .option('--label <key=value...>', 'labels for every envelope (cluster, rack, job…)')
+    .option('--auth <auth>', 'session | basic | none', 'session')
+    .option('--credentials-file <file>', 'username=… and password=… lines, or JSON (also GPUALERT_BMC_CREDENTIALS_FILE)')
+    .option('--ca <file>', "a PEM CA (or the BMC's own certificate) to trust")
+    .option('--fingerprint <sha256>', "the SHA-256 fingerprint of the BMC's certificate (self-signed BMCs)")
+    .option('--interval <duration>', 'time between polls of one BMC', '30s')
+    .option('--timeout <duration>', 'one request (or ipmitool run) slower than this fails', '10s')
+    .option('--concurrency <n>', 'polls in flight at once across all BMCs', '64')
+    .addHelpText('after', '\nCredentials: GPUALERT_BMC_USERNAME and GPUALERT_BMC_PASSWORD, or --credentials-file. Never on the command line.')
+    .action(run(collectBmc));
+  collector('network', "the host's InfiniBand / RoCE ports: state, rate, error counters")
+    .option('--root <dir>', 'where the ports are', '/sys/class/infiniband')
+    .option('--interval <duration>', 'time between reads', '30s')
+    .action(run(collectNetwork));
   collector('inventory', "the host's fingerprint: GPUs, driver, CUDA, provider")
     .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where to ask for the instance id', 'auto')
     .option('--metadata-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
@@ -134,13 +160,13 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   program
     .command('parse')
     .description('raw input to normalized envelopes as JSONL on stdout')
-    .argument('<format>', 'kernel | nvidia-smi | dcgm | provider')
+    .argument('<format>', 'kernel | nvidia-smi | dcgm | provider | bmc | ibstat | perfquery')
     .argument('<file>', 'a file, or - for standard input')
     .option('--host <host>', 'the host the input came from')
     .option('--provider <name>', 'with provider: aws | aws-imds | gcp | azure | oci | generic')
     .option('--fields <list>', 'with nvidia-smi: the --query-gpu fields of output without a header')
     .option('--apps <file>', 'with nvidia-smi: --query-compute-apps output, to count processes per GPU')
-    .action(run(parse));
+    .action(run(parseAny));
 
   program
     .command('replay')

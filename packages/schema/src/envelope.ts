@@ -5,6 +5,7 @@ import {
   AlertData, GpuSampleData, HostName, HostInventoryData, KernelEventData, KernelLineData, NotificationData,
   ProviderEventData, ProviderRawData,
 } from './data.ts';
+import { BmcEventData, HostSampleData } from './host-sample.ts';
 
 /** The data schema of every envelope type. */
 export const DATA_SCHEMAS = {
@@ -14,6 +15,8 @@ export const DATA_SCHEMAS = {
   'provider.raw': ProviderRawData,
   'provider.event': ProviderEventData,
   'host.inventory': HostInventoryData,
+  'host.sample': HostSampleData,
+  'bmc.event': BmcEventData,
   alert: AlertData,
   notification: NotificationData,
 } as const;
@@ -60,6 +63,8 @@ export const Envelope = z.discriminatedUnion('type', [
   variant('provider.raw'),
   variant('provider.event'),
   variant('host.inventory'),
+  variant('host.sample'),
+  variant('bmc.event'),
   variant('alert'),
   variant('notification'),
 ]);

@@ -4,6 +4,8 @@ export const TOPICS = {
   kernelEvents: 'gpualert.kernel.events',
   providerEvents: 'gpualert.provider.events',
   hostInventory: 'gpualert.host.inventory',
+  hostSamples: 'gpualert.host.samples',
+  bmcEvents: 'gpualert.bmc.events',
   alerts: 'gpualert.alerts',
   notifications: 'gpualert.notifications',
   deadletter: 'gpualert.deadletter',

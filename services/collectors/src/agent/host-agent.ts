@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { Bus } from '@gpualert/bus';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
@@ -10,6 +11,8 @@ import type { MetadataProvider } from '../inventory/cloud-metadata.ts';
 import { startKernelCollector } from '../kernel/kernel-collector.ts';
 import type { LineSource } from '../kernel/line-source.ts';
 import { startMetadataPoller, type PolledProvider } from '../provider/metadata-poller.ts';
+import { DEFAULT_IB_SYSFS_ROOT } from '../network/ib-sysfs.ts';
+import { startNetworkCollector } from '../network/network-collector.ts';
 import { PublishTracker } from './publish-tracker.ts';
 
 /** What one host runs; each part absent is a collector not run. */
@@ -31,6 +34,8 @@ export interface AgentPlan {
     readonly metadataEndpoint?: string;
   };
   readonly provider?: { readonly name: PolledProvider; readonly intervalMs: number; readonly timeoutMs: number; readonly endpoint?: string };
+  /** InfiniBand / RoCE ports; absent: read every 30 s when /sys/class/infiniband exists; `false`: never. */
+  readonly network?: { readonly root: string; readonly intervalMs: number } | false;
 }
 
 export interface AgentHealth {
@@ -54,7 +59,7 @@ export interface RunningAgent {
 export const AGENT_STALE_INTERVALS = 3;
 
 const TOPIC_OF = new Map<string, string>([
-  ['gpu', TOPICS.gpuSamples], ['kernel', TOPICS.kernelEvents], ['inventory', TOPICS.hostInventory], ['provider', TOPICS.providerEvents],
+  ['gpu', TOPICS.gpuSamples], ['kernel', TOPICS.kernelEvents], ['inventory', TOPICS.hostInventory], ['provider', TOPICS.providerEvents], ['network', TOPICS.hostSamples],
 ]);
 
 /**
@@ -79,6 +84,8 @@ export async function startAgent(plan: AgentPlan, io: { bus: Bus; store: StateSt
       const { name, ...rest } = plan.provider;
       running.push({ name: 'provider', ...startMetadataPoller({ bus, store: io.store, host, labels, log, provider: name, ...rest }) });
     }
+    const network = plan.network ?? (existsSync(DEFAULT_IB_SYSFS_ROOT) ? { root: DEFAULT_IB_SYSFS_ROOT, intervalMs: 30_000 } : false);
+    if (network) running.push({ name: 'network', ...startNetworkCollector({ bus, host, labels, log, ...network }) });
   } catch (error) {
     for (const collector of running) await collector.stop();
     throw error;

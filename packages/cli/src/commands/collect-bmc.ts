@@ -1,0 +1,141 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import {
+  DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES, DEFAULT_REDFISH_POLL_LIMITS, ipmitoolSource, redfishSource, startBmcCollector,
+  type BmcCredentials, type BmcTarget,
+} from '@gpualert/collectors';
+import { isHostName } from '@gpualert/schema';
+import { CliError } from '../cli-error.ts';
+import { parseDuration } from '../duration.ts';
+import { runService } from '../run-service.ts';
+
+type Options = Record<string, unknown>;
+
+/** BMCs one process polls: the bench keeps 1,000 on 30 s; 10,000 bounds a targets file gone wrong. */
+export const MAX_BMC_TARGETS = 10_000;
+/** A Redfish document larger than this is not a BMC's (the biggest, an expanded SEL, is well under). */
+const MAX_REDFISH_BODY_BYTES = 4 * 1024 * 1024;
+
+function fail(message: string): never {
+  throw new CliError(`gpualert collect bmc: ${message}`);
+}
+
+export function bmcLabels(options: Options, command = 'collect bmc'): Record<string, string> {
+  const labels = Object.create(null) as Record<string, string>;
+  for (const pair of (options.label as string[] | undefined) ?? []) {
+    const [key, ...rest] = pair.split('=');
+    if (!key || rest.length === 0) throw new CliError(`gpualert ${command}: --label expects key=value (got "${pair}")`);
+    labels[key] = rest.join('=');
+  }
+  return labels;
+}
+
+/**
+ * Credentials from GPUALERT_BMC_USERNAME / GPUALERT_BMC_PASSWORD, or a file (`--credentials-file`,
+ * GPUALERT_BMC_CREDENTIALS_FILE) holding `username=…` and `password=…` lines or a JSON object.
+ * Never from the command line: arguments are visible to every user of the machine.
+ */
+export function bmcCredentials(options: Options, env: NodeJS.ProcessEnv = process.env): BmcCredentials | undefined {
+  const file = (options.credentialsFile as string | undefined) ?? env.GPUALERT_BMC_CREDENTIALS_FILE;
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      fail(`cannot read the credentials file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+    let username: unknown;
+    let password: unknown;
+    try {
+      const doc = JSON.parse(text) as Record<string, unknown>;
+      username = doc.username;
+      password = doc.password;
+    } catch {
+      for (const line of text.split('\n')) {
+        const m = /^\s*(username|password)\s*[=:]\s*(.*?)\s*$/.exec(line);
+        if (m?.[1] === 'username') username = m[2];
+        if (m?.[1] === 'password') password = m[2];
+      }
+    }
+    // The message names the file and the field, never a value.
+    if (typeof username !== 'string' || !username) fail(`${file}: no username (a "username=…" line or a JSON "username")`);
+    if (typeof password !== 'string') fail(`${file}: no password (a "password=…" line or a JSON "password")`);
+    return { username, password };
+  }
+  const username = env.GPUALERT_BMC_USERNAME;
+  if (!username) return undefined;
+  return { username, password: env.GPUALERT_BMC_PASSWORD ?? '' };
+}
+
+/** `HOST URL` per line (`#` comments): one process, many BMCs. */
+export function readTargets(file: string): { host: string; url: string }[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    fail(`cannot read --targets ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  const targets: { host: string; url: string }[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.replace(/#.*$/, '').trim();
+    if (!line) return;
+    const [host, url, ...rest] = line.split(/\s+/);
+    if (!host || !url || rest.length > 0 || !isHostName(host) || !/^https?:\/\//.test(url)) {
+      fail(`${file}:${i + 1}: expected "HOST https://BMC" (got "${line.slice(0, 120)}")`);
+    }
+    if (targets.length >= MAX_BMC_TARGETS) fail(`${file}: more than ${MAX_BMC_TARGETS} BMCs`);
+    targets.push({ host, url });
+  });
+  if (targets.length === 0) fail(`${file}: no BMCs`);
+  return targets;
+}
+
+/** `gpualert collect bmc --redfish URL | --targets FILE | --ipmitool`. */
+export async function collectBmc(options: Options): Promise<number> {
+  const modes = [options.redfish, options.targets, options.ipmitool].filter(Boolean).length;
+  if (modes !== 1) fail('give one of --redfish URL, --targets FILE or --ipmitool');
+  const intervalMs = parseDuration('interval', String(options.interval));
+  const timeoutMs = parseDuration('timeout', String(options.timeout));
+  const host = (options.host as string | undefined) ?? hostname();
+  const labels = bmcLabels(options);
+  const concurrency = Number(options.concurrency);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1_024) fail(`--concurrency must be 1 to 1024 (got "${String(options.concurrency)}")`);
+
+  let targets: BmcTarget[];
+  if (options.ipmitool) {
+    const args = String(options.ipmitoolArgs ?? '').split(/\s+/).filter(Boolean);
+    if (args.some((a) => a === '-P')) fail('--ipmitool-args: -P puts the password where `ps` shows it; use -E (IPMI_PASSWORD) or -f FILE');
+    targets = [{
+      host, source: ipmitoolSource({ binary: String(options.ipmitoolPath), args, timeoutMs, maxOutputBytes: DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES }),
+    }];
+  } else {
+    const auth = String(options.auth);
+    if (auth !== 'session' && auth !== 'basic' && auth !== 'none') fail(`--auth must be session, basic or none (got "${auth}")`);
+    const credentials = bmcCredentials(options);
+    if (auth !== 'none' && !credentials) fail(`--auth ${auth} needs GPUALERT_BMC_USERNAME and GPUALERT_BMC_PASSWORD, or --credentials-file`);
+    let ca: string | undefined;
+    if (options.ca) {
+      try {
+        ca = readFileSync(String(options.ca), 'utf8');
+      } catch (error) {
+        fail(`cannot read --ca ${String(options.ca)}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+      }
+    }
+    const tls = { ...(ca ? { ca } : {}), ...(options.fingerprint ? { fingerprint256: String(options.fingerprint) } : {}) };
+    const list = options.targets ? readTargets(String(options.targets)) : [{ host, url: String(options.redfish) }];
+    try {
+      targets = list.map((t) => ({
+        host: t.host,
+        source: redfishSource({
+          url: t.url, auth, ...(credentials ? { credentials } : {}), tls, timeoutMs, maxBodyBytes: MAX_REDFISH_BODY_BYTES, maxSockets: 2,
+        }, DEFAULT_REDFISH_POLL_LIMITS),
+      }));
+    } catch (error) {
+      fail(error instanceof Error ? error.message : String(error));
+    }
+  }
+  return runService('collector-bmc', options, async ({ bus, store }, log) => {
+    log.info({ bmcs: targets.length, origin: targets[0]?.source.origin, interval_ms: intervalMs }, 'bmc_collector_started');
+    return startBmcCollector({ bus, store, targets, intervalMs, log, labels, concurrency });
+  });
+}
