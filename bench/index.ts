@@ -1,4 +1,5 @@
 import { benchAgent } from './agent.bench.ts';
+import { benchAlertmanagerApi } from './alertmanager-api.bench.ts';
 import { benchBmc } from './bmc.bench.ts';
 import { benchBus } from './bus.bench.ts';
 import { benchE2e } from './e2e.bench.ts';
@@ -10,7 +11,7 @@ import { benchNotifier } from './notifier.bench.ts';
 import { benchTimeline } from './timeline.bench.ts';
 
 /** `npm run bench`: every hot path's figures, printed. Compare ratios within one run. */
-const benches: Record<string, () => Promise<void>> = { kernel: benchKernel, engine: benchEngine, 'gpu-metrics': benchGpuMetrics, bus: benchBus, intake: benchIntake, notifier: benchNotifier, timeline: benchTimeline, agent: benchAgent, e2e: benchE2e, bmc: benchBmc };
+const benches: Record<string, () => Promise<void>> = { kernel: benchKernel, engine: benchEngine, 'gpu-metrics': benchGpuMetrics, bus: benchBus, intake: benchIntake, notifier: benchNotifier, timeline: benchTimeline, agent: benchAgent, e2e: benchE2e, bmc: benchBmc, 'alertmanager-api': benchAlertmanagerApi };
 const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {
   if (only.length === 0 || only.includes(name)) await bench();

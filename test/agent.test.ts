@@ -74,9 +74,9 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
   it('refuses a bad setting with one line naming it', async () => {
     const result = await runCli(['agent', '--gpu-interval', 'soon']);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim()).toBe('gpualert: invalid config: --gpu-interval (flag): expected a duration like 500ms, 10s or 5m, at most 24h (got "soon")');
+    expect(result.stderr.trim()).toBe('error[GA-CONFIG-INVALID]: invalid config: --gpu-interval (flag): expected a duration like 500ms, 10s or 5m, at most 24h (got "soon")');
     const label = await runCli(['agent', '--label', 'not a label=x']);
     expect(label.code).toBe(2);
-    expect(label.stderr).toMatch(/^gpualert: invalid config: --labels \(flag\): expected key=value/);
+    expect(label.stderr).toMatch(/^error\[GA-CONFIG-INVALID\]: invalid config: --labels \(flag\): expected key=value/);
   });
 });

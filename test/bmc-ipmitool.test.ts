@@ -99,9 +99,9 @@ describe('collect bmc --ipmitool', () => {
     expect(reading.entries).toHaveLength(41);
 
     const wrong = ipmitoolSource({ binary: fake, args: ['-I', 'open'], timeoutMs: 5_000, maxOutputBytes: 1 << 20 });
-    await expect(wrong.poll()).rejects.toMatchObject({ code: 'command_failed', message: expect.stringContaining('exit 2: unexpected args') });
+    await expect(wrong.poll()).rejects.toMatchObject({ kind: 'command_failed', message: expect.stringContaining('exit 2: unexpected args') });
     const small = ipmitoolSource({ binary: fake, args: ['-I', 'lanplus', '-H', 'bmc-7'], timeoutMs: 5_000, maxOutputBytes: 100 });
-    await expect(small.poll()).rejects.toMatchObject({ code: 'unparseable' });
+    await expect(small.poll()).rejects.toMatchObject({ kind: 'unparseable' });
   });
 });
 

@@ -281,13 +281,13 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     const before = bmc.seen.length;
     const wrongPin = redfishSource(clientOptions(url, { tls: { fingerprint256: 'AA'.repeat(32) } }));
     cleanups.push(() => wrongPin.close());
-    await expect(wrongPin.poll()).rejects.toMatchObject({ code: 'unreachable', message: expect.stringContaining('fingerprint') });
+    await expect(wrongPin.poll()).rejects.toMatchObject({ kind: 'unreachable', message: expect.stringContaining('fingerprint') });
     // Not one HTTP request reached it: the check happens before the session's POST.
     expect(bmc.seen.length).toBe(before);
     // Nor with no pin at all: a self-signed BMC is refused by the system's CAs.
     const unpinned = redfishSource(clientOptions(url));
     cleanups.push(() => unpinned.close());
-    await expect(unpinned.poll()).rejects.toMatchObject({ code: 'unreachable' });
+    await expect(unpinned.poll()).rejects.toMatchObject({ kind: 'unreachable' });
     expect(bmc.seen.length).toBe(before);
   });
 
@@ -337,7 +337,7 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     const client = new RedfishClient(clientOptions(url));
     cleanups.push(() => client.close());
     await client.open();
-    await expect(client.get('/redfish/v1/Chassis')).rejects.toMatchObject({ code: 'unparseable', message: expect.stringContaining('over') });
+    await expect(client.get('/redfish/v1/Chassis')).rejects.toMatchObject({ kind: 'unparseable', message: expect.stringContaining('over') });
     // A link off the BMC is never followed with the session token.
     await expect(client.get('https://elsewhere.example/redfish/v1')).rejects.toMatchObject({ message: expect.stringContaining('off the BMC') });
   });

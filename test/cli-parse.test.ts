@@ -90,14 +90,14 @@ describe('gpualert parse', () => {
 
   it('answers bad input with one line and exit 2', async () => {
     const missing = await runCli(['parse', 'kernel', '/nonexistent.log']);
-    expect([missing.code, missing.stderr.trim()]).toEqual([2, 'gpualert parse: cannot read /nonexistent.log: ENOENT']);
+    expect([missing.code, missing.stderr.trim()]).toEqual([2, 'error[GA-CLI-USAGE]: gpualert parse: cannot read /nonexistent.log: ENOENT']);
     const garbage = await runCli(['parse', 'nvidia-smi', '-'], { input: 'hello\n' });
     expect(garbage.code).toBe(2);
     expect(garbage.stderr).toMatch(/no nvidia-smi rows in -/);
     const provider = await runCli(['parse', 'provider', '-', '--provider', 'generic'], { input: '{"event_id":"x","kind":"explode"}' });
-    expect([provider.code, provider.stderr.trim()]).toEqual([2, "gpualert parse provider: -: kind: Invalid option: expected one of \"maintenance\"|\"reboot\"|\"retirement\"|\"stop\"|\"terminate\"|\"preemption\"|\"migration\"|\"rebalance\""]);
+    expect([provider.code, provider.stderr.trim()]).toEqual([2, "error[GA-CLI-USAGE]: gpualert parse provider: -: kind: Invalid option: expected one of \"maintenance\"|\"reboot\"|\"retirement\"|\"stop\"|\"terminate\"|\"preemption\"|\"migration\"|\"rebalance\""]);
     const format = await runCli(['parse', 'syslog', '-']);
     expect(format.code).toBe(2);
-    expect(format.stderr.trim()).toBe('gpualert parse: unknown format "syslog" (expected kernel, nvidia-smi, dcgm or provider)');
+    expect(format.stderr.trim()).toBe('error[GA-CLI-USAGE]: gpualert parse: unknown format "syslog" (expected kernel, nvidia-smi, dcgm or provider)');
   });
 });

@@ -18,9 +18,9 @@ describe('gpualert command line', () => {
   it('timeline without Kafka reads the embedded log, and says so when there is none', async () => {
     const result = await runCli(['timeline', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T01:00:00Z', '--data-dir', '/nonexistent/gpualert']);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim()).toBe('gpualert timeline: no KAFKA_BROKERS and no embedded log at /nonexistent/gpualert (run gpualert up, or give --data-dir)');
+    expect(result.stderr.trim()).toBe('error[GA-CLI-USAGE]: gpualert timeline: no KAFKA_BROKERS and no embedded log at /nonexistent/gpualert (run gpualert up, or give --data-dir)');
     const backwards = await runCli(['timeline', '--from', '2026-06-01T01:00:00Z', '--to', '2026-06-01T00:00:00Z']);
-    expect(backwards.stderr.trim()).toBe('gpualert timeline: --from must be before --to');
+    expect(backwards.stderr.trim()).toBe('error[GA-CLI-USAGE]: gpualert timeline: --from must be before --to');
   });
 
   it('answers bad arguments and bad config with one line and exit 2', async () => {
@@ -30,7 +30,7 @@ describe('gpualert command line', () => {
     const badConfig = await runCli(['up'], { env: cleanEnv({ KAFKA_BROKERS: 'no-port-here' }) });
     expect(badConfig.code).toBe(2);
     expect(badConfig.stderr.trim().split('\n')).toHaveLength(1);
-    expect(badConfig.stderr).toMatch(/^gpualert: invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
+    expect(badConfig.stderr).toMatch(/^error\[GA-CONFIG-INVALID\]: invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
   });
 
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {

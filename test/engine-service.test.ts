@@ -124,7 +124,7 @@ describe('gpualert replay and rules check', () => {
     expect(alerts.length).toBe(6);
     const broken = await runCli(['replay', '-'], { input: '{"type":"gpu.sample"}\n' });
     expect(broken.code).toBe(2);
-    expect(broken.stderr).toMatch(/^gpualert replay: -: line 1: /);
+    expect(broken.stderr).toMatch(/^error\[GA-CLI-USAGE\]: gpualert replay: -: line 1: /);
   });
 
   it('checks the bundled rules, and names file, line and field of a broken one', async () => {
@@ -138,6 +138,6 @@ describe('gpualert replay and rules check', () => {
     writeFileSync(`${dir}/templates/h100.yaml`, readFileSync(`${dir}/templates/h100.yaml`, 'utf8').replace('priority: 10', 'priority: high'));
     const bad = await runCli(['rules', 'check', dir]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr.trim()).toBe(`gpualert rules check: ${dir}/templates/h100.yaml:3: priority: Invalid input: expected number, received string`);
+    expect(bad.stderr.trim()).toBe(`error[GA-CLI-USAGE]: gpualert rules check: ${dir}/templates/h100.yaml:3: priority: Invalid input: expected number, received string`);
   });
 });

@@ -77,7 +77,7 @@ describe('gpualert notifier and silences from the command line', () => {
     expect((await runCli(['silence', 'expire', id], { env })).code).toBe(0);
     expect((await runCli(['silence', 'list'], { env })).stdout).toMatch(new RegExp(`^${id} {2}expired`, 'm'));
     const noReason = await runCli(['silence', 'add', '--match', 'host=h1', '--for', '1h', '--comment', ' '], { env });
-    expect([noReason.code, noReason.stderr.trim()]).toEqual([2, 'gpualert silence add: a silence needs a comment saying why (--comment)']);
+    expect([noReason.code, noReason.stderr.trim()]).toEqual([2, 'error[GA-CLI-USAGE]: gpualert silence add: a silence needs a comment saying why (--comment)']);
     const badMatcher = await runCli(['silence', 'add', '--match', 'host', '--for', '1h', '--comment', 'x'], { env });
     expect(badMatcher.stderr).toMatch(/bad matcher format: host/); // Alertmanager's wording (pkg/labels)
     const noEnd = await runCli(['silence', 'add', '--match', 'host=h1', '--comment', 'x'], { env });
@@ -105,6 +105,6 @@ describe('gpualert notifier and silences from the command line', () => {
 
   it('refuses to start the notifier with a token under 16 characters, naming the variable', async () => {
     const answer = await runCli(['notifier'], { env: cleanEnv({ GPUALERT_ROUTES: routesFile(), GPUALERT_NOTIFIER_TOKEN: 'x' }) });
-    expect([answer.code, answer.stderr.trim()]).toEqual([2, 'gpualert notifier: GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 1)']);
+    expect([answer.code, answer.stderr.trim()]).toEqual([2, 'error[GA-CLI-USAGE]: gpualert notifier: GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 1)']);
   });
 });

@@ -153,6 +153,6 @@ describe('gpualert timeline from the real Kafka', () => {
     expect(empty.stdout).toMatch(/Nothing happened in this range/);
     expect(empty.stderr).toMatch(/nothing happened in this range/);
     const unknown = await runCli(['timeline', ...range, '--incident', 'deadbeef'], { env: env() });
-    expect([unknown.code, unknown.stderr.trim()]).toEqual([2, `gpualert timeline: no alert with fingerprint deadbeef between ${iso(T0)} and ${iso(T0 + 20 * MIN)}`]);
+    expect([unknown.code, unknown.stderr.trim()]).toEqual([2, `error[GA-CLI-USAGE]: gpualert timeline: no alert with fingerprint deadbeef between ${iso(T0)} and ${iso(T0 + 20 * MIN)}`]);
   });
 });

@@ -79,7 +79,7 @@ describe('gpualert up on a terminal and off it', () => {
       const { runCli } = await import('./infra/run-cli.ts');
       const result = await runCli(['intake', '--port', String(port), '--listen', '127.0.0.1'], { env: cleanEnv({ GPUALERT_INTAKE_TOKEN: 'a-token-of-twenty-chars' }) });
       expect(result.code).toBe(1);
-      expect(result.stderr.trim().split('\n').at(-1)).toBe(`gpualert intake: port ${port} is in use; choose another with --port or GPUALERT_INTAKE_PORT (0 picks a free one)`);
+      expect(result.stderr.trim().split('\n').at(-1)).toBe(`error[GA-CLI-FAILED]: gpualert intake: port ${port} is in use; choose another with --port or GPUALERT_INTAKE_PORT (0 picks a free one)`);
     } finally {
       blocker.close();
     }
@@ -94,7 +94,7 @@ describe('gpualert up on a terminal and off it', () => {
       env: cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', MY_SLACK: 'hooks.slack.com/services/T0/B0/XSECRETX' }),
     });
     expect(result.code).toBe(2);
-    expect(result.stderr.trim().split('\n').at(-1)).toMatch(/^gpualert up: receiver "chat" \(slack\): settings\.url \(from MY_SLACK\): /);
+    expect(result.stderr.trim().split('\n').at(-1)).toMatch(/^error\[GA-CLI-USAGE\]: gpualert up: receiver "chat" \(slack\): settings\.url \(from MY_SLACK\): /);
     expect(result.stdout + result.stderr).not.toContain('XSECRETX');
   });
 });

@@ -37,6 +37,9 @@ route:
   - matchers: [alertname=NightJob]
     receiver: night
     mute_time_intervals: [tokyo-now]
+  - matchers: [alertname=TemplateProbe]
+    receiver: chat
+    group_by: [alertname, zone]
 inhibit_rules:
 - source_matchers: [severity="critical"]
   target_matchers: [severity="warning"]
@@ -55,13 +58,26 @@ receivers:
   webhook_configs: [{ url: '${base}/ops' }]
 - name: night
   webhook_configs: [{ url: '${base}/night' }]
+- name: chat
+  slack_configs:
+  - api_url: '${base}/slack'
+    send_resolved: true
+    title: '[{{ .Status | toUpper }}{{ if eq .Status "firing" }}:{{ .Alerts.Firing | len }}{{ end }}] {{ .GroupLabels.SortedPairs.Values | join " " }} {{ .CommonLabels.severity | title }}'
+    text: |-
+      {{ range $i, $a := .Alerts -}}
+      {{ if $i }}---
+      {{ end }}*{{ $a.Labels.instance | toUpper }}* {{ .Annotations.summary }}{{ if .Annotations.runbook_url }} (runbook: {{ .Annotations.runbook_url }}){{ else }} (no runbook){{ end }}
+      {{ range .Labels.SortedPairs }}{{ .Name }}={{ .Value }} {{ end }}
+      {{- end }}
+      {{ with .CommonLabels.Remove .GroupLabels.Names }}{{ .Values | join ", " }}{{ end }} | {{ reReplaceAll "([a-z]+)-([0-9])" "$2.$1" .CommonLabels.zone }} | {{ len .Alerts.Resolved }} resolved | {{ .Receiver }} | {{ template "__subject" . }} | {{ (index .Alerts 0).StartsAt.Format "Mon Jan _2 15:04:05.000 MST 2006" }}
 `;
 }
 
 /** What was delivered, timing aside: (receiver, group labels, alert, firing/resolved) as one line each. */
 function delivered(deliveries: readonly Delivery[]): string[] {
   const lines = new Set<string>();
-  for (const { body } of deliveries) {
+  for (const { body, path } of deliveries) {
+    if (path === '/slack') continue;
     const group = Object.entries(body.groupLabels).sort().map(([k, v]) => `${k}=${v}`).join(',');
     for (const alert of body.alerts) lines.add(`${body.receiver} {${group}} ${alert.labels.alertname}/${alert.labels.instance} ${alert.status}`);
   }
@@ -128,10 +144,29 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     const last = ['ops {team=db} DiskFull/i2 resolved', 'ops {team=web} GpuHot/i3 resolved', 'default {alertname=GpuHot} GpuHot/i4 resolved', 'db {alertname=DiskFull,instance=i2,severity=warning,team=db} DiskFull/i2 resolved'];
     await settle(last, 'everything resolved');
 
+    // A Slack receiver with its own title and text templates: Alertmanager's attachment and gpualert's message say the same.
+    const probe = (instance: string, runbook?: string) => ({
+      labels: { alertname: 'TemplateProbe', zone: 'eu-1', severity: 'warning', team: 'gpu', instance },
+      annotations: { summary: `probe on ${instance}`, ...(runbook ? { runbook_url: runbook } : {}) },
+      startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(),
+    });
+    await both('alerts', [probe('node-b', 'https://runbooks.example/probe'), probe('node-a')]);
+    const slack = (sink: WebhookSink) => sink.deliveries.filter((d) => d.path === '/slack').map((d) => {
+      const body = d.body as unknown as { text?: string; blocks?: { text: { text: string } }[]; attachments?: { title: string; text: string }[] };
+      return body.attachments ? { title: body.attachments[0]!.title, text: body.attachments[0]!.text } : { title: body.text ?? '', text: body.blocks?.[0]?.text.text ?? '' };
+    });
+    for (const [name, sink] of [['Alertmanager', amSink], ['gpualert', ourSink]] as const) {
+      await waitFor(() => slack(sink).length > 0, `${name}: the templated Slack message`, 30_000);
+    }
+    const [theirs] = slack(amSink);
+    expect(theirs!.title).toBe('[FIRING:2] TemplateProbe eu-1 Warning');
+    expect(theirs!.text).toContain('*NODE-A* probe on node-a (no runbook)');
+    expect(slack(ourSink)[0]).toEqual(theirs);
+
     const ours_ = delivered(ourSink.deliveries);
     expect(ours_).toEqual(delivered(amSink.deliveries));
     // Muted in Tokyo's night (or day), silenced: neither ever reached a receiver.
     expect(ours_.filter((l) => l.includes('NightJob') || l.includes('Quiet'))).toEqual([]);
-    expect(ourSink.deliveries.every((d) => d.body.version === '4')).toBe(true);
+    expect(ourSink.deliveries.filter((d) => d.path !== '/slack').every((d) => d.body.version === '4')).toBe(true);
   });
 });

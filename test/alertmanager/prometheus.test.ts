@@ -50,7 +50,10 @@ groups:
   - alert: GpuTooHot
     expr: DCGM_FI_DEV_GPU_TEMP > 85
     labels: { severity: critical }
-    annotations: { summary: 'GPU {{ $labels.gpu }} on {{ $labels.Hostname }} at {{ $value }} °C' }
+    annotations:
+      summary: 'GPU {{ $labels.gpu }} on {{ $labels.Hostname }} at {{ $value }} °C'
+      runbook_url: 'https://runbooks.example/gpu-too-hot'
+      dashboard: 'https://grafana.example/d/dcgm?var-host={{ $labels.Hostname }}'
 `);
     writeFileSync(join(dir, 'prometheus.yml'), `
 global: { scrape_interval: 1s, evaluation_interval: 1s }
@@ -72,8 +75,12 @@ alerting:
     await waitFor(() => firing() !== undefined, `the firing alert at the receiver (Prometheus said:\n${prometheus.output().slice(-2000)})`, 60_000);
     expect(firing()!.body).toMatchObject({
       receiver: 'gpu-team', status: 'firing', groupLabels: { alertname: 'GpuTooHot', Hostname: 'gpu-node-007' },
-      alerts: [{ labels: { alertname: 'GpuTooHot', gpu: '3', Hostname: 'gpu-node-007', job: 'dcgm', severity: 'critical' }, annotations: { summary: 'GPU 3 on gpu-node-007 at 91 °C' } }],
+      alerts: [{ labels: { alertname: 'GpuTooHot', gpu: '3', Hostname: 'gpu-node-007', job: 'dcgm', severity: 'critical' }, annotations: { summary: 'GPU 3 on gpu-node-007 at 91 °C', runbook_url: 'https://runbooks.example/gpu-too-hot', dashboard: 'https://grafana.example/d/dcgm?var-host=gpu-node-007' } }],
     });
+    // Every annotation Prometheus sent, and nothing else, as Alertmanager's webhook would carry them; and amtool's alert list shows them too.
+    expect(Object.keys(firing()!.body.alerts[0]!.annotations).sort()).toEqual(['dashboard', 'runbook_url', 'summary']);
+    const listed = (await (await fetch(`${base}/api/v2/alerts?filter=alertname%3DGpuTooHot`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { annotations: Record<string, string> }[];
+    expect(listed[0]?.annotations.runbook_url).toBe('https://runbooks.example/gpu-too-hot');
     gpu.set(60);
     await waitFor(() => sink.deliveries.some((d) => d.body.status === 'resolved' && d.body.alerts.some((a) => a.labels.alertname === 'GpuTooHot' && a.status === 'resolved')), 'the resolved alert at the receiver', 60_000);
     expect(sink.deliveries.every((d) => d.path === '/gpu-team')).toBe(true);

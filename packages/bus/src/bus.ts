@@ -81,6 +81,8 @@ export interface PoisonMessage {
   readonly envelope: Envelope;
   /** The dead-letter reason: the handler's error, redacted and bounded. */
   readonly reason: string;
+  /** The error's code (docs/errors.md). */
+  readonly code: string;
 }
 
 export type DeadLetterHook = (
@@ -130,6 +132,8 @@ export const DEADLETTER_HEADERS = {
   group: 'gpualert-group',
   /** How many times the handler ran the message before it was set aside (handler failures only). */
   attempts: 'gpualert-attempts',
+  /** The error's code (docs/errors.md): the handler's GpualertError's, GA-INTERNAL for any other error, GA-ENVELOPE-INVALID for bytes that are no envelope. */
+  code: 'gpualert-error-code',
 } as const;
 
 /** Builds an outgoing message from an envelope, keyed by its host. */

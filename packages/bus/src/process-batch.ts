@@ -20,7 +20,7 @@ export function parseBatch(messages: readonly IncomingMessage[], group: string):
   for (const message of messages) {
     const result = parseEnvelope(message.value);
     if (result.ok) items.push({ message, envelope: result.value });
-    else invalid.push(deadletterOf(message, group, result.error.message));
+    else invalid.push(deadletterOf(message, group, result.error.message, undefined, 'GA-ENVELOPE-INVALID'));
   }
   return { items, invalid };
 }
@@ -62,7 +62,7 @@ export async function runHandler(
   }
 }
 
-export function deadletterOf(message: IncomingMessage, group: string, reason: string, attempts?: number): OutgoingMessage {
+export function deadletterOf(message: IncomingMessage, group: string, reason: string, attempts?: number, code?: string): OutgoingMessage {
   return {
     key: message.key ?? '',
     value: message.value,
@@ -75,6 +75,7 @@ export function deadletterOf(message: IncomingMessage, group: string, reason: st
       [DEADLETTER_HEADERS.offset]: String(message.offset),
       [DEADLETTER_HEADERS.group]: group,
       ...(attempts === undefined ? {} : { [DEADLETTER_HEADERS.attempts]: String(attempts) }),
+      ...(code === undefined ? {} : { [DEADLETTER_HEADERS.code]: code }),
     },
   };
 }

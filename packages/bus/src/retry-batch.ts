@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { redactSecrets } from '@gpualert/log';
-import { TOPICS } from '@gpualert/schema';
+import { errorCodeOf, TOPICS } from '@gpualert/schema';
 import type { BatchHandler, DeadLetterHook, IncomingMessage, PoisonMessage } from './bus.ts';
 import { deadletterMessages } from './bus-metrics.ts';
 import { isInfrastructureError } from './infrastructure-error.ts';
@@ -45,7 +45,8 @@ type Settled = { readonly ok: true } | { readonly ok: false; readonly error: unk
 
 /**
  * Runs one fetched batch until it is done or the member no longer owns it; true when its offsets
- * may be committed. An infrastructure failure (Kafka or Redis away) is retried without limit, with
+ * may be committed. A retriable failure (a GpualertError that says so, or Kafka or Redis away: see
+ * isInfrastructureError) is retried without limit, with
  * backoff, offsets uncommitted. Any other failure is retried MAX_HANDLER_ATTEMPTS times; then the
  * batch is split in halves, in order, until each failing message stands alone, and a message that
  * still fails alone MAX_ALONE_ATTEMPTS times goes to the dead-letter topic with the error, the
@@ -108,11 +109,11 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
   if (invalid.length === 0 && poison.length === 0) return true;
 
   const poisonMessages: PoisonMessage[] = poison.map(({ index, error }) => ({
-    group: run.group, message: items[index]!.message, envelope: items[index]!.envelope, reason: reasonOf(run.group, error),
+    group: run.group, message: items[index]!.message, envelope: items[index]!.envelope, reason: reasonOf(run.group, error), code: errorCodeOf(error),
   }));
   const letters = [
     ...invalid,
-    ...poison.map(({ index }, i) => deadletterOf(items[index]!.message, run.group, poisonMessages[i]!.reason, failedRuns[index])),
+    ...poison.map(({ index }, i) => deadletterOf(items[index]!.message, run.group, poisonMessages[i]!.reason, failedRuns[index], poisonMessages[i]!.code)),
   ];
   const stored = await settle(() => run.publish(TOPICS.deadletter, letters), Number.POSITIVE_INFINITY);
   if (stored === LOST) return false;

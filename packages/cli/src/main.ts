@@ -1,6 +1,5 @@
-import { ConfigError } from '@gpualert/config';
 import { Command, CommanderError } from 'commander';
-import { CliError, EXIT } from './cli-error.ts';
+import { cliFailure, EXIT } from './cli-error.ts';
 import { withCommonOptions } from './common-options.ts';
 
 type Action = (...args: any[]) => Promise<number>;
@@ -213,7 +212,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   return program;
 }
 
-/** Runs the command line; resolves to the exit code. One line on stderr for any failure. */
+/** Runs the command line; resolves to the exit code. One line on stderr for any failure: `error[CODE]: …`. */
 export async function main(argv: readonly string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
   const run = (action: Action) => async (...args: any[]) => {
@@ -229,15 +228,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       // --help and --version end here with code 0; commander already printed its one line.
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (error instanceof CliError) {
-      process.stderr.write(`${error.message}\n`);
-      return error.exitCode;
-    }
-    if (error instanceof ConfigError) {
-      process.stderr.write(`gpualert: ${error.message}\n`);
-      return EXIT.usage;
-    }
-    process.stderr.write(`gpualert: ${error instanceof Error ? error.message : String(error)}\n`);
-    return EXIT.failed;
+    // Every other failure: `error[CODE]: one line` (docs/errors.md), and the code's exit status.
+    const failure = cliFailure(error);
+    process.stderr.write(`${failure.text}\n`);
+    return failure.exitCode;
   }
 }

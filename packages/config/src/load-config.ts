@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { redactSecrets } from '@gpualert/log';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
+import { GpualertError } from '@gpualert/schema';
 
 /** Where one setting can come from: its flag name (camelCase key) and its environment variable. */
 export interface SettingSource {
@@ -20,9 +21,10 @@ export interface ConfigInputs {
   readonly file?: string | undefined;
 }
 
-export class ConfigError extends Error {
-  readonly code = 'GPUALERT_CONFIG_INVALID';
-  readonly retriable = false;
+export class ConfigError extends GpualertError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('GA-CONFIG-INVALID', message, options);
+  }
 }
 
 type Origin = { readonly label: string; readonly value: unknown };

@@ -1,10 +1,10 @@
-import { parseEnvelope, type EnvelopeOf } from '@gpualert/schema';
+import { GpualertError, parseEnvelope, type EnvelopeOf } from '@gpualert/schema';
 import type { Engine } from './engine.ts';
 import { emptyEngineState, type EngineState } from './engine-state.ts';
 
-export class RecordingError extends Error {
+export class RecordingError extends GpualertError {
   constructor(readonly line: number, message: string) {
-    super(`line ${line}: ${message}`);
+    super('GA-RECORDING-INVALID', `line ${line}: ${message}`);
   }
 }
 

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { CHANNELS, channelSettings, type ChannelName } from './channels/channel-settings.ts';
+import type { CompiledTemplate } from './go-template.ts';
+import { TEMPLATE_FIELDS, type TemplateField } from './receiver-templates.ts';
 
 /**
  * Alertmanager's receivers (`name` plus `*_configs` lists, several integrations each) mapped onto
@@ -45,6 +47,10 @@ export interface Integration {
   readonly per_second?: number | undefined;
   /** Alertmanager's `send_resolved`: false drops resolved alerts from this integration's messages. */
   readonly send_resolved: boolean;
+  /** Go-template fields (slack title/text, email subject/html/text, pagerduty description, opsgenie message/description). */
+  readonly templates?: Readonly<Record<string, TemplateField>>;
+  /** The same, compiled against Alertmanager's default templates and the file's `templates:` (not enumerable: never serialized). */
+  readonly compiled?: Readonly<Record<string, CompiledTemplate>>;
 }
 
 type Raw = Record<string, unknown>;
@@ -73,7 +79,7 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
     },
   },
   slack_configs: {
-    channel: 'slack', sendResolved: false, fields: ['api_url', 'channel'],
+    channel: 'slack', sendResolved: false, fields: ['api_url', 'channel', 'title', 'text'],
     settings: (raw, g, issue) => {
       const url = str(raw.api_url) ?? g.slack_api_url;
       if (!url) issue('api_url', 'no api_url here and no global slack_api_url');
@@ -82,7 +88,7 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
     },
   },
   email_configs: {
-    channel: 'email', sendResolved: false, fields: ['to', 'from', 'smarthost', 'auth_username', 'auth_password', 'require_tls'],
+    channel: 'email', sendResolved: false, fields: ['to', 'from', 'smarthost', 'auth_username', 'auth_password', 'require_tls', 'html', 'text', 'headers'],
     settings: (raw, g, issue) => {
       const host = str(raw.smarthost) ?? g.smtp_smarthost;
       const from = str(raw.from) ?? g.smtp_from;
@@ -98,7 +104,7 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
     },
   },
   pagerduty_configs: {
-    channel: 'pagerduty', sendResolved: true, fields: ['routing_key', 'url'],
+    channel: 'pagerduty', sendResolved: true, fields: ['routing_key', 'url', 'description'],
     settings: (raw, g, issue) => {
       if (raw.service_key !== undefined) issue('service_key', 'PagerDuty Events API v1 (service_key) is not supported; use routing_key (Events API v2)');
       if (!str(raw.routing_key)) issue('routing_key', 'a pagerduty integration needs routing_key');
@@ -106,7 +112,7 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
     },
   },
   opsgenie_configs: {
-    channel: 'opsgenie', sendResolved: true, fields: ['api_key', 'api_url'],
+    channel: 'opsgenie', sendResolved: true, fields: ['api_key', 'api_url', 'message', 'description'],
     settings: (raw, g, issue) => {
       const key = str(raw.api_key) ?? g.opsgenie_api_key;
       if (!key) issue('api_key', 'no api_key here and no global opsgenie_api_key');
@@ -173,6 +179,7 @@ export function integrationsOf(receiver: Raw, global: GlobalConfig, ctx: Ctx, pa
       for (const field of ['send_resolved'] as const) if (raw[field] !== undefined && typeof raw[field] !== 'boolean') issue(field, 'expected true or false');
       for (const field of ['per_minute', 'per_second'] as const) if (raw[field] !== undefined && !(typeof raw[field] === 'number' && raw[field] > 0)) issue(field, 'expected a positive number');
       const channel = mapping ? mapping.channel : own;
+      const templates = templateFields(key, raw, at, issue);
       const settings = mapping ? mapping.settings(settingsRaw, global, issue) : settingsRaw;
       const checked = channelSettings(channel, true).safeParse(settings);
       if (!checked.success) for (const problem of checked.error.issues) issue(mapField(mapping, String(problem.path[0] ?? '')), problem.message);
@@ -181,10 +188,32 @@ export function integrationsOf(receiver: Raw, global: GlobalConfig, ctx: Ctx, pa
         channel,
         settings: settings as Record<string, string>,
         send_resolved: typeof raw.send_resolved === 'boolean' ? raw.send_resolved : mapping ? mapping.sendResolved : true,
+        ...(Object.keys(templates).length > 0 ? { templates } : {}),
         ...(typeof raw.per_minute === 'number' ? { per_minute: raw.per_minute } : {}),
         ...(typeof raw.per_second === 'number' ? { per_second: raw.per_second } : {}),
       });
     });
+  }
+  return out;
+}
+
+/** The integration's Go-template fields, with their paths; email's `headers` may hold only Subject (the rest would be ignored). */
+function templateFields(key: string, raw: Raw, at: (string | number)[], issue: (field: string, message: string) => void): Record<string, TemplateField> {
+  const out = Object.create(null) as Record<string, TemplateField>;
+  for (const field of TEMPLATE_FIELDS[key] ?? []) {
+    if (field === 'subject' || raw[field] === undefined) continue;
+    if (typeof raw[field] !== 'string') issue(field, 'expected a template (a string)');
+    else out[field] = { source: raw[field], path: [...at, field] };
+  }
+  if (key === 'email_configs' && raw.headers !== undefined) {
+    if (!raw.headers || typeof raw.headers !== 'object' || Array.isArray(raw.headers)) issue('headers', 'expected a mapping of header names to templates');
+    else {
+      for (const [name, value] of Object.entries(raw.headers as Raw)) {
+        if (name.toLowerCase() !== 'subject') issue(`headers.${name}`, `email header "${name}" is not supported by gpualert (only Subject; it would be ignored, so it is refused)`);
+        else if (typeof value !== 'string') issue(`headers.${name}`, 'expected a template (a string)');
+        else out.subject = { source: value, path: [...at, 'headers', name] };
+      }
+    }
   }
   return out;
 }

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { bundledPath, loadYamlFile, type LoadResult } from '@gpualert/rules';
-import { isMap, isPair, isScalar, parseDocument, visit } from 'yaml';
-import { RoutesFile } from './route-config.ts';
+import { bundledPath, loadYamlFile, type LoadResult, type RuleFileError } from '@gpualert/rules';
+import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, visit } from 'yaml';
+import { attachTemplates, RoutesFile } from './route-config.ts';
+import { loadTemplateFiles } from './template-files.ts';
 
 export const DEFAULT_ROUTES = bundledPath('rules/routes.yaml');
 
@@ -39,6 +40,24 @@ export function redactedConfig(text: string): string {
 /** The routes file, with its text (credentials redacted) kept for Alertmanager's status API: `amtool config routes` reads it there. */
 export function loadRoutes(file: string = DEFAULT_ROUTES): LoadResult<RoutesFile> {
   const loaded = loadYamlFile(file, RoutesFile);
-  if (loaded.ok) loaded.value.original = redactedConfig(readFileSync(file, 'utf8'));
-  return loaded;
+  if (!loaded.ok) return loaded;
+  const text = readFileSync(file, 'utf8');
+  loaded.value.original = redactedConfig(text);
+  const globs = loaded.value.templates ?? [];
+  if (globs.length === 0) return loaded;
+  // The `templates:` files, then every templated field checked again with their defines in.
+  const { set, errors } = loadTemplateFiles(globs, file);
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines });
+  const lineOf = (path: readonly (string | number)[]) => {
+    for (let depth = path.length; depth >= 0; depth -= 1) {
+      const node = doc.getIn(path.slice(0, depth), true);
+      if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
+    }
+    return 1;
+  };
+  const fieldErrors: RuleFileError[] = [];
+  attachTemplates(loaded.value.receivers, set, (path, message) => fieldErrors.push({ file, line: lineOf(path), field: path.join('.'), message }));
+  const all = [...errors, ...fieldErrors];
+  return all.length > 0 ? { ok: false, errors: all } : loaded;
 }

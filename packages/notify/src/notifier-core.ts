@@ -1,8 +1,9 @@
-import { stableId, type EnvelopeOf, type Severity } from '@gpualert/schema';
+import { decodeVersioned, encodeVersioned, stableId, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import { alertLabels } from './alert-labels.ts';
 import { labelValue, matchesAll, parseMatchers, type Matcher } from './matchers.ts';
 import type { ResolvedRoute, RoutesFile } from './route-config.ts';
 import { routesFor } from './routing.ts';
+import { NOTIFIER_STATE } from './saved-notifier-state.ts';
 import { inInterval } from './time-interval.ts';
 
 /** What a message says about one alert. */
@@ -22,6 +23,8 @@ export interface AlertView {
   readonly expected: boolean;
   readonly evidence: readonly string[];
   readonly labels: Readonly<Record<string, string>>;
+  /** Every annotation a pushed alert carries (runbook_url, dashboard…), for webhooks, templates and the API. */
+  readonly annotations?: Readonly<Record<string, string>>;
 }
 
 export type Reason = 'first' | 'new_alerts' | 'changed' | 'resolved' | 'repeat' | 'page' | 'page_resolve';
@@ -82,6 +85,8 @@ interface Group {
   lastSent: number;
 }
 
+export { MAX_SAVED_ALERTS, MAX_SAVED_ALERTS_PER_GROUP, MAX_SAVED_ENTRY_CHARS, MAX_SAVED_GROUPS, MAX_SAVED_SILENCES, NOTIFIER_STATE, SavedNotification, SILENCE } from './saved-notifier-state.ts';
+
 export interface NotifierState {
   groups: Record<string, Group>;
   /** Page per fault: what each pager receiver was told per fingerprint. */
@@ -102,6 +107,7 @@ export interface AlertAbout {
   readonly summary: string;
   readonly description?: string;
   readonly evidence?: readonly string[];
+  readonly annotations?: Readonly<Record<string, string>>;
 }
 
 /** What holds a firing alert back now, as Alertmanager's API reports it: every silence and every inhibiting alert. */
@@ -122,17 +128,31 @@ export function emptyNotifierState(): NotifierState {
   return { groups: dict(), pages: dict(), silences: dict(), firing: dict(), sources: dict(), about: dict() };
 }
 
-/** The state as saved (JSON), with every map null-prototype again: JSON.parse makes plain objects. */
+/** The state as saved: versioned JSON (see saved-notifier-state.ts for the schema, version and bounds). */
+export function saveNotifierState(state: NotifierState): string {
+  return encodeVersioned(NOTIFIER_STATE, state);
+}
+
+/** Saved state read back, and what became of it: as saved, migrated from an older version, or rebuilt empty (the reason is for one log line). */
+export type LoadedNotifierState =
+  | { readonly state: NotifierState; readonly migratedFrom?: number; readonly rebuilt?: undefined }
+  | { readonly state: NotifierState; readonly rebuilt: string };
+
+/**
+ * Saved state read back: validated against its schema, with every map inert again (JSON.parse
+ * makes plain objects); an older version is migrated, and one that cannot be read (damaged,
+ * hostile, over its bounds, from a newer gpualert) is rebuilt empty, never a crash.
+ */
+export function loadNotifierState(text: string | null): LoadedNotifierState {
+  if (text === null) return { state: emptyNotifierState() };
+  const loaded = decodeVersioned(NOTIFIER_STATE, text);
+  if (!loaded.ok) return { state: emptyNotifierState(), rebuilt: loaded.reason };
+  return loaded.migratedFrom === undefined ? { state: loaded.value } : { state: loaded.value, migratedFrom: loaded.migratedFrom };
+}
+
+/** The state as saved, read back (empty when it cannot be: see loadNotifierState, whose caller logs why). */
 export function restoreNotifierState(text: string): NotifierState {
-  const raw = JSON.parse(text) as Partial<NotifierState> | null;
-  const of = <T>(value: Dict<T> | undefined): Dict<T> => dict(Object.entries(value ?? {}));
-  const groups = of(raw?.groups);
-  for (const group of Object.values(groups)) {
-    group.alerts = dict(Object.entries(group.alerts ?? {}).map(([fp, a]) => [fp, { ...a, labels: dict(Object.entries(a.labels ?? {})) }] as const));
-    group.told = of(group.told);
-  }
-  const firing = dict(Object.entries(raw?.firing ?? {}).map(([fp, labels]) => [fp, dict(Object.entries(labels))] as const));
-  return { groups, pages: of(raw?.pages), silences: of(raw?.silences), firing, sources: of(raw?.sources), about: of(raw?.about) };
+  return loadNotifierState(text).state;
 }
 
 export type Decision = { readonly send: Notification } | { readonly suppressed: Suppression };
@@ -157,6 +177,7 @@ function view(alert: EnvelopeOf<'alert'>): AlertView {
     id: alert.id, fingerprint: a.fingerprint, host: alert.host, status: a.status, severity: a.severity, category: a.category,
     summary: a.summary, ...(a.description ? { description: a.description } : {}), startsAt: a.starts_at, expected: a.expected === true, evidence: a.evidence, labels: alertLabels(alert),
     ...(a.action ? { action: a.action } : {}), ...(a.gpu ? { gpu: a.gpu.index } : {}), ...(a.ends_at ? { endsAt: a.ends_at } : {}),
+    ...(a.annotations ? { annotations: a.annotations } : {}),
   };
 }
 
@@ -376,6 +397,7 @@ export class NotifierCore {
       state.firing[alert.fingerprint] = dict(Object.entries(alert.labels));
       state.about[alert.fingerprint] = {
         startsAt: alert.startsAt, updatedAt: now, summary: alert.summary, ...(alert.description ? { description: alert.description } : {}), ...(alert.evidence.length > 0 ? { evidence: alert.evidence } : {}),
+        ...(alert.annotations ? { annotations: alert.annotations } : {}),
       };
       for (const key of keys(alert.labels)) (state.sources[key] ??= []).push(alert.fingerprint);
     }

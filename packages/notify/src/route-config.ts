@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { integrationsOf, GlobalConfig, RECEIVER_CONFIG_KEYS, type Integration } from './alertmanager-receivers.ts';
 import { CHANNELS, channelSettings, type ChannelName } from './channels/channel-settings.ts';
 import { MatcherList, newMatcher, type Matcher } from './matchers.ts';
+import { compileFields, defaultTemplateSet } from './receiver-templates.ts';
 import { TimeIntervalSchema, type TimeInterval } from './time-interval.ts';
 
 export { CHANNELS, type ChannelName, type Integration, type TimeInterval };
@@ -152,16 +153,19 @@ export interface RoutesFile {
   alertmanager: boolean;
   /** The file's text as loaded, for Alertmanager's status API (`amtool config routes` parses it). */
   original?: string;
+  /** Alertmanager's `templates:`: globs of files of `define`d templates, relative to the routes file (loaded by loadRoutes). */
+  templates?: string[];
 }
 
 const RawReceiver = z.looseObject({ name: z.string().min(1, 'missing name in receiver') });
 
-const TEMPLATES_REFUSED = 'Go templates are not supported: gpualert writes each channel\'s message itself (remove templates:, or see "Coming from Alertmanager" in the README)';
+/** Globs in `templates:`: Alertmanager setups name one or two directories. */
+export const MAX_TEMPLATE_GLOBS = 16;
 
 export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
   .strictObject({
     global: GlobalConfig,
-    templates: z.array(z.string()).max(0, TEMPLATES_REFUSED).optional(),
+    templates: z.array(z.string().min(1).max(1024)).max(MAX_TEMPLATE_GLOBS).default([]),
     receivers: z.array(RawReceiver).min(1),
     route: Route,
     inhibit_rules: z.array(InhibitRule).default([]),
@@ -196,11 +200,25 @@ export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
     const route = alertmanager && file.route.group_by === undefined && !file.route.group_by_all ? { ...file.route, group_by: [] } : file.route;
     const out: RoutesFile = {
       receivers, integrations, route, inhibit_rules: file.inhibit_rules, global: file.global, alertmanager,
-      time_intervals: [...file.time_intervals, ...file.mute_time_intervals],
+      time_intervals: [...file.time_intervals, ...file.mute_time_intervals], templates: file.templates,
     };
+    attachTemplates(out.receivers, defaultTemplateSet(), (path, message) => {
+      // A template from the `templates:` files is only known once loadRoutes reads them: it checks again then.
+      if (file.templates.length === 0 || !/no such template/.test(message)) ctx.addIssue({ code: 'custom', path: [...path], message });
+    });
     validate(out, file.time_intervals.length, ctx);
     return out;
   });
+
+/** Compiles each integration's template fields against `set` and attaches them (not enumerable); problems reported at their field. */
+export function attachTemplates(receivers: readonly Receiver[], set: Parameters<typeof compileFields>[1], problem: (path: readonly (string | number)[], message: string) => void): void {
+  for (const receiver of receivers) {
+    if (!receiver.templates) continue;
+    const { compiled, problems } = compileFields(receiver.templates, set);
+    for (const p of problems) problem(p.path, p.message);
+    Object.defineProperty(receiver, 'compiled', { value: compiled, enumerable: false, configurable: true, writable: false });
+  }
+}
 
 /** Alertmanager's checks (config/config.go), with its wording: they hold for gpualert's own files too. */
 function validate(file: RoutesFile, firstMuteIndex: number, ctx: z.RefinementCtx): void {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { CONTROL_CHARACTERS, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_HOSTS_PER_PROVIDER_EVENT } from './bounds.ts';
+import { CONTROL_CHARACTERS, FORBIDDEN_LABEL_NAME, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_HOSTS_PER_PROVIDER_EVENT, MAX_LABEL_NAME_LENGTH, MAX_LABELS } from './bounds.ts';
+import { toInertRecord } from './inert-record.ts';
 import { GpuIndex, GpuMetrics } from './metrics.ts';
 import { PciBus } from './pci-bus.ts';
 import { Severity } from './severity.ts';
@@ -121,6 +122,25 @@ export const ALERT_CATEGORIES = [
 export const AlertCategory = z.enum(ALERT_CATEGORIES);
 export type AlertCategory = z.infer<typeof AlertCategory>;
 
+/**
+ * An annotation's value: Prometheus' `description` often quotes a query's result or a runbook
+ * paragraph, longer than a label's 1 KiB; 4 KiB bounds what each alert copies (64 of them: 256 KiB).
+ */
+export const MAX_ANNOTATION_VALUE_LENGTH = 4_096;
+
+/** Annotations an alert carries (Prometheus' summary, description, runbook_url, dashboard…): bounded as labels are, inert. */
+export const Annotations = z
+  .unknown()
+  .check((ctx) => {
+    const v = ctx.value;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return; // the record below words it
+    const count = Object.keys(v).length;
+    if (count > MAX_LABELS) ctx.issues.push({ code: 'custom', message: `at most ${MAX_LABELS} annotations`, input: `${count} annotations`, continue: false });
+    else if (Object.hasOwn(v, FORBIDDEN_LABEL_NAME)) ctx.issues.push({ code: 'custom', message: `an annotation name other than ${FORBIDDEN_LABEL_NAME}`, input: v, path: [FORBIDDEN_LABEL_NAME], continue: false });
+  })
+  .pipe(z.record(z.string().min(1).max(MAX_LABEL_NAME_LENGTH), z.string().max(MAX_ANNOTATION_VALUE_LENGTH)))
+  .transform((a) => toInertRecord(a));
+
 export const AlertData = z.object({
   fingerprint: z.string().min(1),
   status: z.enum(['firing', 'resolved']),
@@ -142,6 +162,8 @@ export const AlertData = z.object({
   incident: z.string().optional(),
   /** The value that breached, where there is one (°C, W, %, count). */
   value: z.number().optional(),
+  /** Every annotation of an alert pushed through Alertmanager's API, as sent (summary and description included). */
+  annotations: Annotations.optional(),
 });
 export type AlertData = z.infer<typeof AlertData>;
 

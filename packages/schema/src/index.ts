@@ -11,3 +11,5 @@ export * from './stable-id.ts';
 export * from './gpu-sample-fast-path.ts';
 export * from './bounds.ts';
 export * from './inert-record.ts';
+export * from './gpualert-error.ts';
+export * from './versioned-state.ts';

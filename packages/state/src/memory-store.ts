@@ -1,4 +1,5 @@
 import type { ScoredMember, StateStore, TtlOption } from './state-store.ts';
+import { GpualertError } from '@gpualert/schema';
 
 type Value =
   | { readonly kind: 'string'; value: string }
@@ -22,10 +23,9 @@ export interface MemoryStoreOptions {
   readonly now?: () => number;
 }
 
-class WrongTypeError extends Error {
-  readonly code = 'WRONGTYPE';
+class WrongTypeError extends GpualertError {
   constructor(key: string, kind: string) {
-    super(`WRONGTYPE: ${key} holds a ${kind}`);
+    super('GA-STORE-WRONG-TYPE', `WRONGTYPE: ${key} holds a ${kind}`);
   }
 }
 

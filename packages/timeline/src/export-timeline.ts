@@ -1,10 +1,10 @@
 import type { Bus } from '@gpualert/bus';
-import { MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, parseEnvelope, TOPICS, validateEnvelope, type Envelope, type EnvelopeOf } from '@gpualert/schema';
+import { GpualertError, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, parseEnvelope, TOPICS, validateEnvelope, type Envelope, type EnvelopeOf } from '@gpualert/schema';
 import { render, type Format } from './formats.ts';
 import { buildTimeline, incidentWindow, type Timeline, type TimelineQuery } from './timeline.ts';
 
-export class UnknownIncidentError extends Error {
-  readonly code = 'GPUALERT_UNKNOWN_INCIDENT';
+export class UnknownIncidentError extends GpualertError {
+  constructor(message: string) { super('GA-INCIDENT-UNKNOWN', message); }
 }
 
 const READ = [TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.alerts, TOPICS.notifications, TOPICS.gpuSamples];

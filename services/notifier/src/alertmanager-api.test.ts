@@ -1,11 +1,11 @@
 import type { Server } from 'node:http';
 import type { Bus, OutgoingMessage } from '@gpualert/bus';
-import { emptyNotifierState, NotifierCore, RoutesFile } from '@gpualert/notify';
+import { alertmanagerPayload, emptyNotifierState, NotifierCore, RoutesFile, type Notification } from '@gpualert/notify';
 import { parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { alertEnvelope, type NotifierView } from './alertmanager-api.ts';
+import { alertEnvelope, alertQuery, listAlerts, listAlertsBounded, MAX_ALERTS_PER_RESPONSE, type AlertQuery, type NotifierView } from './alertmanager-api.ts';
 import { createNotifierServer, NotifierMetrics } from './notifier-http.ts';
 
 const TOKEN = 'notifier-token-0123456789';
@@ -167,5 +167,62 @@ inhibit_rules:
       'team {"alertname":"GpuHot"} 1',
       'team {"alertname":"NodeDown"} 1',
     ]);
+  });
+
+  it('keeps every annotation an alert carries: POST → envelope → notifier → GET /api/v2/alerts and the webhook payload, bounded as labels are', async () => {
+    const { base, published } = await serve();
+    const annotations = { summary: 'GPU 3 at 91 °C', description: 'above 90 °C for 5m', runbook_url: 'https://runbooks.example/gpu-hot', dashboard: 'https://grafana.example/d/gpu', constructor: 'just data' };
+    const res = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([{ labels: { alertname: 'GpuHot', instance: 'gpu-7:9400' }, annotations }]) });
+    expect(res.status).toBe(200);
+    const parsed = parseEnvelope(published[0]!.messages[0]!.value);
+    if (!parsed.ok || parsed.value.type !== 'alert') throw new Error('not an alert');
+    expect({ ...parsed.value.data.annotations }).toEqual(annotations);
+    const core = new NotifierCore(ROUTES);
+    const state = emptyNotifierState();
+    const now = Date.now();
+    core.ingest(state, parsed.value, now);
+    const sent = core.flush(state, now).flatMap((d) => ('send' in d ? [d.send] : [])) as Notification[];
+    expect(alertmanagerPayload(sent[0]!).alerts[0]!.annotations).toEqual(annotations);
+    expect(alertmanagerPayload(sent[0]!).commonAnnotations).toEqual(annotations);
+    const q = alertQuery(new URLSearchParams()) as AlertQuery;
+    expect(listAlerts({ routes: ROUTES, state: () => state }, q, now)[0]!.annotations).toEqual(annotations);
+    const tooMany = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`a${i}`, 'x']));
+    const refused = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([{ labels: { alertname: 'A' } }, { labels: { alertname: 'B' }, annotations: tooMany }]) });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/alert 1: .*at most 64 annotations/);
+    const long = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([{ labels: { alertname: 'B' }, annotations: { description: 'x'.repeat(5_000) } }]) });
+    expect(long.status).toBe(400);
+  });
+
+  it('routes each alert once per routes file (a reload routes again) and answers at most MAX_ALERTS_PER_RESPONSE alerts, in fingerprint order', () => {
+    const now = Date.now();
+    const state = emptyNotifierState();
+    const core = new NotifierCore(ROUTES);
+    for (let i = 0; i <= MAX_ALERTS_PER_RESPONSE; i += 1) {
+      const e = alertEnvelope({ labels: { alertname: 'GpuHot', instance: `gpu-${i}:9400`, service: i % 2 ? 'db' : 'web' } }, now);
+      if (typeof e === 'string') throw new Error(e);
+      core.ingest(state, e, now);
+    }
+    const q = alertQuery(new URLSearchParams()) as AlertQuery;
+    const { alerts, omitted } = listAlertsBounded({ routes: ROUTES, state: () => state }, q, now);
+    expect(alerts).toHaveLength(MAX_ALERTS_PER_RESPONSE);
+    expect(omitted).toBe(1);
+    expect(alerts.map((a) => a.fingerprint)).toEqual(Object.keys(state.firing).sort().slice(0, MAX_ALERTS_PER_RESPONSE));
+    const byReceiver = (routes: RoutesFile) => listAlerts({ routes, state: () => state }, alertQuery(new URLSearchParams('receiver=db')) as AlertQuery, now).length;
+    expect(byReceiver(ROUTES)).toBe(Math.min(MAX_ALERTS_PER_RESPONSE, (MAX_ALERTS_PER_RESPONSE + 1) >> 1));
+    // The same tree with the db route now matching web: a reloaded file is a new object, so nothing cached from the old one is reused.
+    const reloaded = RoutesFile.parse(parseYaml(`
+receivers:
+- name: team
+  webhook_configs: [{ url: 'http://127.0.0.1:9/team' }]
+- name: db
+  webhook_configs: [{ url: 'http://127.0.0.1:9/db' }]
+route:
+  receiver: team
+  routes:
+  - matchers: ['service=~"web"']
+    receiver: db
+`));
+    expect(byReceiver(reloaded)).toBe((MAX_ALERTS_PER_RESPONSE + 2) >> 1);
   });
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { envelopeMessage, type Bus } from '@gpualert/bus';
 import {
   ALERTMANAGER_API_SOURCE, formatMatcher, matchesAll, matchesValue, newMatcher, NotifierCore, parseMatchers, routesFor,
-  type AlertAbout, type AlertMarkers, type Dict, type Matcher, type MatchOp, type NotifierState, type RoutesFile, type Silence,
+  type AlertAbout, type AlertMarkers, type Dict, type Matcher, type MatchOp, type NotifierState, type ResolvedRoute, type RoutesFile, type Silence,
 } from '@gpualert/notify';
 import { Envelope, newEnvelope, stableId, TOPICS, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
@@ -64,6 +64,8 @@ export function alertEnvelope(alert: PostableAlert, now: number): EnvelopeOf<'al
       fingerprint, status: resolved ? 'resolved' as const : 'firing' as const, severity: SEVERITY.get((labels.severity ?? '').toLowerCase()) ?? 'warning',
       category: 'other' as const, rule: name, summary: annotations.summary ?? annotations.description ?? name,
       ...(annotations.description ? { description: annotations.description } : {}),
+      // Every annotation as sent (runbook_url, dashboard…): webhooks, templates and GET /api/v2/alerts show them all.
+      ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       starts_at: new Date(starts).toISOString(), ...(resolved ? { ends_at: new Date(ends).toISOString() } : {}),
       evidence: alert.generatorURL ? [alert.generatorURL.slice(0, 2048)] : [],
     },
@@ -230,19 +232,24 @@ export function alertQuery(params: URLSearchParams): AlertQuery | string {
 
 type GettableAlert = ReturnType<typeof gettableAlert>;
 
-function gettableAlert(fingerprint: string, labels: Readonly<Record<string, string>>, about: AlertAbout | undefined, receivers: readonly string[], markers: AlertMarkers, now: number) {
-  const suppressed = markers.silencedBy.length > 0 || markers.inhibitedBy.length > 0;
-  const annotations = Object.create(null) as Record<string, string>;
-  if (about?.summary) annotations.summary = about.summary;
-  if (about?.description) annotations.description = about.description;
+/** What a GettableAlert shows that changes only when the alert is pushed again: built once per push, then reused. */
+function alertBase(fingerprint: string, labels: Readonly<Record<string, string>>, about: AlertAbout | undefined, receivers: readonly string[], now: number) {
+  const annotations: [string, string][] = about?.annotations
+    ? Object.entries(about.annotations)
+    : [...(about?.summary ? [['summary', about.summary] as [string, string]] : []), ...(about?.description ? [['description', about.description] as [string, string]] : [])];
   return {
-    labels: { ...labels }, annotations: { ...annotations }, receivers: receivers.map((name) => ({ name })), fingerprint,
+    // Object.fromEntries makes plain objects whose `__proto__` or `constructor` key is only data.
+    labels: Object.fromEntries(Object.entries(labels)), annotations: Object.fromEntries(annotations), receivers: receivers.map((name) => ({ name })), fingerprint,
     startsAt: about?.startsAt ?? new Date(now).toISOString(), updatedAt: new Date(about?.updatedAt ?? now).toISOString(),
     // Firing until told otherwise: Alertmanager shows the time it would resolve the alert by itself; gpualert waits for the source.
     endsAt: '0001-01-01T00:00:00.000Z',
     generatorURL: about?.evidence?.find((e) => /^https?:\/\//.test(e)) ?? '',
-    status: { state: suppressed ? 'suppressed' as const : 'active' as const, silencedBy: markers.silencedBy, inhibitedBy: markers.inhibitedBy },
   };
+}
+
+function gettableAlert(base: ReturnType<typeof alertBase>, markers: AlertMarkers) {
+  const suppressed = markers.silencedBy.length > 0 || markers.inhibitedBy.length > 0;
+  return { ...base, status: { state: suppressed ? 'suppressed' as const : 'active' as const, silencedBy: markers.silencedBy, inhibitedBy: markers.inhibitedBy } };
 }
 
 function wantedByState(alert: GettableAlert, q: AlertQuery): boolean {
@@ -253,14 +260,79 @@ function wantedByState(alert: GettableAlert, q: AlertQuery): boolean {
   return true;
 }
 
-/** Every firing alert with the routes it takes (page routes included), before any filter. */
-function firingAlerts(view: NotifierView, core: NotifierCore, now: number) {
+/**
+ * The most alerts one `GET /api/v2/alerts` (or `/alerts/groups`) answers with, the first by
+ * fingerprint: 10,000 alerts are about 10 MB of JSON, and a fleet with more firing at once narrows
+ * with `filter` or `receiver` (amtool's `alert query` does). Alertmanager itself has no bound.
+ */
+export const MAX_ALERTS_PER_RESPONSE = 10_000;
+
+interface RouteEntry {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly routes: readonly ResolvedRoute[];
+  readonly receivers: readonly string[];
+  /** The alert as shown, for the push it was built from (`about.updatedAt`). */
+  base?: ReturnType<typeof alertBase>;
+  baseAt?: number | undefined;
+  /** Each route's group (key and labels) for `/alerts/groups`, built on first use. */
+  groups?: readonly { readonly route: ResolvedRoute; readonly key: string; readonly labels: Record<string, string> }[];
+}
+
+/** The routes each firing alert takes, per loaded routes file: a reload is a new file, so a new cache. */
+const routeCaches = new WeakMap<RoutesFile, Map<string, RouteEntry>>();
+
+function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  let n = 0;
+  for (const k in a) {
+    if (!Object.hasOwn(a, k)) continue;
+    n += 1;
+    if (!Object.hasOwn(b, k) || a[k] !== b[k]) return false;
+  }
+  return n === Object.keys(b).length;
+}
+
+/** An alert's routes, computed once per (routes file, fingerprint, label set); what stopped firing is dropped. */
+function routesOf(routes: RoutesFile, cache: Map<string, RouteEntry>, fingerprint: string, labels: Readonly<Record<string, string>>): RouteEntry {
+  const hit = cache.get(fingerprint);
+  if (hit && sameLabels(hit.labels, labels)) return hit;
+  const resolved = routesFor(routes.route, labels);
+  const entry: RouteEntry = { labels, routes: resolved, receivers: [...new Set(resolved.map((r) => r.receiver))] };
+  cache.set(fingerprint, entry);
+  return entry;
+}
+
+/**
+ * The firing alerts a query wants, in fingerprint order, at most MAX_ALERTS_PER_RESPONSE: label
+ * matchers first (cheap), then the routes (cached), the receiver regex, and last the silences
+ * and inhibitions that decide the state filters. `omitted` counts what the bound left out.
+ */
+function firingAlerts(view: NotifierView, core: NotifierCore, q: AlertQuery, now: number) {
   const state = view.state();
-  return Object.entries(state.firing).map(([fingerprint, labels]) => {
-    const routes = routesFor(view.routes.route, labels);
-    const receivers = [...new Set(routes.map((r) => r.receiver))];
-    return { routes, alert: gettableAlert(fingerprint, labels, state.about?.[fingerprint], receivers, core.markers(state, fingerprint, labels, now), now) };
-  });
+  let cache = routeCaches.get(view.routes);
+  if (!cache) routeCaches.set(view.routes, (cache = new Map()));
+  const out: { entry: RouteEntry; alert: GettableAlert }[] = [];
+  let omitted = 0;
+  for (const fingerprint of Object.keys(state.firing).sort()) {
+    const labels = state.firing[fingerprint]!;
+    if (!matchesAll(q.filter, labels)) continue;
+    const entry = routesOf(view.routes, cache, fingerprint, labels);
+    const { receivers } = entry;
+    if (q.receiver && !receivers.some((r) => matchesValue(q.receiver!, r))) continue;
+    const about = state.about?.[fingerprint];
+    if (!entry.base || entry.baseAt !== about?.updatedAt) {
+      entry.base = alertBase(fingerprint, labels, about, receivers, now);
+      entry.baseAt = about?.updatedAt;
+    }
+    const alert = gettableAlert(entry.base, core.markers(state, fingerprint, labels, now));
+    if (!wantedByState(alert, q)) continue;
+    if (out.length >= MAX_ALERTS_PER_RESPONSE) omitted += 1;
+    else out.push({ entry, alert });
+  }
+  // Bounded: alerts that stopped firing (or a label set that changed) leave the cache.
+  if (cache.size > Object.keys(state.firing).length * 2 + 1_000) {
+    for (const fingerprint of cache.keys()) if (!Object.hasOwn(state.firing, fingerprint)) cache.delete(fingerprint);
+  }
+  return { alerts: out, omitted };
 }
 
 const cores = new WeakMap<RoutesFile, NotifierCore>();
@@ -270,13 +342,15 @@ function coreOf(routes: RoutesFile): NotifierCore {
   return core;
 }
 
-/** `GET /api/v2/alerts`: the firing alerts in Alertmanager's GettableAlert shape, filtered as amtool asks. */
+/** `GET /api/v2/alerts`: the firing alerts in Alertmanager's GettableAlert shape, filtered as amtool asks, in fingerprint order, at most MAX_ALERTS_PER_RESPONSE. */
 export function listAlerts(view: NotifierView, q: AlertQuery, now: number): GettableAlert[] {
-  return firingAlerts(view, coreOf(view.routes), now)
-    .filter(({ alert }) => wantedByState(alert, q) && matchesAll(q.filter, alert.labels))
-    .filter(({ alert }) => !q.receiver || alert.receivers.some((r) => matchesValue(q.receiver!, r.name)))
-    .map(({ alert }) => alert)
-    .sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : 1));
+  return firingAlerts(view, coreOf(view.routes), q, now).alerts.map(({ alert }) => alert);
+}
+
+/** The same, with how many alerts the bound left out (for a header or a log line). */
+export function listAlertsBounded(view: NotifierView, q: AlertQuery, now: number): { alerts: GettableAlert[]; omitted: number } {
+  const { alerts, omitted } = firingAlerts(view, coreOf(view.routes), q, now);
+  return { alerts: alerts.map(({ alert }) => alert), omitted };
 }
 
 /**
@@ -286,13 +360,14 @@ export function listAlerts(view: NotifierView, q: AlertQuery, now: number): Gett
  */
 export function listAlertGroups(view: NotifierView, q: AlertQuery, now: number) {
   const groups = new Map<string, { labels: Record<string, string>; receiver: { name: string }; alerts: GettableAlert[] }>();
-  for (const { routes, alert } of firingAlerts(view, coreOf(view.routes), now)) {
-    if (!wantedByState(alert, q) || !matchesAll(q.filter, alert.labels)) continue;
-    for (const route of routes) {
-      if (q.receiver && !matchesValue(q.receiver, route.receiver)) continue;
+  for (const { entry, alert } of firingAlerts(view, coreOf(view.routes), q, now).alerts) {
+    entry.groups ??= entry.routes.map((route) => {
       const names = route.page ? ['fingerprint'] : route.groupByAll ? Object.keys(alert.labels).sort() : route.groupBy;
       const labels: Record<string, string> = route.page ? { fingerprint: alert.fingerprint } : Object.fromEntries(names.filter((n) => Object.hasOwn(alert.labels, n)).map((n) => [n, alert.labels[n]!]));
-      const key = `${route.id}|${route.receiver}|${JSON.stringify(labels)}`;
+      return { route, labels, key: `${route.id}|${route.receiver}|${JSON.stringify(labels)}` };
+    });
+    for (const { route, labels, key } of entry.groups) {
+      if (q.receiver && !matchesValue(q.receiver, route.receiver)) continue;
       const group = groups.get(key) ?? { labels, receiver: { name: route.receiver }, alerts: [] };
       groups.set(key, group);
       group.alerts.push(alert);

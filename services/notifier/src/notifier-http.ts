@@ -10,6 +10,7 @@ import {
   alertQuery, deleteSilence, getSilence, listAlertGroups, listAlerts, listSilences, MAX_ALERTS_BODY_BYTES, postAlerts, postSilence, receivers, status, type NotifierView,
 } from './alertmanager-api.ts';
 import { addSilence, expireSilence, loadSilences, SilenceError } from './silences.ts';
+import { GpualertError } from '@gpualert/schema';
 
 /** Same floor as the intake's: 16 characters is ~96 bits from a random generator, out of reach of guessing over HTTP. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -20,9 +21,8 @@ export const HEADERS_TIMEOUT_MS = 10_000;
 /** A whole request (64 KiB at most) in 30 s even over a poor link; longer is a client holding a socket. */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
-export class NotifierConfigError extends Error {
-  readonly code = 'GPUALERT_NOTIFIER_CONFIG_INVALID';
-  readonly retriable = false;
+export class NotifierConfigError extends GpualertError {
+  constructor(message: string) { super('GA-NOTIFIER-CONFIG-INVALID', message); }
 }
 
 /** The notifier's Prometheus metrics. */

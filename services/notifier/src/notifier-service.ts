@@ -1,16 +1,18 @@
 import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import {
-  createChannel, emptyNotifierState, rateLimitOf, NotifierCore, restoreNotifierState, type Channel, type Decision, type Notification, type NotifierState, type RoutesFile, type Silence,
+  createChannel, loadNotifierState, MAX_SAVED_ENTRY_CHARS, rateLimitOf, NotifierCore, restoreNotifierState, saveNotifierState, SavedNotification, type Channel, type Decision, type Notification,
+  type NotifierState, type RoutesFile, type Silence,
 } from '@gpualert/notify';
 import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { DEADLETTER_HEADERS } from '@gpualert/bus';
-import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
+import { decodeVersioned, encodeVersioned, newEnvelope, TOPICS, type NotificationData, type VersionedState } from '@gpualert/schema';
+import { z } from 'zod';
 import type { StateStore } from '@gpualert/state';
 import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } from './delivery.ts';
 import type { NotifierView } from './alertmanager-api.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
-import { SILENCES_KEY, loadSilences } from './silences.ts';
+import { encodeSilence, SILENCES_KEY, loadSilences } from './silences.ts';
 
 export interface NotifierOptions {
   readonly bus: Bus;
@@ -34,6 +36,21 @@ interface Outgoing {
   readonly queuedAt: number;
 }
 
+/** At most this many outbox entries are loaded at start, oldest first; the rest stay in the store for the next start. */
+export const MAX_OUTBOX_LOADED = 100_000;
+
+/** An outbox entry as saved: version 1 adds the version to what version 0 (before versioned state) wrote. */
+export const OUTBOX_ENTRY: VersionedState<Outgoing> = {
+  name: 'outbox entry',
+  version: 1,
+  schema: z.object({ notification: SavedNotification, queuedAt: z.number().finite() }),
+  migrate: (raw, from) => (from === 0 ? raw : undefined),
+  maxChars: MAX_SAVED_ENTRY_CHARS,
+};
+
+/** How many unreadable entries one warning line names (the count is always whole). */
+const MAX_NAMED_IN_WARNING = 5;
+
 /**
  * The notifier as a service. Decisions come from the pure core; each message to send is written
  * to an outbox in the store before the alert's offset is committed, and leaves it only once the
@@ -46,9 +63,14 @@ export interface RunningNotifier extends RunningService, NotifierView {}
 export async function startNotifier(options: NotifierOptions): Promise<RunningNotifier> {
   const core = new NotifierCore(options.routes);
   const saved = await options.store.get(STATE_KEY);
-  const state: NotifierState = saved ? restoreNotifierState(saved) : emptyNotifierState();
-  /** The state as the last step saved it. */
-  let committed = saved ?? JSON.stringify(state);
+  const loaded = loadNotifierState(saved);
+  // A state that does not read is rebuilt: groups, pages and the notification log start empty, so
+  // what still fires is told again once (pages carry their dedup key: the pager folds them).
+  if (loaded.rebuilt !== undefined) options.log.warn({ key: STATE_KEY, reason: loaded.rebuilt }, 'state_rebuilt');
+  else if (loaded.migratedFrom !== undefined) options.log.info({ key: STATE_KEY, from: loaded.migratedFrom, to: 1 }, 'state_migrated');
+  const state: NotifierState = loaded.state;
+  /** The state as the last step saved it (always the current version: rollbacks read it back). */
+  let committed = saveNotifierState(state);
   const channels = new Map<string, Channel>();
   const buckets = new Map<string, RateLimiter>();
   const queues = new Map<string, Outgoing[]>();
@@ -131,23 +153,40 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   const act = async (decisions: Decision[]) => {
     const sends = decisions.flatMap((d) => ('send' in d ? [d.send] : []));
     if (sends.length > 0) {
-      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(sends.map((n) => [n.id, JSON.stringify({ notification: n, queuedAt: Date.now() })])));
+      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(sends.map((n) => [n.id, encodeVersioned(OUTBOX_ENTRY, { notification: n, queuedAt: Date.now() })])));
     }
     for (const d of decisions) {
       if ('suppressed' in d) {
         await record({ receiver: d.suppressed.receiver, channel: channelOf(d.suppressed.receiver), fingerprints: [...d.suppressed.fingerprints], reason: `${d.suppressed.reason}: ${d.suppressed.detail}`, outcome: 'suppressed', attempt: 0 }, 'notifier');
       }
     }
-    const text = JSON.stringify(state);
+    const text = saveNotifierState(state);
     await options.store.set(STATE_KEY, text);
     committed = text;
     for (const n of sends) enqueue(n, Date.now());
   };
 
   // Whatever was in flight when the last run stopped goes out first.
+  // An entry that does not read (damaged, hostile, from a newer gpualert) is dropped with one warning line.
+  const pendings: Outgoing[] = [];
+  const unreadable: { id: string; reason: string; newer: boolean }[] = [];
   for (const [id, text] of Object.entries(await options.store.hashGetAll(OUTBOX_KEY))) {
-    const pending = JSON.parse(text) as Outgoing;
-    options.log.info({ id, receiver: pending.notification.receiver }, 'outbox_resend');
+    const entry = decodeVersioned(OUTBOX_ENTRY, text);
+    if (entry.ok && entry.value.notification.id === id) pendings.push(entry.value);
+    else unreadable.push({ id, reason: entry.ok ? 'its notification has another id' : entry.reason, newer: !entry.ok && entry.newer === true });
+  }
+  if (unreadable.length > 0) {
+    // One a newer gpualert queued (a rolling upgrade) is left for it to send.
+    const dropped = unreadable.filter((u) => !u.newer).map((u) => u.id);
+    if (dropped.length > 0) await options.store.hashDelete(OUTBOX_KEY, ...dropped);
+    options.log.warn({
+      key: OUTBOX_KEY, unreadable: unreadable.length, examples: unreadable.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.id.slice(0, 80)}: ${u.reason}`),
+    }, 'state_rebuilt');
+  }
+  pendings.sort((a, b) => a.queuedAt - b.queuedAt);
+  if (pendings.length > MAX_OUTBOX_LOADED) options.log.warn({ key: OUTBOX_KEY, pending: pendings.length, loaded: MAX_OUTBOX_LOADED }, 'outbox_over_bound');
+  for (const pending of pendings.slice(0, MAX_OUTBOX_LOADED)) {
+    options.log.info({ id: pending.notification.id, receiver: pending.notification.receiver }, 'outbox_resend');
     enqueue(pending.notification, pending.queuedAt);
   }
 
@@ -161,7 +200,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     const now = Date.now();
     const lost = Object.values(state.silences).filter((s) => !Object.hasOwn(stored, s.id) && s.expiredAt === undefined && s.endsAt > now);
     if (lost.length > 0) {
-      await options.store.hashSet(SILENCES_KEY, Object.fromEntries(lost.map((s) => [s.id, JSON.stringify(s)])));
+      await options.store.hashSet(SILENCES_KEY, Object.fromEntries(lost.map((s) => [s.id, encodeSilence(s)])));
       options.log.warn({ silences: lost.map((s) => s.id) }, 'silences_restored_to_store');
       for (const silence of lost) stored[silence.id] = silence;
     }
@@ -181,7 +220,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       try {
         return await work();
       } catch (error) {
-        Object.assign(state, restoreNotifierState(committed));
+        // `committed` is this run's own save; should it not read back (past a load bound), say so rather than go on empty unannounced.
+        const back = loadNotifierState(committed);
+        if (back.rebuilt !== undefined) options.log.warn({ key: STATE_KEY, reason: back.rebuilt }, 'state_rebuilt');
+        Object.assign(state, back.state);
         throw error;
       }
     });
@@ -198,13 +240,13 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
         }
         // Maintenance windows' own silences, made or expired by the core, are shared like any other.
         const own = Object.values(state.silences).filter((s) => s.createdBy === 'gpualert');
-        if (own.length > 0) await options.store.hashSet(SILENCES_KEY, Object.fromEntries(own.map((s) => [s.id, JSON.stringify(s)])));
+        if (own.length > 0) await options.store.hashSet(SILENCES_KEY, Object.fromEntries(own.map((s) => [s.id, encodeSilence(s)])));
         decisions.push(...core.flush(state, Date.now()));
         await act(decisions);
       }),
   });
   // Silences made from the CLI or the API show on gpualert.notifications, for the timeline.
-  const knownSilences = new Set(Object.keys(await loadSilences(options.store)));
+  const knownSilences = new Set(Object.keys(await loadSilences(options.store, options.log)));
   const timer = setInterval(() => {
     void transact(async () => {
       state.silences = await currentSilences();
@@ -222,7 +264,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       for (const id of before) {
         const silence = state.silences[id]!;
         if (silence.expiredAt !== undefined) {
-          await options.store.hashSet(SILENCES_KEY, { [id]: JSON.stringify(silence) });
+          await options.store.hashSet(SILENCES_KEY, { [id]: encodeSilence(silence) });
           await record({ receiver: '*', channel: 'silence', fingerprints: [], reason: `silence ${id} expired (${silence.comment})`, outcome: 'suppressed', attempt: 0 }, 'notifier');
         }
       }

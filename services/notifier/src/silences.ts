@@ -1,28 +1,52 @@
 import { randomUUID } from 'node:crypto';
-import { checkSilence, dict, type Dict, type Silence, type SilenceInput } from '@gpualert/notify';
+import type { Logger } from '@gpualert/log';
+import { checkSilence, dict, MAX_SAVED_SILENCES, SILENCE, type Dict, type Silence, type SilenceInput } from '@gpualert/notify';
+import { decodeVersioned, encodeVersioned, GpualertError } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
 export const SILENCES_KEY = 'notifier:silences';
 
 /** A silence that cannot be stored: one line saying why (the API answers it with 4xx, the CLI with exit 2). */
-export class SilenceError extends Error {
-  readonly code = 'GPUALERT_SILENCE_INVALID';
-  readonly retriable = false;
+export class SilenceError extends GpualertError {
+  constructor(message: string) { super('GA-SILENCE-INVALID', message); }
 }
 
-/** Silences live in the store: the CLI, the HTTP API and the notifier share them. An entry that does not parse is skipped. */
-export async function loadSilences(store: StateStore): Promise<Dict<Silence>> {
+/** A silence as the silences hash holds it: versioned JSON (schema and bounds in @gpualert/notify's saved-notifier-state.ts). */
+export function encodeSilence(silence: Silence): string {
+  return encodeVersioned(SILENCE, silence);
+}
+
+/** How many unreadable entries one warning line names (the count is always whole). */
+const MAX_NAMED_IN_WARNING = 5;
+
+/**
+ * Silences live in the store: the CLI, the HTTP API and the notifier share them. Each is validated
+ * (an older version migrated); one that does not read (damaged, hostile, from a newer gpualert) is
+ * skipped. At most MAX_SAVED_SILENCES are loaded: those that end last, so the active ones stay.
+ * With a `log` (the notifier at start), the unreadable ones are deleted from the store (those a
+ * newer gpualert wrote are only skipped) and named in one warning line, `state_rebuilt`.
+ */
+export async function loadSilences(store: StateStore, log?: Logger): Promise<Dict<Silence>> {
   const all = await store.hashGetAll(SILENCES_KEY);
-  const out = dict<Silence>();
+  const good: Silence[] = [];
+  const bad: { id: string; reason: string; newer: boolean }[] = [];
   for (const [id, text] of Object.entries(all)) {
-    try {
-      const silence = JSON.parse(text) as Silence;
-      if (silence && typeof silence === 'object' && Number.isFinite(silence.endsAt) && Number.isFinite(silence.startsAt) && Array.isArray(silence.matchers)) out[id] = silence;
-    } catch {
-      // Not ours or damaged: a bad entry must not stop every silence from loading.
-    }
+    const loaded = decodeVersioned(SILENCE, text);
+    if (loaded.ok && loaded.value.id === id) good.push(loaded.value);
+    else bad.push({ id, reason: loaded.ok ? `its id is ${JSON.stringify(loaded.value.id.slice(0, 40))}` : loaded.reason, newer: !loaded.ok && loaded.newer === true });
   }
-  return out;
+  good.sort((a, b) => b.endsAt - a.endsAt);
+  const dropped = good.length > MAX_SAVED_SILENCES ? good.length - MAX_SAVED_SILENCES : 0;
+  if (log && (bad.length > 0 || dropped > 0)) {
+    // A silence a newer gpualert wrote (a rolling upgrade) is skipped here but kept for it.
+    const unreadable = bad.filter((b) => !b.newer).map((b) => b.id);
+    if (unreadable.length > 0) await store.hashDelete(SILENCES_KEY, ...unreadable);
+    log.warn({
+      key: SILENCES_KEY, unreadable: bad.length, over_bound: dropped, bound: MAX_SAVED_SILENCES,
+      examples: bad.slice(0, MAX_NAMED_IN_WARNING).map((b) => `${b.id.slice(0, 80)}: ${b.reason}`),
+    }, 'state_rebuilt');
+  }
+  return dict(good.slice(0, MAX_SAVED_SILENCES).map((s) => [s.id, s] as const));
 }
 
 export type NewSilence = SilenceInput;
@@ -32,18 +56,21 @@ export async function addSilence(store: StateStore, input: NewSilence, now: numb
   const checked = checkSilence(input, now);
   if (!checked.ok) throw new SilenceError(checked.error);
   const silence: Silence = { id: randomUUID().slice(0, 8), ...checked.value };
-  await store.hashSet(SILENCES_KEY, { [silence.id]: JSON.stringify(silence) });
+  await store.hashSet(SILENCES_KEY, { [silence.id]: encodeSilence(silence) });
   return silence;
 }
 
+/** Ends a silence now; undefined when there is none by that id (or what is stored under it does not read as one). */
 export async function expireSilence(store: StateStore, id: string, now: number): Promise<Silence | undefined> {
   const text = await store.hashGet(SILENCES_KEY, id);
   if (!text) return undefined;
-  const silence = JSON.parse(text) as Silence;
+  const loaded = decodeVersioned(SILENCE, text);
+  if (!loaded.ok) return undefined;
+  const silence = loaded.value;
   if (silence.expiredAt === undefined) {
     silence.expiredAt = now;
     silence.endsAt = Math.min(silence.endsAt, now);
-    await store.hashSet(SILENCES_KEY, { [id]: JSON.stringify(silence) });
+    await store.hashSet(SILENCES_KEY, { [id]: encodeSilence(silence) });
   }
   return silence;
 }

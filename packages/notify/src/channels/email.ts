@@ -1,16 +1,25 @@
 import { createTransport, type Transporter } from 'nodemailer';
 import { redactSecrets } from '@gpualert/log';
+import type { CompiledTemplate } from '../go-template.ts';
+import { renderFields } from '../receiver-templates.ts';
 import type { Channel } from './channel.ts';
+import { oneLine } from './escape.ts';
 import { html, plainText, title } from './format.ts';
 
 /** Email over SMTP through nodemailer: text and HTML, a subject with severity, host and what happened. */
-export function emailChannel(settings: { smtp_url: string; from: string; to: string }): Channel {
+export function emailChannel(settings: { smtp_url: string; from: string; to: string }, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
   const transport: Transporter = createTransport(settings.smtp_url);
   return {
     name: 'email',
     async send(notification, signal) {
       try {
-        const sending = transport.sendMail({ from: settings.from, to: settings.to, subject: title(notification), text: plainText(notification), html: html(notification) });
+        // Alertmanager's headers.Subject, html and text templates (email_configs), else gpualert's own message.
+        const r = renderFields(templates, notification);
+        const own = r?.fields;
+        const subject = own?.subject !== undefined ? oneLine(own.subject) : title(notification);
+        // A template that fails on this message: gpualert's own text for that part, the error said in the text body.
+        const errors = r?.errors.length ? `\n\n${r.errors.join('\n')}` : '';
+        const sending = transport.sendMail({ from: settings.from, to: settings.to, subject, text: (own?.text ?? plainText(notification)) + errors, html: own?.html ?? html(notification) });
         // nodemailer takes no signal: on stop the attempt is given up (the outbox keeps it).
         const stopped = new Promise<never>((_, reject) => {
           if (signal?.aborted) reject(new Error('stopped'));

@@ -1,3 +1,5 @@
+import type { CompiledTemplate } from '../go-template.ts';
+import { renderFields } from '../receiver-templates.ts';
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
 import { oneLine } from './escape.ts';
@@ -20,10 +22,13 @@ export const PAGERDUTY_SEVERITIES = ['critical', 'error', 'warning', 'info'] as 
  * second fault pages again and a repeat of the same fault updates its incident. 202 ok, 400
  * never retried, 429 and 5xx retried.
  */
-export function pagerdutyChannel(settings: { url: string; routing_key: string }): Channel {
+export function pagerdutyChannel(settings: { url: string; routing_key: string }, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
   return {
     name: 'pagerduty',
     async send(notification, signal) {
+      // Alertmanager's description template (pagerduty_configs) is the event's summary, rendered for the message's group.
+      const r = renderFields(templates, notification);
+      const description = r?.fields.description;
       for (const alert of notification.alerts) {
         const field = (s: string) => cutChars(oneLine(s), PAGERDUTY_FIELD_MAX_CHARS);
         const event = {
@@ -31,14 +36,14 @@ export function pagerdutyChannel(settings: { url: string; routing_key: string })
           event_action: alert.status === 'resolved' ? 'resolve' : 'trigger',
           dedup_key: cutChars(alert.fingerprint, PAGERDUTY_DEDUP_KEY_MAX_CHARS),
           payload: {
-            summary: cutChars(oneLine(alert.summary), PAGERDUTY_SUMMARY_MAX_CHARS),
+            summary: cutChars(oneLine(description ?? alert.summary), PAGERDUTY_SUMMARY_MAX_CHARS),
             source: field(alert.host),
             severity: alert.severity,
             timestamp: alert.startsAt,
             component: field(alert.gpu !== undefined ? `GPU ${alert.gpu}` : alert.host),
             group: field(alert.labels.cluster ?? alert.host),
             class: field(alert.category),
-            custom_details: { action: alert.action, evidence: alert.evidence, labels: alert.labels } as unknown,
+            custom_details: { action: alert.action, evidence: alert.evidence, labels: alert.labels, ...(r?.errors.length ? { template_errors: r.errors } : {}) } as unknown,
           },
         };
         // Within 512 KB: the details give way first (as one cut JSON text), never the page itself.

@@ -12,9 +12,10 @@ import { servicenowChannel } from './servicenow.ts';
 import { slackChannel } from './slack.ts';
 import { webhookChannel, type WebhookFormat } from './webhook.ts';
 import { wecomChannel } from './wecom.ts';
+import { GpualertError } from '@gpualert/schema';
 
-export class ReceiverConfigError extends Error {
-  readonly code = 'GPUALERT_RECEIVER_INVALID';
+export class ReceiverConfigError extends GpualertError {
+  constructor(message: string) { super('GA-RECEIVER-INVALID', message); }
 }
 
 /** Resolves `env:NAME` settings; a missing variable is one clear error that names it. */
@@ -52,15 +53,15 @@ function checkedSettings(receiver: Receiver, env: Readonly<Record<string, string
 export function createChannel(receiver: Receiver, env: Readonly<Record<string, string | undefined>>): Channel {
   const s = checkedSettings(receiver, env);
   switch (receiver.channel) {
-    case 'slack': return slackChannel({ url: s.url!, ...(s.channel ? { channel: s.channel } : {}) });
+    case 'slack': return slackChannel({ url: s.url!, ...(s.channel ? { channel: s.channel } : {}) }, receiver.compiled);
     case 'feishu': return feishuChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
     case 'dingtalk': return dingtalkChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
     case 'wecom': return wecomChannel({ url: s.url! });
-    case 'email': return emailChannel({ smtp_url: s.smtp_url!, from: s.from!, to: s.to! });
+    case 'email': return emailChannel({ smtp_url: s.smtp_url!, from: s.from!, to: s.to! }, receiver.compiled);
     case 'jira': return jiraChannel({ url: s.url!, user: s.user!, token: s.token!, project: s.project!, ...(s.issue_type ? { issue_type: s.issue_type } : {}), ...(s.done_transition ? { done_transition: s.done_transition } : {}), ...(s.deployment ? { deployment: s.deployment as JiraDeployment | 'auto' } : {}) });
     case 'servicenow': return servicenowChannel({ url: s.url!, user: s.user!, password: s.password!, ...(s.close_code ? { close_code: s.close_code } : {}) });
-    case 'pagerduty': return pagerdutyChannel({ url: s.url!, routing_key: s.routing_key! });
-    case 'opsgenie': return opsgenieChannel({ url: s.url!, api_key: s.api_key! });
+    case 'pagerduty': return pagerdutyChannel({ url: s.url!, routing_key: s.routing_key! }, receiver.compiled);
+    case 'opsgenie': return opsgenieChannel({ url: s.url!, api_key: s.api_key! }, receiver.compiled);
     case 'webhook': return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}), ...(s.format ? { format: s.format as WebhookFormat } : {}), ...(s.max_alerts ? { max_alerts: Number(s.max_alerts) } : {}) });
     case 'console': return consoleChannel();
     case 'record': return recordChannel();

@@ -1,5 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import type { AlertView, Notification } from '../notifier-core.ts';
+import { annotationsOf } from '../go-template-data.ts';
+import type { Notification } from '../notifier-core.ts';
 import type { Channel } from './channel.ts';
 import { httpFailure, networkFailure, sendSignal } from './channel.ts';
 
@@ -44,9 +45,6 @@ function common(maps: readonly Readonly<Record<string, string>>[]): Record<strin
   return out;
 }
 
-function annotationsOf(alert: AlertView): Record<string, string> {
-  return { ...(alert.summary ? { summary: alert.summary } : {}), ...(alert.description ? { description: alert.description } : {}) };
-}
 
 /**
  * Alertmanager's webhook payload, version 4 (notify/webhook/webhook.go): the receiver, the whole
@@ -61,7 +59,7 @@ export function alertmanagerPayload(notification: Notification, maxAlerts = 0, e
     receiver: group?.receiver ?? notification.receiver,
     status: all.some((a) => a.status === 'firing') ? 'firing' : 'resolved',
     alerts: alerts.map((a) => ({
-      status: a.status, labels: { ...a.labels }, annotations: annotationsOf(a), startsAt: a.startsAt, endsAt: a.status === 'resolved' ? (a.endsAt ?? a.startsAt) : GO_ZERO_TIME,
+      status: a.status, labels: { ...a.labels }, annotations: { ...annotationsOf(a) }, startsAt: a.startsAt, endsAt: a.status === 'resolved' ? (a.endsAt ?? a.startsAt) : GO_ZERO_TIME,
       generatorURL: a.evidence.find((e) => /^https?:\/\//.test(e)) ?? '', fingerprint: a.fingerprint,
     })),
     groupLabels: { ...(group?.groupLabels ?? {}) },

@@ -106,7 +106,7 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
       }
     } catch (error) {
       stats.failures += 1;
-      const code = error instanceof RedfishError ? error.code : 'command_failed';
+      const code = error instanceof RedfishError ? error.kind : 'command_failed';
       const message = error instanceof Error ? error.message : String(error);
       options.log.warn({ host: target.host, bmc: target.source.where, code, error: message }, 'bmc_poll_failed');
       sample = { origin: target.source.origin, error: { code, message: message.slice(0, 1_000) } };

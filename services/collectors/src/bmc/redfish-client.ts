@@ -1,4 +1,5 @@
 import { X509Certificate } from 'node:crypto';
+import { GpualertError } from '@gpualert/schema';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
@@ -38,10 +39,10 @@ export interface RedfishClientOptions {
 export type RedfishErrorCode = 'unreachable' | 'timeout' | 'unparseable' | 'command_failed';
 
 /** A failed Redfish request: what and where, never the credentials. */
-export class RedfishError extends Error {
-  constructor(readonly code: RedfishErrorCode, message: string, readonly status?: number) {
-    super(message);
-    this.name = 'RedfishError';
+/** Why a BMC request failed; `kind` says how (the base's `code` is GA-BMC-FETCH-FAILED). */
+export class RedfishError extends GpualertError {
+  constructor(readonly kind: RedfishErrorCode, message: string, readonly status?: number) {
+    super('GA-BMC-FETCH-FAILED', message);
   }
 }
 

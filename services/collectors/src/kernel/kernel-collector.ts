@@ -3,8 +3,9 @@ import { envelopeMessage } from '@gpualert/bus';
 import { KernelLogParser, type ParsedKernelEvent } from '@gpualert/kernel-log';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
-import { newEnvelope, stableId, TOPICS } from '@gpualert/schema';
+import { decodeVersioned, encodeVersionedValue, newEnvelope, stableId, TOPICS, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
+import { z } from 'zod';
 import type { LineSource } from './line-source.ts';
 
 export interface KernelCollectorOptions {
@@ -29,14 +30,34 @@ export function kernelCursorKey(host: string, sourceId: string): string {
 }
 
 /**
+ * A source's resume position as saved: `{"version":1,"value":N}`, N a line or byte position (a
+ * whole number from 0 to 2^53-1). Version 0 (before versioned state) saved the bare number.
+ */
+export const KERNEL_CURSOR: VersionedState<number> = {
+  name: 'kernel cursor',
+  version: 1,
+  schema: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  migrate: (raw, from) => (from === 0 && typeof raw === 'number' ? raw : undefined),
+  maxChars: 200,
+};
+
+/** Where a source resumes, read back; undefined (start as on a first run) when there is none or it does not read, with one warning line. */
+export function loadKernelCursor(text: string | null, log: Logger, key: string): number | undefined {
+  if (text === null) return undefined;
+  const loaded = decodeVersioned(KERNEL_CURSOR, text, (versioned) => versioned.value);
+  if (loaded.ok) return loaded.value;
+  log.warn({ key, reason: loaded.reason }, 'state_rebuilt');
+  return undefined;
+}
+
+/**
  * Follows the kernel log and publishes `kernel.event`s. The resume position is saved only
  * after the events before it are durable on the bus, and it points at the oldest line of any
  * burst still open, so a restart neither skips nor re-publishes; ids are stable per position.
  */
 export async function startKernelCollector(options: KernelCollectorOptions): Promise<{ stop(): Promise<void>; stats(): KernelLogParser['stats'] }> {
   const key = kernelCursorKey(options.host, options.source.id);
-  const saved = await options.store.get(key);
-  const from = saved === null ? undefined : Number(saved);
+  const from = loadKernelCursor(await options.store.get(key), options.log, key);
   options.source.open(from);
   options.log.info({ source: options.source.id, resume_from: from ?? 'start' }, 'kernel_collector_started');
   const parser = new KernelLogParser({
@@ -72,7 +93,7 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
   };
   const saveCursor = async (): Promise<void> => {
     const position = parser.resumePosition() ?? next;
-    if (position !== undefined) await options.store.set(key, String(position));
+    if (position !== undefined) await options.store.set(key, encodeVersionedValue(KERNEL_CURSOR, position));
   };
 
   const loop = (async () => {

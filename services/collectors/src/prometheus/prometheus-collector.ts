@@ -31,7 +31,7 @@ export function startPrometheusCollector(options: PrometheusCollectorOptions): {
     try {
       answer = await queryPrometheusGpus(options.query);
     } catch (error) {
-      options.log.warn({ error: error instanceof Error ? error.message : String(error), code: (error as { code?: unknown }).code }, 'prometheus_query_failed');
+      options.log.warn({ error: error instanceof Error ? error.message : String(error), kind: (error as { kind?: unknown }).kind }, 'prometheus_query_failed');
       failing = true;
       return;
     }

@@ -1,6 +1,6 @@
 import { DCGM_HOST_LABELS, DcgmSeriesAccumulator, hostOfSeries } from '@gpualert/gpu-metrics';
 import type { GpuMetrics } from '@gpualert/schema';
-import { MAX_HOST_LENGTH } from '@gpualert/schema';
+import { GpualertError, MAX_HOST_LENGTH } from '@gpualert/schema';
 
 /** The series a central collector asks Prometheus for by default: every dcgm-exporter field. */
 export const DEFAULT_DCGM_SELECTOR = '{__name__=~"DCGM_FI_.*"}';
@@ -37,10 +37,10 @@ export interface PrometheusGpus {
   readonly evaluatedAt: Date;
 }
 
-export class PrometheusQueryError extends Error {
-  constructor(readonly code: 'unreachable' | 'timeout' | 'unparseable' | 'too_large', message: string) {
-    super(message);
-    this.name = 'PrometheusQueryError';
+/** Why a query failed; `kind` says how (the base's `code` is GA-PROMETHEUS-QUERY-FAILED). */
+export class PrometheusQueryError extends GpualertError {
+  constructor(readonly kind: 'unreachable' | 'timeout' | 'unparseable' | 'too_large', message: string) {
+    super('GA-PROMETHEUS-QUERY-FAILED', message, { retriable: kind !== 'too_large' });
   }
 }
 

@@ -1,3 +1,4 @@
+import { GpualertError } from '@gpualert/schema';
 /**
  * The only outbound requests the intake makes: a provider's signing certificate or keys, and a
  * subscription confirmation. Each goes only to the provider's own hosts (by pattern, over HTTPS),
@@ -26,12 +27,8 @@ export interface FetchAllowance {
 }
 
 /** A key server or confirmation endpoint that did not answer usefully: the sender should retry (503). */
-export class ProviderFetchError extends Error {
-  readonly retriable = true;
-  constructor(message: string) {
-    super(message);
-    this.name = 'ProviderFetchError';
-  }
+export class ProviderFetchError extends GpualertError {
+  constructor(message: string) { super('GA-PROVIDER-FETCH-FAILED', message); }
 }
 
 /**
