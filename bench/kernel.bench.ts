@@ -1,6 +1,6 @@
 import { KernelLogParser } from '@gpualert/kernel-log';
 import { loadXidCatalog } from '@gpualert/rules';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { measure } from './harness.ts';
 
 const NOISE = [
@@ -16,10 +16,51 @@ const NOISE = [
   'perf: interrupt took too long (2509 > 2500), lowering kernel.perf_event_max_sample_rate to 79500',
 ];
 
+/** Every fixture line of the kernel-log files in a folder (not its subfolders). */
+function fixtureLines(folder: string): string[] {
+  const dir = new URL(`../test/fixtures/kernel/${folder}`, import.meta.url);
+  return readdirSync(dir)
+    .filter((f) => /\.(log|txt)$/.test(f) && statSync(new URL(f, dir)).isFile())
+    .flatMap((f) => readFileSync(new URL(f, dir), 'utf8').split('\n').filter((l) => l.trim() !== ''));
+}
+
+/** The prefixes operators paste (issue 23), each around a noise message: dmesg, journal, syslog, containers. */
+function newFormatLine(i: number, uptime: number, message: string): string {
+  const second = String(i % 60).padStart(2, '0');
+  switch (i % 10) {
+    case 0: return `[  +0.${String(i % 1000).padStart(6, '0')}] ${message}`;
+    case 1: return `Nov 30 03:00:${second} kernel: ${message}`;
+    case 2: return `2026-11-30T03:00:${second}.123456+00:00 gpu-node-07 kernel: ${message}`;
+    case 3: return `kernel: ${message}`;
+    case 4: return `2026-11-30T03:00:${second}.123456789Z stdout F [${uptime.toFixed(6).padStart(13)}] ${message}`;
+    case 5: return JSON.stringify({ log: `${message}\n`, stream: 'stdout', time: `2026-11-30T03:00:${second}.123Z` });
+    case 6: return JSON.stringify({ __REALTIME_TIMESTAMP: String(1796000000000000 + i), _TRANSPORT: 'kernel', MESSAGE: message });
+    case 7: return `<4>1 2026-11-30T03:00:${second}.123Z gpu-node-07 kernel - - - ${message}`;
+    case 8: return `kern  :warn  : [Mon Nov 30 03:00:${second} 2026] ${message}`;
+    default: return `[${uptime.toFixed(6).padStart(13)}] gpu-node-07 kernel: ${message}`;
+  }
+}
+
+/** The new formats: every prefix shape, with the host-fault and wild-corpus fixtures' faults mixed in. */
+function newFormatsLog(lines: number): string[] {
+  const faults = [...fixtureLines(''), ...fixtureLines('host/'), ...fixtureLines('wild/')];
+  const out: string[] = [];
+  let uptime = 1000;
+  for (let i = 0; out.length < lines; i += 1) {
+    uptime += 0.0137;
+    if (i % 50 === 0) {
+      const start = (i * 7) % Math.max(1, faults.length - 20);
+      out.push(...faults.slice(start, start + 20));
+    } else {
+      out.push(newFormatLine(i, uptime, NOISE[i % NOISE.length]!));
+    }
+  }
+  return out.slice(0, lines);
+}
+
 /** A realistic log: mostly noise under every prefix, with the fixtures' GPU faults mixed in. */
 function realisticLog(lines: number): string[] {
-  const dir = new URL('../test/fixtures/kernel/', import.meta.url);
-  const faults = readdirSync(dir).flatMap((f) => readFileSync(new URL(f, dir), 'utf8').split('\n').filter((l) => l.trim() !== ''));
+  const faults = fixtureLines('');
   const out: string[] = [];
   let uptime = 1000;
   for (let i = 0; out.length < lines; i += 1) {
@@ -56,5 +97,14 @@ export async function benchKernel(): Promise<void> {
     for (const line of noiseOnly) parser.push(line, 0);
     return noiseOnly.length;
   });
-  if (events === 0) throw new Error('the benchmark produced no events');
+  const mixed = newFormatsLog(200_000);
+  let mixedEvents = 0;
+  await measure('kernel parser, new formats (every prefix shape, host faults, wild corpus)', 'lines/s', 7, () => {
+    const parser = new KernelLogParser({ catalog: catalog.value, referenceYear: 2026 });
+    const now = Date.now();
+    for (const line of mixed) mixedEvents += parser.push(line, now).length;
+    mixedEvents += parser.flush().length;
+    return mixed.length;
+  });
+  if (events === 0 || mixedEvents === 0) throw new Error('the benchmark produced no events');
 }

@@ -23,7 +23,10 @@ describe('gpualert parse', () => {
       const first = await runCli(['parse', 'kernel', `${FIXTURES}kernel/${file}`, '--host', 'gpu-node-07']);
       expect(first.code, file).toBe(0);
       const events = envelopes(first.stdout);
-      expect(events.length, file).toBeGreaterThan(0);
+      // kmsg-raw.log is /dev/kmsg's record shape with nothing wrong in it: its one NVIDIA warning is
+      // nvidia-peermem's harmless "invalid context" (issue 23: noise). Every other file holds faults.
+      if (file === 'kmsg-raw.log') expect(events, file).toEqual([]);
+      else expect(events.length, file).toBeGreaterThan(0);
       for (const e of events) expect([e.type, e.host]).toEqual(['kernel.event', 'gpu-node-07']);
       const again = await runCli(['parse', 'kernel', `${FIXTURES}kernel/${file}`, '--host', 'gpu-node-07']);
       expect(envelopes(again.stdout).map((e) => e.id), file).toEqual(events.map((e) => e.id));

@@ -36,7 +36,7 @@ describe('gpualert command line', () => {
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {
     const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_DATA_DIR: mkdtempSync(join(tmpdir(), 'gpualert-up-')) }));
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 20_000);
-    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake","notifier"\]/);
+    expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake","notifier","usage"\]/);
     up.kill('SIGINT');
     const [code] = await once(up, 'exit');
     expect(code).toBe(0);

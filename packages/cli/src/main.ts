@@ -40,6 +40,14 @@ const parseHost = lazy(() => import('./commands/parse-bmc.ts'), 'parseHost');
 /** `parse bmc|ibstat|perfquery` go to parse-bmc.ts, every other format to parse.ts. */
 const parseAny: Action = (format: string, ...rest: unknown[]) => (['bmc', 'ibstat', 'perfquery'].includes(format) ? parseHost : parse)(format, ...rest);
 const timeline = lazy(() => import('./commands/timeline.ts'), 'timeline');
+const collectJob = lazy(() => import('./commands/collect-job.ts'), 'collectJob');
+const parseJob = lazy(() => import('./commands/parse-job.ts'), 'parseJob');
+const jobReport = lazy(() => import('./commands/job.ts'), 'jobReport');
+/** `parse job` goes to parse-job.ts, every other format as above. */
+const parseAnyOrJob: Action = (format: string, ...rest: unknown[]) => (format === 'job' ? parseJob(...rest) : parseAny(format, ...rest));
+const reportCommands = () => import('./commands/report.ts');
+const reportUsage = lazy(reportCommands, 'reportUsage');
+const usage = lazy(reportCommands, 'usage');
 
 export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
   const program = new Command('gpualert')
@@ -112,6 +120,24 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--timeout <duration>', 'a query slower than this is a failure', '10s')
     .option('--once', 'print what one query gives, per host, and exit')
     .action(run(collectPrometheus));
+  collector('inventory', "the host's fingerprint: GPUs, driver, CUDA, provider")
+    .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where to ask for the instance id', 'auto')
+    .option('--metadata-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
+    .option('--interval <duration>', 'how often to look for changes', '5m')
+    .option('--timeout <duration>', 'nvidia-smi and metadata timeout', '5s')
+    .action(run(collectInventory));
+  withCommonOptions(collect.command('job').description('a training job\'s log: steps, checkpoints, NCCL and CUDA failures (rules/job-patterns.yaml)'))
+    .option('--host <host>', 'this machine\'s id (default: the hostname)')
+    .option('--label <key=value...>', 'labels for every envelope (cluster, team…)')
+    .requiredOption('--job <id>', 'the job these lines belong to (its Slurm id, pod, run name…)')
+    .option('--rank <n>', 'the rank, for lines that do not say')
+    .option('--gpu <index>', 'the GPU, for lines that do not say')
+    .option('--log <file>', 'follow this log file (from its end; --from-start for all of it)')
+    .option('--command <cmd>', 'run this command (sh -c), pass its output through and read it; exit with its status')
+    .option('--from-start', 'with --log: read the file from its start')
+    .option('--patterns <file>', 'the patterns file (default: the bundled rules/job-patterns.yaml)')
+    .option('--step-interval <duration>', 'at most one step event per this long (the newest)', '10s')
+    .action(run(collectJob));
   withCommonOptions(collect.command('bmc').description("the BMC's fans, temperatures, PSUs, health and log (Redfish, or ipmitool)"))
     .option('--redfish <url>', 'the BMC\'s Redfish service, https://bmc[:port]')
     .option('--targets <file>', 'many BMCs: "HOST https://BMC" per line (one process polls them all)')
@@ -133,12 +159,6 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--root <dir>', 'where the ports are', '/sys/class/infiniband')
     .option('--interval <duration>', 'time between reads', '30s')
     .action(run(collectNetwork));
-  collector('inventory', "the host's fingerprint: GPUs, driver, CUDA, provider")
-    .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where to ask for the instance id', 'auto')
-    .option('--metadata-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
-    .option('--interval <duration>', 'how often to look for changes', '5m')
-    .option('--timeout <duration>', 'nvidia-smi and metadata timeout', '5s')
-    .action(run(collectInventory));
 
   withCommonOptions(program.command('intake').description('the provider webhook HTTP server'))
     .option('--port <port>', 'port to listen on (also GPUALERT_INTAKE_PORT; default 9468)', undefined)
@@ -159,13 +179,16 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   program
     .command('parse')
     .description('raw input to normalized envelopes as JSONL on stdout')
-    .argument('<format>', 'kernel | nvidia-smi | dcgm | provider | bmc | ibstat | perfquery')
+    .argument('<format>', 'kernel | nvidia-smi | dcgm | provider | bmc | ibstat | perfquery | job')
     .argument('<file>', 'a file, or - for standard input')
     .option('--host <host>', 'the host the input came from')
     .option('--provider <name>', 'with provider: aws | aws-imds | gcp | azure | oci | generic')
     .option('--fields <list>', 'with nvidia-smi: the --query-gpu fields of output without a header')
     .option('--apps <file>', 'with nvidia-smi: --query-compute-apps output, to count processes per GPU')
-    .action(run(parseAny));
+    .option('--job <id>', 'with job: the job the log belongs to')
+    .option('--rank <n>', 'with job: the rank, for lines that do not say')
+    .option('--patterns <file>', 'with job: the patterns file (default: the bundled rules/job-patterns.yaml)')
+    .action(run(parseAnyOrJob));
 
   program
     .command('replay')
@@ -187,10 +210,31 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .requiredOption('--to <time>', 'end, ISO-8601')
     .option('--host <host>')
     .option('--incident <fingerprint>')
+    .option('--job <id>', 'narrow to one job: its events (steps included) and what happened on its GPUs')
     .option('--format <format>', 'md | json | csv | html', 'md')
     .option('--out <file>')
     .option('--data-dir <dir>', 'without Kafka: the embedded mode\'s log (also GPUALERT_DATA_DIR)')
     .action(run(timeline));
+
+  const report = program.command('report').description('reports over the rollups');
+  withCommonOptions(report.command('usage').description('GPU-hours and cost per group (up, busy, idle, broken, maintenance), and a bill against them'))
+    .requiredOption('--from <time>', 'start, ISO-8601')
+    .requiredOption('--to <time>', 'end, ISO-8601')
+    .option('--by <group>', 'host | cluster | provider | model | job | user', 'host')
+    .option('--prices <file>', 'price per GPU-hour (rules/prices.yaml); without it nothing is priced')
+    .option('--format <format>', 'md | csv | json | html', 'md')
+    .option('--input <file>', 'a JSONL file of envelopes holding usage.rollup ones (default: gpualert.usage on Kafka or the embedded log)')
+    .option('--bus', 'read gpualert.usage from Kafka or the embedded log (the default without --input)')
+    .option('--bill <file>', 'a provider bill to reconcile (CSV; gzip is read too)')
+    .option('--bill-format <format>', 'aws-cur | gcp-billing | azure-cost | csv')
+    .option('--out <file>')
+    .option('--data-dir <dir>', 'without Kafka: the embedded mode\'s log (also GPUALERT_DATA_DIR)')
+    .action(run(reportUsage));
+  withCommonOptions(program.command('usage').description('the usage rollups service: a usage.rollup per GPU per hour to gpualert.usage, and the daily idle-cost digest'))
+    .option('--rules <dir>', 'the rules directory (its idle-cost rule sets the busy threshold)')
+    .option('--prices <file>', 'price per GPU-hour for the digest (default: the bundled rules/prices.yaml)')
+    .option('--clock <clock>', 'wall (default) | event', 'wall')
+    .action(run(usage));
 
   const silence = program.command('silence').description('silences (kept in Redis, shared with the notifier)');
   withCommonOptions(silence.command('add').description('silence what matches, for a while, with a reason'))
@@ -206,6 +250,13 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)').option('--verify-receivers <list>', 'exit 1 unless exactly these receivers, comma-separated')
     .action(run(routesTest));
   routes.command('show').description('the routing tree').option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)').action(run(routesShow));
+  const job = program.command('job').description('training jobs');
+  job.command('report').description('post one job event to the intake (GPUALERT_INTAKE_URL, GPUALERT_INTAKE_TOKEN)')
+    .requiredOption('--job <id>', 'the job').option('--rank <n>', 'the rank').option('--gpu <index>', 'the GPU')
+    .option('--step <n>', 'the step reached').option('--checkpoint <outcome>', 'ok | failed: a checkpoint at --step')
+    .option('--step-time <ms>', 'how long the last step took').option('--message <text>', 'words for the timeline')
+    .option('--host <host>', 'this machine\'s id (default: the hostname)')
+    .action(run(jobReport));
   const alert = program.command('alert').description('alerts');
   withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
 

@@ -1,4 +1,5 @@
 import { inertRecord, toInertRecord, type Severity } from '@gpualert/schema';
+import { ENGINE_STATE_VERSION, FleetStateSchema, GpuStateSchema, HostStateSchema, MaintenanceWindowSchema, TrackerSchema } from './engine-state-schema.ts';
 
 /** A GPU's own normal for one metric at one load level, learned online. */
 export interface Baseline {
@@ -9,7 +10,6 @@ export interface Baseline {
 }
 
 export interface GpuState {
-  lastSeen: number;
   /** Consecutive samples of the host this GPU was missing from. */
   missing: number;
   baselines: Record<string, Baseline>;
@@ -54,6 +54,8 @@ export interface MaintenanceWindow {
 }
 
 export interface HostState {
+  /** The persisted shape's version (`ENGINE_STATE_VERSION`). */
+  version: number;
   host: string;
   labels: Record<string, string>;
   inventory?: {
@@ -77,16 +79,20 @@ export interface HostState {
   trackers: Record<string, Tracker>;
   maintenance: Record<string, MaintenanceWindow>;
   incident?: { fingerprint: string; until: number };
-  /** The latest event time seen for this host: the engine's clock. */
-  now: number;
   /** When this host's clock last ticked (event time). */
   lastTick: number;
   /** The last offset judged per topic/partition, so a redelivered message is not judged twice. */
   offsets: Record<string, number>;
+  /**
+   * Raw kernel lines (recordings) the parser has not yet emitted in an event, with their
+   * positions and arrival times: the parser is rebuilt from them after a restart.
+   */
+  kernel?: { next: number; lines: [number, string, number][] };
 }
 
 /** State shared across hosts: jobs (for stragglers) and clusters (for version drift). */
 export interface FleetState {
+  version: number;
   jobs: Record<string, Record<string, { util: number; at: number }>>;
   clusters: Record<string, Record<string, { driver: string; cuda: string }>>;
 }
@@ -111,44 +117,103 @@ export function emptyEngineState(): EngineState {
 }
 
 export function emptyFleetState(): FleetState {
-  return { jobs: dict(), clusters: dict() };
+  return { version: ENGINE_STATE_VERSION, jobs: dict(), clusters: dict() };
 }
 
 export function newHostState(host: string, labels: Record<string, string>, template: string): HostState {
-  return { host, labels, template, intervalMs: 10_000, collectorErrors: 0, gpus: dict(), trackers: dict(), maintenance: dict(), now: 0, lastTick: 0, offsets: dict() };
+  return { version: ENGINE_STATE_VERSION, host, labels, template, intervalMs: 10_000, collectorErrors: 0, gpus: dict(), trackers: dict(), maintenance: dict(), lastTick: 0, offsets: dict() };
 }
 
 export function newGpuState(): GpuState {
-  return { lastSeen: 0, missing: 0, baselines: dict(), counters: dict(), recent: [], xids: dict() };
+  return { missing: 0, baselines: dict(), counters: dict(), recent: [], xids: dict() };
 }
 
+/** Told of each thing a load migrated, repaired or could not use (for a log line). */
+export type StateNote = (message: string) => void;
+
 /**
- * A host's state as the store holds it (JSON), with its maps made inert again: JSON.parse
- * keeps a `"__proto__"` key as data but hands back plain objects, where `constructor` reads as a function.
+ * A host's state as the store holds it (JSON), checked against its schema, migrated from older
+ * versions, with its maps made inert again (JSON.parse keeps a `"__proto__"` key as data but hands
+ * back plain objects, where `constructor` reads as a function). An entry of a map that does not
+ * check (a GPU, a tracker, a window) is dropped; a state that cannot be used at all gives
+ * undefined, and the host is judged afresh. Never throws.
  */
-export function parseHostState(json: string): HostState {
-  const host = JSON.parse(json) as HostState;
-  host.labels = toDict(host.labels);
-  if (host.inventory) host.inventory.buses = toDict(host.inventory.buses);
-  if (host.buses) host.buses = toDict(host.buses);
-  host.gpus = toDict(host.gpus);
-  for (const gpu of Object.values(host.gpus)) {
+export function parseHostState(json: string, note: StateNote = () => {}): HostState | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    note('not JSON: the host starts afresh');
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    note('not an object: the host starts afresh');
+    return undefined;
+  }
+  const host = raw as Record<string, unknown>;
+  const version = host.version ?? 0;
+  if (version === 0) {
+    // Version 0 (no version field): the same shape with two fields no one read.
+    delete host.now;
+    for (const gpu of Object.values(toDict(host.gpus as Record<string, Record<string, unknown>> | undefined))) if (gpu && typeof gpu === 'object') delete gpu.lastSeen;
+    host.version = ENGINE_STATE_VERSION;
+    note(`migrated from version 0 to ${ENGINE_STATE_VERSION}`);
+  } else if (version !== ENGINE_STATE_VERSION) {
+    note(`version ${JSON.stringify(version)} is not one this engine reads (${ENGINE_STATE_VERSION}): the host starts afresh`);
+    return undefined;
+  }
+  const checked = HostStateSchema.safeParse(host);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    note(`${issue.path.join('.') || 'state'}: ${issue.message}: the host starts afresh`);
+    return undefined;
+  }
+  const state = host as unknown as HostState;
+  state.labels = toDict(state.labels);
+  for (const [name, value] of Object.entries(state.labels)) if (typeof value !== 'string') delete state.labels[name];
+  if (state.inventory) state.inventory.buses = toDict(state.inventory.buses);
+  if (state.buses) state.buses = toDict(state.buses);
+  state.gpus = checkedEntries(state.gpus, GpuStateSchema, 'gpus', note);
+  for (const gpu of Object.values(state.gpus)) {
     gpu.baselines = toDict(gpu.baselines);
     gpu.counters = toDict(gpu.counters);
     gpu.xids = toDict(gpu.xids);
   }
-  host.trackers = toDict(host.trackers);
-  host.maintenance = toDict(host.maintenance);
-  host.offsets = toDict(host.offsets);
-  return host;
+  state.trackers = checkedEntries(state.trackers, TrackerSchema, 'trackers', note);
+  state.maintenance = checkedEntries(state.maintenance, MaintenanceWindowSchema, 'maintenance', note);
+  state.offsets = toDict(state.offsets);
+  return state;
 }
 
-/** The fleet's state as the store holds it, its maps inert as `parseHostState`'s. */
-export function parseFleetState(json: string): FleetState {
-  const fleet = JSON.parse(json) as Partial<FleetState>;
+/** An inert copy of `record` with only the entries `schema` accepts; each dropped one noted. */
+function checkedEntries<T>(record: Record<string, T>, schema: { safeParse(v: unknown): { success: boolean } }, field: string, note: StateNote): Record<string, T> {
+  const out = toDict(record);
+  for (const key of Object.keys(out)) {
+    if (schema.safeParse(out[key]).success) continue;
+    delete out[key];
+    note(`${field}.${JSON.stringify(key.slice(0, 80))} does not check: dropped`);
+  }
+  return out;
+}
+
+/** The fleet's state as the store holds it, checked and its maps inert as `parseHostState`'s; what does not check starts empty. */
+export function parseFleetState(json: string, note: StateNote = () => {}): FleetState {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    note('fleet state not JSON: starts empty');
+    return emptyFleetState();
+  }
+  const checked = FleetStateSchema.safeParse(raw);
+  if (!checked.success) {
+    note(`fleet state ${checked.error.issues[0]!.path.join('.')}: ${checked.error.issues[0]!.message}: starts empty`);
+    return emptyFleetState();
+  }
+  const fleet = raw as Partial<FleetState>;
   const jobs = toDict(fleet.jobs);
   for (const job of Object.keys(jobs)) jobs[job] = toDict(jobs[job]);
   const clusters = toDict(fleet.clusters);
   for (const cluster of Object.keys(clusters)) clusters[cluster] = toDict(clusters[cluster]);
-  return { jobs, clusters };
+  return { version: ENGINE_STATE_VERSION, jobs, clusters };
 }

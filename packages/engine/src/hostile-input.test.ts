@@ -100,7 +100,7 @@ describe('persisted state', () => {
     e.advance(state, sample('__proto__', T0, [gpu(0, { pci_bus: '0000:3b:00' })], { job: '__proto__' }));
     const saved = JSON.stringify(state.hosts.__proto__);
     const restored: EngineState = { hosts: emptyEngineState().hosts, fleet: parseFleetState(JSON.stringify(state.fleet)) };
-    restored.hosts.__proto__ = parseHostState(saved);
+    restored.hosts.__proto__ = parseHostState(saved)!;
     expect(isInert(restored.hosts.__proto__!.gpus)).toBe(true);
     expect(isInert(restored.fleet.jobs)).toBe(true);
     expect(isInert(restored.hosts)).toBe(true);
@@ -116,7 +116,7 @@ describe('persisted state', () => {
     expect(fleet.jobs.__proto__![key('constructor')]).toEqual({ util: 90, at: 1 });
     expect(fleet.clusters[key('constructor')]![key('__proto__')]).toEqual({ driver: '550', cuda: '12.4' });
     expect(fleet.jobs.hasOwnProperty).toBeUndefined();
-    const host = parseHostState('{"host":"h","labels":{"__proto__":"x"},"template":"default","intervalMs":10000,"collectorErrors":0,"gpus":{"__proto__":{"lastSeen":0,"missing":0,"baselines":{},"counters":{},"recent":[],"xids":{"__proto__":[1]}}},"trackers":{"constructor":{}},"maintenance":{"__proto__":{"status":"scheduled","description":""}},"now":0,"lastTick":0,"offsets":{}}');
+    const host = parseHostState('{"host":"h","labels":{"__proto__":"x"},"template":"default","intervalMs":10000,"collectorErrors":0,"gpus":{"__proto__":{"lastSeen":0,"missing":0,"baselines":{},"counters":{},"recent":[],"xids":{"__proto__":[1]}}},"trackers":{"constructor":{}},"maintenance":{"__proto__":{"status":"scheduled","description":""}},"now":0,"lastTick":0,"offsets":{}}')!;
     expect(host.labels.__proto__).toBe('x');
     expect(Object.keys(host.maintenance)).toEqual(['__proto__']);
     expect(host.trackers.toString).toBeUndefined();
@@ -198,6 +198,26 @@ describe('state one host keeps stays bounded', () => {
       }));
     }
     expect(Object.keys(state.hosts.h1!.gpus[0]!.xids).length).toBe(MAX_XID_CODES_PER_GPU);
+  });
+
+  it('a stream of kernel events on a GPU keeps each of its firing alerts\' evidence to the latest 20', () => {
+    const e = engine();
+    const state = emptyEngineState();
+    // One hardware fault that latches, then a stream of informational lines on the same GPU: each is evidence for it.
+    for (let i = 0; i < 300; i += 1) {
+      e.advance(state, newEnvelope({
+        type: 'kernel.event', id: `k-${i}`, host: 'h1', source: 'test', ts: new Date(T0 + i * 1_000).toISOString(),
+        data: i === 0
+          ? { kind: 'xid', xid: 48, gpu: 0, message: 'NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error', severity: 'critical' }
+          : { kind: 'other_gpu', gpu: 0, message: `NVRM: GPU at PCI:0000:3b:00 note ${i}`, severity: 'info' },
+      }));
+    }
+    const firing = Object.values(state.hosts.h1!.trackers).filter((t) => t.firing && t.gpu === 0);
+    expect(firing.length).toBeGreaterThan(0);
+    for (const tracker of firing) {
+      expect(tracker.evidence.length).toBe(20);
+      expect(tracker.evidence.at(-1)).toBe('k-299');
+    }
   });
 
   it('open notices past the bound are resolved as they are forgotten: trackers stay bounded, no alert is left firing', () => {

@@ -1,7 +1,11 @@
 export * from './rule-set.ts';
 export * from './load-rules.ts';
 export * from './engine-state.ts';
+export * from './engine-state-schema.ts';
 export * from './conditions.ts';
 export * from './engine.ts';
 export * from './replay.ts';
+export * from './time-policy.ts';
+export * from './judge.ts';
+export { JUDGES } from './judges/index.ts';
 export * from './synthetic-fleet.ts';

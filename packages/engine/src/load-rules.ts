@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundledPath, loadYamlFile, type RuleFileError } from '@gpualert/rules';
+import { bundledPath, loadYamlFile, nearestOf, withNearest, type RuleFileError } from '@gpualert/rules';
 import { RuleSpec, RulesFile, Template } from './rule-set.ts';
 
 /** Rules with each template's overrides applied, ready for the engine. */
@@ -32,10 +32,10 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
   } catch {
     errors.push({ file: templateDir, line: 0, field: '', message: 'no templates directory' });
   }
-  const templates: { file: string; template: Template }[] = [];
+  const templates: { file: string; template: Template; lineOf: (path: readonly PropertyKey[]) => number }[] = [];
   for (const file of files) {
     const loaded = loadYamlFile(join(templateDir, file), Template);
-    if (loaded.ok) templates.push({ file: join(templateDir, file), template: loaded.value });
+    if (loaded.ok) templates.push({ file: join(templateDir, file), template: loaded.value, lineOf: loaded.lineOf });
     else errors.push(...loaded.errors);
   }
   if (!templates.some((t) => Object.keys(t.template.match).length === 0)) {
@@ -43,12 +43,16 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
   }
   if (!defaults.ok || errors.length > 0) return { ok: false, errors };
   const bound: BoundTemplate[] = [];
-  for (const { file, template } of templates) {
+  for (const { file, template, lineOf } of templates) {
     const rules: RuleSpec[] = [];
-    const ids = new Set(defaults.value.rules.map((r) => r.id));
-    for (const id of [...Object.keys(template.overrides), ...template.disable]) {
-      if (!ids.has(id)) errors.push({ file, line: 1, field: `overrides.${id}`, message: `no rule "${id}" in defaults.yaml` });
-    }
+    const ids = [...new Set(defaults.value.rules.map((r) => r.id))];
+    const unknown = (id: string, path: readonly PropertyKey[]) => {
+      if (ids.includes(id)) return;
+      const nearest = nearestOf(id, ids);
+      errors.push({ file, line: lineOf(path), field: path.join('.'), message: `no rule "${id}" in defaults.yaml${nearest ? `; did you mean "${nearest}"?` : ''}` });
+    };
+    for (const id of Object.keys(template.overrides)) unknown(id, ['overrides', id]);
+    template.disable.forEach((id, i) => unknown(id, ['disable', i]));
     for (const rule of defaults.value.rules) {
       if (!rule.enabled || template.disable.includes(rule.id)) continue;
       const override = template.overrides[rule.id];
@@ -58,7 +62,13 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
       }
       const merged = RuleSpec.safeParse({ ...toInput(rule), ...override });
       if (merged.success) rules.push(merged.data);
-      else errors.push({ file, line: 1, field: `overrides.${rule.id}.${merged.error.issues[0]!.path.join('.')}`, message: merged.error.issues[0]!.message });
+      else {
+        for (const issue of merged.error.issues) {
+          const path = ['overrides', rule.id, ...issue.path];
+          const got = issue.path.reduce<unknown>((v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k] : undefined), override);
+          errors.push({ file, line: lineOf(path), field: path.map(String).join('.'), message: withNearest(issue as Parameters<typeof withNearest>[0], got) });
+        }
+      }
     }
     bound.push({ template, rules });
   }
@@ -71,7 +81,7 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
 function toInput(rule: RuleSpec): Record<string, unknown> {
   const out: Record<string, unknown> = { ...rule };
   for (const [key, value] of Object.entries(rule)) {
-    if (['for', 'quiet'].includes(key) && typeof value === 'number') out[key] = `${value}ms`;
+    if (['for', 'quiet', 'window'].includes(key) && typeof value === 'number') out[key] = `${value}ms`;
   }
   out.escalate = rule.escalate.map((e) => ({ ...e, after: `${e.after}ms` }));
   if (rule.kind === 'event' && rule.repeat) out.repeat = { ...rule.repeat, within: `${rule.repeat.within}ms` };

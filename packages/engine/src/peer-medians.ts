@@ -1,6 +1,6 @@
 import type { GpuMetrics } from '@gpualert/schema';
 
-export type PeerMetric = { [K in keyof GpuMetrics]: GpuMetrics[K] extends number | null ? K : never }[keyof GpuMetrics];
+export type PeerMetric = { [K in keyof GpuMetrics]-?: GpuMetrics[K] extends number | null ? K : never }[keyof GpuMetrics];
 
 /** Up to this many GPUs, comparing each with each is cheaper than sorting (every real machine: 8 or 16). */
 export const PEER_DIRECT_UP_TO = 32;
@@ -36,13 +36,16 @@ export class SamplePeers {
 export function peerMedian(gpus: readonly GpuMetrics[], gpu: GpuMetrics, metric: PeerMetric, band: number): number {
   const util = gpu.util_pct;
   if (gpu[metric] === null || util === null) return Number.NaN;
-  const siblings: number[] = [];
+  const siblings = SIBLINGS; // scratch, reused: the healthy path allocates nothing
+  siblings.length = 0;
   for (const other of gpus) {
     const v = other[metric];
     if (other !== gpu && v !== null && other.util_pct !== null && Math.abs(other.util_pct - util) <= band) siblings.push(v);
   }
   return siblings.length >= 2 ? median(siblings) : Number.NaN;
 }
+
+const SIBLINGS: number[] = [];
 
 function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number): Float64Array {
   const out = new Float64Array(gpus.length).fill(Number.NaN);

@@ -1,6 +1,7 @@
 import { GpualertError, parseEnvelope, type EnvelopeOf } from '@gpualert/schema';
 import type { Engine } from './engine.ts';
 import { emptyEngineState, type EngineState } from './engine-state.ts';
+import { StreamClock } from './time-policy.ts';
 
 export class RecordingError extends GpualertError {
   constructor(readonly line: number, message: string) {
@@ -8,41 +9,31 @@ export class RecordingError extends GpualertError {
   }
 }
 
-/** How often, in event time, the clock ticks between envelopes. */
-const TICK_EVERY_MS = 1_000;
-
 /**
- * A recording through the engine with event time as the clock: the same input always gives
- * the same alerts. A line that is not an envelope stops the replay with its line number. No window
- * on event time here, unlike the live service: a recording is replayed long after it happened.
+ * A recording through the engine with event time as the clock, by the one time policy the
+ * service follows too (`StreamClock`): the same input always gives the same alerts, and the alerts
+ * the service would have raised. A line that is not an envelope stops the replay with its line
+ * number. No window on event time here, unlike the live service: a recording is replayed long after it happened.
  */
-export function replay(engine: Engine, lines: Iterable<string>, state: EngineState = emptyEngineState(), settleMs = 0): EnvelopeOf<'alert'>[] {
+export function replay(engine: Engine, lines: Iterable<string>, state: EngineState = emptyEngineState()): EnvelopeOf<'alert'>[] {
   const alerts: EnvelopeOf<'alert'>[] = [];
-  let lastTick = -Infinity;
-  let clock = -Infinity;
+  const clock = new StreamClock(engine);
+  let last = -Infinity;
   let number = 0;
   for (const line of lines) {
     number += 1;
     if (line.trim() === '') continue;
     const parsed = parseEnvelope(line);
     if (!parsed.ok) throw new RecordingError(number, parsed.error.message);
-    const at = Date.parse(parsed.value.ts);
-    if (at - lastTick >= TICK_EVERY_MS && at > clock) {
-      // Ticks run up to just before this envelope, in whole steps, so absences are seen on time.
-      for (let t = Math.max(lastTick + TICK_EVERY_MS, at - 120_000); t < at && lastTick > -Infinity; t += TICK_EVERY_MS * 5) alerts.push(...engine.tick(state, t));
-      lastTick = at;
-    }
-    clock = Math.max(clock, at);
+    last = Math.max(last, Date.parse(parsed.value.ts));
     try {
-      alerts.push(...engine.step(state, parsed.value));
+      alerts.push(...clock.judge(state, parsed.value));
     } catch (error) {
       // A bug, not bad input: still one line that names the envelope, never a bare stack.
       throw new RecordingError(number, `the engine failed on this ${parsed.value.type} of host ${JSON.stringify(parsed.value.host.slice(0, 80))}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
-  if (clock > -Infinity) {
-    for (let t = clock + 5_000; t <= clock + settleMs; t += 5_000) alerts.push(...engine.tick(state, t));
-    alerts.push(...engine.tick(state, clock));
-  }
+  // The end of the recording is a moment too: kernel bursts still open are closed, quiet periods end.
+  if (last > -Infinity) alerts.push(...clock.tick(state, last));
   return alerts;
 }

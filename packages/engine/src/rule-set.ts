@@ -1,4 +1,4 @@
-import { AlertCategory, Severity } from '@gpualert/schema';
+import { AlertCategory, KernelEventKind, Severity, ThrottleReason } from '@gpualert/schema';
 import { z } from 'zod';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
@@ -51,6 +51,10 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     min_delta: z.number().positive(),
     /** Samples this GPU must have contributed before its own normal outweighs the fleet prior. */
     warmup_samples: z.number().int().positive().default(30),
+    /** Utilisation (%) below which a sample teaches and is judged against the idle normal. */
+    idle_below: z.number().min(0).max(100).default(10),
+    /** Utilisation (%) from which a sample teaches and is judged against the busy normal; between the two, neither. */
+    busy_at_least: z.number().min(0).max(100).default(50),
   }),
   z.object({
     ...common,
@@ -60,6 +64,8 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     min_delta: z.number().positive(),
     /** Utilisation points within which two GPUs count as at similar load. */
     load_band: z.number().positive().default(25),
+    /** Hysteresis: once firing, it resolves only when the delta falls below `min_delta - recover_margin`. */
+    recover_margin: z.number().min(0).default(3),
   }),
   z.object({
     ...common,
@@ -67,12 +73,18 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     /** A host whose mean utilisation is below this fraction of its job's median. */
     fraction: z.number().positive().max(1).default(0.7),
     min_hosts: z.number().int().min(2).default(3),
+    /** Weight of the past in each host's smoothed utilisation (the new sample weighs the rest). */
+    smoothing: z.number().min(0).max(0.99).default(0.7),
+    /** Hosts of the job not heard from within this window are not peers. */
+    window: Duration.default(120_000),
+    /** The job's median utilisation must be above this (%): a job at rest has no stragglers. */
+    peers_busy_above: z.number().min(0).max(100).default(30),
   }),
   z.object({
     ...common,
     kind: z.literal('event'),
     /** Which kernel events: by kind and, for Xid and SXid, code. */
-    kinds: z.array(z.string()).min(1),
+    kinds: z.array(KernelEventKind).min(1),
     xids: z.array(z.number().int()).optional(),
     /** The same code this many times on one GPU within the window means suspect hardware. */
     repeat: z.object({ count: z.number().int().min(2), within: Duration, severity: Severity }).optional(),
@@ -81,9 +93,15 @@ export const RuleSpec = z.discriminatedUnion('kind', [
   }),
   z.object({ ...common, kind: z.literal('counter'), metric: CounterMetric, increase: z.number().int().positive().default(1), quiet: Duration.default(3_600_000), latch: z.boolean().default(false) }),
   z.object({ ...common, kind: z.literal('flag'), flag: z.enum(['remap_pending', 'remap_failure']), latch: z.boolean().default(false) }),
-  z.object({ ...common, kind: z.literal('throttle'), reasons: z.array(z.string()).min(1) }),
+  z.object({ ...common, kind: z.literal('throttle'), reasons: z.array(ThrottleReason).min(1) }),
   z.object({ ...common, kind: z.literal('stuck_job'), util_below: z.number().default(5) }),
-  z.object({ ...common, kind: z.literal('low_memory_use'), mem_below_pct: z.number().default(30) }),
+  z.object({
+    ...common,
+    kind: z.literal('low_memory_use'),
+    mem_below_pct: z.number().default(30),
+    /** Only a GPU doing work (utilisation at least this, %) is judged. */
+    util_at_least: z.number().min(0).max(100).default(5),
+  }),
   z.object({ ...common, kind: z.literal('idle_cost'), util_below: z.number().default(2) }),
   z.object({ ...common, kind: z.literal('absence'), scope: z.enum(['host', 'gpu']), intervals: z.number().int().min(1).default(3) }),
   z.object({ ...common, kind: z.literal('collector'), consecutive: z.number().int().min(1).default(2) }),

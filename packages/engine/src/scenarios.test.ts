@@ -6,6 +6,7 @@ import { Engine } from './engine.ts';
 import { emptyEngineState, type EngineState } from './engine-state.ts';
 import { loadRuleSet } from './load-rules.ts';
 import { replay } from './replay.ts';
+import { StreamClock } from './time-policy.ts';
 import { hostName, syntheticFleet, type FleetOptions } from './synthetic-fleet.ts';
 
 const rules = loadRuleSet();
@@ -15,23 +16,18 @@ if (!catalog.ok) throw new Error('catalog');
 const T0 = Date.parse('2026-06-01T00:00:00Z');
 const MIN = 60_000;
 
-/** Runs envelopes through a fresh engine with a 10-second tick, as the service does. */
+/** Runs envelopes through a fresh engine by the engine's one time policy (as replay and the service do), then lets time pass until `until`. */
 function run(envelopes: Iterable<Envelope>, until?: number): { alerts: EnvelopeOf<'alert'>[]; state: EngineState; engine: Engine } {
   const engine = new Engine(rules.ok ? rules.value : (undefined as never), catalog.ok ? catalog.value : (undefined as never));
   const state = emptyEngineState();
+  const clock = new StreamClock(engine);
   const alerts: EnvelopeOf<'alert'>[] = [];
-  let lastTick = 0;
   let last = 0;
   for (const envelope of envelopes) {
-    const at = Date.parse(envelope.ts);
-    if (at - lastTick >= 10_000) {
-      alerts.push(...engine.tick(state, at));
-      lastTick = at;
-    }
-    last = Math.max(last, at);
-    alerts.push(...engine.step(state, envelope));
+    last = Math.max(last, Date.parse(envelope.ts));
+    alerts.push(...clock.judge(state, envelope));
   }
-  for (let t = last + 10_000; until !== undefined && t <= until; t += 10_000) alerts.push(...engine.tick(state, t));
+  for (let t = last + 10_000; until !== undefined && t <= until; t += 10_000) alerts.push(...clock.tick(state, t));
   return { alerts, state, engine };
 }
 

@@ -1,6 +1,6 @@
 import type { GpuMetrics } from '@gpualert/schema';
 
-export type NumericMetric = Exclude<keyof GpuMetrics, 'uuid' | 'pci_bus' | 'name' | 'throttle' | 'remap_pending' | 'remap_failure' | 'index'>;
+export type NumericMetric = Exclude<keyof GpuMetrics, 'uuid' | 'pci_bus' | 'name' | 'throttle' | 'remap_pending' | 'remap_failure' | 'index' | 'job'>;
 
 /**
  * nvidia-smi `--query-gpu` field → metric. Several fields may feed one metric (newer and older

@@ -1,4 +1,5 @@
-import { canonicalPciBus, type KernelEventKind, type Severity } from '@gpualert/schema';
+import { canonicalPciBus, type HostFault, type KernelEventKind, type Severity } from '@gpualert/schema';
+import { classifyHost } from './classify-host.ts';
 
 /** What one complete kernel message is to gpualert. */
 export type Classified =
@@ -17,16 +18,43 @@ export type Classified =
       readonly action?: string | undefined;
       /** The address is only an event when it belongs to a GPU (PCIe lines of other devices). */
       readonly needsGpu?: boolean | undefined;
+      /** With kind `host`: which fault. */
+      readonly hostFault?: HostFault | undefined;
+      /** A PCIe port's own error: the port's full address (`dddd:bb:dd.f`). */
+      readonly port?: string | undefined;
+      /** The full address an AER line names, so a known bridge's error becomes the port's. */
+      readonly address?: string | undefined;
+      /**
+       * Lines of one fault that print as several events (RmInitAdapter then rm_init_adapter, DPC
+       * then AER, "Kill process" then "Killed process", BUG then Oops) share a family: a line whose
+       * family is the open event's, within the gap, is attached to it rather than counted.
+       */
+      readonly family?: string | undefined;
+      /** A new occurrence of its family's fault (an SXid header on another link): folding counts it. */
+      readonly counts?: boolean | undefined;
+      /** The device minor number an address-less driver line names: two minors are two GPUs. */
+      readonly minor?: number | undefined;
     }
   /** A continuation of the event before it (GSP tables, stack traces, AER register dumps). */
   | { readonly type: 'detail'; readonly text: string }
   | { readonly type: 'drop' };
 
+export type ClassifiedEvent = Extract<Classified, { type: 'event' }>;
+
 const DROP: Classified = { type: 'drop' };
 
-/** Cheap first test: a line with none of these words is not about a GPU or the host's health. */
-const INTERESTING =
-  /NVRM|segfault|nvidia|Xid|AER|PCIe|oom|out of memory|Killed process|temperature|Hardware Error|lockup|blocked for more|panic|Call Trace|TASK>|\+0x|Hardware name|CPU: \d|Temperature|unwind stack|stack frame|Kernel Offset|insufficient power|error status|TLP Header|\(First\)|\] [A-Za-z]+\s+\(/;
+/**
+ * Cheap first test: a line with none of these is not about a GPU or the host's health. Most
+ * words open the message (tested anchored, which is cheap); the few that come after a device's
+ * name or a process's are searched for. Every line pays this test, so it stays short.
+ */
+const INTERESTING_HEAD =
+  /^\s*(?:NVRM|nvidia|pcieport|EDAC|mce: |BUG: |Oops|INFO: |watchdog: |NMI |Kernel |general protection|rcu|Memory (?:failure|cgroup)|Uncorrected|Uhhuh|Dazed|\{\d+\}\[|\[Hardware|Call Trace|Code: |RIP: |R[A-Z0-9]{2}: |[CDEFG]S: |CR[0-4]: |DR[0-7]: |PGD |Workqueue: |CPU: \d|Hardware name|Modules linked|Tainted: |#PF: |---\[ end|<\/?(?:TASK|IRQ|NMI)>|Task in|memory: usage|Out of memory|Kill|oom|WARNING: kernel stack|unwind stack|"echo 0|\s*\?? ?[\w.]+\+0x)/;
+const INTERESTING_ANYWHERE = /AER|PCIe|NVRM|segfault|emperature|insufficient power|oom|error status|TLP Header/;
+
+function interesting(text: string): boolean {
+  return INTERESTING_HEAD.test(text) || INTERESTING_ANYWHERE.test(text);
+}
 
 const XID = /^NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{2,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)(?: GPU-I:(\d+))?(?: GPU-CI:(\d+))?\): (\d+)(?:,\s*(.*))?$/;
 const PID = /^pid=(?:'?<unknown>'?|(\d+)),\s*/;
@@ -35,19 +63,31 @@ const NVLINK5_TOKEN = /\b(Fatal|Nonfatal)\b/;
 const RECOVERY = /to (0x[0-9a-fA-F]+) \(([^)]+)\)/;
 const SXID = /^nvidia-nvswitch(\d+): SXid \(PCI:([0-9A-Fa-f:.]+)\): (\d+), (.*)$/;
 const FALLEN = /^NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus/;
+const FALLEN_OLD = /^NVRM: GPU at (?:PCI:)?([0-9A-Fa-f:.]+) has fallen off the bus/;
+const RM_INIT = /^NVRM: (?:GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?): )?(?:RmInitAdapter failed|rm_init_adapter failed|nvidia_frontend_open: minor \d+, module->open\(\) failed)/;
+const MINOR = /minor(?: number)? (\d+)/;
+const GPU_NOTICE = /^NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)/;
+const PROBE_NOT_CALLED = /^NVRM: The NVIDIA probe routine was not called for (\d+) device/;
+const NVRM_ADDRESS = /(?:\bGPU (?:at )?(?:PCI:)?|\(PCI:)([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\b/;
+/** The lines after the first of the driver's multi-line notices, when each comes with its own prefix. */
+const NVRM_NOTICE_TAIL =
+  /^NVRM: (?:This can occur when|nouveau, rivafb|was loaded and obtained|Try unloading the conflicting|reconfigure your kernel|driver\(s\)\), then try|again\.|None of the NVIDIA devices|installed in this system|NVIDIA \S+ driver release|Please see|in this release's README|specific graphics driver|\(PCI ID: |fallen off the bus and|bound to nouveau|The NVIDIA kernel module)/;
 const FALLEN_LONG = /^NVRM: The NVIDIA GPU ([0-9A-Fa-f:.]+)\b.*fallen off the bus/;
 const PROBE_FAILED = /^nvidia: probe of ([0-9A-Fa-f:.]+) failed/;
 const GSP_RATE = /^NVRM: Rate limiting GSP RPC error prints for GPU at (?:PCI:)?([0-9A-Fa-f:.]+)/;
 const NVRM_DETAIL = /^NVRM: (?:GPU\d+ (?:GSP RPC buffer|RPC history|RPC event history)|\s+(?:entry|-?\d+)\s|GPU [0-9A-Fa-f:.]+: GPU serial number|A GPU crash dump|nvidia-bug-report|the NVIDIA kernel module)/;
-const NVRM_IDENTITY = /^NVRM: (?:GPU at PCI:|GPU Board Serial Number|loading NVIDIA|RmInitAdapter|nvidia-modeset)/;
+const NVRM_IDENTITY = /^NVRM: (?:GPU at PCI:|GPU Board Serial Number|loading NVIDIA|nvidia-modeset)/;
 const AER_ERROR = /^(?:(\S+) )?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): (?:AER: )?PCIe Bus Error: severity=([^,]+)/;
-const AER_RECEIVED = /(Multiple )?(Corrected|Uncorrected(?: \(Non-Fatal\))?|Fatal|Non-Fatal)[^:]*error(?:s)? received: ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)/;
+const AER_RECEIVED = /(Multiple )?((?:Un)?[Cc]orrect(?:ed|able)(?: \((?:Non-)?Fatal\))?|Fatal|Non-Fatal)[^:]*?errors? (?:message )?received(?::| from) (?:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)|id=[0-9a-fA-F]{4})/;
+const AER_REPORTER = /^(\S+) ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): /;
+const DPC = /^(?:pcieport )?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): DPC: containment event/;
 const AER_DETAIL = /(?:device \[[0-9a-f]{4}:[0-9a-f]{4}\] error status|TLP Header|^\S+ [0-9a-f:.]+:\s+(?:AER:\s+)?\[\s*\d+\]\s+\S+\s+\(|^[0-9a-f:.]+:\s+\[\s*\d+\])/;
 const BANDWIDTH = /^(\S+) ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): .*available PCIe bandwidth, limited by/;
 const OOM_KILLED = /(?:Killed process|Kill process) (\d+)(?:, UID \d+,)? \(([^)]+)\)/;
+const PEERMEM_INVALID_CONTEXT = /^nvidia-peermem .*invalid context/;
 const SEGFAULT_GPU_LIB = /^(\S+)\[(\d+)\]: segfault at .* in (libcuda|libnccl|libcudart|libcublas|libnvidia)/;
 const STACK =
-  /^(?:CPU: \d+ PID: \d+|Hardware name:|Call Trace:|<\/?TASK>|\??\s*[\w.]+\+0x[0-9a-f]+\/0x[0-9a-f]+|WARNING: kernel stack frame pointer|unwind stack type|Kernel Offset:|RIP:|Code:|RSP:|R[A-Z0-9]{2}:)/;
+  /^(?:CPU: \d+ (?:UID: \d+ )?PID: \d+|Hardware name:|Call Trace:|<\/?(?:TASK|IRQ|NMI)>|\??\s*[\w.]+\+0x[0-9a-f]+\/0x[0-9a-f]+|WARNING: kernel stack frame pointer|unwind stack type|Kernel Offset:|RIP:|Code:|RSP:|R[A-Z0-9]{2}:|Modules linked in:|---\[ end (?:trace|Kernel panic)|Tainted:|"echo 0 > \/proc\/sys\/kernel\/hung_task_timeout_secs"|task:\S+\s+state:|PGD [0-9a-f]+ |CR2: |FS: |CS: |DR[0-7]: |Workqueue: |#PF: )/;
 
 function bus(raw: string): string | undefined {
   return canonicalPciBus(raw) ?? undefined;
@@ -55,8 +95,13 @@ function bus(raw: string): string | undefined {
 
 /** Decides what one complete message (continuations joined) is; pure and allocation-light. */
 export function classify(text: string): Classified {
-  if (!INTERESTING.test(text)) return DROP;
-  if (text.startsWith('NVRM: ')) return classifyNvrm(text);
+  if (!interesting(text)) return DROP;
+  if (text.startsWith('NVRM: ')) return withGpuIndexFamily(classifyNvrm(text), text);
+  // A few driver functions print "NVRM func: …" without the colon.
+  if (text.startsWith('NVRM ')) {
+    const result = withGpuIndexFamily(classifyNvrm(`NVRM: ${text.slice(5)}`), text);
+    return result.type === 'drop' ? result : { ...result, text };
+  }
   if (STACK.test(text.trimStart())) return { type: 'detail', text };
 
   const sxid = SXID.exec(text);
@@ -64,11 +109,12 @@ export function classify(text: string): Classified {
     const rest = sxid[4]!;
     const fatal = /^Fatal\b/i.test(rest);
     const nonfatal = /^Non-?fatal\b/i.test(rest);
-    if (!fatal && !nonfatal) return { type: 'detail', text };
+    // One SXid prints a header (Fatal/Non-fatal) and its Data/Severity lines: one family per switch.
+    // A Data line whose header the paste cut off still reports that switch's SXid.
     return {
-      type: 'event', kind: 'sxid', text, pciBus: bus(sxid[2]!), xid: Number(sxid[3]),
+      type: 'event', kind: 'sxid', text, pciBus: bus(sxid[2]!), xid: Number(sxid[3]), family: `sxid:${sxid[2]!.toLowerCase()}`, counts: fatal || nonfatal,
       severity: fatal ? 'critical' : 'warning',
-      meaning: `NVSwitch ${fatal ? 'fatal' : 'non-fatal'} error (nvswitch${sxid[1]})`,
+      meaning: `NVSwitch ${fatal ? 'fatal' : nonfatal ? 'non-fatal' : ''} error (nvswitch${sxid[1]})`.replace('  ', ' '),
       action: fatal
         ? 'Drain the NVSwitch system; a fatal SXid needs the GPUs and switches reset (Fabric Manager) or a reboot.'
         : 'Watch the link; non-fatal SXids that repeat point at a cable or switch port.',
@@ -78,8 +124,12 @@ export function classify(text: string): Classified {
   const aer = AER_ERROR.exec(text);
   if (aer) {
     const severity = /fatal\)?$/i.test(aer[3]!) && !/non-fatal/i.test(aer[3]!) ? 'critical' : /uncorrect/i.test(aer[3]!) ? 'error' : 'warning';
+    const address = aer[2]!.toLowerCase();
+    // A switch or root port's own uncorrected error takes down the link to everything below it.
+    if (aer[1] === 'pcieport') return portEvent(text, address, severity, aer[3]!.trim());
     return {
-      type: 'event', kind: 'pcie_aer', text, pciBus: bus(aer[2]!), severity, needsGpu: aer[1] !== 'nvidia',
+      type: 'event', kind: 'pcie_aer', text, pciBus: bus(aer[2]!), severity, needsGpu: aer[1] !== 'nvidia', address,
+      family: `aer:${address}`,
       meaning: `PCIe ${aer[3]!.trim()} error on the GPU's link`,
       action: severity === 'warning'
         ? 'Corrected errors are retried by the link; a steady rate means a bad riser, slot or cable.'
@@ -89,14 +139,23 @@ export function classify(text: string): Classified {
   const received = AER_RECEIVED.exec(text);
   if (received && /AER/.test(text)) {
     const kind = received[2]!;
-    const severity = /^Fatal/.test(kind) ? 'critical' : /Uncorrected|Non-Fatal/.test(kind) ? 'error' : 'warning';
+    const severity = /Fatal/.test(kind) && !/Non-Fatal/.test(kind) ? 'critical' : /Uncorrect|Non-Fatal/.test(kind) ? 'error' : 'warning';
+    const reporter = AER_REPORTER.exec(text);
+    const port = reporter?.[1] === 'pcieport' ? reporter[2]!.toLowerCase() : undefined;
+    // The old form names no address (`id=0010`) and AMD ports name 0000:00:00.0: both are the port's own report.
+    const source = received[3] === undefined || received[3] === '0000:00:00.0' ? port : received[3].toLowerCase();
+    if (port !== undefined && source === port) return portEvent(text, port, severity, kind);
+    if (source === undefined) return DROP;
     return {
-      type: 'event', kind: 'pcie_aer', text, pciBus: bus(received[3]!), severity, needsGpu: true,
+      type: 'event', kind: 'pcie_aer', text, pciBus: bus(source), severity, needsGpu: true, address: source,
+      family: severity === 'warning' ? undefined : `aer:${source}`,
       meaning: `PCIe ${kind.toLowerCase()} error on the GPU's link`,
       action: 'Corrected errors are retried by the link; a steady rate means a bad riser, slot or cable.',
     };
   }
-  if (AER_DETAIL.test(text)) return { type: 'detail', text };
+  const dpc = DPC.exec(text);
+  if (dpc) return portEvent(text, dpc[1]!.toLowerCase(), 'error', 'downstream port containment');
+  if (AER_DETAIL.test(text) || /: DPC: /.test(text)) return { type: 'detail', text };
 
   const bandwidth = BANDWIDTH.exec(text);
   if (bandwidth) {
@@ -109,8 +168,9 @@ export function classify(text: string): Classified {
 
   const oom = OOM_KILLED.exec(text);
   if (oom) {
+    // The old two-line report ("Kill process N … or sacrifice child", then "Killed process N") is one kill.
     return {
-      type: 'event', kind: 'oom_kill', text, pid: Number(oom[1]), process: oom[2]!, severity: 'warning',
+      type: 'event', kind: 'oom_kill', text, pid: Number(oom[1]), process: oom[2]!, severity: 'warning', family: `oom:${oom[1]}`,
       meaning: 'the kernel killed a process for lack of memory',
       action: 'Give the job more host memory or lower its batch size; check its cgroup limit.',
     };
@@ -137,35 +197,46 @@ export function classify(text: string): Classified {
     };
   }
 
-  if (/Kernel panic/.test(text)) {
-    return { type: 'event', kind: 'host', text, severity: 'critical', meaning: 'the kernel panicked', action: 'The host rebooted or hangs: drain it and read the panic before returning it to service.' };
-  }
-  if (/soft lockup|Hardware Error|Machine check/.test(text)) {
-    return {
-      type: 'event', kind: 'host', text, severity: 'error',
-      meaning: /lockup/.test(text) ? 'a CPU was stuck in the kernel' : 'the CPU reported a machine check',
-      action: 'Drain the host if it repeats; run the vendor\'s hardware diagnostics.',
-    };
-  }
-  if (/blocked for more than \d+ seconds/.test(text)) {
-    return { type: 'event', kind: 'host', text, severity: 'warning', meaning: 'a task hung in the kernel', action: 'Check storage and network mounts the job uses.' };
-  }
+  const host = classifyHost(text);
+  if (host) return host;
   if (/insufficient power/.test(text)) {
-    return { type: 'event', kind: 'host', text, severity: 'warning', meaning: 'a PCIe slot reports insufficient power', action: 'Check the slot\'s power budget and cabling.' };
+    return { type: 'event', kind: 'host', hostFault: 'power', text, severity: 'warning', meaning: 'a PCIe slot reports insufficient power', action: 'Check the slot\'s power budget and cabling.' };
   }
 
   const probe = PROBE_FAILED.exec(text);
   if (probe) {
-    return { type: 'event', kind: 'other_gpu', text, pciBus: bus(probe[1]!), severity: 'error', meaning: 'the NVIDIA driver could not probe the GPU', action: 'Reboot the host; if the GPU stays missing, reseat or replace it.' };
+    // Right after the driver's notice about the same GPU (not supported, …) it is that notice's end.
+    return { type: 'event', kind: 'other_gpu', text, pciBus: bus(probe[1]!), severity: 'error', family: 'gpu_notice', meaning: 'the NVIDIA driver could not probe the GPU', action: 'Reboot the host; if the GPU stays missing, reseat or replace it.' };
   }
   const segfault = SEGFAULT_GPU_LIB.exec(text);
   if (segfault) {
     return { type: 'event', kind: 'other_gpu', text, pid: Number(segfault[2]), process: segfault[1]!, severity: 'info', meaning: `a process crashed inside ${segfault[3]}` };
   }
+  // nvidia-peermem warns "invalid context" whenever an RDMA registration outlives its CUDA context: harmless.
+  if (PEERMEM_INVALID_CONTEXT.test(text)) return DROP;
   if (/^nvidia-peermem .*ERROR/.test(text)) {
     return { type: 'event', kind: 'other_gpu', text, severity: 'warning', meaning: 'GPUDirect RDMA (nvidia-peermem) reported an error', action: 'Check the NCCL/RDMA job on this host; restart it if it hangs.' };
   }
   return DROP;
+}
+
+/**
+ * "NVRM: GPU6 …": the driver's own GPU index, no address. Its lines of one report (a GSP timeout,
+ * the memory-subsystem error after it) are one family, so they read as one event per GPU.
+ */
+function withGpuIndexFamily(result: Classified, text: string): Classified {
+  if (result.type !== 'event' || (result.family !== undefined && result.family !== 'nvrm_error') || result.pciBus !== undefined) return result;
+  const index = /^NVRM:? GPU(\d+) /.exec(text)?.[1];
+  return index === undefined ? result : { ...result, family: `nvrm:GPU${index}` };
+}
+
+/** A PCIe switch or root port's own error. */
+export function portEvent(text: string, address: string, severity: Severity, what: string): ClassifiedEvent {
+  return {
+    type: 'event', kind: 'pcie_aer', text, port: address, severity, family: `port:${address}`,
+    meaning: `PCIe ${what} error on the port ${address} (a switch or root port): the link to everything below it is at risk`,
+    action: 'Drain the GPUs below this port; reseat or replace the riser, cable or switch board. The GPUs often fall off the bus (Xid 79) next.',
+  };
 }
 
 function classifyNvrm(text: string): Classified {
@@ -211,7 +282,7 @@ function classifyNvrm(text: string): Classified {
     }
     return event;
   }
-  const fallen = FALLEN.exec(text) ?? FALLEN_LONG.exec(text);
+  const fallen = FALLEN.exec(text) ?? FALLEN_LONG.exec(text) ?? FALLEN_OLD.exec(text);
   if (fallen) {
     return {
       type: 'event', kind: 'fallen_off_bus', text, pciBus: bus(fallen[1]!), severity: 'critical',
@@ -227,6 +298,42 @@ function classifyNvrm(text: string): Classified {
       action: 'The GPU likely needs a reset: drain it and reset it.',
     };
   }
+  const rmInit = RM_INIT.exec(text);
+  if (rmInit) {
+    // "RmInitAdapter failed!" then "rm_init_adapter failed, device minor number N": one failed start of one GPU.
+    const minor = MINOR.exec(text)?.[1];
+    return {
+      type: 'event', kind: 'other_gpu', text, pciBus: rmInit[1] ? bus(rmInit[1]) : undefined, severity: 'error', family: 'rm_init',
+      minor: minor === undefined ? undefined : Number(minor),
+      meaning: `the NVIDIA driver could not initialise the GPU (RmInitAdapter failed${minor !== undefined ? `, minor number ${minor}` : ''})`,
+      action: 'Check the driver and firmware versions and the GPU\'s power; reboot, and if the GPU still fails to start, reseat or replace it.',
+    };
+  }
+  const notice = GPU_NOTICE.exec(text);
+  if (notice) {
+    const unsupported = /not supported/.test(text);
+    return {
+      type: 'event', kind: 'other_gpu', text, pciBus: bus(notice[1]!), severity: 'error', family: 'gpu_notice',
+      meaning: unsupported ? 'the installed NVIDIA driver does not support this GPU' : 'the NVIDIA driver cannot use this GPU',
+      action: unsupported ? 'Install a driver branch that supports this GPU (or the legacy branch it needs).' : 'Read the driver\'s message that follows; reboot, and reseat the GPU if it persists.',
+    };
+  }
+  if (/^NVRM: No NVIDIA (?:graphics adapter|devices) probed/.test(text)) {
+    // The end of the "probe routine was not called" notice, or all that is left of it
+    return {
+      type: 'event', kind: 'other_gpu', text, severity: 'error', family: 'probe_not_called',
+      meaning: 'the NVIDIA driver found no GPU it could use', action: 'Check that another driver (nouveau, vfio-pci) does not own the GPU, and that it is seated and powered.',
+    };
+  }
+  const notCalled = PROBE_NOT_CALLED.exec(text);
+  if (notCalled) {
+    return {
+      type: 'event', kind: 'other_gpu', text, severity: 'error', family: 'probe_not_called', counts: true,
+      meaning: `the NVIDIA driver was not given ${notCalled[1]} GPU(s): another driver (nouveau, vfio-pci…) owns them`,
+      action: 'Unload or blacklist the conflicting driver (nouveau) and load the NVIDIA module again.',
+    };
+  }
+  if (NVRM_NOTICE_TAIL.test(text)) return { type: 'detail', text };
   if (NVRM_DETAIL.test(text)) return { type: 'detail', text };
   if (NVRM_IDENTITY.test(text)) return DROP;
   if (/nvlink/i.test(text)) {
@@ -238,14 +345,30 @@ function classifyNvrm(text: string): Classified {
   if (/\bECC\b|double bit|single bit|\bDBE\b|\bSBE\b/i.test(text)) {
     return { type: 'event', kind: 'ecc', text, severity: /double bit|DBE|uncorrect/i.test(text) ? 'critical' : 'warning', meaning: 'GPU memory ECC error' };
   }
-  if (/GSP/.test(text)) {
-    return { type: 'event', kind: 'gsp', text, severity: 'warning', meaning: 'the GPU System Processor reported a problem' };
+  if (/GfwBoot|GFW_BOOT|GFW boot/.test(text)) {
+    return {
+      type: 'event', kind: 'other_gpu', text, severity: 'error', family: 'gfw_boot',
+      meaning: 'the GPU\'s firmware (VBIOS) did not finish booting', action: 'Power-cycle the host (a warm reboot may not reset the GPU); reseat or replace the GPU if it persists.',
+    };
+  }
+  if (/GSP|kgsp/.test(text) || (/^NVRM: GPU\d+ /.test(text) && /timeout|timed out/i.test(text))) {
+    const address = NVRM_ADDRESS.exec(text)?.[1];
+    return { type: 'event', kind: 'gsp', text, pciBus: address ? bus(address) : undefined, severity: 'warning', meaning: 'the GPU System Processor reported a problem' };
+  }
+  if (/I\/O region assigned to your NVIDIA device is invalid/.test(text)) {
+    const address = NVRM_ADDRESS.exec(text)?.[1];
+    return {
+      type: 'event', kind: 'other_gpu', text, pciBus: address ? bus(address) : undefined, severity: 'error',
+      meaning: 'the GPU\'s PCI memory region (BAR) is invalid: the driver cannot reach it',
+      action: 'Check the BIOS settings (Above 4G decoding, resizable BAR) and the slot; the GPU is unusable until fixed.',
+    };
   }
   if (/probe routine failed/.test(text)) {
     return { type: 'event', kind: 'other_gpu', text, severity: 'error', meaning: 'the NVIDIA driver failed to initialise a GPU', action: 'Reboot the host; if the GPU stays missing, reseat or replace it.' };
   }
   if (/\b(?:error|fail|failed|timeout|timed out)\b/i.test(text)) {
-    return { type: 'event', kind: 'other_gpu', text, severity: 'warning', meaning: 'the NVIDIA driver reported an error' };
+    const address = NVRM_ADDRESS.exec(text)?.[1];
+    return { type: 'event', kind: 'other_gpu', text, pciBus: address ? bus(address) : undefined, severity: 'warning', family: 'nvrm_error', meaning: 'the NVIDIA driver reported an error' };
   }
   return DROP;
 }

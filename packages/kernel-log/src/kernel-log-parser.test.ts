@@ -91,44 +91,73 @@ describe('kernel log fixtures, as an operator would read them', () => {
     expect(events.filter((e) => e.data.kind === 'nvlink')).toHaveLength(3); // three 4-second-apart pairs
   });
 
-  it('dmesg-pcie-aer.log: AER only on a GPU\'s address; other devices are dropped', () => {
+  it('dmesg-pcie-aer.log: AER on a GPU\'s address and a root port\'s own fatal error; other devices are dropped', () => {
     const withoutInventory = parse('dmesg-pcie-aer.log').events;
-    expect(withoutInventory.map((e) => [e.data.kind, e.data.pci_bus, e.data.severity])).toEqual([['pcie_aer', '0000:e3:00', 'warning']]);
-    expect(withoutInventory[0]!.data.details).toEqual([
+    expect(withoutInventory.map((e) => [e.data.kind, e.data.pci_bus, e.data.port?.address, e.data.severity])).toEqual([
+      ['pcie_aer', undefined, '0000:89:02.0', 'critical'],
+      // a root port's own corrected errors: a warning while the topology is unknown (it may feed a GPU)
+      ['pcie_aer', undefined, '0000:00:1c.5', 'warning'],
+      ['pcie_aer', '0000:e3:00', undefined, 'warning'],
+    ]);
+    // DPC's containment, then the port's own fatal AER error and its register dump: one event, raised to critical
+    const port = withoutInventory[0]!.data;
+    expect(port.count).toBe(1);
+    expect(port.message).toBe('pcieport 0000:89:02.0: DPC: containment event, status:0x1f01 source:0x0000');
+    expect(port.details).toEqual([
+      'pcieport 0000:89:02.0: DPC: unmasked uncorrectable error detected reason 0 ext_reason 0',
+      'pcieport 0000:89:02.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)',
+      'pcieport 0000:89:02.0: AER:   device [8086:347a] error status/mask=00000020/00100000',
+      'pcieport 0000:89:02.0: AER:    [ 5] SDES                   (First)',
+    ]);
+    // its register dump and the two "error received" lines after it are that one report
+    expect(withoutInventory[1]!.data.details).toContain('pcieport 0000:00:1c.5: AER: Multiple Corrected error received: 0000:00:1c.5');
+    expect(withoutInventory[2]!.data.details).toEqual([
       'nvidia 0000:e3:00.0:   device [10de:2330] error status/mask=00000001/0000e000',
       'nvidia 0000:e3:00.0:    [ 0] RxErr                  (First)',
     ]);
     // With the inventory, the root port's report about the GPU counts and the GPU index is known.
-    const withInventory = parse('dmesg-pcie-aer.log', new Map([['0000:e3:00', 5]])).events;
+    const withInventory = parse('dmesg-pcie-aer.log', new Map([['0000:e3:00', 5]])).events.filter((e) => !e.data.port);
     expect(withInventory.map((e) => [e.ts, e.data.gpu, e.data.count])).toEqual([
       ['2026-08-17T04:12:33.000Z', 5, 2],
       ['2026-08-17T04:12:34.000Z', 5, 1], // "Multiple Corrected error received" a second later
     ]);
   });
 
-  it('dmesg-oom.log: one event per victim with its pid and name', () => {
+  it('dmesg-oom.log: one event per kill with its pid and name (the old two-line report is one kill)', () => {
     const { events } = parse('dmesg-oom.log');
     expect(events.map((e) => [e.data.pid, e.data.process])).toEqual([
       [13536, 'memorymonster'], [19667, 'evil-program2'], [123, 'httpd'], [123, 'httpd'],
     ]);
-    expect(events[0]!.data.count).toBe(2); // "Kill process" and "Killed process" of one victim
+    // "Kill process … or sacrifice child" then "Killed process": one kill, the second line its detail
+    expect(events[0]!.data.count).toBe(1);
+    expect(events[0]!.data.details![0]).toBe('Killed process 13536 (memorymonster) total-vm:33558652kB, anon-rss:920kB, file-rss:452kB');
+    // the same victim killed again two minutes later is a second kill
+    expect(events[2]!.ts).not.toBe(events[3]!.ts);
   });
 
   it('dmesg-thermal.log and dmesg-misc-kernel.log: host health, not noise', () => {
     const thermal = parse('dmesg-thermal.log').events;
     expect(thermal.map((e) => [e.data.kind, e.data.severity])).toEqual([
-      ['thermal', 'warning'], ['thermal', 'warning'], ['host', 'error'], ['thermal', 'warning'], ['thermal', 'warning'], ['host', 'warning'],
+      ['thermal', 'warning'], ['thermal', 'warning'], ['host', 'warning'], ['thermal', 'warning'], ['thermal', 'warning'], ['host', 'warning'],
     ]);
+    // "Machine check events logged" is the corrected-error summary: a warning, not a drain
+    expect(thermal[2]!.data).toMatchObject({ host_fault: 'mce', severity: 'warning' });
     const misc = parse('dmesg-misc-kernel.log').events;
-    expect(misc.map((e) => e.data.kind)).toEqual(['host', 'host', 'host', 'host', 'other_gpu', 'other_gpu']);
+    expect(misc.map((e) => [e.data.kind, e.data.host_fault ?? null, e.data.severity])).toEqual([
+      ['host', 'soft_lockup', 'error'], ['host', 'soft_lockup', 'error'], ['host', 'hung_task', 'error'], ['host', 'panic', 'critical'],
+      ['other_gpu', null, 'info'], // the libnccl segfault; nvidia-peermem's "invalid context" is noise
+    ]);
     expect(misc[3]!.data).toMatchObject({ severity: 'critical' });
     expect(misc[3]!.data.details!.length).toBeGreaterThan(10); // the panic's stack trace
   });
 
-  it('kmsg-raw.log: dictionary lines and driver chatter are dropped, the RDMA error kept', () => {
+  it('kmsg-raw.log: dictionary lines, driver chatter and nvidia-peermem\'s harmless "invalid context" are dropped', () => {
     const { events, stats } = parse('kmsg-raw.log');
-    expect(events.map((e) => e.data.kind)).toEqual(['other_gpu']);
-    expect(stats).toMatchObject({ lines: 9, dropped: 8 });
+    expect(events).toEqual([]);
+    expect(stats).toMatchObject({ lines: 9, dropped: 9 });
+    // a peermem error that is not "invalid context" is still one (synthetic line, the driver's format)
+    const real = parseKernelLog('6,3973,227996636,-;nvidia-peermem nv_mem_get_pages:251 ERROR could not pin pages', { catalog }, ARRIVAL).events;
+    expect(real.map((e) => e.data.kind)).toEqual(['other_gpu']);
   });
 
   it('timestamp-prefixes.txt: every prefix gives the same events, a libnccl segfault kept as context', () => {

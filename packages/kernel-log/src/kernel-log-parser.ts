@@ -1,6 +1,8 @@
 import type { XidCatalog } from '@gpualert/rules';
-import type { KernelEventData } from '@gpualert/schema';
-import { classify, type Classified } from './classify.ts';
+import { canonicalPciBus, severityRank, type KernelEventData, type KernelEventPort, type Severity } from '@gpualert/schema';
+import { ghesLine } from './classify-host.ts';
+import { classify, portEvent, type Classified, type ClassifiedEvent } from './classify.ts';
+import { busOf, type PciTopology } from './pci-topology.ts';
 import { stripPrefix, type KernelLine } from './strip-prefix.ts';
 
 export interface KernelLogParserOptions {
@@ -15,6 +17,8 @@ export interface KernelLogParserOptions {
   readonly burstGapMs?: number;
   /** Details kept per event; a stack trace or RPC table longer than this is cut. */
   readonly maxDetails?: number;
+  /** The host's PCI tree: a switch or root port's error names the GPUs and NVSwitches below it. */
+  readonly topology?: PciTopology;
 }
 
 /** One event, with where its first line was, so a collector can resume without duplicates. */
@@ -44,6 +48,12 @@ interface Pending {
 
 interface Burst {
   readonly key: string;
+  /** Mutable: a firmware record's lines can tell what its header did not (a memory error, a PCIe one). */
+  family: string | undefined;
+  /** A firmware (APEI/GHES) record: what its lines said so far. */
+  ghes?: { severity?: Severity; section?: 'memory' | 'pcie' | 'processor'; memoryOnly?: boolean };
+  /** The device minor number an address-less line named. */
+  minor: number | undefined;
   readonly data: KernelEventData & { count: number; details?: string[] };
   readonly tsMs: number;
   readonly position: number;
@@ -54,6 +64,12 @@ interface Burst {
 
 /** The last instant an ISO-8601 timestamp with a four-digit year can name. */
 const LATEST_ISO_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const HOST_GAP_MS = 1_000;
+const GHES_HEADER = /^\{\d+\}\[Hardware Error\]: Hardware error from APEI/;
+/** A container runtime's partial lines joined into one are cut at this length. */
+const MAX_PARTIAL = 65_536;
+/** A syslog date this far past the arrival is last year's (the prefix has no year). */
+const YEAR_SLACK_MS = 2 * 86_400_000;
 
 /**
  * Turns a kernel log, line by line, into `kernel.event`s: prefixes taken apart, multi-line
@@ -70,6 +86,10 @@ export class KernelLogParser {
   private readonly bursts = new Map<string, Burst>();
   /** The burst the last kept line went to: where details belong. */
   private current: Burst | undefined;
+  /** A container runtime's partial line waiting for the rest. */
+  private partial: { line: KernelLine; text: string; position: number; arrivalMs: number } | undefined;
+  /** The previous line's clock and time, for lines that give only the delta since it. */
+  private previous: { clock: number; tsMs: number; logged: boolean; timed: boolean } | undefined;
 
   constructor(options: KernelLogParserOptions) {
     this.options = options;
@@ -81,7 +101,23 @@ export class KernelLogParser {
   /** Feeds one raw line that arrived at `arrivalMs`; returns the events that closed. */
   push(raw: string, arrivalMs: number, position = this.stats.lines): ParsedKernelEvent[] {
     this.stats.lines += 1;
-    const line = stripPrefix(raw, this.year);
+    let line = stripPrefix(raw, this.year);
+    if (line.partial) {
+      if (this.partial) {
+        if (this.partial.text.length < MAX_PARTIAL) this.partial.text = (this.partial.text + line.message).slice(0, MAX_PARTIAL);
+      } else {
+        this.partial = { line, text: line.message, position, arrivalMs };
+      }
+      this.stats.collapsed += 1;
+      return [];
+    }
+    if (this.partial) {
+      // The first fragment's prefix dates the line and marks where it began.
+      const { line: head, text } = this.partial;
+      line = { ...head, message: (text + line.message).slice(0, MAX_PARTIAL), partial: false };
+      position = this.partial.position;
+      this.partial = undefined;
+    }
     if (line.continuation) {
       if (this.pending && !line.message.includes('=')) {
         this.pending.text += ` ${line.message.replace(/^NVRM: /, '')}`;
@@ -91,16 +127,65 @@ export class KernelLogParser {
       return [];
     }
     const out = this.takePending();
-    const clock = line.wallMs ?? (line.uptimeS !== undefined ? line.uptimeS * 1000 : arrivalMs);
-    const logged = line.wallMs ?? (line.uptimeS !== undefined && this.options.bootTimeMs !== undefined
-      ? this.options.bootTimeMs + line.uptimeS * 1000
-      : arrivalMs);
-    // A corrupt prefix (an uptime of millennia) would date the event past what ISO-8601 can write
-    // (and past what Date can hold, which throws): such a line is dated by its arrival.
-    const tsMs = logged >= 0 && logged <= LATEST_ISO_MS ? logged : arrivalMs;
+    this.timeOf(line, arrivalMs);
+    const { clock, tsMs } = this.previous!;
     this.pending = { line, text: line.message, clock, tsMs, position };
     this.closeIdle(clock, out);
     return out;
+  }
+
+  /**
+   * A line's own time where it has one; an uptime through the boot time; a delta from the line
+   * before. Nothing derived is dated after the line arrived: an uptime beyond this boot's (a log
+   * from an earlier boot) or a delta chain with no anchor is dated by its arrival.
+   */
+  private timeOf(line: KernelLine, arrivalMs: number): void {
+    let clock: number;
+    let logged: number;
+    let fromLog = true;
+    if (line.wallMs !== undefined) {
+      logged = line.wallMs;
+      // A year-less date that lands in the future is last year's (December's log read in January).
+      if (line.yearGuessed && logged > arrivalMs + YEAR_SLACK_MS) {
+        const date = new Date(logged);
+        date.setUTCFullYear(date.getUTCFullYear() - 1);
+        logged = date.getTime();
+      }
+      // syslog's stamp has whole seconds; the kernel's uptime after it tells lines apart within one
+      clock = line.uptimeS !== undefined ? line.uptimeS * 1000 : logged;
+    } else if (line.uptimeS !== undefined) {
+      clock = line.uptimeS * 1000;
+      if (this.options.bootTimeMs !== undefined && this.options.bootTimeMs + clock <= arrivalMs) {
+        logged = this.options.bootTimeMs + clock;
+      } else {
+        logged = arrivalMs;
+        fromLog = false;
+      }
+    } else if (line.deltaS !== undefined && this.previous) {
+      clock = this.previous.clock + line.deltaS * 1000;
+      logged = this.previous.logged ? Math.min(this.previous.tsMs + line.deltaS * 1000, arrivalMs) : arrivalMs;
+      fromLog = this.previous.logged;
+    } else if (line.deltaS === undefined && this.previous?.timed) {
+      // A line without a time inside a log that has them (a wall broadcast's header, a pasted
+      // comment) happened where the log was: it must not look like a jump in time.
+      clock = this.previous.clock;
+      logged = this.previous.tsMs;
+      fromLog = this.previous.logged;
+    } else {
+      clock = line.deltaS !== undefined ? arrivalMs + line.deltaS * 1000 : arrivalMs;
+      logged = arrivalMs;
+      fromLog = false;
+    }
+    // A corrupt prefix (an uptime of millennia) would date the event past what ISO-8601 can write
+    // (and past what Date can hold, which throws): such a line is dated by its arrival.
+    const tsMs = logged >= 0 && logged <= LATEST_ISO_MS ? logged : arrivalMs;
+    const timed = line.wallMs !== undefined || line.uptimeS !== undefined || (line.deltaS !== undefined && this.previous !== undefined) || (this.previous?.timed ?? false);
+    // One object reused: this runs for every line.
+    const previous = (this.previous ??= { clock, tsMs, logged: false, timed: false });
+    previous.clock = clock;
+    previous.tsMs = tsMs;
+    previous.logged = fromLog && tsMs === logged;
+    previous.timed = timed;
   }
 
   /**
@@ -111,14 +196,23 @@ export class KernelLogParser {
     const out: ParsedKernelEvent[] = [];
     if (this.pending && nowMs - this.pending.tsMs >= this.gap) out.push(...this.takePending());
     for (const burst of [...this.bursts.values()]) {
-      if (nowMs - burst.lastClockWall >= this.gap) this.close(burst, out);
+      if (nowMs - burst.lastClockWall >= this.gapOf(burst)) this.close(burst, out);
     }
     return out;
   }
 
   /** End of input: everything open is emitted. */
   flush(): ParsedKernelEvent[] {
-    const out = this.takePending();
+    const out: ParsedKernelEvent[] = [];
+    if (this.partial) {
+      // A partial line with no end: what came is the line.
+      const { line, text, position, arrivalMs } = this.partial;
+      this.partial = undefined;
+      out.push(...this.takePending());
+      this.timeOf(line, arrivalMs);
+      this.pending = { line: { ...line, message: text, partial: false }, text, position, clock: this.previous!.clock, tsMs: this.previous!.tsMs };
+    }
+    out.push(...this.takePending());
     for (const burst of [...this.bursts.values()]) this.close(burst, out);
     return out;
   }
@@ -144,20 +238,35 @@ export class KernelLogParser {
     return out;
   }
 
-  private route(classified: Classified, pending: Pending, out: ParsedKernelEvent[]): void {
-    if (classified.type === 'drop') {
+  private route(given: Classified, pending: Pending, out: ParsedKernelEvent[]): void {
+    if (given.type === 'drop') {
       this.stats.dropped += 1;
       this.current = undefined;
       return;
     }
-    if (classified.type === 'detail') {
+    if (given.type === 'detail') {
       if (this.current && Math.abs(pending.clock - this.current.lastClock) <= this.gap * 10) {
-        this.attach(this.current, classified.text);
+        this.attach(this.current, given.text);
         this.stats.collapsed += 1;
       } else {
         this.stats.dropped += 1;
       }
       return;
+    }
+    let classified: ClassifiedEvent = given;
+    // An uncorrected error on a device the topology knows as a bridge is the port's.
+    if (classified.needsGpu && classified.address !== undefined && classified.severity !== 'warning' && this.options.topology?.isBridge(classified.address)) {
+      classified = portEvent(classified.text, classified.address, classified.severity ?? 'error', 'uncorrected');
+    }
+    // A port's corrected errors matter only above a GPU: with the topology known, a port with none below is noise.
+    if (classified.port !== undefined && classified.severity === 'warning' && this.options.topology?.has(classified.port)) {
+      const inventory = this.options.gpuIndexByPci;
+      const below = this.options.topology.below(classified.port, inventory ? (d) => d.endsWith('.0') && inventory.has(busOf(d)) : undefined);
+      if (below.gpus.length === 0 && below.nvswitches.length === 0) {
+        this.stats.dropped += 1;
+        this.current = undefined;
+        return;
+      }
     }
     const gpu = classified.pciBus === undefined ? undefined : this.options.gpuIndexByPci?.get(classified.pciBus);
     if (classified.needsGpu && gpu === undefined) {
@@ -175,10 +284,47 @@ export class KernelLogParser {
         return;
       }
     }
-    const key = `${classified.kind}|${classified.pciBus ?? ''}|${classified.xid ?? ''}|${classified.kind === 'oom_kill' ? classified.pid ?? '' : ''}`;
+    // A firmware record (APEI/GHES) printed inside a machine check's report is that report's detail.
+    if (classified.family?.startsWith('ghes:') && GHES_HEADER.test(classified.text)) {
+      const host = this.current;
+      if (host?.data.kind === 'host' && ['memory_ue', 'memory_ce', 'mce'].includes(host.family ?? '') && Math.abs(pending.clock - host.lastClock) <= this.gapOf(host)) {
+        host.ghes ??= { memoryOnly: true };
+        this.attach(host, classified.text);
+        host.lastClock = pending.clock;
+        host.lastClockWall = pending.tsMs;
+        this.stats.collapsed += 1;
+        return;
+      }
+    }
+    // The next line of the same fault (the same family, the same GPU or none named) is its detail
+    // (or, for a new occurrence such as another link's SXid, its count), not a second event.
+    const current = this.sameFault(classified, pending.clock);
+    if (current !== undefined) {
+      current.minor ??= classified.minor;
+      if (current.data.pci_bus === undefined && classified.pciBus !== undefined) {
+        current.data.pci_bus = classified.pciBus;
+        if (gpu !== undefined) current.data.gpu = gpu;
+      }
+      // A later line can say more than the first (DPC's containment, then the port's Fatal error).
+      if (severityRank(classified.severity ?? 'warning') > severityRank(current.data.severity)) current.data.severity = classified.severity ?? 'warning';
+      if (classified.counts) current.data.count += 1;
+      else this.attach(current, classified.text);
+      current.lastClock = pending.clock;
+      current.lastClockWall = pending.tsMs;
+      this.current = current;
+      this.stats.collapsed += 1;
+      return;
+    }
+    // Per-GPU folding only: a line without an address folds only with the same line (other_gpu) or
+    // the same fault (host), never with another GPU's.
+    const byText = classified.pciBus === undefined && classified.port === undefined && classified.kind === 'other_gpu';
+    const who = classified.pciBus ?? classified.port ?? (classified.kind === 'host' ? classified.family ?? classified.hostFault ?? '' : byText ? classified.text : '');
+    const key = `${classified.kind}|${who}|${classified.xid ?? ''}|${classified.kind === 'oom_kill' ? classified.pid ?? '' : ''}`;
     const open = this.bursts.get(key);
-    if (open && Math.abs(pending.clock - open.lastClock) <= this.gap) {
+    // Without an address only a repeat right after itself is the same GPU's: another event between means another try.
+    if (open && Math.abs(pending.clock - open.lastClock) <= this.gapOf(open) && (!byText || open === this.current)) {
       open.data.count += 1;
+      if (classified.kind !== 'xid' && severityRank(classified.severity ?? 'warning') > severityRank(open.data.severity)) open.data.severity = classified.severity ?? 'warning';
       open.lastClock = pending.clock;
       open.lastClockWall = pending.tsMs;
       this.stats.collapsed += 1;
@@ -188,6 +334,9 @@ export class KernelLogParser {
     if (open) this.close(open, out);
     const burst: Burst = {
       key,
+      family: classified.family,
+      ...(classified.family?.startsWith('ghes:') ? { ghes: {} } : {}),
+      minor: classified.minor,
       data: this.eventData(classified, gpu),
       tsMs: pending.tsMs,
       position: pending.position,
@@ -198,7 +347,20 @@ export class KernelLogParser {
     this.current = burst;
   }
 
-  private eventData(c: Extract<Classified, { type: 'event' }>, gpu: number | undefined): Burst['data'] {
+  /** The open event this line belongs to: the same family, the same GPU or none named, within the gap; the current one first. */
+  private sameFault(c: ClassifiedEvent, clock: number): Burst | undefined {
+    if (c.family === undefined) return undefined;
+    const fits = (b: Burst | undefined): b is Burst =>
+      b !== undefined && (b.family === c.family || (b.ghes !== undefined && c.family?.startsWith('ghes:') === true)) && Math.abs(clock - b.lastClock) <= this.gapOf(b) &&
+      (b.data.pci_bus === undefined || c.pciBus === undefined || b.data.pci_bus === c.pciBus) &&
+      (b.minor === undefined || c.minor === undefined || b.minor === c.minor);
+    if (fits(this.current)) return this.current;
+    let found: Burst | undefined;
+    for (const burst of this.bursts.values()) if (fits(burst) && (!found || burst.lastClock >= found.lastClock)) found = burst;
+    return found;
+  }
+
+  private eventData(c: ClassifiedEvent, gpu: number | undefined): Burst['data'] {
     const data: Burst['data'] = { kind: c.kind, message: c.text, severity: c.severity ?? 'warning', count: 1 };
     // Optional fields are left out, never set to undefined: events compare and serialise cleanly.
     if (c.pciBus !== undefined) data.pci_bus = c.pciBus;
@@ -210,6 +372,8 @@ export class KernelLogParser {
     if (c.process !== undefined) data.process = c.process;
     if (c.meaning !== undefined) data.meaning = c.meaning;
     if (c.action !== undefined) data.action = c.action;
+    if (c.hostFault !== undefined) data.host_fault = c.hostFault;
+    if (c.port !== undefined) data.port = this.portData(c.port, data);
     if (c.kind === 'xid' && data.xid !== undefined) {
       const entry = this.options.catalog.lookup(data.xid);
       data.meaning = entry.meaning;
@@ -219,14 +383,66 @@ export class KernelLogParser {
     return data;
   }
 
+  /** The port and, where the topology is known, the GPUs and NVSwitches below it (named in the meaning too). */
+  private portData(address: string, data: Burst['data']): KernelEventPort {
+    const port: KernelEventPort = { address };
+    const topology = this.options.topology;
+    if (!topology?.has(address)) return port;
+    const inventory = this.options.gpuIndexByPci;
+    // The inventory's addresses have no function: its GPU is function 0 (function 1 is the GPU's audio).
+    const below = topology.below(address, inventory ? (device) => device.endsWith('.0') && inventory.has(busOf(device)) : undefined);
+    const gpus = [...new Set(below.gpus.map(busOf))];
+    port.gpus = gpus;
+    const indexes = gpus.map((g) => this.options.gpuIndexByPci?.get(g)).filter((i): i is number => i !== undefined);
+    if (indexes.length > 0) port.gpu_indexes = indexes;
+    if (below.nvswitches.length > 0) port.nvswitches = below.nvswitches.map(busOf);
+    const names = gpus.map((g, i) => (indexes.length === gpus.length ? `GPU ${indexes[i]!} (${g})` : g));
+    data.meaning = `${data.meaning ?? 'PCIe error on a port'}; below it: ${names.length > 0 ? names.join(', ') : 'no GPU'}${below.nvswitches.length > 0 ? `, ${below.nvswitches.length} NVSwitch(es)` : ''}`;
+    return port;
+  }
+
   private attach(burst: Burst, text: string): void {
     const details = (burst.data.details ??= []);
     if (details.length < this.maxDetails) details.push(text);
+    if (burst.ghes) this.refineGhes(burst, text);
+  }
+
+  /** A GHES record's severity and section decide what its event is: a memory UE/CE, a PCIe error, a machine check. */
+  private refineGhes(burst: Burst, text: string): void {
+    const said = ghesLine(text);
+    const ghes = burst.ghes;
+    if (!said || !ghes) return;
+    if (said.severity) ghes.severity = said.severity;
+    if (said.section) ghes.section = said.section;
+    const data = burst.data;
+    if (ghes.severity && severityRank(ghes.severity) > severityRank(data.severity)) data.severity = ghes.severity;
+    if (ghes.section === 'memory') {
+      const ue = severityRank(data.severity) >= severityRank('error');
+      data.host_fault = ue ? 'memory_ue' : 'memory_ce';
+      data.meaning = ue ? 'the firmware reported an uncorrectable host memory error (APEI)' : 'the firmware reported a corrected host memory error (APEI)';
+      if (ue) data.severity = 'critical';
+      burst.family = data.host_fault;
+    } else if (ghes.section === 'pcie' && !ghes.memoryOnly) {
+      data.kind = 'pcie_aer';
+      delete data.host_fault;
+      data.meaning = 'the firmware reported a PCIe error (APEI)';
+      if (said.device) {
+        const pci = canonicalPciBus(said.device);
+        if (pci) data.pci_bus = pci;
+        const gpu = pci ? this.options.gpuIndexByPci?.get(pci) : undefined;
+        if (gpu !== undefined) data.gpu = gpu;
+      }
+    }
+  }
+
+  /** A host fault's burst (a DIMM's corrected errors, a flood of lockups) folds within a second. */
+  private gapOf(burst: Burst): number {
+    return burst.data.kind === 'host' ? Math.max(this.gap, HOST_GAP_MS) : this.gap;
   }
 
   private closeIdle(clock: number, out: ParsedKernelEvent[]): void {
     for (const burst of [...this.bursts.values()]) {
-      if (Math.abs(clock - burst.lastClock) > this.gap) this.close(burst, out);
+      if (Math.abs(clock - burst.lastClock) > this.gapOf(burst)) this.close(burst, out);
     }
   }
 

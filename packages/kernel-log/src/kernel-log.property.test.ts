@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { newEnvelope, parseEnvelope } from '@gpualert/schema';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +12,11 @@ const ARRIVAL = Date.parse('2026-11-30T00:00:00Z');
 const fixtureLines = readdirLines(['dmesg-xid.log', 'dmesg-pcie-aer.log', 'dmesg-ecc-rowremap.log', 'dmesg-nvlink-nvswitch.log', 'dmesg-oom.log', 'dmesg-thermal.log', 'dmesg-gsp-xid119-incident.log', 'kmsg-raw.log', 'timestamp-prefixes.txt', 'dmesg-gpu-fallen-off-bus.log']);
 
 function readdirLines(names: readonly string[]): string[] {
-  return names.flatMap((name) => readFileSync(new URL(`../../../test/fixtures/kernel/${name}`, import.meta.url), 'utf8').split('\n')).filter((l) => l.trim() !== '');
+  // the host-fault fixtures and the wild corpus too: every prefix shape and message issue 23 added
+  const more = ['host', 'wild'].flatMap((dir) =>
+    readdirSync(new URL(`../../../test/fixtures/kernel/${dir}/`, import.meta.url)).filter((f) => f.endsWith('.log')).map((f) => `${dir}/${f}`),
+  );
+  return [...names, ...more].flatMap((name) => readFileSync(new URL(`../../../test/fixtures/kernel/${name}`, import.meta.url), 'utf8').split('\n')).filter((l) => l.trim() !== '');
 }
 
 /** What a broken driver, a hostile process name or a corrupted log puts into a token. */
@@ -34,8 +38,17 @@ const mutatedLine = fc.record({
   return tokens.join('');
 });
 
+/** The same lines inside the container wrappers and the journal's JSON, which are taken apart again. */
+const wrappedLine = fc.tuple(mutatedLine, fc.nat({ max: 3 })).map(([line, how]) =>
+  how === 0 ? JSON.stringify({ log: `${line}\n`, stream: 'stdout', time: '2026-11-30T00:00:00Z' })
+    : how === 1 ? JSON.stringify({ MESSAGE: line, __REALTIME_TIMESTAMP: '1796000000000000' })
+      : how === 2 ? `2026-11-30T00:00:00.000000001Z stdout P ${line}`
+        : `2026-11-30T00:00:00Z stderr F ${line}`,
+);
+
 const anyLine = fc.oneof(
   mutatedLine,
+  wrappedLine,
   fc.string({ maxLength: 300 }),
   // Long runs of what the parser's patterns look for: where a backtracking pattern would stall.
   fc.tuple(fc.constantFrom('NVRM: Xid (PCI:', '[ 1.0] ', 'pcieport ', '0000:', ' ', 'NVRM: ', '[', '6,1,2,-;'), fc.integer({ min: 1, max: 4_000 }))

@@ -25,3 +25,19 @@ describe('rules files that are hostile or broken', () => {
     if (!result.ok) expect(formatRuleError(result.errors[0]!)).toMatch(/huge\.yaml:0: too large: \d+ bytes \(at most 4194304\)/);
   });
 });
+
+describe('an enum value misspelt', () => {
+  const Kinds = z.object({ kinds: z.array(z.enum(['xid', 'sxid', 'nvlink'])) });
+
+  it('names the line, the value, the valid ones and the nearest', () => {
+    const result = parseYamlText('rules/x.yaml', '# a comment\nkinds:\n  - sxid\n  - xdi\n', Kinds);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.errors.map(formatRuleError)).toEqual(['rules/x.yaml:4: kinds.1: "xdi" is not one of xid, sxid, nvlink; did you mean "xid"?']);
+  });
+
+  it('suggests nothing when no valid value is near', () => {
+    const result = parseYamlText('rules/x.yaml', 'kinds: [thermal]\n', Kinds);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.errors.map(formatRuleError)).toEqual(['rules/x.yaml:1: kinds.0: "thermal" is not one of xid, sxid, nvlink']);
+  });
+});

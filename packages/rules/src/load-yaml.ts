@@ -13,6 +13,11 @@ export interface RuleFileError {
 
 export type LoadResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: readonly RuleFileError[] };
 
+/** A YAML file's result, with where each field of it is: for errors found after the schema (a template's overrides). */
+export type YamlLoadResult<T> =
+  | { readonly ok: true; readonly value: T; readonly lineOf: (path: readonly PropertyKey[]) => number }
+  | { readonly ok: false; readonly errors: readonly RuleFileError[] };
+
 export function formatRuleError(error: RuleFileError): string {
   return `${error.file}:${error.line}: ${error.field === '' ? '' : `${error.field}: `}${error.message}`;
 }
@@ -23,7 +28,7 @@ export const MAX_YAML_ALIASES = 100;
 export const MAX_YAML_BYTES = 4 * 1024 * 1024;
 
 /** Parses YAML text against a schema; every error names the file, the line and the field. */
-export function parseYamlText<S extends z.ZodType>(file: string, text: string, schema: S): LoadResult<z.infer<S>> {
+export function parseYamlText<S extends z.ZodType>(file: string, text: string, schema: S): YamlLoadResult<z.infer<S>> {
   const lines = new LineCounter();
   const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   if (document.errors.length > 0) {
@@ -45,19 +50,19 @@ export function parseYamlText<S extends z.ZodType>(file: string, text: string, s
     return { ok: false, errors: [{ file, line: 1, field: '', message: `not usable YAML: ${error instanceof Error ? error.message : String(error)}` }] };
   }
   const result = schema.safeParse(value);
-  if (result.success) return { ok: true, value: result.data };
+  if (result.success) return { ok: true, value: result.data, lineOf: (path) => lineOf(document, lines, path) };
   return {
     ok: false,
     errors: result.error.issues.map((issue) => ({
       file,
       line: lineOf(document, lines, issue.path),
       field: issue.path.map(String).join('.'),
-      message: issue.message,
+      message: withNearest(issue, valueAt(value, issue.path)),
     })),
   };
 }
 
-export function loadYamlFile<S extends z.ZodType>(file: string, schema: S): LoadResult<z.infer<S>> {
+export function loadYamlFile<S extends z.ZodType>(file: string, schema: S): YamlLoadResult<z.infer<S>> {
   let text: string;
   try {
     const size = statSync(file).size;
@@ -76,4 +81,48 @@ function lineOf(document: Document, lines: LineCounter, path: readonly PropertyK
     if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
   }
   return 1;
+}
+
+/** An enum's "expected one of" with the nearest valid value named: `kinds: [xdi]` → did you mean "xid"? */
+export function withNearest(issue: { readonly code: string; readonly message: string; readonly values?: readonly unknown[] }, got: unknown): string {
+  if (issue.code !== 'invalid_value' || !issue.values || typeof got !== 'string') return issue.message;
+  const options = issue.values.filter((v): v is string => typeof v === 'string');
+  const nearest = nearestOf(got, options);
+  const shown = JSON.stringify(got.slice(0, 80));
+  return `${shown} is not one of ${options.join(', ')}${nearest ? `; did you mean "${nearest}"?` : ''}`;
+}
+
+/** The option closest to `value` by edit distance, if close enough to be a typo (at most a third of it, and 3). */
+export function nearestOf(value: string, options: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  const input = value.toLowerCase().slice(0, 80);
+  for (const option of options) {
+    const d = editDistance(input, option.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [option, d];
+  }
+  return bestDistance <= Math.min(3, Math.max(1, Math.ceil(input.length / 3))) ? best : undefined;
+}
+
+/** Levenshtein distance with adjacent transpositions (`xdi` is one step from `xid`). */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i += 1) {
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let at = value;
+  for (const key of path) {
+    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, key)) return undefined;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return at;
 }

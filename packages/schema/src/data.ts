@@ -4,6 +4,9 @@ import { toInertRecord } from './inert-record.ts';
 import { GpuIndex, GpuMetrics } from './metrics.ts';
 import { PciBus } from './pci-bus.ts';
 import { Severity } from './severity.ts';
+import { PciAddress, PciTopologyData } from './inventory-pci.ts';
+
+export * from './inventory-pci.ts';
 
 /** The `data` of each envelope type (DESIGN.md, "The envelope"). */
 
@@ -47,6 +50,29 @@ export const KERNEL_EVENT_KINDS = [
 export const KernelEventKind = z.enum(KERNEL_EVENT_KINDS);
 export type KernelEventKind = z.infer<typeof KernelEventKind>;
 
+/** What kind of host fault a `host` kernel event is. */
+export const HOST_FAULTS = [
+  // memory errors (EDAC, machine checks with a memory error, hwpoison), other machine checks (mce, APEI/GHES)
+  'memory_ue', 'memory_ce', 'mce',
+  // kernel crashes: an oops (bad pointer), a BUG, a general protection fault, a panic
+  'oops', 'bug', 'gpf', 'panic',
+  // stalls: hung tasks, soft lockups, the NMI watchdog's hard lockups, RCU stalls, unexplained NMIs
+  'hung_task', 'soft_lockup', 'nmi_watchdog', 'rcu_stall', 'nmi',
+  // a PCIe slot short of power
+  'power',
+] as const;
+export const HostFault = z.enum(HOST_FAULTS);
+export type HostFault = z.infer<typeof HostFault>;
+
+/** A PCIe switch or root port's own error, with the GPUs and NVSwitches below it where the topology is known. */
+export const KernelEventPort = z.object({
+  address: PciAddress,
+  gpus: z.array(PciBus).max(256).optional(),
+  gpu_indexes: z.array(GpuIndex).max(256).optional(),
+  nvswitches: z.array(PciBus).max(64).optional(),
+});
+export type KernelEventPort = z.infer<typeof KernelEventPort>;
+
 export const KernelEventData = z.object({
   kind: KernelEventKind,
   pci_bus: PciBus.optional(),
@@ -64,6 +90,10 @@ export const KernelEventData = z.object({
   count: z.number().int().positive().optional(),
   /** Continuation lines (GSP RPC tables, stack traces) attached to the event. */
   details: z.array(z.string()).optional(),
+  /** With kind `host`: which fault. */
+  host_fault: HostFault.optional(),
+  /** With kind `pcie_aer`: the error is the port's (a switch or root port above GPUs), not a GPU's own. */
+  port: KernelEventPort.optional(),
 });
 export type KernelEventData = z.infer<typeof KernelEventData>;
 
@@ -112,6 +142,8 @@ export const HostInventoryData = z.object({
   instance_id: z.string().optional(),
   instance_type: z.string().optional(),
   gpus: z.array(InventoryGpu),
+  /** The host's PCI tree (sysfs, or `lspci -tvnn`), so a port's error names the GPUs below it. */
+  pci_topology: PciTopologyData.optional(),
 });
 export type HostInventoryData = z.infer<typeof HostInventoryData>;
 

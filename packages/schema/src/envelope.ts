@@ -6,6 +6,8 @@ import {
   ProviderEventData, ProviderRawData,
 } from './data.ts';
 import { BmcEventData, HostSampleData } from './host-sample.ts';
+import { JobEventData } from './job-event.ts';
+import { UsageRollupData } from './usage.ts';
 
 /** The data schema of every envelope type. */
 export const DATA_SCHEMAS = {
@@ -19,6 +21,8 @@ export const DATA_SCHEMAS = {
   'bmc.event': BmcEventData,
   alert: AlertData,
   notification: NotificationData,
+  'job.event': JobEventData,
+  'usage.rollup': UsageRollupData,
 } as const;
 
 export type EnvelopeType = keyof typeof DATA_SCHEMAS;
@@ -67,6 +71,8 @@ export const Envelope = z.discriminatedUnion('type', [
   variant('bmc.event'),
   variant('alert'),
   variant('notification'),
+  variant('job.event'),
+  variant('usage.rollup'),
 ]);
 export type Envelope = z.infer<typeof Envelope>;
 

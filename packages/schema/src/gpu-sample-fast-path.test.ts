@@ -46,6 +46,25 @@ describe('the gpu.sample fast path', () => {
     }), { numRuns: 5_000 });
   });
 
+  it('accepts a GPU attributed to a job as the full schema returns it, and any odd attribution only through the schema', () => {
+    const json = sample();
+    json.data.gpus[0].job = { job: '4242', job_user: 'alice', job_name: 'llama-70b', namespace: 'ml', pod: 'trainer-0', pod_uid: '6f1b0c6a', container: 'abc123' };
+    expect(isCanonicalGpuSample(json)).toBe(true);
+    expect(json).toEqual(Envelope.parse(json));
+    const jobKeys = ['job', 'job_user', 'job_name', 'namespace', 'pod', 'pod_uid', 'container', 'extra', '__proto__'];
+    fc.assert(fc.property(fc.constantFrom(...jobKeys), fc.oneof(oddValue, fc.constantFrom('a\u001b[2J', 'x'.repeat(257))), (key, value) => {
+      const odd = sample();
+      odd.data.gpus[1].job = JSON.parse(`{${JSON.stringify(key)}: ${JSON.stringify(value) ?? 'null'}}`);
+      if (!isCanonicalGpuSample(odd)) return true;
+      const full = Envelope.safeParse(odd);
+      return full.success && JSON.stringify(full.data) === JSON.stringify(odd);
+    }), { numRuns: 3_000 });
+    const refused = sample();
+    refused.data.gpus[0].job = { job: 'x'.repeat(257) };
+    expect(isCanonicalGpuSample(refused)).toBe(false);
+    expect(parseEnvelope(JSON.stringify(refused)).ok).toBe(false);
+  });
+
   it('leaves everything else to the full schema, errors worded as before', () => {
     const json = sample();
     json.data.gpus[0].temp_c = 'hot';

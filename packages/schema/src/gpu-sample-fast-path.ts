@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { FORBIDDEN_LABEL_NAME, isGpuIndex, isHostName, MAX_GPUS_PER_SAMPLE, MAX_LABEL_NAME_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_LABELS } from './bounds.ts';
 import type { EnvelopeOf } from './envelope.ts';
+import { isJobText, JOB_ATTRIBUTION_KEYS } from './job-attribution.ts';
 import { THROTTLE_REASONS } from './metrics.ts';
 import { PCI_BUS_PATTERN } from './pci-bus.ts';
 
@@ -12,10 +13,13 @@ export const GPU_METRIC_KINDS = {
   pcie_gen: 'count', pcie_gen_max: 'count', pcie_width: 'count', pcie_width_max: 'count',
   ecc_sbe_volatile: 'count', ecc_dbe_volatile: 'count', ecc_sbe_aggregate: 'count', ecc_dbe_aggregate: 'count',
   remap_pending: 'flag', remap_failure: 'flag', throttle: 'throttle', xid_last: 'count', nvlink_errors: 'count', processes: 'count',
+  job: 'job',
 } as const;
 
 const METRICS = Object.entries(GPU_METRIC_KINDS);
-const METRIC_COUNT = METRICS.length;
+/** Every field but the optional `job`, which a GPU running nothing known does not carry. */
+const METRIC_COUNT = METRICS.length - 1;
+const JOB_KEYS = new Set<string>(JOB_ATTRIBUTION_KEYS);
 const THROTTLE = new Set<string>(THROTTLE_REASONS);
 const ENVELOPE_KEYS = 7; // id, ts, host, labels, source, type, data
 const timestamp = z.iso.datetime({ offset: true });
@@ -46,7 +50,8 @@ export function isCanonicalGpuSample(json: unknown): json is EnvelopeOf<'gpu.sam
 function canonicalGpu(gpu: unknown): boolean {
   if (typeof gpu !== 'object' || gpu === null || Array.isArray(gpu)) return false;
   const g = gpu as Record<string, unknown>;
-  if (Object.keys(g).length !== METRIC_COUNT) return false;
+  const hasJob = Object.hasOwn(g, 'job');
+  if (Object.keys(g).length !== (hasJob ? METRIC_COUNT + 1 : METRIC_COUNT)) return false;
   for (const [name, kind] of METRICS) {
     const v = g[name];
     switch (kind) {
@@ -61,9 +66,17 @@ function canonicalGpu(gpu: unknown): boolean {
         if (v === null) break;
         if (!Array.isArray(v) || !v.every((r) => typeof r === 'string' && THROTTLE.has(r))) return false;
         break;
+      case 'job': if (hasJob && !canonicalJob(v)) return false; break;
       default: return false; // a field of another name: not canonical
     }
   }
+  return true;
+}
+
+/** A job attribution of known keys only, each a bounded single-line text (job-attribution.ts). */
+function canonicalJob(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  for (const key of Object.keys(v)) if (!JOB_KEYS.has(key) || !isJobText((v as Record<string, unknown>)[key])) return false;
   return true;
 }
 

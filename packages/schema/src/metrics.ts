@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_GPU_INDEX } from './bounds.ts';
+import { JobAttribution } from './job-attribution.ts';
 import { PciBus } from './pci-bus.ts';
 
 /** Throttle (clocks event) reasons, in bitmask order: bit 0 is `gpu_idle`. */
@@ -56,11 +57,13 @@ export const GpuMetrics = z.object({
   xid_last: count,
   nvlink_errors: count,
   processes: count,
+  /** The job its compute processes belong to (Slurm, Kubernetes, or a plain process's user and command); absent when none is known. */
+  job: JobAttribution.optional(),
 });
 export type GpuMetrics = z.infer<typeof GpuMetrics>;
 
-/** The metric names, for parsers that map source fields onto them. */
-export const METRIC_NAMES = Object.keys(GpuMetrics.shape) as readonly (keyof GpuMetrics)[];
+/** The metric names, for parsers that map source fields onto them (`job` is who runs there, not a metric). */
+export const METRIC_NAMES = Object.keys(GpuMetrics.shape).filter((k) => k !== 'job') as readonly Exclude<keyof GpuMetrics, 'job'>[];
 
 /** Decodes nvidia-smi's / DCGM's throttle bitmask into reason names (unknown bits ignored). */
 export function throttleReasonsFromMask(mask: number): ThrottleReason[] {

@@ -8,6 +8,8 @@ export const TOPICS = {
   bmcEvents: 'gpualert.bmc.events',
   alerts: 'gpualert.alerts',
   notifications: 'gpualert.notifications',
+  jobEvents: 'gpualert.job.events',
+  usage: 'gpualert.usage',
   deadletter: 'gpualert.deadletter',
 } as const;
 

@@ -7,7 +7,7 @@ export class UnknownIncidentError extends GpualertError {
   constructor(message: string) { super('GA-INCIDENT-UNKNOWN', message); }
 }
 
-const READ = [TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.alerts, TOPICS.notifications, TOPICS.gpuSamples];
+const READ = [TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.alerts, TOPICS.notifications, TOPICS.gpuSamples, TOPICS.jobEvents];
 
 /** Reads every topic's messages in the range (by timestamp offsets on Kafka) as envelopes. */
 export async function readRange(bus: Bus, query: TimelineQuery, topics: readonly string[], progress?: (topic: string, count: number) => void): Promise<Envelope[]> {
@@ -29,10 +29,10 @@ export async function readRange(bus: Bus, query: TimelineQuery, topics: readonly
 /** The whole export: narrow to an incident if asked, read, merge, summarise, render. */
 export async function exportTimeline(
   bus: Bus,
-  request: { from: number; to: number; host?: string; incident?: string; format: Format },
+  request: { from: number; to: number; host?: string; incident?: string; job?: string; format: Format },
   progress?: (topic: string, count: number) => void,
 ): Promise<{ timeline: Timeline; text: string }> {
-  let query: TimelineQuery = { from: request.from, to: request.to, ...(request.host ? { host: request.host } : {}) };
+  let query: TimelineQuery = { from: request.from, to: request.to, ...(request.host ? { host: request.host } : {}), ...(request.job !== undefined ? { job: request.job } : {}) };
   let incident: EnvelopeOf<'alert'> | undefined;
   if (request.incident) {
     const alerts = (await readRange(bus, query, [TOPICS.alerts])).filter((e): e is EnvelopeOf<'alert'> => e.type === 'alert');
@@ -40,7 +40,7 @@ export async function exportTimeline(
     if (!window) {
       throw new UnknownIncidentError(`no alert with fingerprint ${request.incident} between ${new Date(request.from).toISOString()} and ${new Date(request.to).toISOString()}`);
     }
-    query = window.query;
+    query = { ...window.query, ...(request.job !== undefined ? { job: request.job } : {}) };
     incident = window.alert;
   }
   const timeline = buildTimeline(await readRange(bus, query, READ, progress), query, incident);

@@ -70,7 +70,7 @@ function csv(t: Timeline): string {
 }
 
 const COLORS: Record<string, string> = { temp_c: '#d9480f', power_w: '#1971c2', util_pct: '#2f9e44' };
-const MARKS: Record<string, string> = { kernel: '#c92a2a', alert: '#e67700', notification: '#5f3dc4', provider: '#0b7285', collector: '#862e9c', inventory: '#495057' };
+const MARKS: Record<string, string> = { kernel: '#c92a2a', alert: '#e67700', notification: '#5f3dc4', provider: '#0b7285', collector: '#862e9c', inventory: '#495057', job: '#2b8a3e' };
 
 /** An SVG chart of one GPU's temperature, power and utilisation per minute, with event markers. */
 export function chart(t: Timeline, width = 900, height = 320): string {

@@ -1,3 +1,4 @@
 export * from './timeline.ts';
 export * from './formats.ts';
 export * from './export-timeline.ts';
+export * from './usage/index.ts';

@@ -3,7 +3,7 @@ import type { Envelope, EnvelopeOf, Severity } from '@gpualert/schema';
 /** One line of the story, saying where it came from. */
 export interface TimelineEntry {
   readonly ts: string;
-  readonly source: 'kernel' | 'provider' | 'alert' | 'notification' | 'inventory' | 'collector';
+  readonly source: 'kernel' | 'provider' | 'alert' | 'notification' | 'inventory' | 'collector' | 'job';
   readonly host: string;
   readonly gpu?: number;
   readonly severity?: Severity;
@@ -31,6 +31,7 @@ export interface Timeline {
   readonly from: string;
   readonly to: string;
   readonly host?: string;
+  readonly job?: string;
   readonly incident?: { fingerprint: string; summary: string; severity: Severity; host: string; gpu?: number; startsAt: string; endsAt?: string };
   readonly entries: TimelineEntry[];
   readonly metrics: MinuteSummary[];
@@ -41,6 +42,61 @@ export interface TimelineQuery {
   readonly to: number;
   readonly host?: string;
   readonly gpu?: number;
+  /** Narrow to one job: its events, and what happened on its hosts' GPUs (see `jobScope`). */
+  readonly job?: string;
+}
+
+/**
+ * Where a job ran, per the envelopes: the GPUs its events name and the GPUs samples attribute to
+ * it, and the hosts of either. On a host where neither names a GPU (a log that says only its
+ * rank), every GPU of the host counts as the job's.
+ */
+export interface JobScope {
+  readonly hosts: ReadonlySet<string>;
+  /** `host\u0000gpu` for each GPU; a host in `wholeHosts` counts every GPU of it. */
+  readonly gpus: ReadonlySet<string>;
+  readonly wholeHosts: ReadonlySet<string>;
+}
+
+export function jobScope(envelopes: Iterable<Envelope>, job: string): JobScope {
+  const hosts = new Set<string>();
+  const gpus = new Set<string>();
+  const gpuless = new Set<string>();
+  const known = new Set<string>();
+  for (const e of envelopes) {
+    if (e.type === 'job.event' && e.data.job === job) {
+      hosts.add(e.host);
+      if (e.data.gpu !== undefined) {
+        gpus.add(`${e.host}\u0000${e.data.gpu}`);
+        known.add(e.host);
+      } else {
+        gpuless.add(e.host);
+      }
+    } else if (e.type === 'gpu.sample') {
+      for (const g of e.data.gpus) {
+        if (g.job?.job === job || g.job?.pod === job) {
+          hosts.add(e.host);
+          known.add(e.host);
+          gpus.add(`${e.host}\u0000${g.index}`);
+        }
+      }
+    }
+  }
+  return { hosts, gpus, wholeHosts: new Set([...gpuless].filter((h) => !known.has(h))) };
+}
+
+/** Whether an envelope belongs in a job's timeline: its own events, and kernel events, alerts and samples on its GPUs (host-wide ones on its hosts). */
+function inJob(e: Envelope, job: string, scope: JobScope): boolean {
+  if (e.type === 'job.event') return e.data.job === job;
+  if (!scope.hosts.has(e.host)) return false;
+  const onGpu = (gpu: number | undefined) => gpu === undefined || scope.wholeHosts.has(e.host) || scope.gpus.has(`${e.host}\u0000${gpu}`);
+  switch (e.type) {
+    case 'alert': return onGpu(e.data.gpu?.index);
+    case 'kernel.event': return onGpu(e.data.gpu);
+    case 'gpu.sample': return true; // its GPUs are filtered one by one below
+    case 'provider.event': return true;
+    default: return false;
+  }
 }
 
 /** The window `--incident` narrows to: its host and GPU, from half an hour before to half an hour after. */
@@ -61,8 +117,10 @@ export function incidentWindow(alerts: readonly EnvelopeOf<'alert'>[], fingerpri
  * Merges what every topic said in a range into one list ordered by event time, and summarises
  * the GPU samples per minute instead of dumping them. Pure: the caller reads the topics.
  */
-export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuery, incident?: EnvelopeOf<'alert'>): Timeline {
+export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, incident?: EnvelopeOf<'alert'>): Timeline {
   const entries: TimelineEntry[] = [];
+  const envelopes = query.job === undefined ? input : [...input];
+  const scope = query.job === undefined ? undefined : jobScope(envelopes, query.job);
   // Per host and minute, per GPU: [min, max, sum, n] for each summarised metric. One map access
   // per sample rather than one per GPU and metric: a day of a fleet is millions of values.
   const minutes = new Map<string, { host: string; minute: number; gpus: Map<number, Float64Array> }>();
@@ -70,8 +128,9 @@ export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuer
   for (const e of envelopes) {
     const at = Date.parse(e.ts);
     if (at < query.from || at > query.to || (query.host && e.host !== query.host) || seen.has(e.id)) continue;
+    if (scope && !inJob(e, query.job!, scope)) continue;
     seen.add(e.id); // a message delivered twice is told once
-    const entry = toEntry(e, query.gpu);
+    const entry = toEntry(e, query.gpu, query.job !== undefined);
     if (entry) entries.push(entry);
     if (e.type !== 'gpu.sample') continue;
     const minute = Math.floor(at / 60_000);
@@ -80,6 +139,7 @@ export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuer
     if (!bucket) minutes.set(key, (bucket = { host: e.host, minute, gpus: new Map() }));
     for (const gpu of e.data.gpus) {
       if (query.gpu !== undefined && gpu.index !== query.gpu) continue;
+      if (scope && !scope.wholeHosts.has(e.host) && !scope.gpus.has(`${e.host}\u0000${gpu.index}`)) continue;
       let acc = bucket.gpus.get(gpu.index);
       if (!acc) {
         acc = new Float64Array(SUMMARISED.length * 4);
@@ -113,7 +173,10 @@ export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuer
     }
   }
   metrics.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0) || a.gpu - b.gpu || (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : 0) || (a.minute < b.minute ? -1 : a.minute > b.minute ? 1 : 0));
-  const timeline: Timeline = { from: new Date(query.from).toISOString(), to: new Date(query.to).toISOString(), entries, metrics, ...(query.host ? { host: query.host } : {}) };
+  const timeline: Timeline = {
+    from: new Date(query.from).toISOString(), to: new Date(query.to).toISOString(), entries, metrics,
+    ...(query.host ? { host: query.host } : {}), ...(query.job !== undefined ? { job: query.job } : {}),
+  };
   if (!incident) return timeline;
   const d = incident.data;
   return {
@@ -122,7 +185,23 @@ export function buildTimeline(envelopes: Iterable<Envelope>, query: TimelineQuer
   };
 }
 
-function toEntry(e: Envelope, gpuFilter: number | undefined): TimelineEntry | undefined {
+/** How a job event reads in a timeline. Progress (`step`) is told only in a job's own timeline: a fleet's would drown in it. */
+function jobEntry(e: EnvelopeOf<'job.event'>, gpuFilter: number | undefined, steps: boolean): TimelineEntry | undefined {
+  const d = e.data;
+  if (d.kind === 'step' && !steps) return undefined;
+  if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu !== gpuFilter) return undefined;
+  const who = `job ${d.job}${d.rank !== undefined ? ` rank ${d.rank}` : ''}`;
+  const at = d.step !== undefined ? ` at step ${d.step}` : '';
+  const title = d.kind === 'checkpoint' ? `${who}: checkpoint ${d.checkpoint === 'failed' ? 'FAILED' : 'saved'}${at}`
+    : d.kind === 'step' ? `${who}: step${d.step !== undefined ? ` ${d.step}` : ''}${d.step_time_ms !== undefined ? ` (${d.step_time_ms} ms/step)` : ''}`
+      : d.kind === 'exit' ? `${who}: exited${d.exit_code !== undefined ? ` with status ${d.exit_code}` : ''}`
+        : `${who}: ${d.kind.replace('_', ' ')}${at}`;
+  const severity = d.kind === 'step' || (d.kind === 'checkpoint' && d.checkpoint === 'ok') ? 'info'
+    : d.kind === 'restart' || d.kind === 'checkpoint' || (d.kind === 'exit' && d.exit_code === 0) ? 'warning' : 'error';
+  return { ts: e.ts, host: e.host, id: e.id, source: 'job', severity, title, ...(d.message !== '' ? { detail: d.message } : {}), ...(d.gpu !== undefined ? { gpu: d.gpu } : {}) };
+}
+
+function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): TimelineEntry | undefined {
   const base = { ts: e.ts, host: e.host, id: e.id };
   switch (e.type) {
     case 'kernel.event': {
@@ -151,6 +230,8 @@ function toEntry(e: Envelope, gpuFilter: number | undefined): TimelineEntry | un
     }
     case 'host.inventory':
       return { ...base, source: 'inventory', title: `inventory: ${e.data.gpu_count}× ${e.data.gpu_model}, driver ${e.data.driver_version}, CUDA ${e.data.cuda_version}` };
+    case 'job.event':
+      return jobEntry(e, gpuFilter, steps);
     case 'gpu.sample':
       return e.data.error ? { ...base, source: 'collector', severity: 'error', title: `GPU collector: ${e.data.error.code}`, detail: e.data.error.message } : undefined;
     default:

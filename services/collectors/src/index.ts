@@ -2,6 +2,8 @@ export * from './run-command.ts';
 export * from './gpu/scrape-to-sample.ts';
 export * from './gpu/gpu-source.ts';
 export * from './gpu/gpu-collector.ts';
+export * from './gpu/process-attribution.ts';
+export * from './job/index.ts';
 export * from './kernel/line-source.ts';
 export * from './kernel/file-source.ts';
 export * from './kernel/kmsg-source.ts';

@@ -1,5 +1,5 @@
 import { deadletterOf, envelopeMessage, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
-import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, type EngineState, type RuleSet } from '@gpualert/engine';
+import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, StreamClock, type EngineState, type RuleSet } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
@@ -14,7 +14,8 @@ export interface EngineServiceOptions {
   readonly catalog: XidCatalog;
   /**
    * `wall`: time also passes by the machine's clock, so a host that goes silent is seen (the
-   * default); `event`: only event time moves the clock (recordings, tests).
+   * default); `event`: only event time moves the clock (recordings, tests, `up --demo`): each
+   * partition's samples tick its hosts, as `gpualert replay` does (`StreamClock`).
    */
   readonly clock: 'wall' | 'event';
   readonly group?: string;
@@ -45,9 +46,22 @@ const UNHEARD_PARTITION_MS = 60_000;
 export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void> }> {
   const engine = new Engine(options.ruleSet, options.catalog, false);
   const state: EngineState = emptyEngineState();
+  // One clock per partition: a partition is one ordered stream of its hosts, as a recording is.
+  const clocks = new Map<number, StreamClock>();
+  const partitionHosts = new Map<number, Set<string>>();
+  const hostsOf = (partition: number) => {
+    let hosts = partitionHosts.get(partition);
+    if (!hosts) partitionHosts.set(partition, (hosts = new Set()));
+    return hosts;
+  };
+  const clockOf = (partition: number) => {
+    let clock = clocks.get(partition);
+    if (!clock) clocks.set(partition, (clock = new StreamClock(engine, options.clock, hostsOf(partition))));
+    return clock;
+  };
   const loadFleet = async () => {
     const saved = await options.store.get(FLEET_KEY);
-    if (saved) state.fleet = parseFleetState(saved);
+    if (saved) state.fleet = parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes'));
   };
   await loadFleet();
   const queue = serialQueue();
@@ -78,7 +92,9 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   };
   const load = async (host: string) => {
     const saved = await options.store.get(HOST_KEY(host));
-    if (saved) state.hosts[host] = parseHostState(saved);
+    // What an older gpualert wrote is migrated; what cannot be read is judged afresh, with a line saying so.
+    const parsed = saved ? parseHostState(saved, (note) => options.log.warn({ host, note }, 'engine_state_loaded_with_changes')) : undefined;
+    if (parsed) state.hosts[host] = parsed;
     else delete state.hosts[host]; // let the engine bind a template on first sight
     loaded.add(host);
   };
@@ -98,9 +114,12 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
         state.hosts = dict();
+        clocks.clear();
+        partitionHosts.clear();
         loaded.clear();
         for (const partition of new Set(partitions.map((p) => p.partition))) {
           const hosts = Object.keys(await options.store.hashGetAll(PARTITION_KEY(partition)));
+          for (const host of hosts) hostsOf(partition).add(host);
           await Promise.all(hosts.map((host) => load(host)));
         }
       }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_assignment_load_failed'));
@@ -108,10 +127,12 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     handler: (batch, context) =>
       serial(async () => {
         const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
+        for (const host of hosts) hostsOf(batch.partition).add(host);
         await Promise.all(hosts.filter((host) => !loaded.has(host)).map((host) => load(host)));
         const position = `${batch.topic}/${batch.partition}`;
+        // A partition's clock can tick its silent hosts too: their alerts and state go with the batch.
+        const alerts: EnvelopeOf<'alert'>[] = [];
         try {
-          const alerts: EnvelopeOf<'alert'>[] = [];
           const deadletters: OutgoingMessage[] = [];
           const receivedAt = Date.now();
           for (const { envelope, message } of batch.items) {
@@ -125,19 +146,20 @@ export async function startEngineService(options: EngineServiceOptions): Promise
               options.log.warn({ topic: message.topic, partition: message.partition, offset: message.offset, reason: problem }, 'event_time_out_of_window');
               continue;
             }
-            alerts.push(...engine.advance(state, envelope));
+            alerts.push(...clockOf(batch.partition).judge(state, envelope));
             state.hosts[envelope.host]!.offsets[position] = message.offset;
           }
           if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
           if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-          const judged = hosts.filter((host) => state.hosts[host] !== undefined); // not a host whose only message was dead-lettered
+          // Not a host whose only message was dead-lettered.
+          const judged = [...new Set([...hosts, ...alerts.map((a) => a.host)])].filter((host) => state.hosts[host] !== undefined);
           await Promise.all(judged.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
           await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
           // Written with every batch, so the index comes back by itself if the store loses its data.
           if (judged.length > 0) await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
           if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
         } catch (error) {
-          for (const host of hosts) {
+          for (const host of new Set([...hosts, ...alerts.map((a) => a.host)])) {
             loaded.delete(host);
             delete state.hosts[host];
           }
@@ -168,7 +190,10 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
         await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
       } catch (error) {
-        for (const host of hosts) if (before.has(host)) state.hosts[host] = parseHostState(before.get(host)!);
+        for (const host of hosts) {
+          const restored = before.has(host) ? parseHostState(before.get(host)!) : undefined;
+          if (restored) state.hosts[host] = restored;
+        }
         await Promise.all(resolves.map((fingerprint) => requestOperatorResolve(options.store, fingerprint, now))).catch(() => {});
         throw error;
       }

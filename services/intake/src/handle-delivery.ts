@@ -206,7 +206,8 @@ function unavailable(error: unknown): IntakeResponse {
   return answer(503, 'unavailable', { error: 'unavailable', message: `events could not be made durable: ${detail}` }, { 'retry-after': '5' });
 }
 
-function authenticate(request: DeliveryRequest, deps: IntakeDeps): string | undefined {
+/** Who sent a request: undefined when one of the intake's secrets or its token says it is ours, else why not (for the 401). */
+export function authenticate(request: DeliveryRequest, deps: IntakeDeps): string | undefined {
   const { secrets, token, tokenHeader } = deps.auth;
   if (secrets.length === 0 && !token) return 'the intake has no secret or token configured, and accepts nothing unauthenticated';
   if (token && header(request.headers, tokenHeader.toLowerCase()) !== undefined) {

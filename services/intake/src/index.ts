@@ -1,5 +1,6 @@
 export * from './standard-webhooks.ts';
 export * from './handle-delivery.ts';
+export * from './handle-job-events.ts';
 export * from './intake-metrics.ts';
 export * from './intake-server.ts';
 export * from './inventory-hosts.ts';

@@ -3,6 +3,7 @@ import { BUS_METRICS } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { Provider } from '@gpualert/schema';
 import { handleDelivery, type IntakeDeps, type IntakeResponse } from './handle-delivery.ts';
+import { handleJobEvents } from './handle-job-events.ts';
 import { IntakeMetrics } from './intake-metrics.ts';
 import { createDeliveryRuntime, DELIVERY_PROTOCOLS, type DeliveriesConfig, type DeliveryProtocol } from './deliveries/delivery-protocol.ts';
 import { handleProtocolDelivery, PROTOCOL_METHODS } from './deliveries/handle-protocol-delivery.ts';
@@ -29,6 +30,7 @@ export interface IntakeServerOptions extends IntakeDeps {
 }
 
 const ROUTE = /^\/v1\/events\/([A-Za-z0-9-]+)\/?$/;
+const JOB_EVENTS_ROUTE = /^\/v1\/job-events\/?$/;
 const DELIVERY_ROUTE = /^\/v1\/deliveries\/([A-Za-z0-9-]+)\/?$/;
 const isProtocol = (name: string): name is DeliveryProtocol => (DELIVERY_PROTOCOLS as readonly string[]).includes(name);
 
@@ -96,7 +98,7 @@ function logOutcome(log: Logger, where: Record<string, string>, result: IntakeRe
   else if (result.status >= 400) log.info({ ...where, status: result.status, message: result.body.message }, 'intake_delivery_refused');
 }
 
-/** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `GET /healthz`, `GET /metrics`. */
+/** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `POST /v1/job-events`, `GET /healthz`, `GET /metrics`. */
 export function createIntakeServer(options: IntakeServerOptions): { server: Server; metrics: IntakeMetrics } {
   const metrics = new IntakeMetrics();
   const deliveries = createDeliveryRuntime(options.deliveries ?? { snsTopicArns: [] }, options.now);
@@ -116,6 +118,18 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
       const url = new URL(request.url ?? '/', 'http://intake');
       if (request.method === 'GET' && url.pathname === '/healthz') return send(response, 200, { status: 'ok' });
       if (request.method === 'GET' && url.pathname === '/metrics') return send(response, 200, `${await metrics.registry.metrics()}${await BUS_METRICS.metrics()}`);
+      if (JOB_EVENTS_ROUTE.test(url.pathname)) {
+        if (request.method !== 'POST') {
+          response.setHeader('connection', 'close');
+          return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } }, 'job-events');
+        }
+        const body = await jsonBody(request, response, options.maxBodyBytes, []);
+        if (!Buffer.isBuffer(body)) return finish(body, 'job-events');
+        const result = await handleJobEvents({ headers: request.headers, body }, options);
+        if (result.events) metrics.events.inc({ provider: 'job-events' }, result.events);
+        logOutcome(options.log, { route: 'job-events' }, result);
+        return finish(result, 'job-events');
+      }
       const delivery = DELIVERY_ROUTE.exec(url.pathname);
       if (delivery) {
         const protocol = delivery[1]!;

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { countComputeApps, lostGpuMessage, parseDcgmText, parseNvidiaSmiCsv } from '@gpualert/gpu-metrics';
-import { parseKernelLog } from '@gpualert/kernel-log';
+import { parseKernelLog, parseTopology, type PciTopology } from '@gpualert/kernel-log';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { ADAPTERS } from '@gpualert/providers';
 import { newEnvelope, Provider, stableId, type Envelope, type GpuSampleData } from '@gpualert/schema';
@@ -14,6 +14,8 @@ export interface ParseOptions {
   readonly provider?: string;
   readonly fields?: string;
   readonly apps?: string;
+  /** With kernel: `lspci -tvnn` output, a sysfs listing or the inventory's JSON tree. */
+  readonly topology?: string;
 }
 
 /** `gpualert parse kernel|nvidia-smi|dcgm <file|->`: the collectors' parsers, offline, as JSONL. */
@@ -24,7 +26,7 @@ export async function parse(format: string, file: string, options: ParseOptions)
   let envelopes: Envelope[];
   switch (format) {
     case 'kernel':
-      envelopes = kernel(text, host, file, now);
+      envelopes = kernel(text, host, file, now, options.topology ? await topology(options.topology) : undefined);
       break;
     case 'nvidia-smi':
       envelopes = await nvidiaSmi(text, host, file, now, options);
@@ -42,10 +44,16 @@ export async function parse(format: string, file: string, options: ParseOptions)
   return EXIT.ok;
 }
 
-function kernel(text: string, host: string, file: string, now: number): Envelope[] {
+async function topology(file: string): Promise<PciTopology> {
+  const parsed = parseTopology(await readInput('parse', file));
+  if (!parsed.ok) throw new CliError(`gpualert parse kernel: --topology ${file}: ${parsed.error}`);
+  return parsed.value;
+}
+
+function kernel(text: string, host: string, file: string, now: number, tree: PciTopology | undefined): Envelope[] {
   const catalog = loadXidCatalog();
   if (!catalog.ok) throw new CliError(`gpualert parse: ${formatRuleError(catalog.errors[0]!)}`, EXIT.failed);
-  const { events, stats } = parseKernelLog(text, { catalog: catalog.value }, now);
+  const { events, stats } = parseKernelLog(text, { catalog: catalog.value, ...(tree ? { topology: tree } : {}) }, now);
   process.stderr.write(`${stats.lines} lines: ${stats.events} events, ${stats.collapsed} folded into them, ${stats.dropped} not about a GPU or the host\n`);
   return events.map((event) =>
     newEnvelope({ type: 'kernel.event', id: stableId(host, file, event.position), host, source: SOURCE, ts: event.ts, data: event.data }),

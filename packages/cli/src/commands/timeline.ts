@@ -14,7 +14,7 @@ function time(option: string, value: unknown): number {
   return at;
 }
 
-/** `gpualert timeline --from T --to T [--host H] [--incident FP] [--format md|json|csv|html] [--out FILE]`. */
+/** `gpualert timeline --from T --to T [--host H] [--incident FP] [--job J] [--format md|json|csv|html] [--out FILE]`. */
 export async function timeline(options: Options): Promise<number> {
   const from = time('from', options.from);
   const to = time('to', options.to);
@@ -38,7 +38,7 @@ export async function timeline(options: Options): Promise<number> {
   try {
     const { timeline: result, text } = await exportTimeline(
       bus,
-      { from, to, format, ...(options.host ? { host: String(options.host) } : {}), ...(options.incident ? { incident: String(options.incident) } : {}) },
+      { from, to, format, ...(options.host ? { host: String(options.host) } : {}), ...(options.incident ? { incident: String(options.incident) } : {}), ...(options.job !== undefined ? { job: String(options.job) } : {}) },
       (topic, count) => {
         if (Date.now() - started > 1_000) process.stderr.write(`read ${topic}: ${count} messages (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
       },

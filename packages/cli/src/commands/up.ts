@@ -13,6 +13,7 @@ import { playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
 import { loadJudgement } from './engine.ts';
 import { loadRoutesOrExit } from './notifier.ts';
+import { usageServiceFor } from './report.ts';
 
 const EMBEDDED_ROUTES = bundledPath('rules/routes.embedded.yaml');
 /** How long `up` gives its services to stop after Ctrl-C or SIGTERM. */
@@ -111,6 +112,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     engineService(ruleSet, catalog, demo ? 'event' : 'wall'),
     { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {}), context) },
     notifierWithApi(loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api),
+    usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];
   const dataDir = embeddedDataDir(options.dataDir);
   const infra = await openInfrastructure(config, log, { dataDir });

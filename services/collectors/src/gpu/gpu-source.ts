@@ -1,6 +1,8 @@
 import { chooseQueryFields, parseDcgmText, QUERY_FIELDS, supportedQueryFields } from '@gpualert/gpu-metrics';
 import type { GpuSampleData } from '@gpualert/schema';
 import { runCommand } from '../run-command.ts';
+import { attributeGpus, computeAppPids } from './attribute-gpus.ts';
+import { ProcessAttributor, type AttributionOptions } from './process-attribution.ts';
 import { scrapeToSample } from './scrape-to-sample.ts';
 
 /** Where GPU metrics come from: one scrape → one sample. */
@@ -12,6 +14,8 @@ export interface GpuSource {
 export interface NvidiaSmiSourceOptions {
   readonly binary: string;
   readonly timeoutMs: number;
+  /** Where each GPU's compute processes' jobs are read (default: this host's `/`); `false` reads none. */
+  readonly attribution?: AttributionOptions | false;
 }
 
 /**
@@ -24,6 +28,7 @@ export async function nvidiaSmiSource(options: NvidiaSmiSourceOptions): Promise<
   // When the driver cannot tell (a hung nvidia-smi at start), ask for the fields every driver has.
   const fields = supported.size > 0 ? chooseQueryFields(supported) : QUERY_FIELDS.filter((f) => f.length === 1 && f[0] !== 'temperature.memory').map((f) => f[0]!);
   const query = [`--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'];
+  const attributor = options.attribution === false ? undefined : new ProcessAttributor(options.attribution ?? { root: '/' });
   return {
     name: 'nvidia-smi',
     fields,
@@ -32,7 +37,9 @@ export async function nvidiaSmiSource(options: NvidiaSmiSourceOptions): Promise<
       const apps = result.exitCode === 0
         ? await runCommand(options.binary, ['--query-compute-apps=gpu_uuid,pid', '--format=csv,noheader'], options.timeoutMs)
         : undefined;
-      return scrapeToSample(result, fields, apps);
+      const sample = scrapeToSample(result, fields, apps);
+      if (!attributor || !apps || apps.exitCode !== 0 || sample.gpus.length === 0) return sample;
+      return { ...sample, gpus: await attributeGpus(sample.gpus, computeAppPids(apps.stdout), attributor) };
     },
   };
 }

@@ -1,0 +1,82 @@
+import { Severity } from '@gpualert/schema';
+import { z } from 'zod';
+
+/**
+ * The persisted engine state's shape (one JSON document per host, one for the fleet), checked on
+ * every load: the store may hold what an older or newer gpualert wrote, or what someone edited.
+ *
+ * Versions: 0 (before issue 22, no `version`, `now` and per-GPU `lastSeen` fields);
+ * 1 (`version: 1`, the kernel parser's pending lines in `kernel`).
+ */
+export const ENGINE_STATE_VERSION = 1;
+
+const finite = z.number().refine(Number.isFinite, 'expected a finite number');
+const time = finite;
+const record = <T extends z.ZodType>(value: T) => z.record(z.string(), value);
+
+export const BaselineSchema = z.object({ n: finite, mean: finite, dev: finite });
+
+export const GpuStateSchema = z.object({
+  missing: finite,
+  baselines: record(BaselineSchema),
+  counters: record(finite),
+  recent: z.array(z.tuple([z.string(), time])).max(1_000),
+  xids: record(z.array(time).max(1_000)),
+});
+
+export const TrackerSchema = z.object({
+  rule: z.string(),
+  category: z.string(),
+  gpu: finite.optional(),
+  since: time.optional(),
+  firing: z.boolean(),
+  told: z.enum(['firing', 'resolved', 'none']),
+  startsAt: time.optional(),
+  severity: Severity,
+  baseSeverity: Severity,
+  lastBreach: time,
+  latched: z.boolean(),
+  transitions: z.array(time),
+  flapping: z.boolean(),
+  evidence: z.array(z.string()),
+  value: finite.optional(),
+  summary: z.string(),
+  description: z.string().optional(),
+  action: z.string(),
+  quietMs: finite.optional(),
+});
+
+export const MaintenanceWindowSchema = z.object({
+  status: z.enum(['scheduled', 'started', 'completed', 'cancelled']),
+  start: time.optional(),
+  end: time.optional(),
+  description: z.string(),
+});
+
+/** A host's state; its per-entry maps (GPUs, trackers, windows) are checked entry by entry. */
+export const HostStateSchema = z.object({
+  version: z.literal(ENGINE_STATE_VERSION),
+  host: z.string(),
+  labels: record(z.string()),
+  inventory: z.object({
+    gpu_model: z.string(), driver: z.string(), cuda: z.string(), provider: z.string().optional(),
+    buses: record(finite), indexes: z.array(finite), at: time,
+  }).optional(),
+  template: z.string(),
+  buses: record(finite).optional(),
+  lastSample: time.optional(),
+  intervalMs: finite,
+  collectorErrors: finite,
+  gpus: record(z.unknown()),
+  trackers: record(z.unknown()),
+  maintenance: record(z.unknown()),
+  incident: z.object({ fingerprint: z.string(), until: time }).optional(),
+  lastTick: time,
+  offsets: record(finite),
+  kernel: z.object({ next: finite, lines: z.array(z.tuple([finite, z.string(), time])) }).optional(),
+});
+
+export const FleetStateSchema = z.object({
+  jobs: record(record(z.object({ util: finite, at: time }))),
+  clusters: record(record(z.object({ driver: z.string(), cuda: z.string() }))),
+});

@@ -1,0 +1,34 @@
+import { fill } from '../conditions.ts';
+import { dict } from '../engine-state.ts';
+import type { Judge } from '../judge.ts';
+import { hostKey } from './keys.ts';
+
+/** A host on other driver/CUDA versions than its template pins, or than most hosts of its cluster (label `cluster`). */
+export const drift: Judge<'drift'> = {
+  inventory(ctx, rule) {
+    const { host, data } = ctx;
+    const reasons: string[] = [];
+    const pins = ctx.bound.template.pins;
+    if (pins.driver_version && pins.driver_version !== data.driver_version) reasons.push(`driver ${data.driver_version}, pinned ${pins.driver_version}`);
+    if (pins.cuda_version && pins.cuda_version !== data.cuda_version) reasons.push(`CUDA ${data.cuda_version}, pinned ${pins.cuda_version}`);
+    const cluster = host.labels.cluster;
+    if (cluster) {
+      const members = (ctx.state.fleet.clusters[cluster] ??= dict());
+      members[host.host] = { driver: data.driver_version, cuda: data.cuda_version };
+      const drivers = Object.values(members).map((m) => m.driver);
+      const majority = mostCommon(drivers);
+      if (drivers.length >= rule.min_hosts && majority && majority.count > drivers.length / 2 && majority.value !== data.driver_version) {
+        reasons.push(`driver ${data.driver_version} while ${majority.count} of ${drivers.length} hosts in ${cluster} run ${majority.value}`);
+      }
+    }
+    ctx.conditions.observe(host, hostKey(rule.id), rule, undefined, ctx.at, { breaching: reasons.length > 0, summary: fill(rule.summary, { host: host.host, detail: reasons.join('; ') }) });
+  },
+};
+
+function mostCommon(values: readonly string[]): { value: string; count: number } | undefined {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best: { value: string; count: number } | undefined;
+  for (const [value, count] of counts) if (!best || count > best.count || (count === best.count && value < best.value)) best = { value, count };
+  return best;
+}
