@@ -12,6 +12,7 @@ export * from './kernel/kernel-collector.ts';
 export * from './inventory/inventory.ts';
 export * from './inventory/cloud-metadata.ts';
 export * from './inventory/inventory-collector.ts';
+export * from './inventory/pci-tree.ts';
 export * from './provider/diff-events.ts';
 export * from './provider/metadata-poller.ts';
 export * from './agent/publish-tracker.ts';
