@@ -185,13 +185,13 @@ export class KafkaBus implements Bus {
   async read(topic: string, options: ReadOptions = {}): Promise<IncomingMessage[]> {
     await this.connect();
     const name = this.topicName(topic);
-    const offsets = await this.admin.fetchTopicOffsets(name);
+    const offsets = await whileLeadersMove(() => this.admin.fetchTopicOffsets(name));
     const ends = new Map(offsets.map((p) => [p.partition, Number(p.high)]));
     const starts = new Map<number, number>();
     if (options.from === undefined) {
       for (const p of offsets) starts.set(p.partition, Number(p.low));
     } else {
-      for (const p of await this.admin.fetchTopicOffsetsByTimestamp(name, options.from)) {
+      for (const p of await whileLeadersMove(() => this.admin.fetchTopicOffsetsByTimestamp(name, options.from))) {
         const offset = Number(p.offset);
         starts.set(p.partition, offset < 0 ? ends.get(p.partition) ?? 0 : offset);
       }
@@ -313,6 +313,27 @@ export class KafkaBus implements Bus {
 }
 
 const MAX_REQUEST_BYTES = 512 * 1024;
+
+/** How long a read waits for a partition's leader to settle (a topic just created, a broker just back). */
+const LEADER_WAIT_ATTEMPTS = 20;
+const LEADER_WAIT_MS = 250;
+
+/**
+ * An admin call retried while Kafka answers that a partition's leader is elsewhere or not known
+ * yet (KafkaJS marks those `retriable`: NOT_LEADER_FOR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION,
+ * LEADER_NOT_AVAILABLE), at most LEADER_WAIT_ATTEMPTS × LEADER_WAIT_MS; any other error at once.
+ */
+async function whileLeadersMove<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await call();
+    } catch (error) {
+      const retriable = (error as { retriable?: unknown }).retriable === true;
+      if (!retriable || attempt >= LEADER_WAIT_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, LEADER_WAIT_MS));
+    }
+  }
+}
 
 function sizeOf(messages: readonly Message[]): number {
   let bytes = 0;
