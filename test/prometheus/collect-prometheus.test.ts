@@ -5,7 +5,7 @@ import { MemoryBus, type Subscription } from '@gpualert/bus';
 import { PrometheusQueryError, queryPrometheusGpus, startPrometheusCollector } from '@gpualert/collectors';
 import { parseDcgmText } from '@gpualert/gpu-metrics';
 import { createLogger } from '@gpualert/log';
-import { parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { GpuSampleData, parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { afterEach, describe, expect, it } from 'vitest';
 import { debianTool } from '../alertmanager/debian-tool.ts';
 import { freePort, startTool, tempDir } from '../alertmanager/harness.ts';
@@ -102,4 +102,30 @@ describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-e
     const notPrometheus = await exporter(() => 'not json');
     await expect(queryPrometheusGpus({ url: `http://127.0.0.1:${notPrometheus}`, timeoutMs: 2_000 })).rejects.toThrow(/not JSON/);
   });
+
+  it('takes a hostile answer apart safely: the samples are dated when asked, impossible values are null, bad GPU labels are counted', async () => {
+    const answer = {
+      status: 'success',
+      data: {
+        resultType: 'vector',
+        result: [
+          { metric: { __name__: 'DCGM_FI_DEV_GPU_TEMP', gpu: '0', Hostname: 'h1' }, value: [4102444800, '1e308'] },
+          { metric: { __name__: 'DCGM_FI_DEV_XID_ERRORS', gpu: '0', Hostname: 'h1', __proto__: 'x' }, value: [4102444800, '79.5'] },
+          { metric: { __name__: 'DCGM_FI_DEV_POWER_USAGE', gpu: '0', Hostname: 'h1' }, value: [4102444800, '350'] },
+          { metric: { __name__: 'DCGM_FI_DEV_GPU_TEMP', gpu: '-1', Hostname: 'h1' }, value: [4102444800, '50'] },
+          { metric: { __name__: 'DCGM_FI_DEV_GPU_TEMP', gpu: '1e2', Hostname: 'h1' }, value: [4102444800, '50'] },
+        ],
+      },
+    };
+    // JSON.stringify drops a literal __proto__ key's own-ness: write it as Prometheus would send it.
+    const body = JSON.stringify(answer).replace('"Hostname":"h1"},"value":[4102444800,"79.5"]', '"Hostname":"h1","__proto__":"x"},"value":[4102444800,"79.5"]');
+    const port = await exporter(() => body);
+    const at = new Date('2026-12-01T00:00:00.000Z');
+    const got = await queryPrometheusGpus({ url: `http://127.0.0.1:${port}`, timeoutMs: 2_000, at });
+    expect(got.evaluatedAt.toISOString()).toBe(at.toISOString());
+    expect(got.skipped).toBe(2);
+    expect(got.hosts.get('h1')).toMatchObject([{ index: 0, temp_c: null, xid_last: null, power_w: 350 }]);
+    expect(GpuSampleData.safeParse({ gpus: got.hosts.get('h1') }).success).toBe(true);
+  });
 });
+

@@ -12,7 +12,22 @@ export const ENGINE_STATE_VERSION = 1;
 
 const finite = z.number().refine(Number.isFinite, 'expected a finite number');
 const time = finite;
-const record = <T extends z.ZodType>(value: T) => z.record(z.string(), value);
+/**
+ * A map keyed by outside data. zod's record passes a `"__proto__"` key over unchecked (JSON.parse
+ * keeps it as an own key, and the state's maps keep it as data), so that key's value is checked
+ * here first: `{"jobs":{"J":{"__proto__":null}}}` must not load a null where a record is expected.
+ */
+const record = <T extends z.ZodType>(value: T) =>
+  z
+    .unknown()
+    .check((ctx) => {
+      const v = ctx.value;
+      if (typeof v !== 'object' || v === null || !Object.hasOwn(v, '__proto__')) return;
+      const own = Object.getOwnPropertyDescriptor(v, '__proto__')?.value as unknown;
+      const checked = value.safeParse(own);
+      if (!checked.success) ctx.issues.push({ code: 'custom', message: `__proto__: ${checked.error.issues[0]?.message ?? 'does not check'}`, input: own, path: ['__proto__'] });
+    })
+    .pipe(z.record(z.string(), value));
 
 export const BaselineSchema = z.object({ n: finite, mean: finite, dev: finite });
 

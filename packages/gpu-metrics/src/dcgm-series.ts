@@ -1,6 +1,7 @@
-import { canonicalPciBus, throttleReasonsFromMask, type GpuMetrics } from '@gpualert/schema';
+import { canonicalPciBus, MAX_GPU_INDEX, throttleReasonsFromMask, type GpuMetrics } from '@gpualert/schema';
 import { emptyMetrics } from './nvidia-smi-csv.ts';
 import type { NumericMetric } from './nvidia-smi-fields.ts';
+import { plausible } from './physical-range.ts';
 import { isDcgmBlank } from './unavailable.ts';
 
 /** dcgm-exporter's gauge names, each onto ours (docs/architecture.md, "Metric names"). */
@@ -41,13 +42,16 @@ export const DCGM_HOST_LABELS: readonly string[] = ['Hostname', 'hostname'];
 export class DcgmSeriesAccumulator {
   private readonly hosts = new Map<string, Map<number, GpuMetrics & { fbFree?: number }>>();
 
-  /** `host` is the machine the series belongs to, chosen by the caller (label, override or instance). */
-  add(host: string, name: string, labels: SeriesLabels, value: number): void {
-    if (!name.startsWith('DCGM_FI_')) return;
+  /**
+   * `host` is the machine the series belongs to, chosen by the caller (label, override or instance).
+   * False when the series names a GPU that cannot be one (`gpu="-1"`, `"0x1"`, `"300"`), for the caller to count.
+   */
+  add(host: string, name: string, labels: SeriesLabels, value: number): boolean {
+    if (!name.startsWith('DCGM_FI_')) return true;
     const gpuLabel = labels.get('gpu');
-    if (gpuLabel === undefined || !/^\d{1,3}$/.test(gpuLabel)) return; // not a per-GPU series
+    if (gpuLabel === undefined) return true; // a per-host or per-link series: not ours to map
+    if (!/^\d{1,3}$/.test(gpuLabel) || Number(gpuLabel) > MAX_GPU_INDEX) return false;
     const index = Number(gpuLabel);
-    if (index > 255) return; // beyond any GPU index a sample may carry
     let gpus = this.hosts.get(host);
     if (!gpus) this.hosts.set(host, (gpus = new Map()));
     let gpu = gpus.get(index);
@@ -59,18 +63,20 @@ export class DcgmSeriesAccumulator {
     const blank = isDcgmBlank(value);
     const metric = GAUGES.get(name);
     if (metric) {
-      gpu[metric] = blank ? null : value;
+      gpu[metric] = blank ? null : plausible(metric, value);
     } else if (name === 'DCGM_FI_DEV_FB_FREE') {
-      if (!blank) gpu.fbFree = value;
+      const free = blank ? null : plausible('mem_total_mib', value);
+      if (free !== null) gpu.fbFree = free;
     } else if (name === 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS' || name === 'DCGM_FI_DEV_CLOCKS_EVENT_REASONS') {
       gpu.throttle = blank ? null : throttleReasonsFromMask(value);
     } else if (name === 'DCGM_FI_DEV_ROW_REMAP_PENDING') {
       gpu.remap_pending = blank ? null : value > 0;
     } else if (name === 'DCGM_FI_DEV_ROW_REMAP_FAILURE') {
       gpu.remap_failure = blank ? null : value > 0;
-    } else if (NVLINK_ERRORS.test(name) && !blank) {
-      gpu.nvlink_errors = (gpu.nvlink_errors ?? 0) + value;
+    } else if (NVLINK_ERRORS.test(name) && !blank && plausible('nvlink_errors', value) !== null) {
+      gpu.nvlink_errors = plausible('nvlink_errors', (gpu.nvlink_errors ?? 0) + value);
     }
+    return true;
   }
 
   /** How many hosts so far (for callers that bound it). */

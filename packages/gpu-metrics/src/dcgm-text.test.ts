@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { GpuSampleData } from '@gpualert/schema';
 import { describe, expect, it } from 'vitest';
 import { parseDcgmText } from './dcgm-text.ts';
 
@@ -55,5 +56,22 @@ describe('label names are the exporter\'s data', () => {
     const text = 'DCGM_FI_DEV_GPU_TEMP{gpu="1",__proto__="x",constructor="y",Hostname="h1"} 71\nDCGM_FI_DEV_GPU_TEMP{gpu="300",Hostname="h1"} 50\n';
     const parsed = parseDcgmText(text);
     expect(parsed.hosts.get('h1')?.map((g) => [g.index, g.temp_c])).toEqual([[1, 71]]);
+  });
+});
+
+describe('values a GPU cannot report', () => {
+  it('are null, not judged: a 1e308 °C, a fractional Xid, negative memory; a GPU label that is no index is a problem', () => {
+    const text = [
+      'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="h1"} 1e308',
+      'DCGM_FI_DEV_XID_ERRORS{gpu="0",Hostname="h1"} 79.5',
+      'DCGM_FI_DEV_FB_USED{gpu="0",Hostname="h1"} -5',
+      'DCGM_FI_DEV_POWER_USAGE{gpu="0",Hostname="h1"} 412.5',
+      'DCGM_FI_DEV_GPU_TEMP{gpu="-1",Hostname="h1"} 50',
+      'DCGM_FI_DEV_GPU_TEMP{gpu="0x1",Hostname="h1"} 50',
+    ].join('\n');
+    const parsed = parseDcgmText(text);
+    expect(parsed.hosts.get('h1')).toMatchObject([{ index: 0, temp_c: null, xid_last: null, mem_used_mib: null, power_w: 412.5 }]);
+    expect(GpuSampleData.safeParse({ gpus: parsed.hosts.get('h1') }).success).toBe(true);
+    expect(parsed.problems.map((p) => p.line)).toEqual([5, 6]);
   });
 });

@@ -32,7 +32,7 @@ export function parseDcgmText(text: string, host?: string): DcgmParse {
     // Label names are the exporter's words: a Map, so `__proto__="x"` is only data.
     const labels = new Map<string, string>();
     for (const l of (labelText ?? '').matchAll(LABEL)) labels.set(l[1]!, l[2]!);
-    series.add(host ?? hostOfSeries(labels, DCGM_HOST_LABELS, 'unknown'), name!, labels, Number(rawValue));
+    if (!series.add(host ?? hostOfSeries(labels, DCGM_HOST_LABELS, 'unknown'), name!, labels, Number(rawValue))) problems.push({ line: i + 1, text: line });
   }
   return { hosts: series.result(), problems };
 }

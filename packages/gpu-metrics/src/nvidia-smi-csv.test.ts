@@ -92,3 +92,11 @@ describe('nvidia-smi --query-compute-apps', () => {
     expect(countComputeApps(fixture('query-compute-apps.csv'))).toEqual(new Map([['GPU-e16e002b-a796-db2f-394b-3208bf01e596', 3]]));
   });
 });
+
+describe('values a GPU cannot report, from nvidia-smi', () => {
+  it('a temperature of 1e308 and utilisation of 250 % are null; an index past 255 or a header named __proto__ is no metric', () => {
+    const parsed = parseNvidiaSmiCsv('index, temperature.gpu, utilization.gpu, __proto__\n0, 1e308, 250, 7\n300, 40, 10, 7\n', undefined);
+    expect(parsed.samples).toEqual([[expect.objectContaining({ index: 0, temp_c: null, util_pct: null })]]);
+    expect(parsed.problems.map((p) => p.line)).toEqual([3]);
+  });
+});

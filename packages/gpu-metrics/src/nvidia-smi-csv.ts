@@ -1,5 +1,6 @@
-import { canonicalPciBus, throttleReasonsFromMask, THROTTLE_REASONS, type GpuMetrics, type ThrottleReason } from '@gpualert/schema';
+import { canonicalPciBus, MAX_GPU_INDEX, throttleReasonsFromMask, THROTTLE_REASONS, type GpuMetrics, type ThrottleReason } from '@gpualert/schema';
 import { NUMERIC_FIELDS, THROTTLE_MASK_FIELDS } from './nvidia-smi-fields.ts';
+import { plausible } from './physical-range.ts';
 import { isUnavailable } from './unavailable.ts';
 
 export interface NvidiaSmiParse {
@@ -83,15 +84,16 @@ function rowToMetrics(header: readonly string[], cells: readonly string[]): GpuM
   for (let c = 0; c < header.length; c += 1) {
     const field = header[c]!;
     const cell = cells[c]!;
-    const metric = NUMERIC_FIELDS[field];
+    // The header is the input's words: only nvidia-smi's own field names map to a metric.
+    const metric = Object.hasOwn(NUMERIC_FIELDS, field) ? NUMERIC_FIELDS[field] : undefined;
     if (metric) {
-      if (gpu[metric] === null) gpu[metric] = numeric(cell);
+      if (gpu[metric] === null) gpu[metric] = plausible(metric, numeric(cell));
       continue;
     }
     switch (field) {
       case 'index': {
         const index = numeric(cell);
-        if (index === null || !Number.isInteger(index)) return undefined;
+        if (index === null || !Number.isInteger(index) || index < 0 || index > MAX_GPU_INDEX) return undefined;
         gpu.index = index;
         break;
       }

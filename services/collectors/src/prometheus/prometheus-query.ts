@@ -33,7 +33,7 @@ export interface PrometheusGpus {
   readonly hosts: Map<string, GpuMetrics[]>;
   /** Series that named no metric or no host, or came past the host bound. */
   readonly skipped: number;
-  /** When Prometheus evaluated the query (the samples' time). */
+  /** The evaluation time asked for (the samples' time). */
   readonly evaluatedAt: Date;
 }
 
@@ -86,7 +86,8 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
   const base = options.url.replace(/\/+$/, '');
   const query = new URL(`${base}/api/v1/query`);
   query.searchParams.set('query', options.selector ?? DEFAULT_DCGM_SELECTOR);
-  if (options.at) query.searchParams.set('time', (options.at.getTime() / 1000).toFixed(3));
+  const askedAt = options.at ?? new Date();
+  query.searchParams.set('time', (askedAt.getTime() / 1000).toFixed(3));
   const where = `Prometheus at ${new URL(base).origin}`;
   let response: Response;
   try {
@@ -117,7 +118,6 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
   const hostLabels = options.hostLabels ?? DCGM_HOST_LABELS;
   const series = new DcgmSeriesAccumulator();
   let skipped = 0;
-  let latest = 0;
   for (const item of result as { metric?: unknown; value?: unknown }[]) {
     const metric = item.metric;
     const value = item.value;
@@ -139,9 +139,9 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
       skipped += 1;
       continue;
     }
-    const at = Number(value[0]);
-    if (Number.isFinite(at) && at > latest) latest = at;
-    series.add(host, name, labels, Number(value[1]));
+    if (!series.add(host, name, labels, Number(value[1]))) skipped += 1;
   }
-  return { hosts: series.result(), skipped, evaluatedAt: latest > 0 ? new Date(latest * 1000) : (options.at ?? new Date()) };
+  // The samples' time is the time we asked for, never a time the answer claims: one series dated
+  // 2100 must not date every host's sample there.
+  return { hosts: series.result(), skipped, evaluatedAt: askedAt };
 }
