@@ -4,6 +4,7 @@ import { benchBmc } from './bmc.bench.ts';
 import { benchBus } from './bus.bench.ts';
 import { benchE2e } from './e2e.bench.ts';
 import { benchEngine } from './engine.bench.ts';
+import { benchFleetMetrics } from './fleet-metrics.bench.ts';
 import { benchGpuMetrics } from './gpu-metrics.bench.ts';
 import { benchIntake } from './intake.bench.ts';
 import { benchJobLog } from './job-log.bench.ts';
@@ -18,3 +19,4 @@ const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {
   if (only.length === 0 || only.includes(name)) await bench();
 }
+benches['fleet-metrics'] = benchFleetMetrics;

@@ -29,7 +29,7 @@ export function printAlerts(bus: Bus, out: NodeJS.WritableStream = process.stdou
         const severity = a.severity.toUpperCase().padEnd(8);
         const tag = color ? `${COLOR.get(a.severity) ?? ''}${severity}\x1b[0m` : severity;
         const status = a.status === 'resolved' ? 'RESOLVED ' : '';
-        const flags = [a.expected ? 'expected (maintenance)' : '', a.incident ? `incident ${printable(a.incident)}` : ''].filter(Boolean).join(', ');
+        const flags = [a.expected ? 'expected (maintenance)' : '', a.incident ? `incident ${printable(a.incident)}` : '', a.root_cause ? `root cause ${printable(a.root_cause)}` : ''].filter(Boolean).join(', ');
         out.write(`${envelope.ts.slice(11, 19)}  ${tag} ${status}${printable(envelope.host)}${a.gpu ? ` GPU ${a.gpu.index}` : ''}  [${a.category}]  ${printable(a.summary)}${flags ? `  (${flags})` : ''}\n`);
         if (a.status === 'firing' && a.action) out.write(`          → ${printable(a.action)}\n`);
       }

@@ -6,19 +6,23 @@ import { bundledPath, type XidCatalog } from '@gpualert/rules';
 import { newEnvelope, parseEnvelope, stableId, TOPICS, type Envelope } from '@gpualert/schema';
 
 export const DEMO_RECORDING = bundledPath('demo/incident.jsonl');
+/** The bundled recordings `up --demo` can play (`--demo-recording`): the default incident, a chassis fan failing (one cooling incident), and a 4-host training job losing a GPU (one job incident). */
+export const DEMO_RECORDINGS = { incident: DEMO_RECORDING, cooling: bundledPath('demo/cooling.jsonl'), job: bundledPath('demo/job-incident.jsonl') } as const;
+export type DemoRecording = keyof typeof DEMO_RECORDINGS;
 
 const TOPIC: Partial<Record<Envelope['type'], string>> = {
   'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents, 'host.inventory': TOPICS.hostInventory,
+  'host.sample': TOPICS.hostSamples, 'bmc.event': TOPICS.bmcEvents, 'job.event': TOPICS.jobEvents,
 };
 
 /**
  * Plays the bundled incident into the bus as the collectors would (raw kernel lines and
  * provider payloads parsed on the way), `speed` times faster than it happened.
  */
-export async function playDemo(bus: Bus, catalog: XidCatalog, speed: number, stopped: () => boolean): Promise<number> {
-  const envelopes = readFileSync(DEMO_RECORDING, 'utf8').split('\n').filter((l) => l !== '').map((line, i) => {
+export async function playDemo(bus: Bus, catalog: XidCatalog, speed: number, stopped: () => boolean, recording: string = DEMO_RECORDING): Promise<number> {
+  const envelopes = readFileSync(recording, 'utf8').split('\n').filter((l) => l !== '').map((line, i) => {
     const parsed = parseEnvelope(line);
-    if (!parsed.ok) throw new Error(`${DEMO_RECORDING}:${i + 1}: ${parsed.error.message}`);
+    if (!parsed.ok) throw new Error(`${recording}:${i + 1}: ${parsed.error.message}`);
     return parsed.value;
   });
   const parsers = new Map<string, KernelLogParser>();

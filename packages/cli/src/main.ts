@@ -48,6 +48,7 @@ const parseAnyOrJob: Action = (format: string, ...rest: unknown[]) => (format ==
 const reportCommands = () => import('./commands/report.ts');
 const reportUsage = lazy(reportCommands, 'reportUsage');
 const usage = lazy(reportCommands, 'usage');
+const hostForget = lazy(() => import('./commands/host.ts'), 'hostForget');
 
 export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
   const program = new Command('gpualert')
@@ -61,11 +62,13 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   )
     .option('--demo', 'play a bundled incident so alerts flow without a GPU')
     .option('--speed <factor>', 'with --demo: how many times faster than real time', '120')
+    .option('--demo-recording <name>', 'with --demo: incident | cooling (a chassis fan fails, two GPUs warm up: one cooling incident) | job (a 4-host training job loses a GPU: one job incident) (default incident)')
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: record every decision only)')
     .option('--data-dir <dir>', 'where the embedded mode keeps its log (also GPUALERT_DATA_DIR; default ~/.local/share/gpualert)')
     .option('--intake-port <port>', 'the provider webhook intake (also GPUALERT_INTAKE_PORT; default 9468; 0 picks a free one)')
     .option('--notifier-port <port>', "the notifier's API, Alertmanager's v2 included, when GPUALERT_NOTIFIER_TOKEN is set (also GPUALERT_NOTIFIER_PORT; default 9095; 0 picks a free one)")
+    .option('--engine-port <port>', "the engine's /metrics (the fleet for Prometheus and Grafana) and /healthz (also GPUALERT_ENGINE_PORT; default 9470; 0 picks a free one)")
     .action(run(up));
 
   withCommonOptions(program.command('agent').description('every collector a GPU host needs, in one process, with /healthz and /metrics'))
@@ -76,6 +79,8 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--dcgm-url <url>', 'with dcgm: the exporter\'s /metrics URL')
     .option('--gpu-interval <duration>', 'time between GPU scrapes (default 10s)')
     .option('--gpu-timeout <duration>', 'a scrape or poll slower than this is a failure (default 5s)')
+    .option('--proc-root <dir>', 'where /proc and /etc/passwd are read to attribute GPU processes to jobs (default /)')
+    .option('--pods-file <file>', "the kubelet's pods as JSON: namespace and pod names of GPU processes")
     .option('--kernel-source <source>', 'auto | kmsg | journal | dmesg | file | none (default auto: kmsg, else journal)')
     .option('--kernel-file <path>', 'with file: the log to follow')
     .option('--catalog <file>', 'the Xid catalog (default: the bundled one)')
@@ -99,11 +104,14 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--url <url>', 'with dcgm: the exporter\'s /metrics URL')
     .option('--interval <duration>', 'time between scrapes', '10s')
     .option('--timeout <duration>', 'a scrape slower than this is a failure', '5s')
+    .option('--proc-root <dir>', 'where /proc and /etc/passwd are read to attribute GPU processes to jobs (default /)')
+    .option('--pods-file <file>', "the kubelet's pods as JSON: namespace and pod names of GPU processes")
     .action(run(collectGpu));
   collector('kernel', 'the kernel log: Xid, NVLink, PCIe AER, ECC, OOM…')
     .option('--source <source>', 'kmsg | journal | dmesg | file (default: file with --file, else kmsg, else journal)')
     .option('--file <path>', 'follow this file')
     .option('--catalog <file>', 'the Xid catalog', undefined)
+    .option('--topology <file>', 'the host\'s PCI tree (lspci -tvnn, sysfs links or the inventory\'s JSON), so a port\'s AER error names the GPUs below it')
     .action(run(collectKernel));
   withCommonOptions(collect.command('provider').description("the cloud provider's maintenance notices from its metadata service"))
     .requiredOption('--provider <name>', 'aws-imds | gcp | azure')
@@ -169,6 +177,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   withCommonOptions(program.command('engine').description('the rules engine service'))
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
     .option('--clock <clock>', 'wall (default) | event: whether the machine\'s clock moves time too', 'wall')
+    .option('--metrics-port <port>', '/metrics (the fleet and the pipeline) and /healthz (also GPUALERT_ENGINE_PORT; default 9470; 0 picks a free one)')
     .action(run(engine));
   withCommonOptions(program.command('notifier').description('the notifier service'))
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: the bundled rules/routes.yaml)')
@@ -188,6 +197,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--job <id>', 'with job: the job the log belongs to')
     .option('--rank <n>', 'with job: the rank, for lines that do not say')
     .option('--patterns <file>', 'with job: the patterns file (default: the bundled rules/job-patterns.yaml)')
+    .option('--topology <file>', 'with kernel: the host\'s PCI tree (lspci -tvnn, sysfs links or the inventory\'s JSON), so a port\'s AER error names the GPUs below it')
     .action(run(parseAnyOrJob));
 
   program
@@ -259,6 +269,8 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .action(run(jobReport));
   const alert = program.command('alert').description('alerts');
   withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
+  const hostCommand = program.command('host').description('hosts the engine knows');
+  withCommonOptions(hostCommand.command('forget').description('forget a decommissioned host: its engine state goes, it is no longer judged absent').argument('<host>')).action(run(hostForget));
 
   return program;
 }

@@ -16,6 +16,8 @@ export interface Transition {
   readonly host: string;
   readonly ts: number;
   readonly data: AlertData;
+  /** Labels the alert carries besides its host's: the job running on its GPU, or the job it is about. */
+  readonly labels?: Readonly<Record<string, string>> | undefined;
 }
 
 /** What a condition says about itself at one moment. */
@@ -26,6 +28,12 @@ export interface Observation {
   readonly description?: string | undefined;
   readonly evidence?: readonly string[];
   readonly severity?: Severity;
+  /** What the condition is the root cause of (`cooling`), said on its alerts. */
+  readonly rootCause?: string;
+  /** The incident it belongs to, across hosts: a job rank's timeout linked to the GPU fault that caused it. */
+  readonly incident?: string | undefined;
+  /** Labels its alerts carry besides the host's (`job`, `job_user`…). */
+  readonly labels?: Record<string, string> | undefined;
 }
 
 export function fingerprintOf(host: string, key: string): string {
@@ -83,6 +91,9 @@ export class Conditions {
     tracker.summary = o.summary;
     if (o.description !== undefined) tracker.description = o.description;
     if (o.value !== undefined) tracker.value = o.value;
+    if (o.rootCause !== undefined) tracker.rootCause = o.rootCause;
+    if (o.incident !== undefined) tracker.incident = o.incident;
+    if (o.labels !== undefined) tracker.labels = o.labels;
     for (const id of o.evidence ?? []) if (!tracker.evidence.includes(id)) tracker.evidence.push(id);
     if (tracker.evidence.length > 20) tracker.evidence.splice(0, tracker.evidence.length - 20);
     const severity = o.severity ?? rule.severity;
@@ -159,7 +170,15 @@ export class Conditions {
   private emit(state: HostState, key: string, tracker: Tracker, status: 'firing' | 'resolved', at: number): void {
     const fingerprint = fingerprintOf(state.host, key);
     let incident: string | undefined;
-    if (status === 'firing' && tracker.category !== 'maintenance' && tracker.category !== 'drift') {
+    // A GPU alert a cooling fault of its host explains joins the cooling incident, whatever its time.
+    const cooling = tracker.gpu !== undefined && state.cooling && at <= state.cooling.until && state.cooling.explains.includes(tracker.rule) ? state.cooling : undefined;
+    if (tracker.incident !== undefined && status === 'firing') {
+      incident = tracker.incident; // linked across hosts by its judge: the host's own incident is not its
+    } else if (cooling && status === 'firing') {
+      incident = cooling.incident;
+      state.incident = { fingerprint: cooling.incident, until: at };
+      state.incident.until = at + INCIDENT_WINDOW_MS;
+    } else if (status === 'firing' && tracker.category !== 'maintenance' && tracker.category !== 'drift') {
       if (state.incident && at <= state.incident.until) incident = state.incident.fingerprint;
       else state.incident = { fingerprint, until: at };
       state.incident.until = at + INCIDENT_WINDOW_MS;
@@ -181,8 +200,11 @@ export class Conditions {
     if (tracker.value !== undefined) data.value = tracker.value;
     if (status === 'resolved') data.ends_at = new Date(at).toISOString();
     if (incident && incident !== fingerprint) data.incident = incident;
+    const rootCause = cooling ? 'cooling' : tracker.rootCause;
+    if (rootCause !== undefined) data.root_cause = rootCause;
     if (tracker.category !== 'maintenance' && inMaintenance(state, tracker.startsAt ?? at)) data.expected = true;
-    this.out.push({ host: state.host, ts: at, data });
+    const labels = tracker.labels ?? (tracker.gpu !== undefined ? state.gpus[tracker.gpu]?.job : undefined);
+    this.out.push(labels ? { host: state.host, ts: at, data, labels } : { host: state.host, ts: at, data });
   }
 }
 

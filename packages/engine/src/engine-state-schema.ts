@@ -1,4 +1,4 @@
-import { Severity } from '@gpualert/schema';
+import { IB_PORT_COUNTERS, MAX_IB_PORTS_PER_SAMPLE, MAX_PCI_DEVICES, PciTreeDevice, Severity } from '@gpualert/schema';
 import { z } from 'zod';
 
 /**
@@ -37,6 +37,7 @@ export const GpuStateSchema = z.object({
   counters: record(finite),
   recent: z.array(z.tuple([z.string(), time])).max(1_000),
   xids: record(z.array(time).max(1_000)),
+  job: record(z.string().max(256)).optional(),
 });
 
 export const TrackerSchema = z.object({
@@ -59,6 +60,9 @@ export const TrackerSchema = z.object({
   description: z.string().optional(),
   action: z.string(),
   quietMs: finite.optional(),
+  rootCause: z.string().max(64).optional(),
+  incident: z.string().max(64).optional(),
+  labels: record(z.string().max(256)).optional(),
 });
 
 export const MaintenanceWindowSchema = z.object({
@@ -89,9 +93,33 @@ export const HostStateSchema = z.object({
   lastTick: time,
   offsets: record(finite),
   kernel: z.object({ next: finite, lines: z.array(z.tuple([finite, z.string(), time])) }).optional(),
+  hostLayer: z.object({
+    inlet: BaselineSchema.optional(),
+    ib: z.record(z.string(), z.object({ active: z.boolean(), counters: z.partialRecord(z.enum(IB_PORT_COUNTERS), finite) }))
+      .refine((ports) => Object.keys(ports).length <= MAX_IB_PORTS_PER_SAMPLE, `at most ${MAX_IB_PORTS_PER_SAMPLE} ports`).optional(),
+  }).optional(),
+  cooling: z.object({ incident: z.string(), until: time, explains: z.array(z.string()).max(32) }).optional(),
+  pci: z.array(PciTreeDevice).max(MAX_PCI_DEVICES).optional(),
+  jobs: z.array(z.string()).max(64).optional(),
 });
 
 export const FleetStateSchema = z.object({
   jobs: record(record(z.object({ util: finite, at: time }))),
   clusters: record(record(z.object({ driver: z.string(), cuda: z.string() }))),
+  training: record(z.unknown()).optional(),
+});
+
+/** One training job's state (`JobRun`): checked entry by entry, so one bad job is dropped, not the fleet. */
+export const JobRunSchema = z.object({
+  labels: record(z.string().max(256)),
+  heard: time,
+  home: z.string(),
+  step: finite.optional(),
+  progressAt: time.optional(),
+  baseline: z.object({ n: finite, mean: finite }).optional(),
+  recentMs: finite.optional(),
+  ranks: record(z.object({ host: z.string(), gpu: finite.optional(), step: finite.optional(), at: time, ms: finite.optional() })),
+  checkpoint: z.object({ ok: time.optional(), step: finite.optional(), count: finite, every: finite.optional(), failed: time.optional() }).optional(),
+  fault: z.object({ host: z.string(), gpu: finite, at: time, fingerprint: z.string(), what: z.string() }).optional(),
+  exited: time.optional(),
 });

@@ -1,5 +1,5 @@
-import { inertRecord, toInertRecord, type Severity } from '@gpualert/schema';
-import { ENGINE_STATE_VERSION, FleetStateSchema, GpuStateSchema, HostStateSchema, MaintenanceWindowSchema, TrackerSchema } from './engine-state-schema.ts';
+import { inertRecord, toInertRecord, type PciTreeDevice, type Severity } from '@gpualert/schema';
+import { ENGINE_STATE_VERSION, FleetStateSchema, GpuStateSchema, HostStateSchema, JobRunSchema, MaintenanceWindowSchema, TrackerSchema } from './engine-state-schema.ts';
 
 /** A GPU's own normal for one metric at one load level, learned online. */
 export interface Baseline {
@@ -18,6 +18,8 @@ export interface GpuState {
   recent: [string, number][];
   /** Times of each Xid code on this GPU, for repeat escalation. */
   xids: Record<string, number[]>;
+  /** Who runs on it, per the last sample that named a job (`job`, `job_user`, `namespace`, `pod`): its alerts carry them. */
+  job?: Record<string, string>;
 }
 
 /** What the engine remembers of one alert condition. */
@@ -44,6 +46,12 @@ export interface Tracker {
   action: string;
   /** For application-level events: resolve after this much quiet. */
   quietMs?: number;
+  /** What this alert is the root cause of (`cooling`: the host's fans or inlet), said on its alerts. */
+  rootCause?: string;
+  /** The incident this alert belongs to whatever the host's own (a job's rank linked to the GPU fault that caused it). */
+  incident?: string;
+  /** Labels its alerts carry besides the host's (a job's: `job`, `job_user`…). */
+  labels?: Record<string, string>;
 }
 
 export interface MaintenanceWindow {
@@ -88,13 +96,67 @@ export interface HostState {
    * positions and arrival times: the parser is rebuilt from them after a restart.
    */
   kernel?: { next: number; lines: [number, string, number][] };
+  /** The host layer (BMC, training network): what its rules remember between readings. */
+  hostLayer?: HostLayerState;
+  /**
+   * A cooling fault firing on the host (a failed fan, an inlet above its normal): until `until`,
+   * the GPU alerts of the rules in `explains` join `incident`, root cause cooling.
+   */
+  cooling?: { incident: string; until: number; explains: string[] };
+  /** The host's PCI tree as far as it leads to GPUs and NVSwitches (from its inventory): ports' AER errors name the GPUs below. */
+  pci?: PciTreeDevice[];
+  /** The training jobs this host is the home of (their rank 0 runs here): its clock judges their time-based rules. */
+  jobs?: string[];
 }
+
+/** What the host layer's rules remember of one host: bounded by the envelope's own bounds. */
+export interface HostLayerState {
+  /** The host's own normal inlet temperature (the hottest inlet sensor of each reading). */
+  inlet?: Baseline;
+  /** Per InfiniBand port (`device/port`): seen active once, and its counters at the last reading. */
+  ib?: Record<string, { active: boolean; counters: Record<string, number> }>;
+}
+
 
 /** State shared across hosts: jobs (for stragglers) and clusters (for version drift). */
 export interface FleetState {
   version: number;
   jobs: Record<string, Record<string, { util: number; at: number }>>;
   clusters: Record<string, Record<string, { driver: string; cuda: string }>>;
+  /** Training jobs by id, from their `job.event`s (`job-runs.ts`): at most `MAX_TRAINING_JOBS`. */
+  training?: Record<string, JobRun>;
+}
+
+/** One rank of a training job, as its events tell. */
+export interface JobRank {
+  host: string;
+  gpu?: number;
+  step?: number;
+  /** When it was last heard from. */
+  at: number;
+  /** Its recent step time (ms), smoothed. */
+  ms?: number;
+}
+
+/** What the engine knows of one training job (all its ranks, across hosts). */
+export interface JobRun {
+  /** `job`, and `job_user`/`namespace`/`pod` when a sample attributed a GPU to it. */
+  labels: Record<string, string>;
+  heard: number;
+  /** The host of its rank 0 (or the first host heard), whose clock judges its time-based rules. */
+  home: string;
+  /** The furthest step reached, and when it was. */
+  step?: number;
+  progressAt?: number;
+  /** The job's own normal step time (ms, mean of its first reports) and its recent one (smoothed). */
+  baseline?: { n: number; mean: number };
+  recentMs?: number;
+  ranks: Record<string, JobRank>;
+  checkpoint?: { ok?: number; step?: number; count: number; every?: number; failed?: number };
+  /** The fatal GPU fault that took it down: the root of its incident. */
+  fault?: { host: string; gpu: number; at: number; fingerprint: string; what: string };
+  /** When a rank reported the job's exit. */
+  exited?: number;
 }
 
 export interface EngineState {
@@ -178,10 +240,16 @@ export function parseHostState(json: string, note: StateNote = () => {}): HostSt
     gpu.baselines = toDict(gpu.baselines);
     gpu.counters = toDict(gpu.counters);
     gpu.xids = toDict(gpu.xids);
+    if (gpu.job) gpu.job = toDict(gpu.job);
   }
   state.trackers = checkedEntries(state.trackers, TrackerSchema, 'trackers', note);
+  for (const tracker of Object.values(state.trackers)) if (tracker.labels) tracker.labels = toDict(tracker.labels);
   state.maintenance = checkedEntries(state.maintenance, MaintenanceWindowSchema, 'maintenance', note);
   state.offsets = toDict(state.offsets);
+  if (state.hostLayer?.ib) {
+    state.hostLayer.ib = toDict(state.hostLayer.ib);
+    for (const port of Object.values(state.hostLayer.ib)) port.counters = toDict(port.counters);
+  }
   return state;
 }
 
@@ -215,5 +283,11 @@ export function parseFleetState(json: string, note: StateNote = () => {}): Fleet
   for (const job of Object.keys(jobs)) jobs[job] = toDict(jobs[job]);
   const clusters = toDict(fleet.clusters);
   for (const cluster of Object.keys(clusters)) clusters[cluster] = toDict(clusters[cluster]);
-  return { version: ENGINE_STATE_VERSION, jobs, clusters };
+  if (fleet.training === undefined) return { version: ENGINE_STATE_VERSION, jobs, clusters };
+  const training = checkedEntries(fleet.training, JobRunSchema, 'training', note);
+  for (const run of Object.values(training)) {
+    run.labels = toDict(run.labels);
+    run.ranks = toDict(run.ranks);
+  }
+  return { version: ENGINE_STATE_VERSION, jobs, clusters, training };
 }

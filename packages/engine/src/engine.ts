@@ -1,4 +1,4 @@
-import { KernelLogParser } from '@gpualert/kernel-log';
+import { KernelLogParser, PciTopology } from '@gpualert/kernel-log';
 import { ADAPTERS } from '@gpualert/providers';
 import type { XidCatalog } from '@gpualert/rules';
 import { stableId, type Envelope, type EnvelopeOf, type KernelEventData } from '@gpualert/schema';
@@ -7,11 +7,13 @@ import { forgetBusIndex } from './bus-by-index.ts';
 import { Conditions, fingerprintOf, type Transition } from './conditions.ts';
 import { dict, newGpuState, newHostState, type EngineState, type HostState } from './engine-state.ts';
 import { noteKernelEvidence } from './evidence.ts';
+import { noteGpuJob, noteJobEvent } from './job-runs.ts';
 import type { GpuContext, JudgeContext, SampleContext } from './judge.ts';
 import { planOf } from './judging-plan.ts';
 import { bindTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
 import { keepWindow } from './maintenance-windows.ts';
 import { SamplePeers } from './peer-medians.ts';
+import { towardGpus } from './pci-paths.ts';
 
 export { ENGINE_SOURCE } from './alert-envelopes.ts';
 export { MAX_MAINTENANCE_WINDOWS_PER_HOST } from './maintenance-windows.ts';
@@ -98,12 +100,25 @@ export class Engine {
       case 'host.inventory':
         this.inventory(ctx, envelope.data);
         break;
+      case 'host.sample': {
+        const hostCtx = { ...ctx, id: envelope.id, data: envelope.data };
+        for (const step of planOf(ctx.bound).hostSample) step.run(hostCtx, step.rule);
+        break;
+      }
+      case 'bmc.event': {
+        const bmcCtx = { ...ctx, id: envelope.id, data: envelope.data };
+        for (const step of planOf(ctx.bound).bmcEvent) step.run(bmcCtx, step.rule);
+        break;
+      }
+      case 'job.event': {
+        const run = noteJobEvent(ctx.state, host, envelope.data, at);
+        const jobCtx = { ...ctx, id: envelope.id, data: envelope.data, run };
+        for (const step of planOf(ctx.bound).job) step.run(jobCtx, step.rule);
+        break;
+      }
       case 'alert':
       case 'notification':
-      case 'job.event':
       case 'usage.rollup':
-      case 'host.sample':
-      case 'bmc.event':
         break; // the engine's and the notifier's own output, and what other layers judge (not yet wired here)
     }
     this.flushParser(ctx);
@@ -179,7 +194,11 @@ export class Engine {
   private parser(host: HostState): KernelLogParser {
     let parser = this.parsers.get(host);
     if (!parser) {
-      parser = new KernelLogParser({ catalog: this.catalog, gpuIndexByPci: new Map(Object.entries(host.inventory?.buses ?? {})) });
+      parser = new KernelLogParser({
+        catalog: this.catalog, gpuIndexByPci: new Map(Object.entries(host.inventory?.buses ?? {})),
+        // The host's PCI tree from its inventory: a port's AER error names the GPUs below it.
+        ...(host.pci ? { topology: new PciTopology({ source: 'json', devices: host.pci }) } : {}),
+      });
       // Their events closed before the state was saved were judged then: only the open ones are rebuilt.
       for (const [position, line, arrival] of host.kernel?.lines ?? []) parser.push(line, arrival, position);
       this.parsers.set(host, parser);
@@ -240,6 +259,7 @@ export class Engine {
       }
       const gs = (host.gpus[gpu.index] ??= newGpuState());
       gs.missing = 0;
+      if (gpu.job !== undefined || gs.job !== undefined) noteGpuJob(base.state, gs, gpu.job);
       gpuCtx.gpu = gpu;
       gpuCtx.position = position;
       gpuCtx.gs = gs;
@@ -271,6 +291,7 @@ export class Engine {
       ...(data.provider ? { provider: data.provider } : {}),
     };
     for (const gpu of data.gpus) host.inventory.buses[gpu.pci_bus] = gpu.index;
+    if (data.pci_topology) host.pci = towardGpus(data.pci_topology, new Set(data.gpus.map((g) => g.pci_bus)));
     this.parsers.delete(host); // re-made with the new PCI map, from the lines still pending
     // The inventory can move the host to another template: its rules judge from here on.
     const bound = bindTemplate(this.ruleSet, { gpu_model: data.gpu_model, provider: data.provider }, host.labels);

@@ -9,3 +9,5 @@ export * from './time-policy.ts';
 export * from './judge.ts';
 export { JUDGES } from './judges/index.ts';
 export * from './synthetic-fleet.ts';
+export * from './fleet-metrics.ts';
+export * from './forget-hosts.ts';

@@ -1,7 +1,7 @@
 import type { XidCatalog } from '@gpualert/rules';
 import type { EnvelopeOf, GpuMetrics, KernelEventData } from '@gpualert/schema';
 import type { Conditions } from './conditions.ts';
-import type { EngineState, GpuState, HostState, MaintenanceWindow } from './engine-state.ts';
+import type { EngineState, GpuState, HostState, JobRun, MaintenanceWindow } from './engine-state.ts';
 import type { BoundTemplate } from './load-rules.ts';
 import type { SamplePeers } from './peer-medians.ts';
 import type { RuleOf, RuleSpec } from './rule-set.ts';
@@ -55,6 +55,25 @@ export interface ProviderContext extends JudgeContext {
   readonly forgotten: readonly string[];
 }
 
+/** One `host.sample` (the host's BMC or training network). */
+export interface HostSampleContext extends JudgeContext {
+  readonly id: string;
+  readonly data: EnvelopeOf<'host.sample'>['data'];
+}
+
+/** One `bmc.event` (a new SEL / Redfish log entry). */
+export interface BmcEventContext extends JudgeContext {
+  readonly id: string;
+  readonly data: EnvelopeOf<'bmc.event'>['data'];
+}
+
+/** One `job.event` of the host; the engine has already noted it in the job's state (`fleet.training`). */
+export interface JobContext extends JudgeContext {
+  readonly id: string;
+  readonly data: EnvelopeOf<'job.event'>['data'];
+  readonly run: JobRun;
+}
+
 /** A `host.inventory`; the engine has already stored it and re-bound the template. */
 export interface InventoryContext extends JudgeContext {
   readonly data: EnvelopeOf<'host.inventory'>['data'];
@@ -75,6 +94,12 @@ export interface Judge<K extends RuleKind> {
   kernel?(ctx: KernelContext, rule: RuleOf<K>): boolean;
   provider?(ctx: ProviderContext, rule: RuleOf<K>): void;
   inventory?(ctx: InventoryContext, rule: RuleOf<K>): void;
+  /** A `host.sample`: fans, temperatures, PSUs, InfiniBand ports. */
+  hostSample?(ctx: HostSampleContext, rule: RuleOf<K>): void;
+  /** A `bmc.event`. */
+  bmcEvent?(ctx: BmcEventContext, rule: RuleOf<K>): void;
+  /** A `job.event` (steps, checkpoints, collective timeouts…) of a rank on this host. */
+  job?(ctx: JobContext, rule: RuleOf<K>): void;
   /** Time passes for the host (no input): absence. */
   tick?(ctx: JudgeContext, rule: RuleOf<K>): void;
 }

@@ -1,4 +1,4 @@
-import type { GpuContext, InventoryContext, Judge, JudgeContext, KernelContext, ProviderContext, RuleKind, SampleContext } from './judge.ts';
+import type { BmcEventContext, GpuContext, HostSampleContext, InventoryContext, JobContext, Judge, JudgeContext, KernelContext, ProviderContext, RuleKind, SampleContext } from './judge.ts';
 import { JUDGES } from './judges/index.ts';
 import type { BoundTemplate } from './load-rules.ts';
 import type { RuleSpec } from './rule-set.ts';
@@ -16,7 +16,10 @@ export interface JudgingPlan {
   readonly kernel: readonly Step<KernelContext, boolean>[];
   readonly provider: readonly Step<ProviderContext>[];
   readonly inventory: readonly Step<InventoryContext>[];
+  readonly job: readonly Step<JobContext>[];
   readonly tick: readonly Step<JudgeContext>[];
+  readonly hostSample: readonly Step<HostSampleContext>[];
+  readonly bmcEvent: readonly Step<BmcEventContext>[];
 }
 
 const PLANS = new WeakMap<BoundTemplate, JudgingPlan>();
@@ -28,7 +31,7 @@ export function planOf(bound: BoundTemplate): JudgingPlan {
 }
 
 function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
-  const plan = { beforeGpus: [], gpu: [], afterGpus: [], kernel: [], provider: [], inventory: [], tick: [] } as {
+  const plan = { beforeGpus: [], gpu: [], afterGpus: [], kernel: [], provider: [], inventory: [], job: [], tick: [], hostSample: [], bmcEvent: [] } as {
     -readonly [H in keyof JudgingPlan]: JudgingPlan[H] extends readonly (infer S)[] ? S[] : never;
   };
   for (const rule of rules) {
@@ -40,7 +43,10 @@ function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
     if (judge.kernel) plan.kernel.push({ rule, run: judge.kernel });
     if (judge.provider) plan.provider.push({ rule, run: judge.provider });
     if (judge.inventory) plan.inventory.push({ rule, run: judge.inventory });
+    if (judge.job) plan.job.push({ rule, run: judge.job });
     if (judge.tick) plan.tick.push({ rule, run: judge.tick });
+    if (judge.hostSample) plan.hostSample.push({ rule, run: judge.hostSample });
+    if (judge.bmcEvent) plan.bmcEvent.push({ rule, run: judge.bmcEvent });
   }
   return plan;
 }

@@ -1,4 +1,4 @@
-import { AlertCategory, KernelEventKind, Severity, ThrottleReason } from '@gpualert/schema';
+import { AlertCategory, HostFault, IB_PORT_COUNTERS, KernelEventKind, Severity, ThrottleReason } from '@gpualert/schema';
 import { z } from 'zod';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
@@ -17,6 +17,11 @@ export const Duration = z
 export const NumericMetric = z.enum([
   'util_pct', 'mem_util_pct', 'mem_used_mib', 'temp_c', 'mem_temp_c', 'power_w', 'sm_clock_mhz', 'mem_clock_mhz', 'fan_pct',
 ]);
+/** Rule ids one cooling rule may explain. */
+export const MAX_EXPLAINED = 32;
+/** The most sibling fans a fan rule may ask for. */
+const MAX_SIBLINGS = 64;
+
 export const CounterMetric = z.enum(['ecc_sbe_volatile', 'ecc_dbe_volatile', 'ecc_sbe_aggregate', 'ecc_dbe_aggregate', 'nvlink_errors']);
 
 const common = {
@@ -108,6 +113,116 @@ export const RuleSpec = z.discriminatedUnion('kind', [
   z.object({ ...common, kind: z.literal('link'), util_above: z.number().default(50) }),
   z.object({ ...common, kind: z.literal('drift'), min_hosts: z.number().int().min(2).default(3) }),
   z.object({ ...common, kind: z.literal('maintenance') }),
+  z.object({
+    ...common,
+    kind: z.literal('job_fault'),
+    /** Fatal GPU faults: these Xid codes, and a GPU fallen off the bus. */
+    xids: z.array(z.number().int()).default([48, 63, 64, 74, 79, 94, 95, 119, 120]),
+    /** Collective timeouts and NCCL errors of the job's ranks this long after the fault are its fallout. */
+    window: Duration.default(2_700_000),
+    /** A rank's timeout waits this long for the fault that explains it (the topics arrive in any order). */
+    grace: Duration.default(120_000),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('job_checkpoint'),
+    /** Overdue after this many times the job's own usual interval between successful checkpoints. */
+    overdue_factor: z.number().min(1).default(3),
+    /** Successful checkpoints seen before the job's interval is trusted. */
+    min_checkpoints: z.number().int().min(2).default(2),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('job_step_time'),
+    /** The job's recent step time this many times its own baseline. */
+    factor: z.number().min(1).default(1.5),
+    /** Step-time reports before the baseline is trusted. */
+    warmup_steps: z.number().int().min(1).default(20),
+    /** Weight of the past in the recent step time (the new report weighs the rest). */
+    smoothing: z.number().min(0).max(0.99).default(0.8),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('job_straggler'),
+    /** A rank whose step time is this many times the median of its peers'. */
+    factor: z.number().min(1).default(1.3),
+    /** Ranks reporting step times needed (the rank included). */
+    min_ranks: z.number().int().min(2).default(3),
+    /** Ranks not heard from within this window are not peers. */
+    window: Duration.default(300_000),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('job_stalled'),
+    /** No new step for this long while the job's processes live on the GPUs. */
+    stalled_after: Duration.default(900_000),
+  }),
+  // The host layer (issue 23): its BMC, its kernel's own faults, its PCIe ports, its training network.
+  z.object({
+    ...common,
+    kind: z.literal('fan'),
+    /** A fan turning slower than this fraction of its sibling fans' median speed is failing. */
+    fraction: z.number().positive().max(1).default(0.5),
+    /** Sibling fans (with a speed) a fan needs before it is compared; a fan at 0 rpm or critical health is failed anyway. */
+    min_siblings: z.number().int().min(1).max(MAX_SIBLINGS).default(2),
+    /** GPU alerts of the host this rule explains while it fires: they join its incident, root cause cooling. */
+    explains: z.array(z.string()).max(MAX_EXPLAINED).default([]),
+    /** ...and this long after it last breached (GPUs cool down after the fan comes back). */
+    explains_for: Duration.default(900_000),
+  }),
+  z.object({ ...common, kind: z.literal('psu_redundancy') }),
+  z.object({
+    ...common,
+    kind: z.literal('inlet_temp'),
+    /** Mean absolute deviations above this host's own normal inlet temperature. */
+    sigmas: z.number().positive().default(4),
+    /** ...and at least this many °C above it. */
+    min_delta: z.number().positive().default(5),
+    /** Readings the host must have given before its own normal is trusted. */
+    warmup_samples: z.number().int().positive().default(20),
+    explains: z.array(z.string()).max(MAX_EXPLAINED).default([]),
+    explains_for: Duration.default(900_000),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('bmc_event'),
+    /** BMC log entries (SEL, Redfish log services) of at least this severity. */
+    min_severity: Severity.default('critical'),
+    /** Resolves after this long without another. */
+    quiet: Duration.default(3_600_000),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('ib_port'),
+    /** `down`: a port seen active is no longer; `degraded`: its rate is below its siblings'; `errors`: error counters rising. */
+    check: z.enum(['down', 'degraded', 'errors']),
+    /** With degraded: a rate below this fraction of the sibling ports' median rate. */
+    rate_fraction: z.number().positive().max(1).default(1),
+    /** With errors: the counters watched. */
+    counters: z.array(z.enum(IB_PORT_COUNTERS)).min(1).default(['link_downed', 'link_error_recovery', 'symbol_error', 'port_rcv_errors', 'local_link_integrity_errors']),
+    /** With errors: a rise of at least this many between two readings. */
+    increase: z.number().int().positive().default(1),
+    /** With errors: resolves after this long without a rise. */
+    quiet: Duration.default(900_000),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('host_fault'),
+    /** Which of the kernel's host faults (`host` events' `host_fault`). */
+    faults: z.array(HostFault).min(1),
+    /** Stays firing until an operator resolves it (a host memory UE: drain). */
+    latch: z.boolean().default(false),
+    /** Unlatched: resolves after this long without another. */
+    quiet: Duration.default(3_600_000),
+  }),
+  z.object({
+    ...common,
+    kind: z.literal('pcie_port'),
+    /** A PCIe switch or root port's AER error of at least this severity (uncorrected non-fatal: error; fatal: critical). */
+    min_severity: Severity.default('error'),
+    latch: z.boolean().default(false),
+    quiet: Duration.default(1_800_000),
+  }),
 ]);
 export type RuleSpec = z.infer<typeof RuleSpec>;
 export type RuleOf<K extends RuleSpec['kind']> = Extract<RuleSpec, { kind: K }>;

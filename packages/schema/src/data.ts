@@ -192,6 +192,8 @@ export const AlertData = z.object({
   templates: z.array(z.string()).optional(),
   /** The host incident this alert belongs to: the fingerprint of its first alert. */
   incident: z.string().optional(),
+  /** What the incident's root cause is where the engine knows it (`cooling`: the host's fans or inlet explain its GPUs' heat). */
+  root_cause: z.string().max(64).optional(),
   /** The value that breached, where there is one (°C, W, %, count). */
   value: z.number().optional(),
   /** Every annotation of an alert pushed through Alertmanager's API, as sent (summary and description included). */

@@ -3,8 +3,10 @@ import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, Stream
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import { serialQueue, type ServiceDefinition } from '@gpualert/runtime';
+import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
+import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
+import { forgetAfterFromEnv, HostForgetting } from './host-forgetting.ts';
 
 export interface EngineServiceOptions {
   readonly bus: Bus;
@@ -24,6 +26,10 @@ export interface EngineServiceOptions {
   readonly tickMs?: number;
   /** Told after each tick, whether or not it judged anything. */
   readonly onTick?: () => void;
+  /** The pipeline's health and the fleet's state for `/metrics` (engine-metrics.ts). */
+  readonly metrics?: EngineMetrics;
+  /** Hosts unheard this long are forgotten (host-forgetting.ts; default `GPUALERT_FORGET_AFTER`, else 7 days). */
+  readonly forgetAfterMs?: number;
 }
 
 const HOST_KEY = (host: string) => `engine:host:${host}`;
@@ -46,6 +52,7 @@ const UNHEARD_PARTITION_MS = 60_000;
 export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void> }> {
   const engine = new Engine(options.ruleSet, options.catalog, false);
   const state: EngineState = emptyEngineState();
+  options.metrics?.attach(state);
   // One clock per partition: a partition is one ordered stream of its hosts, as a recording is.
   const clocks = new Map<number, StreamClock>();
   const partitionHosts = new Map<number, Set<string>>();
@@ -99,10 +106,32 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     loaded.add(host);
   };
 
+  // Forgetting hosts (host-forgetting.ts): asked for by `gpualert host forget`, or unheard for GPUALERT_FORGET_AFTER
+  // (on the event clock, by the partitions' latest sample time). Resolves go out first; then the store forgets too.
+  const forgetting = new HostForgetting(options.store, options.log, options.forgetAfterMs ?? forgetAfterFromEnv(process.env));
+  const forgetDue = async () => {
+    const wall = options.clock === 'wall';
+    const now = wall ? Date.now() : Math.max(-Infinity, ...[...clocks.values()].map((c) => c.now));
+    const { hosts, alerts, undo } = await forgetting.due(state, now, wall ? !catchingUp() && !inputStalled() : true);
+    if (hosts.length === 0) return;
+    const partitionsOf = (host: string) => [...partitionHosts].filter(([, set]) => set.has(host)).map(([p]) => p);
+    try {
+      if (alerts.length > 0) await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+      await forgetting.commit(hosts, partitionsOf);
+    } catch (error) {
+      undo();
+      throw error;
+    }
+    for (const host of hosts) {
+      loaded.delete(host);
+      for (const set of partitionHosts.values()) set.delete(host);
+    }
+  };
+
   const group = options.group ?? 'gpualert-engine';
   const subscription: Subscription = await options.bus.consume({
     group,
-    topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory],
+    topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.hostSamples, TOPICS.bmcEvents, TOPICS.jobEvents],
     // A dead instance's partitions move to the survivors after this long.
     sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
     // Behind (after an outage, at a burst), several samples of each host share one state save.
@@ -114,6 +143,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
         state.hosts = dict();
+        options.metrics?.forgetSamples();
         clocks.clear();
         partitionHosts.clear();
         loaded.clear();
@@ -130,6 +160,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         for (const host of hosts) hostsOf(batch.partition).add(host);
         await Promise.all(hosts.filter((host) => !loaded.has(host)).map((host) => load(host)));
         const position = `${batch.topic}/${batch.partition}`;
+        const batchStarted = performance.now();
         // A partition's clock can tick its silent hosts too: their alerts and state go with the batch.
         const alerts: EnvelopeOf<'alert'>[] = [];
         try {
@@ -143,11 +174,13 @@ export async function startEngineService(options: EngineServiceOptions): Promise
             const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : undefined;
             if (problem !== undefined) {
               deadletters.push(deadletterOf(message, group, problem));
+              options.metrics?.deadletters.inc({ topic: message.topic });
               options.log.warn({ topic: message.topic, partition: message.partition, offset: message.offset, reason: problem }, 'event_time_out_of_window');
               continue;
             }
             alerts.push(...clockOf(batch.partition).judge(state, envelope));
             state.hosts[envelope.host]!.offsets[position] = message.offset;
+            if (envelope.type === 'gpu.sample') options.metrics?.noteSample(envelope.host, envelope.data);
           }
           if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
           if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
@@ -166,12 +199,15 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           throw error;
         }
         behind.set(position, batch.lag);
+        options.metrics?.lag.set({ topic: batch.topic, partition: String(batch.partition) }, batch.lag);
+        options.metrics?.batchDuration.observe({ topic: batch.topic }, (performance.now() - batchStarted) / 1000);
         if (batch.topic === TOPICS.gpuSamples) lastSamplesAt = Date.now();
       }),
   });
 
   // Wall-clock ticks: absence, quiet periods, escalation; and operators' resolves.
   const timer = setInterval(() => {
+    void serial(forgetDue).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_forget_failed'));
     void serial(async () => {
       const alerts: EnvelopeOf<'alert'>[] = [];
       const now = Date.now();
@@ -222,13 +258,29 @@ async function takeOperatorResolves(store: StateStore): Promise<string[]> {
   return pending.map((p) => p.member);
 }
 
-/** The engine as one of `gpualert up`'s services. */
-export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event'): ServiceDefinition {
+/** The engine as one of `gpualert up`'s services; with `metrics`, its `/metrics` and `/healthz` on that port. */
+export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event', metrics?: EngineMetricsServing): ServiceDefinition {
   return {
     name: 'engine',
     async start(context) {
-      const service = await startEngineService({ bus: context.bus, store: context.store, log: context.log, ruleSet, catalog, clock });
-      return { name: 'engine', stop: () => service.stop() };
+      const served = metrics ? new EngineMetrics(ruleSet, metrics.prices) : undefined;
+      const service = await startEngineService({ bus: context.bus, store: context.store, log: context.log, ruleSet, catalog, clock, ...(served ? { metrics: served } : {}) });
+      if (!metrics || !served) return { name: 'engine', stop: () => service.stop() };
+      try {
+        const server = await startEngineMetricsServer(served, metrics.port, metrics.listen);
+        return { name: 'engine', metricsPort: server.port, stop: async () => { await server.close(); await service.stop(); } } as RunningService;
+      } catch (error) {
+        // A busy metrics port must not stop the judging: the engine runs on without /metrics.
+        context.log.error({ port: metrics.port, error: String(error) }, 'engine_metrics_port_unavailable');
+        return { name: 'engine', stop: () => service.stop() };
+      }
     },
   };
+}
+
+/** Where the engine serves its metrics in `gpualert up` (and with which prices for idle cost). */
+export interface EngineMetricsServing {
+  readonly port: number;
+  readonly listen?: string;
+  readonly prices?: ConstructorParameters<typeof EngineMetrics>[1];
 }

@@ -1,1 +1,3 @@
 export * from './engine-service.ts';
+export * from './engine-metrics.ts';
+export * from './host-forgetting.ts';

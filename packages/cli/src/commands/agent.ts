@@ -5,7 +5,7 @@ import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { AGENT_SOURCES, AgentConfig } from '../agent-config.ts';
 import { CliError } from '../cli-error.ts';
 import { runService } from '../run-service.ts';
-import { bootTimeMs, chooseSource, gpuIndexByPci } from './collect.ts';
+import { attributionOf, bootTimeMs, chooseSource, gpuIndexByPci } from './collect.ts';
 
 /**
  * `gpualert agent`: every collector a GPU host needs in one process (GPU metrics, kernel log,
@@ -29,7 +29,7 @@ export async function agent(options: Record<string, unknown>): Promise<number> {
       ? undefined
       : config.gpuSource === 'dcgm'
         ? dcgmSource(config.dcgmUrl!, host, config.gpuTimeout)
-        : await nvidiaSmiSource({ binary: config.nvidiaSmi, timeoutMs: config.gpuTimeout });
+        : await nvidiaSmiSource({ binary: config.nvidiaSmi, timeoutMs: config.gpuTimeout, ...attributionOf(options) });
     const boot = bootTimeMs();
     const plan: AgentPlan = {
       host,

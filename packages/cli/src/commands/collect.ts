@@ -5,6 +5,7 @@ import {
   CommandLineSource, dcgmSource, FileLineSource, KmsgLineSource, nvidiaSmiSource, runCommand, startGpuCollector,
   startInventoryCollector, startKernelCollector, type LineSource, type MetadataProvider,
 } from '@gpualert/collectors';
+import { parseTopology, type PciTopology } from '@gpualert/kernel-log';
 import { canonicalPciBus } from '@gpualert/schema';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { CliError } from '../cli-error.ts';
@@ -36,10 +37,22 @@ export async function collectGpu(options: Options): Promise<number> {
   return runService('collector-gpu', options, async ({ bus }, log) => {
     const source = options.source === 'dcgm'
       ? dcgmSource(String(options.url), host, timeoutMs)
-      : await nvidiaSmiSource({ binary: String(options.nvidiaSmi), timeoutMs });
+      : await nvidiaSmiSource({ binary: String(options.nvidiaSmi), timeoutMs, ...attributionOf(options) });
     log.info({ source: source.name, host, interval_ms: intervalMs }, 'gpu_collector_started');
     return startGpuCollector({ bus, source, host, labels, intervalMs, log });
   });
+}
+
+/**
+ * `--proc-root DIR` (where `/proc` and `/etc/passwd` are read: a container that mounts the host's
+ * under another path) and `--pods-file FILE` (the kubelet's pods as JSON: namespace and pod
+ * names) for attributing each GPU's processes to a job; without either, `/` and no pods file.
+ */
+export function attributionOf(options: Options): { attribution?: { root: string; podsFile?: string } } {
+  const root = options.procRoot as string | undefined;
+  const podsFile = options.podsFile as string | undefined;
+  if (root === undefined && podsFile === undefined) return {};
+  return { attribution: { root: root ?? '/', ...(podsFile !== undefined ? { podsFile } : {}) } };
 }
 
 export async function gpuIndexByPci(nvidiaSmi: string): Promise<Map<string, number>> {
@@ -86,18 +99,33 @@ export function bootTimeMs(): number | undefined {
   }
 }
 
+/** `collect kernel --topology FILE`: the host's PCI tree (lspci -tvnn, sysfs links or the inventory's JSON), read once at start. */
+export function kernelTopology(file: string): PciTopology {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`gpualert collect kernel: --topology ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  const parsed = parseTopology(text);
+  if (!parsed.ok) throw new CliError(`gpualert collect kernel: --topology ${file}: ${parsed.error}`);
+  return parsed.value;
+}
+
 export async function collectKernel(options: Options): Promise<number> {
   const host = (options.host as string | undefined) ?? hostname();
   const labels = labelsOf(options);
   const catalog = loadXidCatalog(options.catalog as string | undefined);
   if (!catalog.ok) throw new CliError(`gpualert collect kernel: ${formatRuleError(catalog.errors[0]!)}`);
   const source = await chooseSource(options);
+  const topology = options.topology ? kernelTopology(String(options.topology)) : undefined;
   return runService('collector-kernel', options, async ({ bus, store }, log) => {
     const gpus = await gpuIndexByPci(String(options.nvidiaSmi));
     const boot = bootTimeMs();
     return startKernelCollector({
       bus, store, source, host, labels, catalog: catalog.value, gpuIndexByPci: gpus, log,
       ...(boot !== undefined ? { bootTimeMs: boot } : {}),
+      ...(topology ? { topology } : {}),
     });
   });
 }

@@ -1,12 +1,15 @@
 import { Engine, loadRuleSet, RecordingError, replay as replayRecording, type RuleSet } from '@gpualert/engine';
-import { requestOperatorResolve, startEngineService } from '@gpualert/engine-service';
-import { formatRuleError, loadXidCatalog, type XidCatalog } from '@gpualert/rules';
+import { loadJobPatterns } from '@gpualert/collectors';
+import { DEFAULT_ENGINE_PORT, EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startEngineService } from '@gpualert/engine-service';
+import { bundledPath, formatRuleError, loadXidCatalog, type XidCatalog } from '@gpualert/rules';
+import { existsSync } from 'node:fs';
 import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
 import { runService } from '../run-service.ts';
 import { loadRoutesOrExit, routesIn } from './notifier.ts';
+import { loadPrices } from './report.ts';
 
 type Options = Record<string, unknown>;
 
@@ -24,9 +27,14 @@ export async function rulesCheck(dir: string): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(dir, 'rules check');
   const routesFile = routesIn(dir);
   const routes = routesFile ? loadRoutesOrExit(routesFile, 'rules check') : undefined;
+  // The job log collector's patterns (RE2, named groups), when the directory has them.
+  const patternsFile = `${dir}/job-patterns.yaml`;
+  const patterns = existsSync(patternsFile) ? loadJobPatterns(patternsFile) : undefined;
+  if (patterns && !patterns.ok) throw new CliError(patterns.errors.map((e) => `gpualert rules check: ${formatRuleError(e)}`).join('\n'));
   const rules = new Set(ruleSet.templates.flatMap((t) => t.rules.map((r) => r.id)));
   const routesNote = routes ? `, routes with ${routes.receivers.length} receivers and ${routes.inhibit_rules.length} inhibit rules` : '';
-  process.stdout.write(`${dir}: ${rules.size} rules, ${ruleSet.templates.length} templates (${ruleSet.templates.map((t) => t.template.name).join(', ')}), ${catalog.size} Xid codes${routesNote}: valid\n`);
+  const patternsNote = patterns?.ok ? `, ${patterns.value.length} job patterns` : '';
+  process.stdout.write(`${dir}: ${rules.size} rules, ${ruleSet.templates.length} templates (${ruleSet.templates.map((t) => t.template.name).join(', ')}), ${catalog.size} Xid codes${routesNote}${patternsNote}: valid\n`);
   return EXIT.ok;
 }
 
@@ -48,10 +56,19 @@ export async function engine(options: Options): Promise<number> {
   const clock = String(options.clock ?? 'wall');
   if (clock !== 'wall' && clock !== 'event') throw new CliError(`gpualert engine: --clock must be wall or event (got "${clock}")`);
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'engine');
+  const port = enginePort(options.metricsPort, 'engine');
   return runService('engine', options, async ({ bus, store }, log) => {
-    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock });
-    log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock }, 'engine_started');
-    return service;
+    const metrics = new EngineMetrics(ruleSet, bundledPrices('engine'));
+    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock, metrics });
+    let server: Awaited<ReturnType<typeof startEngineMetricsServer>>;
+    try {
+      server = await startEngineMetricsServer(metrics, port, process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0');
+    } catch (error) {
+      await service.stop();
+      throw new CliError(`gpualert engine: port ${port} for /metrics ${(error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'is in use' : 'cannot be opened'}; choose another with --metrics-port or GPUALERT_ENGINE_PORT (0 picks a free one)`);
+    }
+    log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock, metrics_port: server.port }, 'engine_started');
+    return { stop: async () => { await server.close(); await service.stop(); } };
   });
 }
 
@@ -69,3 +86,17 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
   return EXIT.ok;
 }
 
+
+/** The engine's metrics port: the flag, else GPUALERT_ENGINE_PORT, else 9470; one clear line when it is not a port. */
+export function enginePort(flag: unknown, command: string): number {
+  const given = flag ?? process.env.GPUALERT_ENGINE_PORT;
+  const port = given === undefined ? DEFAULT_ENGINE_PORT : Number(given);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`gpualert ${command}: the engine port must be 0–65535 (got "${String(given)}")`);
+  return port;
+}
+
+/** The bundled price list, to price idle GPU-hours in /metrics (none when it is absent). */
+export function bundledPrices(command: string) {
+  const file = bundledPath('rules/prices.yaml');
+  return existsSync(file) ? loadPrices(file, command) : undefined;
+}

@@ -9,9 +9,9 @@ import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
 import { CliError } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
-import { playDemo } from '../demo-feeder.ts';
+import { DEMO_RECORDINGS, playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
-import { loadJudgement } from './engine.ts';
+import { bundledPrices, enginePort, loadJudgement } from './engine.ts';
 import { loadRoutesOrExit } from './notifier.ts';
 import { usageServiceFor } from './report.ts';
 
@@ -22,6 +22,8 @@ export const UP_STOP_LIMIT_MS = 20_000;
 /** What a service says on the banner: where it listens, or why it is not running. */
 function describe(service: RunningService): string {
   const port = (service as { port?: unknown }).port;
+  const metricsPort = (service as { metricsPort?: unknown }).metricsPort;
+  if (typeof metricsPort === 'number') return `running; /metrics and /healthz on port ${metricsPort}`;
   return typeof port === 'number' ? `listening on port ${port}` : 'running';
 }
 
@@ -102,6 +104,11 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const loggerFor = (name: string) => createLogger({ name, level, format });
   const log = loggerFor('gpualert-up');
   const demo = options.demo === true;
+  const recordingName = (options.demoRecording as string | undefined) ?? 'incident';
+  if (!Object.hasOwn(DEMO_RECORDINGS, recordingName)) {
+    throw new CliError(`gpualert up: --demo-recording must be one of ${Object.keys(DEMO_RECORDINGS).join(', ')} (got "${recordingName}")`);
+  }
+  const recording = DEMO_RECORDINGS[recordingName as keyof typeof DEMO_RECORDINGS];
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'up');
   const routesFile = (options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES;
   const intakePort = options.intakePort as string | undefined;
@@ -109,7 +116,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const api = notifierApi(process.env);
   const services: ServiceDefinition[] = [
     // The demo's recording lives in the past: only its own event time may move the clock.
-    engineService(ruleSet, catalog, demo ? 'event' : 'wall'),
+    engineService(ruleSet, catalog, demo ? 'event' : 'wall', { port: enginePort(options.enginePort, 'up'), listen: process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0', prices: bundledPrices('up') }),
     { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {}), context) },
     notifierWithApi(loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
@@ -167,7 +174,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   }
   let stopping = false;
   const demoRun = demo
-    ? playDemo(infra.bus, catalog, Number(options.speed ?? 120), () => stopping).then((n) => {
+    ? playDemo(infra.bus, catalog, Number(options.speed ?? 120), () => stopping, recording).then((n) => {
         if (n > 0) log.info({ envelopes: n }, 'demo_played');
       })
     : Promise.resolve();

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Bus } from '@gpualert/bus';
 import type { Logger } from '@gpualert/log';
+import type { PciTopology } from '@gpualert/kernel-log';
 import type { XidCatalog } from '@gpualert/rules';
 import { TOPICS } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
@@ -8,7 +9,7 @@ import { startGpuCollector } from '../gpu/gpu-collector.ts';
 import type { GpuSource } from '../gpu/gpu-source.ts';
 import { startInventoryCollector } from '../inventory/inventory-collector.ts';
 import type { MetadataProvider } from '../inventory/cloud-metadata.ts';
-import { startKernelCollector } from '../kernel/kernel-collector.ts';
+import { hostTopology, startKernelCollector } from '../kernel/kernel-collector.ts';
 import type { LineSource } from '../kernel/line-source.ts';
 import { startMetadataPoller, type PolledProvider } from '../provider/metadata-poller.ts';
 import { DEFAULT_IB_SYSFS_ROOT } from '../network/ib-sysfs.ts';
@@ -25,6 +26,7 @@ export interface AgentPlan {
     readonly catalog: XidCatalog;
     readonly gpuIndexByPci?: ReadonlyMap<string, number>;
     readonly bootTimeMs?: number;
+    readonly topology?: PciTopology;
   };
   readonly inventory?: {
     readonly nvidiaSmi: string;
@@ -79,7 +81,11 @@ export async function startAgent(plan: AgentPlan, io: { bus: Bus; store: StateSt
       running.push({ name: 'inventory', ...startInventoryCollector({ bus, host, labels, log, ...plan.inventory }) });
     }
     if (plan.gpu) running.push({ name: 'gpu', ...startGpuCollector({ bus, host, labels, log, ...plan.gpu }) });
-    if (plan.kernel) running.push({ name: 'kernel', ...(await startKernelCollector({ bus, store: io.store, host, labels, log, ...plan.kernel })) });
+    if (plan.kernel) {
+      // The PCI tree the inventory reads: a port's AER error names the GPUs below it.
+      const topology = plan.kernel.topology ?? (plan.inventory ? await hostTopology({ timeoutMs: plan.inventory.timeoutMs }) : undefined);
+      running.push({ name: 'kernel', ...(await startKernelCollector({ bus, store: io.store, host, labels, log, ...plan.kernel, ...(topology ? { topology } : {}) })) });
+    }
     if (plan.provider) {
       const { name, ...rest } = plan.provider;
       running.push({ name: 'provider', ...startMetadataPoller({ bus, store: io.store, host, labels, log, provider: name, ...rest }) });

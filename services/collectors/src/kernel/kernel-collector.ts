@@ -1,12 +1,13 @@
 import type { Bus } from '@gpualert/bus';
 import { envelopeMessage } from '@gpualert/bus';
-import { KernelLogParser, type ParsedKernelEvent } from '@gpualert/kernel-log';
+import { KernelLogParser, PciTopology, type ParsedKernelEvent } from '@gpualert/kernel-log';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { decodeVersioned, encodeVersionedValue, newEnvelope, stableId, TOPICS, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
 import type { LineSource } from './line-source.ts';
+import { readPciTree, type PciTreeOptions } from '../inventory/pci-tree.ts';
 
 export interface KernelCollectorOptions {
   readonly bus: Bus;
@@ -19,6 +20,8 @@ export interface KernelCollectorOptions {
   readonly bootTimeMs?: number;
   readonly pollMs?: number;
   readonly burstGapMs?: number;
+  /** The host's PCI tree (`collect kernel --topology`, or what the agent's inventory reads): a port's AER error names the GPUs below it. */
+  readonly topology?: PciTopology;
   readonly log: Logger;
 }
 
@@ -65,6 +68,7 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
     ...(options.gpuIndexByPci ? { gpuIndexByPci: options.gpuIndexByPci } : {}),
     ...(options.bootTimeMs !== undefined ? { bootTimeMs: options.bootTimeMs } : {}),
     ...(options.burstGapMs !== undefined ? { burstGapMs: options.burstGapMs } : {}),
+    ...(options.topology ? { topology: options.topology } : {}),
   });
   let next = from;
   let stopped = false;
@@ -130,4 +134,17 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
       options.log.info({ ...parser.stats }, 'kernel_collector_stopped');
     },
   };
+}
+
+/**
+ * The host's PCI tree as the inventory collector reads it (sysfs, else `lspci -tvnn`), for the
+ * kernel collector; undefined when neither answers (a container without /sys and lspci).
+ */
+export async function hostTopology(options: PciTreeOptions): Promise<PciTopology | undefined> {
+  try {
+    const data = await readPciTree(options);
+    return data ? new PciTopology(data) : undefined;
+  } catch {
+    return undefined;
+  }
 }

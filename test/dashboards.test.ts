@@ -1,0 +1,211 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { debianTool } from './alertmanager/debian-tool.ts';
+import { freePort, startTool } from './alertmanager/harness.ts';
+import { cleanEnv, startCli } from './infra/run-cli.ts';
+import { waitFor } from './infra/wait-for.ts';
+
+const ROOT = new URL('../', import.meta.url);
+const DASHBOARDS = new URL('deploy/grafana/dashboards/', ROOT);
+const RULES = new URL('deploy/prometheus/gpualert.rules.yml', ROOT);
+const readJson = (url: URL) => JSON.parse(readFileSync(url, 'utf8')) as unknown;
+
+interface Target { refId: string; expr: string }
+interface Panel { type: string; title: string; targets?: Target[]; panels?: Panel[] }
+interface Variable { type: string; name: string; query?: string | { query: string }; sort?: number }
+interface Dashboard { uid: string; title: string; panels: Panel[]; templating: { list: Variable[] } }
+
+const dashboards = readdirSync(DASHBOARDS).filter((f) => f.endsWith('.json')).sort().map((file) => ({ file, board: readJson(new URL(file, DASHBOARDS)) as Dashboard }));
+
+/** Every panel, rows' panels included. */
+function panelsOf(board: Dashboard): Panel[] {
+  return board.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
+}
+
+/** Grafana's published schemas (test/fixtures/grafana/README.md names their source), draft-07. */
+function validator(file: string) {
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  return ajv.compile(readJson(new URL(`test/fixtures/grafana/${file}`, ROOT)) as object);
+}
+
+describe('the Grafana dashboards, against Grafana\'s published schemas', () => {
+  it('there are the four the deployment provisions: fleet, GPU, host and incident', () => {
+    expect(dashboards.map((d) => d.board.uid)).toEqual(['gpualert-fleet', 'gpualert-gpu', 'gpualert-host', 'gpualert-incident']);
+  });
+
+  const dashboard = validator('dashboard.jsonschema.json');
+  const query = validator('prometheus.jsonschema.json');
+  for (const { file, board } of dashboards) {
+    it(`${file} is a valid Grafana dashboard, each of its queries a valid Prometheus query`, () => {
+      expect(dashboard(board), JSON.stringify(dashboard.errors?.slice(0, 5), null, 1)).toBe(true);
+      const targets = panelsOf(board).flatMap((p) => p.targets ?? []);
+      expect(targets.length).toBeGreaterThan(5);
+      for (const target of targets) expect(query(target), `${target.expr}: ${JSON.stringify(query.errors?.slice(0, 3))}`).toBe(true);
+      // Unique panel ids: Grafana keys a panel's state (and links to it) by id.
+      const ids = panelsOf(board).map((p) => (p as { id?: number }).id);
+      expect(new Set(ids).size).toBe(ids.length);
+    });
+  }
+
+  it('the schema check is not a rubber stamp: a misspelt field and a wrong type are refused', () => {
+    const board = structuredClone(dashboards[0]!.board) as unknown as Record<string, unknown>;
+    expect(dashboard({ ...board, schemaVersoin: 39 })).toBe(false);
+    expect(dashboard({ ...board, panels: [{ type: 'stat', gridPos: { h: 'tall', w: 4, x: 0, y: 0 } }] })).toBe(false);
+    expect(query({ refId: 'A' })).toBe(false); // no expr
+  });
+});
+
+/** `label_values(selector, label)`, as Grafana's Prometheus data source resolves it: the label's values on the selector's series. */
+async function labelValues(base: string, query: string): Promise<string[]> {
+  const m = /^label_values\((.+),\s*(\w+)\)$/.exec(query);
+  if (!m) throw new Error(`not a label_values query: ${query}`);
+  const response = await fetch(`${base}/api/v1/series?${new URLSearchParams({ 'match[]': m[1]! }).toString()}`);
+  const body = (await response.json()) as { status: string; data: Record<string, string>[] };
+  expect(body.status, query).toBe('success');
+  return [...new Set(body.data.map((s) => s[m[2]!]).filter((v): v is string => v !== undefined))];
+}
+
+async function instant(base: string, expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]> {
+  const response = await fetch(`${base}/api/v1/query?${new URLSearchParams({ query: expr }).toString()}`);
+  const body = (await response.json()) as { status: string; error?: string; data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
+  expect(body.status, `${expr}: ${body.error ?? ''}`).toBe('success');
+  return body.data.result;
+}
+
+/** Each variable's values in order, the first one chosen, as Grafana does on opening (sort 1: alphabetical, 3: numerical). */
+async function resolveVariables(base: string, board: Dashboard, fixed: Record<string, string> = {}): Promise<Map<string, string>> {
+  const chosen = new Map<string, string>();
+  for (const variable of board.templating.list) {
+    if (variable.type !== 'query') continue;
+    const raw = typeof variable.query === 'string' ? variable.query : variable.query!.query;
+    const values = await labelValues(base, substitute(raw, chosen));
+    expect(values.length, `${board.uid}: $${variable.name} (${raw}) has values`).toBeGreaterThan(0);
+    values.sort(variable.sort === 3 ? (a, b) => Number(a) - Number(b) : undefined);
+    const value = fixed[variable.name] ?? values[0]!;
+    expect(values).toContain(value);
+    chosen.set(variable.name, value);
+  }
+  return chosen;
+}
+
+function substitute(expr: string, values: ReadonlyMap<string, string>): string {
+  return expr.replace(/\$(\w+)/g, (all, name: string) => values.get(name) ?? all);
+}
+
+describe('every panel and recording rule against a real Prometheus scraping `gpualert up --demo`', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  let base = '';
+  let enginePort = 0;
+  afterAll(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  beforeAll(async () => {
+    enginePort = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'gpualert-dashboards-'));
+    const up = startCli(['up', '--demo', '--speed', '5000', '--data-dir', join(dir, 'up'), '--log-format', 'json'], cleanEnv({
+      GPUALERT_ENGINE_PORT: String(enginePort), GPUALERT_INTAKE_PORT: '0', GPUALERT_NOTIFIER_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+    }));
+    cleanups.push(async () => {
+      if (up.exitCode === null) {
+        up.kill('SIGTERM');
+        await new Promise((resolve) => up.once('close', resolve));
+      }
+    });
+    // The shipped rules file as it is, with a config that points the engine job at this `up`.
+    const rules = join(dir, 'gpualert.rules.yml');
+    writeFileSync(rules, readFileSync(RULES, 'utf8').replace('interval: 30s', 'interval: 1s'));
+    writeFileSync(join(dir, 'prometheus.yml'), `
+global: { scrape_interval: 1s, evaluation_interval: 1s }
+rule_files: ['${rules}']
+scrape_configs:
+- job_name: gpualert-engine
+  static_configs: [{ targets: ['127.0.0.1:${enginePort}'] }]
+`);
+    const port = await freePort();
+    const prometheus = startTool(debianTool('prometheus', 'prometheus'), [
+      `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
+    ], cleanups);
+    base = `http://127.0.0.1:${port}`;
+    // The demo played to its end (the lost GPU is its last alert) and the recording rules evaluated since.
+    await waitFor(async () => {
+      try {
+        return (await instant(base, 'gpualert_alert_started_timestamp_seconds{category="fallen_off_bus"}')).length > 0
+          && (await instant(base, 'gpualert:gpu_baseline_band_upper')).length > 0
+          && (await instant(base, 'count_over_time(gpualert_hosts[1m]) > 2')).length > 0;
+      } catch {
+        return false;
+      }
+    }, `Prometheus to have scraped the demo's alerts (up said:\n${up.output().slice(-1500)}\nprometheus said:\n${prometheus.output().slice(-1500)})`, 90_000);
+  }, 120_000);
+
+  it('every recording rule gives at least one series', async () => {
+    const groups = (parseYaml(readFileSync(RULES, 'utf8')) as { groups: { rules: { record: string }[] }[] }).groups;
+    const records = groups.flatMap((g) => g.rules.map((r) => r.record));
+    expect(records.length).toBeGreaterThanOrEqual(7);
+    for (const record of records) expect((await instant(base, record)).length, record).toBeGreaterThan(0);
+    // The check can fail: a selector nothing matches gives no series.
+    expect(await instant(base, 'gpualert_gpu_state{host="no-such-host"}')).toEqual([]);
+  });
+
+  for (const { file, board } of dashboards) {
+    it(`${file}: every panel's PromQL gives at least one series, with the variables Grafana would pick`, async () => {
+      const variables = await resolveVariables(base, board);
+      let checked = 0;
+      for (const panel of panelsOf(board)) {
+        for (const target of panel.targets ?? []) {
+          const expr = substitute(target.expr, variables);
+          expect(expr, `${panel.title}: a variable left unresolved`).not.toMatch(/\$\w/);
+          expect((await instant(base, expr)).length, `${board.uid} / ${panel.title} / ${target.refId}: ${expr}`).toBeGreaterThan(0);
+          checked += 1;
+        }
+      }
+      expect(checked).toBeGreaterThan(5);
+    }, 60_000);
+  }
+
+  it('the fleet grid shows the demo\'s faulty GPUs in their colours, and the others green despite the maintenance notice', async () => {
+    const states = new Map((await instant(base, 'gpualert_gpu_state')).map((s) => [`${s.metric.host}/${s.metric.gpu}`, Number(s.value[1])]));
+    expect(states.size).toBe(24);
+    // The demo: Xid 13 on gpu-node-000 GPU 2 (warning), GPU 5 of gpu-node-001 running hot (warning), GPU 3 of gpu-node-002 lost (critical).
+    const faulty = [...states].filter(([, v]) => v > 0).sort();
+    expect(faulty).toEqual([['gpu-node-000/2', 2], ['gpu-node-001/5', 2], ['gpu-node-002/3', 4]]);
+    expect((await instant(base, 'gpualert_alert_started_timestamp_seconds{host="gpu-node-000",category="maintenance"}')).length).toBe(1);
+  });
+
+  it('the GPU dashboard on the demo\'s hot GPU shows it above its own band and above its siblings', async () => {
+    const gpu = dashboards.find((d) => d.board.uid === 'gpualert-gpu')!.board;
+    const variables = await resolveVariables(base, gpu, { host: 'gpu-node-001', gpu: '5' });
+    const panel = (title: string) => panelsOf(gpu).find((p) => p.title === title)!;
+    /** Each query of the panel, its temperature series' value. */
+    const temperatures = async (title: string) => Promise.all(panel(title).targets!.map(async (t) => {
+      const series = await instant(base, substitute(t.expr, variables));
+      return Number((series.find((s) => s.metric.metric === 'temp_c') ?? series[0]!).value[1]);
+    }));
+    const [value, normal, top, bottom] = await temperatures('Temperature in its own band');
+    expect(value).toBeGreaterThan(top!);
+    expect(bottom!).toBeLessThan(normal!);
+    expect(normal).toBeLessThan(top!);
+    const [z] = await temperatures('Deviation from its own normal');
+    expect(z).toBeGreaterThan(4);
+    const [apart] = await temperatures('Apart from its siblings');
+    expect(apart).toBeGreaterThan(8);
+    // Its sibling GPU 4 sits inside its band: the panel tells them apart.
+    const sibling = await resolveVariables(base, gpu, { host: 'gpu-node-001', gpu: '4' });
+    const [siblingValue, , siblingTop] = await Promise.all(panel('Temperature in its own band').targets!.map(async (t) => Number((await instant(base, substitute(t.expr, sibling)))[0]!.value[1])));
+    expect(siblingValue).toBeLessThan(siblingTop!);
+  });
+
+  it('promtool accepts the shipped Prometheus config and recording rules', () => {
+    const promtool = join(debianTool('prometheus', 'prometheus'), '..', 'promtool');
+    for (const args of [['check', 'config', new URL('deploy/prometheus/prometheus.yml', ROOT).pathname], ['check', 'rules', RULES.pathname]]) {
+      const result = spawnSync(promtool, args, { encoding: 'utf8' });
+      expect(result.status, `${args.join(' ')}: ${result.stdout}${result.stderr}`).toBe(0);
+    }
+  });
+});
