@@ -1,7 +1,7 @@
 import { KernelLogParser } from '@gpualert/kernel-log';
-import { loadXidCatalog } from '@gpualert/rules';
+import { loadXidCatalog, type XidCatalog } from '@gpualert/rules';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { measure } from './harness.ts';
+import { format, measure } from './harness.ts';
 
 const NOISE = [
   'audit: type=1400 audit(1700000000.123:456): apparmor="STATUS" operation="profile_replace" profile="unconfined" name="snap-update-ns.lxd" pid=1234 comm="apparmor_parser"',
@@ -107,4 +107,37 @@ export async function benchKernel(): Promise<void> {
     return mixed.length;
   });
   if (events === 0 || mixedEvents === 0) throw new Error('the benchmark produced no events');
+  await benchAdversarial(catalog.value);
+}
+
+/**
+ * Hostile lines (the attack on the kernel parser and the audit after it): one token repeated into
+ * a kmsg-sized (1 KiB) or journald-sized (48 KiB) line. Linear patterns keep these within a small
+ * factor of noise; the quadratic "Oops" pattern took 28 s for 100k 1 KiB lines. The worst token is printed.
+ */
+async function benchAdversarial(catalog: XidCatalog): Promise<void> {
+  const oops = 'kernel: ' + 'Oops '.repeat(200);
+  await measure('kernel parser, adversarial 1 KiB "Oops " lines', 'lines/s', 3, () => {
+    const parser = new KernelLogParser({ catalog, referenceYear: 2026 });
+    for (let i = 0; i < 20_000; i += 1) parser.push(oops, 0);
+    return 20_000;
+  });
+  const tokens: [prefix: string, token: string][] = [
+    ['kernel: ', 'Oops '], ['kernel: ', 'Oops [#'], ['kernel: ', 'Killed process 1 ('], ['rcu: ', 'rcu_'], ['kernel: ', 'rcu: INFO: '],
+    ['NVRM: The NVIDIA GPU ', '0:'], ['[ 1.0] ', ' '], ['pcieport 0000:00:1c.5: AER: ', 'Fatal '], ['kernel: ', 'AER: Corrected '],
+    ['NVRM: Xid (PCI:0000:18:00): 154, pid=1, ', 'to 0x1 ('], ['kernel: ', 'NVRM: Xid (PCI:0000:18:00): 79, '], ['kernel: ', 'BUG: '],
+    ['kernel: ', 'mce: '], ['kernel: ', 'oom-kill:'], ['kernel: ', 'insufficient power '], ['kernel: ', 'pcieport 0000:00:01.0: '],
+  ];
+  let worst: [string, number] = ['', Infinity];
+  for (const [prefix, token] of tokens) {
+    const line = prefix + token.repeat(Math.ceil(48_000 / token.length)) + 'x';
+    const rate = await measure(`  adversarial 48 KiB line of ${JSON.stringify(token)}`, 'lines/s', 3, () => {
+      const parser = new KernelLogParser({ catalog, referenceYear: 2026 });
+      for (let i = 0; i < 50; i += 1) parser.push(line, 0);
+      parser.flush();
+      return 50;
+    });
+    if (rate < worst[1]) worst = [token, rate];
+  }
+  console.log(`kernel parser, adversarial 48 KiB lines: worst ${JSON.stringify(worst[0])} at ${format(worst[1])} lines/s`);
 }

@@ -125,7 +125,11 @@ async function serve(bmc: MockBmc, tls: boolean): Promise<string> {
 }
 
 function clientOptions(url: string, extra: Partial<RedfishClientOptions> = {}): RedfishClientOptions {
-  return { url, auth: 'session', credentials: { username: USER, password: PASSWORD }, timeoutMs: 5_000, maxBodyBytes: 1 << 20, maxSockets: 2, ...extra };
+  // The plain-http mock carries test credentials only: allowed explicitly, as `--insecure-http` does.
+  return {
+    url, auth: 'session', credentials: { username: USER, password: PASSWORD }, timeoutMs: 5_000, maxBodyBytes: 1 << 20, maxSockets: 2,
+    ...(url.startsWith('http:') ? { insecureHttp: true } : {}), ...extra,
+  };
 }
 
 async function pollOnce(url: string, extra: Partial<RedfishClientOptions> = {}) {

@@ -1,4 +1,5 @@
 import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KafkaBus, MemoryBus } from '@gpualert/bus';
@@ -72,6 +73,28 @@ describe('gpualert job report', () => {
     expect(wrong.stderr).not.toContain('not-the-token');
     const none = await runCli(args, { env: cleanEnv({ GPUALERT_INTAKE_URL: url }) });
     expect([none.code, none.stderr]).toEqual([2, expect.stringMatching(/set GPUALERT_INTAKE_TOKEN/)]);
+  });
+
+  it('an intake that is not there: says what failed where, with the retriable code and exit 75; credentials in the URL are refused (exit 2) and never echoed', async () => {
+    // A port that was just listening and is closed now: connection refused.
+    const gone = createServer();
+    const url = await listen(gone);
+    await close(gone);
+    const args = ['job', 'report', '--job', 'j', '--step', '1'];
+    const token = 'tok-0123456789abcdef0123';
+    const away = await runCli(args, { env: cleanEnv({ GPUALERT_INTAKE_URL: url, GPUALERT_INTAKE_TOKEN: token }) });
+    expect(away.code).toBe(75);
+    expect(away.stderr).toMatch(new RegExp(`^error\\[GA-INFRA-UNAVAILABLE\\]: gpualert job report: cannot reach the intake at ${url.replace(/\/$/, '').replace(/[.]/g, '\\.')}: ECONNREFUSED`, 'm'));
+    expect(away.stderr).not.toContain(token);
+    const secret = 'S3cretIntakePw';
+    const withCreds = await runCli(args, { env: cleanEnv({ GPUALERT_INTAKE_URL: url.replace('http://', `http://ops:${secret}@`), GPUALERT_INTAKE_TOKEN: token }) });
+    expect(withCreds.code).toBe(2);
+    expect(withCreds.stderr).toMatch(/^error\[GA-CLI-USAGE\]: gpualert job report: GPUALERT_INTAKE_URL carries a user name or password/m);
+    expect(withCreds.stderr).not.toContain(secret);
+    const bad = await runCli(args, { env: cleanEnv({ GPUALERT_INTAKE_URL: `http://ops:${secret}@[::1`, GPUALERT_INTAKE_TOKEN: token }) });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/GPUALERT_INTAKE_URL is not a URL/);
+    expect(bad.stderr).not.toContain(secret);
   });
 });
 

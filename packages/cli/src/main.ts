@@ -158,6 +158,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--credentials-file <file>', 'username=… and password=… lines, or JSON (also GPUALERT_BMC_CREDENTIALS_FILE)')
     .option('--ca <file>', "a PEM CA (or the BMC's own certificate) to trust")
     .option('--fingerprint <sha256>', "the SHA-256 fingerprint of the BMC's certificate (self-signed BMCs)")
+    .option('--insecure-http', 'allow --auth session|basic over http:// (credentials sent in clear)')
     .option('--interval <duration>', 'time between polls of one BMC', '30s')
     .option('--timeout <duration>', 'one request (or ipmitool run) slower than this fails', '10s')
     .option('--concurrency <n>', 'polls in flight at once across all BMCs', '64')

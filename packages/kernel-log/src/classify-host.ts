@@ -5,6 +5,13 @@ const EDAC_COUNT = /^EDAC (?:[\w-]+ )?MC\d+: (?:\d+ )?(UE|CE)\b/;
 const GHES_SEVERITY = /^\{(\d+)\}\[Hardware Error\]: event severity: (\w+)/;
 const GHES_HEADER = /^\{(\d+)\}\[Hardware Error\]: Hardware error from APEI Generic Hardware Error Source/;
 const GHES_LINE = /^\{(\d+)\}\[Hardware Error\]:\s+(.*)$/;
+/**
+ * An oops header: `Oops: 0000 [#1] SMP` (x86, powerpc, s390), `Internal error: Oops: 96000004 [#1]`
+ * (arm64), `Internal error: Oops - BUG: 0 [#1]` (arm), `Oops [#1]` (riscv), `Oops[#1]:` (mips).
+ * The word is matched only in these shapes, never as "Oops, then anything, then [#n]": a line of
+ * repeated "Oops " would scan to its end from each one (quadratic: 28 s for 100k such lines).
+ */
+const OOPS = /(?:^|: )Oops(?::| -| ?\[#\d+\])/;
 
 const DRAIN = 'Drain the host: an uncorrectable memory error corrupts whatever held that memory. Replace the DIMM the log names.';
 const WATCH = 'Corrected errors are fixed by ECC; a DIMM that keeps correcting is failing: plan its replacement.';
@@ -66,7 +73,7 @@ export function classifyHost(text: string): Classified | undefined {
     if (/^---\[ end /.test(text)) return { type: 'detail', text };
     return host(text, 'panic', 'critical', 'the kernel panicked', 'The host rebooted or hangs: drain it and read the panic before returning it to service.');
   }
-  if (/rcu_\w+ (?:self-)?detected stall|rcu: INFO: \w+ (?:self-)?detected stall/.test(text)) {
+  if (/rcu_\w{1,32} (?:self-)?detected stall|rcu: INFO: \w{1,32} (?:self-)?detected stall/.test(text)) {
     return host(text, 'rcu_stall', 'warning', 'an RCU stall: a CPU did not reach a quiescent state', REPEAT);
   }
   if (/^(?:Oops: )?general protection fault\b/.test(text)) {
@@ -76,7 +83,7 @@ export function classifyHost(text: string): Classified | undefined {
   if (/(?:^|: )BUG: /.test(text)) {
     return host(text, 'bug', 'error', /NULL pointer|unable to handle|paging request/.test(text) ? 'the kernel dereferenced a bad pointer (BUG)' : 'the kernel hit a BUG', REPEAT, 'oops');
   }
-  if (/\bOops\b.*\[#\d+\]|^Oops: /.test(text)) {
+  if (OOPS.test(text)) {
     return host(text, 'oops', 'error', 'the kernel oopsed', REPEAT, 'oops');
   }
   if (/NMI received for unknown reason|NMI: (?:PCI system error|IOCK error)/.test(text)) {

@@ -49,7 +49,7 @@ const DROP: Classified = { type: 'drop' };
  * name or a process's are searched for. Every line pays this test, so it stays short.
  */
 const INTERESTING_HEAD =
-  /^\s*(?:NVRM|nvidia|pcieport|EDAC|mce: |BUG: |Oops|INFO: |watchdog: |NMI |Kernel |general protection|rcu|Memory (?:failure|cgroup)|Uncorrected|Uhhuh|Dazed|\{\d+\}\[|\[Hardware|Call Trace|Code: |RIP: |R[A-Z0-9]{2}: |[CDEFG]S: |CR[0-4]: |DR[0-7]: |PGD |Workqueue: |CPU: \d|Hardware name|Modules linked|Tainted: |#PF: |---\[ end|<\/?(?:TASK|IRQ|NMI)>|Task in|memory: usage|Out of memory|Kill|oom|WARNING: kernel stack|unwind stack|"echo 0|\s*\?? ?[\w.]+\+0x)/;
+  /^\s*(?:NVRM|nvidia|pcieport|EDAC|mce: |BUG: |Oops|INFO: |watchdog: |NMI |Kernel |Internal error: Oops|general protection|rcu|Memory (?:failure|cgroup)|Uncorrected|Uhhuh|Dazed|\{\d+\}\[|\[Hardware|Call Trace|Code: |RIP: |R[A-Z0-9]{2}: |[CDEFG]S: |CR[0-4]: |DR[0-7]: |PGD |Workqueue: |CPU: \d|Hardware name|Modules linked|Tainted: |#PF: |---\[ end|<\/?(?:TASK|IRQ|NMI)>|Task in|memory: usage|Out of memory|Kill|oom|WARNING: kernel stack|unwind stack|"echo 0|\?? ?[\w.]+\+0x)/;
 const INTERESTING_ANYWHERE = /AER|PCIe|NVRM|segfault|emperature|insufficient power|oom|error status|TLP Header/;
 
 function interesting(text: string): boolean {
@@ -60,7 +60,7 @@ const XID = /^NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{2,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{
 const PID = /^pid=(?:'?<unknown>'?|(\d+)),\s*/;
 const NAME = /^name=([^,]*),?\s*/;
 const NVLINK5_TOKEN = /\b(Fatal|Nonfatal)\b/;
-const RECOVERY = /to (0x[0-9a-fA-F]+) \(([^)]+)\)/;
+const RECOVERY = /to (0x[0-9a-fA-F]{1,16}) \(([^)]{1,64})\)/;
 const SXID = /^nvidia-nvswitch(\d+): SXid \(PCI:([0-9A-Fa-f:.]+)\): (\d+), (.*)$/;
 const FALLEN = /^NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus/;
 const FALLEN_OLD = /^NVRM: GPU at (?:PCI:)?([0-9A-Fa-f:.]+) has fallen off the bus/;
@@ -72,18 +72,18 @@ const NVRM_ADDRESS = /(?:\bGPU (?:at )?(?:PCI:)?|\(PCI:)([0-9A-Fa-f]{4,8}:[0-9A-
 /** The lines after the first of the driver's multi-line notices, when each comes with its own prefix. */
 const NVRM_NOTICE_TAIL =
   /^NVRM: (?:This can occur when|nouveau, rivafb|was loaded and obtained|Try unloading the conflicting|reconfigure your kernel|driver\(s\)\), then try|again\.|None of the NVIDIA devices|installed in this system|NVIDIA \S+ driver release|Please see|in this release's README|specific graphics driver|\(PCI ID: |fallen off the bus and|bound to nouveau|The NVIDIA kernel module)/;
-const FALLEN_LONG = /^NVRM: The NVIDIA GPU ([0-9A-Fa-f:.]+)\b.*fallen off the bus/;
+const FALLEN_LONG = /^NVRM: The NVIDIA GPU ([0-9A-Fa-f:.]{1,16})\b.*fallen off the bus/;
 const PROBE_FAILED = /^nvidia: probe of ([0-9A-Fa-f:.]+) failed/;
 const GSP_RATE = /^NVRM: Rate limiting GSP RPC error prints for GPU at (?:PCI:)?([0-9A-Fa-f:.]+)/;
 const NVRM_DETAIL = /^NVRM: (?:GPU\d+ (?:GSP RPC buffer|RPC history|RPC event history)|\s+(?:entry|-?\d+)\s|GPU [0-9A-Fa-f:.]+: GPU serial number|A GPU crash dump|nvidia-bug-report|the NVIDIA kernel module)/;
 const NVRM_IDENTITY = /^NVRM: (?:GPU at PCI:|GPU Board Serial Number|loading NVIDIA|nvidia-modeset)/;
 const AER_ERROR = /^(?:(\S+) )?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): (?:AER: )?PCIe Bus Error: severity=([^,]+)/;
-const AER_RECEIVED = /(Multiple )?((?:Un)?[Cc]orrect(?:ed|able)(?: \((?:Non-)?Fatal\))?|Fatal|Non-Fatal)[^:]*?errors? (?:message )?received(?::| from) (?:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)|id=[0-9a-fA-F]{4})/;
+const AER_RECEIVED = /(Multiple )?((?:Un)?[Cc]orrect(?:ed|able)(?: \((?:Non-)?Fatal\))?|Fatal|Non-Fatal)[^:]{0,40}?errors? (?:message )?received(?::| from) (?:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)|id=[0-9a-fA-F]{4})/;
 const AER_REPORTER = /^(\S+) ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): /;
 const DPC = /^(?:pcieport )?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): DPC: containment event/;
 const AER_DETAIL = /(?:device \[[0-9a-f]{4}:[0-9a-f]{4}\] error status|TLP Header|^\S+ [0-9a-f:.]+:\s+(?:AER:\s+)?\[\s*\d+\]\s+\S+\s+\(|^[0-9a-f:.]+:\s+\[\s*\d+\])/;
 const BANDWIDTH = /^(\S+) ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): .*available PCIe bandwidth, limited by/;
-const OOM_KILLED = /(?:Killed process|Kill process) (\d+)(?:, UID \d+,)? \(([^)]+)\)/;
+const OOM_KILLED = /(?:Killed process|Kill process) (\d{1,10})(?:, UID \d{1,10},)? \(([^)]{1,64})\)/;
 const PEERMEM_INVALID_CONTEXT = /^nvidia-peermem .*invalid context/;
 const SEGFAULT_GPU_LIB = /^(\S+)\[(\d+)\]: segfault at .* in (libcuda|libnccl|libcudart|libcublas|libnvidia)/;
 const STACK =

@@ -27,6 +27,11 @@ export interface ParsedKernelEvent {
   readonly data: KernelEventData;
   /** The position (byte offset, kmsg sequence…) the caller gave the event's first line. */
   readonly position: number;
+  /**
+   * The first line's own stamp when it was later than the line's arrival (beyond `FUTURE_SLACK_MS`):
+   * `ts` is then the arrival, and this (ISO-8601, or ms since the epoch past what ISO can write) is what the line claimed.
+   */
+  readonly claimedTs?: string;
 }
 
 export interface KernelLogStats {
@@ -36,6 +41,8 @@ export interface KernelLogStats {
   dropped: number;
   /** Lines folded into an earlier event of the same burst, or attached to one as details. */
   collapsed: number;
+  /** Lines whose own stamp was after their arrival (beyond `FUTURE_SLACK_MS`): dated by their arrival instead. */
+  futureDated: number;
 }
 
 interface Pending {
@@ -44,6 +51,8 @@ interface Pending {
   clock: number;
   tsMs: number;
   position: number;
+  /** The line's own stamp, when it was in the future and `tsMs` is its arrival instead. */
+  claimedMs?: number | undefined;
 }
 
 interface Burst {
@@ -57,6 +66,7 @@ interface Burst {
   readonly data: KernelEventData & { count: number; details?: string[] };
   readonly tsMs: number;
   readonly position: number;
+  readonly claimedMs: number | undefined;
   /** The last line's clock (log time where the line had one) and its wall time. */
   lastClock: number;
   lastClockWall: number;
@@ -66,10 +76,17 @@ interface Burst {
 const LATEST_ISO_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 const HOST_GAP_MS = 1_000;
 const GHES_HEADER = /^\{\d+\}\[Hardware Error\]: Hardware error from APEI/;
-/** A container runtime's partial lines joined into one are cut at this length. */
+/** A container runtime's partial lines joined into one, and a message's continuation lines, are cut at this length. */
 const MAX_PARTIAL = 65_536;
 /** A syslog date this far past the arrival is last year's (the prefix has no year). */
 const YEAR_SLACK_MS = 2 * 86_400_000;
+/**
+ * A line's own stamp later than its arrival by more than this (a host clock set years ahead, a
+ * corrupt or hostile stamp: 2099, 9999) is not believed: the line is dated by its arrival, and
+ * its event keeps what it claimed (`claimedTs`, and a first detail saying so). Five minutes
+ * covers clocks that drift apart between hosts and the collector; an old log keeps its dates.
+ */
+export const FUTURE_SLACK_MS = 5 * 60_000;
 
 /**
  * Turns a kernel log, line by line, into `kernel.event`s: prefixes taken apart, multi-line
@@ -77,7 +94,7 @@ const YEAR_SLACK_MS = 2 * 86_400_000;
  * continuation lines attached. Pure apart from the clock values passed in.
  */
 export class KernelLogParser {
-  readonly stats: KernelLogStats = { lines: 0, events: 0, dropped: 0, collapsed: 0 };
+  readonly stats: KernelLogStats = { lines: 0, events: 0, dropped: 0, collapsed: 0, futureDated: 0 };
   private readonly options: KernelLogParserOptions;
   private readonly gap: number;
   private readonly year: number;
@@ -89,7 +106,7 @@ export class KernelLogParser {
   /** A container runtime's partial line waiting for the rest. */
   private partial: { line: KernelLine; text: string; position: number; arrivalMs: number } | undefined;
   /** The previous line's clock and time, for lines that give only the delta since it. */
-  private previous: { clock: number; tsMs: number; logged: boolean; timed: boolean } | undefined;
+  private previous: { clock: number; tsMs: number; logged: boolean; timed: boolean; claimedMs: number | undefined } | undefined;
 
   constructor(options: KernelLogParserOptions) {
     this.options = options;
@@ -120,7 +137,8 @@ export class KernelLogParser {
     }
     if (line.continuation) {
       if (this.pending && !line.message.includes('=')) {
-        this.pending.text += ` ${line.message.replace(/^NVRM: /, '')}`;
+        // Bounded like a partial line: an endless run of continuation lines is cut, never held whole.
+        if (this.pending.text.length < MAX_PARTIAL) this.pending.text = `${this.pending.text} ${line.message.replace(/^NVRM: /, '')}`.slice(0, MAX_PARTIAL);
       } else {
         this.stats.dropped += 1; // kmsg's KEY=value dictionary lines, or a continuation of nothing
       }
@@ -128,8 +146,8 @@ export class KernelLogParser {
     }
     const out = this.takePending();
     this.timeOf(line, arrivalMs);
-    const { clock, tsMs } = this.previous!;
-    this.pending = { line, text: line.message, clock, tsMs, position };
+    const { clock, tsMs, claimedMs } = this.previous!;
+    this.pending = { line, text: line.message, clock, tsMs, position, claimedMs };
     this.closeIdle(clock, out);
     return out;
   }
@@ -143,6 +161,7 @@ export class KernelLogParser {
     let clock: number;
     let logged: number;
     let fromLog = true;
+    let claimedMs: number | undefined;
     if (line.wallMs !== undefined) {
       logged = line.wallMs;
       // A year-less date that lands in the future is last year's (December's log read in January).
@@ -150,6 +169,12 @@ export class KernelLogParser {
         const date = new Date(logged);
         date.setUTCFullYear(date.getUTCFullYear() - 1);
         logged = date.getTime();
+      }
+      if (logged > arrivalMs + FUTURE_SLACK_MS) {
+        claimedMs = logged;
+        logged = arrivalMs;
+        fromLog = false;
+        this.stats.futureDated += 1;
       }
       // syslog's stamp has whole seconds; the kernel's uptime after it tells lines apart within one
       clock = line.uptimeS !== undefined ? line.uptimeS * 1000 : logged;
@@ -181,11 +206,12 @@ export class KernelLogParser {
     const tsMs = logged >= 0 && logged <= LATEST_ISO_MS ? logged : arrivalMs;
     const timed = line.wallMs !== undefined || line.uptimeS !== undefined || (line.deltaS !== undefined && this.previous !== undefined) || (this.previous?.timed ?? false);
     // One object reused: this runs for every line.
-    const previous = (this.previous ??= { clock, tsMs, logged: false, timed: false });
+    const previous = (this.previous ??= { clock, tsMs, logged: false, timed: false, claimedMs: undefined });
     previous.clock = clock;
     previous.tsMs = tsMs;
     previous.logged = fromLog && tsMs === logged;
     previous.timed = timed;
+    previous.claimedMs = claimedMs;
   }
 
   /**
@@ -210,7 +236,7 @@ export class KernelLogParser {
       this.partial = undefined;
       out.push(...this.takePending());
       this.timeOf(line, arrivalMs);
-      this.pending = { line: { ...line, message: text, partial: false }, text, position, clock: this.previous!.clock, tsMs: this.previous!.tsMs };
+      this.pending = { line: { ...line, message: text, partial: false }, text, position, clock: this.previous!.clock, tsMs: this.previous!.tsMs, claimedMs: this.previous!.claimedMs };
     }
     out.push(...this.takePending());
     for (const burst of [...this.bursts.values()]) this.close(burst, out);
@@ -340,9 +366,11 @@ export class KernelLogParser {
       data: this.eventData(classified, gpu),
       tsMs: pending.tsMs,
       position: pending.position,
+      claimedMs: pending.claimedMs,
       lastClock: pending.clock,
       lastClockWall: pending.tsMs,
     };
+    if (pending.claimedMs !== undefined) this.attach(burst, `gpualert: the line's own time ${claimedText(pending.claimedMs)} is after it arrived; dated by its arrival`);
     this.bursts.set(key, burst);
     this.current = burst;
   }
@@ -450,6 +478,14 @@ export class KernelLogParser {
     this.bursts.delete(burst.key);
     if (this.current === burst) this.current = undefined;
     this.stats.events += 1;
-    out.push({ ts: new Date(burst.tsMs).toISOString(), data: burst.data, position: burst.position });
+    out.push({
+      ts: new Date(burst.tsMs).toISOString(), data: burst.data, position: burst.position,
+      ...(burst.claimedMs !== undefined ? { claimedTs: claimedText(burst.claimedMs) } : {}),
+    });
   }
+}
+
+/** A claimed stamp as text: ISO-8601 where it can be written so, else its ms since the epoch (a journal's 20-digit µs). */
+function claimedText(ms: number): string {
+  return ms >= 0 && ms <= LATEST_ISO_MS ? new Date(ms).toISOString() : `${ms} ms since the epoch`;
 }

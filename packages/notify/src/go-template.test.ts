@@ -167,4 +167,25 @@ describe('the subset a receiver field uses', () => {
     expect(() => CompiledTemplate.compile('{{ range .Alerts }}{{ .Annotations.summary }}{{ end }}', new TemplateSet(), origin).render(big)).toThrow(new RegExp(`longer than ${MAX_OUTPUT_CHARS}`));
     expect(() => run(`${'{{ if true }}'.repeat(40)}x${'{{ end }}'.repeat(40)}`)).toThrow(/nested deeper than 32/);
   });
+
+  it('bounds every value a function builds, not only what is written: a doubled variable is a TemplateError, not 256 MB', () => {
+    // The attack: a variable doubled in a range never writes, so only a bound on each produced value stops it.
+    const doubling = (n: number, expr: string) => `{{ $x := "aaaaaaaaaaaaaaaa" }}{{ range stringSlice ${Array.from({ length: n }, (_v, i) => `"${i}"`).join(' ')} }}{{ $x = ${expr} }}{{ end }}{{ len $x }}`;
+    // Below the bound it still works: 16 × 2^11 = 32 KiB.
+    expect(run(doubling(11, 'printf "%s%s" $x $x'))).toBe(String(16 * 2 ** 11));
+    for (const expr of ['printf "%s%s" $x $x', 'print $x $x', 'println $x $x', 'join "" (stringSlice $x $x)', 'html $x $x', 'urlquery $x $x', 'reReplaceAll "(a+)" "$1$1" $x']) {
+      let thrown: unknown;
+      try {
+        run(doubling(25, expr));
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, expr).toBeInstanceOf(TemplateError);
+      expect((thrown as Error).message, expr).toMatch(new RegExp(`longer than ${MAX_OUTPUT_CHARS} characters`));
+    }
+    // One call that would build gigabytes at once (many %s of a 32 KiB value) stops while it builds.
+    const many = `{{ $x := "${'a'.repeat(1024)}" }}{{ printf "${'%s'.repeat(2000)}" ${'$x '.repeat(2000)}}}`;
+    expect(() => run(many)).toThrow(TemplateError);
+    expect(() => run(`{{ reReplaceAll "a" "${'$0'.repeat(2000)}" "${'a'.repeat(2000)}" }}`)).toThrow(TemplateError);
+  });
 });

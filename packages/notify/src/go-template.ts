@@ -297,28 +297,88 @@ function escapeHtmlText(s: string): string {
   return s.replace(/[&'<>"+\u0000]/g, (c) => ({ '&': '&amp;', "'": '&#39;', '<': '&lt;', '>': '&gt;', '"': '&#34;', '+': '&#43;', '\u0000': '\uFFFD' })[c]!);
 }
 
+/**
+ * A value a function builds is bounded like the output: a variable that is only assigned (doubled in
+ * a range, say) never reaches write(), so each produced string is checked, and checked while it is
+ * built, so one call never makes more than the bound and one piece before it stops.
+ */
+class Bounded {
+  private parts: string[] = [];
+  private length = 0;
+
+  constructor(private readonly what: string, private readonly line: number) {}
+
+  add(s: string): void {
+    this.length += s.length;
+    if (this.length > MAX_OUTPUT_CHARS) throw tooLong(this.what, this.line);
+    this.parts.push(s);
+  }
+
+  /** Joins with `sep`, counting it too. */
+  static join(items: Iterable<string>, sep: string, what: string, line: number): string {
+    const b = new Bounded(what, line);
+    let first = true;
+    for (const item of items) {
+      if (!first) b.add(sep);
+      b.add(item);
+      first = false;
+    }
+    return b.text();
+  }
+
+  text(): string {
+    return this.parts.join('');
+  }
+}
+
+function tooLong(what: string, line: number): TemplateError {
+  return new TemplateError(line, `${what}: result longer than ${MAX_OUTPUT_CHARS} characters`);
+}
+
+/** A value produced whole (a method's result, an escaped or upper-cased string): refused when over the bound. */
+function bounded<T extends Value>(v: T, what: string, line: number): T {
+  const text = typeof v === 'string' ? v : v instanceof SafeHtml ? v.text : undefined;
+  if (text !== undefined && text.length > MAX_OUTPUT_CHARS) throw tooLong(what, line);
+  return v;
+}
+
+/** printValue within the bound: a list of strings (stringSlice of big values) is joined piece by piece. */
+function printBounded(v: Value, what: string, line: number): string {
+  if (v instanceof GoList && v.type !== 'Pairs') return `[${Bounded.join(v.items.map((item) => printBounded(item, what, line)), ' ', what, line)}]`;
+  return bounded(printValue(v), what, line);
+}
+
 /** Go's regexp.ReplaceAllString: `$1`, `${1}`, `$name`, `${name}`, `$$`. */
 function goReplaceAll(re: RE2JS, text: string, template: string, line: number): string {
   const m = re.matcher(text);
-  let out = '';
+  const out = new Bounded('reReplaceAll', line);
   let last = 0;
   let n = 0;
+  const reference = /\$(?:\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g;
   while (m.find()) {
     if (++n > MAX_STEPS) throw new TemplateError(line, 'reReplaceAll: too many matches');
-    out += text.slice(last, m.start());
-    out += template.replace(/\$(?:\$|\{([A-Za-z0-9_]+)\}|([A-Za-z0-9_]+))/g, (whole, braced?: string, bare?: string) => {
-      if (whole === '$$') return '$';
-      const name = braced ?? bare!;
-      try {
-        return /^\d+$/.test(name) ? (Number(name) <= m.groupCount() ? (m.group(Number(name)) ?? '') : '') : (m.group(name) ?? '');
-      } catch {
-        return '';
+    out.add(text.slice(last, m.start()));
+    let at = 0;
+    for (const ref of template.matchAll(reference)) {
+      out.add(template.slice(at, ref.index));
+      at = ref.index + ref[0].length;
+      if (ref[0] === '$$') {
+        out.add('$');
+        continue;
       }
-    });
+      const name = ref[1] ?? ref[2]!;
+      try {
+        out.add(/^\d+$/.test(name) ? (Number(name) <= m.groupCount() ? (m.group(Number(name)) ?? '') : '') : (m.group(name) ?? ''));
+      } catch (error) {
+        if (error instanceof TemplateError) throw error;
+        // An unknown group name is empty, as in Go.
+      }
+    }
+    out.add(template.slice(at));
     last = m.end();
-    if (out.length > MAX_OUTPUT_CHARS) throw new TemplateError(line, `reReplaceAll: result longer than ${MAX_OUTPUT_CHARS} characters`);
   }
-  return out + text.slice(last);
+  out.add(text.slice(last));
+  return out.text();
 }
 
 function compile(pattern: string, line: number): RE2JS {
@@ -359,17 +419,26 @@ function comparable(a: Value, b: Value, name: string, line: number): [string | n
 /** Go's fmt verbs the subset takes: %s %v %d %q %%. */
 function sprintf(format: string, args: readonly Value[], line: number): string {
   let i = 0;
-  return format.replace(/%([-+# 0]*\d*(?:\.\d+)?)?([a-zA-Z%])/g, (_m, _flags, verb: string) => {
-    if (verb === '%') return '%';
-    const v = args[i++];
-    if (v === undefined) return `%!${verb}(MISSING)`;
-    switch (verb) {
-      case 's': case 'v': return printValue(v);
-      case 'd': return typeof v === 'number' ? String(Math.trunc(v)) : `%!d(${typeOf(v)}=${printValue(v)})`;
-      case 'q': return JSON.stringify(printValue(v));
-      default: throw new TemplateError(line, `printf: verb %${verb} is not supported (use %s, %v, %d, %q)`);
-    }
-  });
+  const out = new Bounded('printf', line);
+  let at = 0;
+  for (const m of format.matchAll(/%([-+# 0]*\d*(?:\.\d+)?)?([a-zA-Z%])/g)) {
+    out.add(format.slice(at, m.index));
+    at = m.index + m[0].length;
+    const verb = m[2]!;
+    out.add(verb === '%' ? '%' : verbOf(verb, args[i++], line));
+  }
+  out.add(format.slice(at));
+  return out.text();
+}
+
+function verbOf(verb: string, v: Value | undefined, line: number): string {
+  if (v === undefined) return `%!${verb}(MISSING)`;
+  switch (verb) {
+    case 's': case 'v': return printBounded(v, 'printf', line);
+    case 'd': return typeof v === 'number' ? String(Math.trunc(v)) : `%!d(${typeOf(v)}=${printBounded(v, 'printf', line)})`;
+    case 'q': return JSON.stringify(printBounded(v, 'printf', line));
+    default: throw new TemplateError(line, `printf: verb %${verb} is not supported (use %s, %v, %d, %q)`);
+  }
 }
 
 class Run {
@@ -467,7 +536,7 @@ class Run {
     const more = [...rest.map((a) => this.arg(a, dot, scope, line)), ...(piped !== undefined ? [piped] : [])];
     if ((first!.k === 'dot' || first!.k === 'var' || first!.k === 'pipe') && first!.chain.length > 0 && more.length > 0) {
       const receiver = this.chain(this.base(first!, dot, scope, line), first!.chain.slice(0, -1), line);
-      return this.member(receiver, first!.chain.at(-1)!, more, line);
+      return bounded(this.member(receiver, first!.chain.at(-1)!, more, line), `.${first!.chain.at(-1)!}`, line);
     }
     return this.arg(first!, dot, scope, line);
   }
@@ -510,7 +579,12 @@ class Run {
     throw new TemplateError(line, `can't evaluate field ${name} in type ${typeOf(v)}`);
   }
 
+  /** Every string a function returns is within the output bound (a TemplateError past it), whatever the function. */
   private call(name: string, lazy: readonly (() => Value)[], line: number): Value {
+    return bounded(this.callUnbounded(name, lazy, line), name, line);
+  }
+
+  private callUnbounded(name: string, lazy: readonly (() => Value)[], line: number): Value {
     if (!FUNCTIONS.has(name)) throw new TemplateError(line, `function "${name}" not defined`);
     if (name === 'and' || name === 'or') {
       let v: Value = null;
@@ -536,7 +610,7 @@ class Run {
       case 'join': {
         const list = args[1];
         if (!(list instanceof GoList)) throw new TemplateError(line, 'join: argument 2 must be a list of strings');
-        return list.items.map(printValue).join(s(0));
+        return Bounded.join(list.items.map((v) => printBounded(v, name, line)), s(0), name, line);
       }
       case 'match': return compile(s(0), line).matcher(s(1)).find();
       case 'reReplaceAll': return goReplaceAll(compile(s(0), line), s(2), s(1), line);
@@ -565,11 +639,11 @@ class Run {
         if (x === null || y === null || typeof x === 'boolean') throw new TemplateError(line, `${name}: invalid type for comparison`);
         return name === 'lt' ? x < y : name === 'le' ? x <= y : name === 'gt' ? x > y : x >= y;
       }
-      case 'print': return args.map(printValue).join('');
-      case 'println': return `${args.map(printValue).join(' ')}\n`;
+      case 'print': return Bounded.join(args.map((v) => printBounded(v, name, line)), '', name, line);
+      case 'println': return `${Bounded.join(args.map((v) => printBounded(v, name, line)), ' ', name, line)}\n`;
       case 'printf': return sprintf(s(0), args.slice(1), line);
-      case 'html': return escapeHtmlText(args.map(printValue).join(''));
-      case 'urlquery': return encodeURIComponent(args.map(printValue).join('')).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replace(/%20/g, '+');
+      case 'html': return escapeHtmlText(Bounded.join(args.map((v) => printBounded(v, name, line)), '', name, line));
+      case 'urlquery': return encodeURIComponent(Bounded.join(args.map((v) => printBounded(v, name, line)), '', name, line)).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replace(/%20/g, '+');
       default: throw new TemplateError(line, `function "${name}" not defined`);
     }
   }

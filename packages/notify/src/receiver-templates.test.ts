@@ -7,8 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { opsgenieChannel } from './channels/opsgenie.ts';
 import { pagerdutyChannel } from './channels/pagerduty.ts';
 import { slackMessage } from './channels/slack.ts';
+import type { CompiledTemplate } from './go-template.ts';
 import { loadRoutes } from './load-routes.ts';
 import type { AlertView, Notification } from './notifier-core.ts';
+import { renderFields } from './receiver-templates.ts';
 
 function dir(): string {
   return mkdtempSync(join(tmpdir(), 'gpualert-templates-'));
@@ -149,5 +151,22 @@ describe('a template that fails on one message', () => {
     const bad = slackMessage(message([alert('db-1', { pattern: '(' })]), undefined, slack.compiled);
     expect(bad.text).toBe('[FIRING:1] DiskFull');
     expect(bad.blocks[0]!.text.text).toMatch(/db-1[\s\S]*_text: template: not an RE2 regular expression/);
+  });
+
+  it('a value that grows past the bound (a variable doubled in a range) is the same: own text, the reason said', () => {
+    const doubling = `{{ $x := "aaaaaaaaaaaaaaaa" }}{{ range stringSlice ${Array.from({ length: 25 }, (_v, i) => `"${i}"`).join(' ')} }}{{ $x = printf "%s%s" $x $x }}{{ end }}{{ len $x }}`;
+    const loaded = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace(`text: '{{ template "team.text" . }}'`, `text: '${doubling}'`), { 'team.tmpl': TEAM }));
+    if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
+    const slack = loaded.value.receivers.find((r) => r.channel === 'slack')!;
+    const out = slackMessage(message([alert('db-1')]), undefined, slack.compiled);
+    expect(out.text).toBe('[FIRING:1] DiskFull');
+    expect(out.blocks[0]!.text.text).toMatch(/db-1[\s\S]*_text: template: printf: result longer than 65536 characters/);
+  });
+
+  it('any other error while rendering (a bug in gpualert, not the template) also falls back, never fails the send', () => {
+    const broken = { render: () => { throw new RangeError('Invalid string length'); } } as unknown as CompiledTemplate;
+    const r = renderFields({ text: broken }, message([alert('db-1')]));
+    expect(r?.fields.text).toBeUndefined();
+    expect(r?.errors).toEqual(['text: template: could not be rendered (RangeError: Invalid string length)']);
   });
 });

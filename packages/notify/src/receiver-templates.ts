@@ -54,10 +54,14 @@ export function compileFields(fields: Readonly<Record<string, TemplateField>>, s
   return { compiled, problems };
 }
 
-/** What a message's templated fields rendered to; a field whose rendering failed is absent and named in `errors`. */
+/** What a message's templated fields rendered to; a field whose rendering failed (for any reason) is absent and named in `errors`: the channel sends its own text for it. */
 export interface Rendered {
   readonly fields: Readonly<Record<string, string>>;
   readonly errors: readonly string[];
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message.replace(/\s+/g, ' ').slice(0, 200)}` : 'unknown error';
 }
 
 /** Renders every templated field of an integration for one message (none: nothing to do). */
@@ -70,8 +74,8 @@ export function renderFields(compiled: Readonly<Record<string, CompiledTemplate>
     try {
       fields[field] = template.render(data, escape);
     } catch (error) {
-      if (!(error instanceof TemplateError)) throw error;
-      errors.push(`${field}: ${templateProblem(error)}`);
+      // Any error, not only a TemplateError: a template (or a bug rendering it) never turns a message into a retriable send failure.
+      errors.push(`${field}: ${error instanceof TemplateError ? templateProblem(error) : `template: could not be rendered (${describeError(error)})`}`);
     }
   }
   return { fields, errors };

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import {
-  DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES, DEFAULT_REDFISH_POLL_LIMITS, ipmitoolSource, redfishSource, startBmcCollector,
+  DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES, DEFAULT_REDFISH_POLL_LIMITS, ipmitoolSecretOption, ipmitoolSource, pollDeadlineMs, redactUserinfo,
+  redfishSource, startBmcCollector,
   type BmcCredentials, type BmcTarget,
 } from '@gpualert/collectors';
 import { isHostName } from '@gpualert/schema';
@@ -81,7 +82,7 @@ export function readTargets(file: string): { host: string; url: string }[] {
     if (!line) return;
     const [host, url, ...rest] = line.split(/\s+/);
     if (!host || !url || rest.length > 0 || !isHostName(host) || !/^https?:\/\//.test(url)) {
-      fail(`${file}:${i + 1}: expected "HOST https://BMC" (got "${line.slice(0, 120)}")`);
+      fail(`${file}:${i + 1}: expected "HOST https://BMC" (got "${redactUserinfo(line.slice(0, 120))}")`);
     }
     if (targets.length >= MAX_BMC_TARGETS) fail(`${file}: more than ${MAX_BMC_TARGETS} BMCs`);
     targets.push({ host, url });
@@ -104,7 +105,9 @@ export async function collectBmc(options: Options): Promise<number> {
   let targets: BmcTarget[];
   if (options.ipmitool) {
     const args = String(options.ipmitoolArgs ?? '').split(/\s+/).filter(Boolean);
-    if (args.some((a) => a === '-P')) fail('--ipmitool-args: -P puts the password where `ps` shows it; use -E (IPMI_PASSWORD) or -f FILE');
+    const secret = ipmitoolSecretOption(args);
+    if (secret?.what === 'the password') fail(`--ipmitool-args: ${secret.option} puts the password where \`ps\` shows it; use -E (IPMI_PASSWORD) or -f FILE`);
+    if (secret) fail(`--ipmitool-args: ${secret.option} puts a key where \`ps\` shows it; use -K (IPMI_KGKEY)`);
     targets = [{
       host, source: ipmitoolSource({ binary: String(options.ipmitoolPath), args, timeoutMs, maxOutputBytes: DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES }),
     }];
@@ -123,15 +126,23 @@ export async function collectBmc(options: Options): Promise<number> {
     }
     const tls = { ...(ca ? { ca } : {}), ...(options.fingerprint ? { fingerprint256: String(options.fingerprint) } : {}) };
     const list = options.targets ? readTargets(String(options.targets)) : [{ host, url: String(options.redfish) }];
+    const insecureHttp = options.insecureHttp === true;
+    if (auth !== 'none' && !insecureHttp) {
+      const plain = list.find((t) => /^http:\/\//i.test(t.url));
+      if (plain) {
+        fail(`${options.targets ? `BMC ${plain.host}: ` : ''}--auth ${auth} over ${redactUserinfo(plain.url.slice(0, 200))} sends the credentials in clear: use https://, or give --insecure-http to allow it`);
+      }
+    }
+    const limits = { ...DEFAULT_REDFISH_POLL_LIMITS, deadlineMs: pollDeadlineMs(intervalMs, timeoutMs) };
     try {
       targets = list.map((t) => ({
         host: t.host,
         source: redfishSource({
-          url: t.url, auth, ...(credentials ? { credentials } : {}), tls, timeoutMs, maxBodyBytes: MAX_REDFISH_BODY_BYTES, maxSockets: 2,
-        }, DEFAULT_REDFISH_POLL_LIMITS),
+          url: t.url, auth, ...(credentials ? { credentials } : {}), tls, timeoutMs, maxBodyBytes: MAX_REDFISH_BODY_BYTES, maxSockets: 2, insecureHttp,
+        }, limits),
       }));
     } catch (error) {
-      fail(error instanceof Error ? error.message : String(error));
+      fail(redactUserinfo(error instanceof Error ? error.message : String(error)));
     }
   }
   return runService('collector-bmc', options, async ({ bus, store }, log) => {

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { GpualertError } from '@gpualert/schema';
 import { CliError, EXIT } from '../cli-error.ts';
 import { jobContext } from './collect-job.ts';
 
@@ -28,7 +29,11 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
   try {
     url = new URL('/v1/job-events', base);
   } catch {
-    throw new CliError(`gpualert job report: GPUALERT_INTAKE_URL is not a URL (got "${base.slice(0, 200)}")`);
+    throw new CliError(`gpualert job report: GPUALERT_INTAKE_URL is not a URL (got "${withoutUserinfo(base).slice(0, 200)}")`);
+  }
+  // The token is the credential; a password in the URL would be sent as Basic auth and end up in logs and `ps`.
+  if (url.username !== '' || url.password !== '') {
+    throw new CliError(`gpualert job report: GPUALERT_INTAKE_URL carries a user name or password (${url.protocol}//…@${url.host}); give the intake's token in GPUALERT_INTAKE_TOKEN instead`);
   }
   const event = {
     host: (options.host as string | undefined) ?? hostname(), ...context, kind: checkpoint ? 'checkpoint' : 'step',
@@ -43,7 +48,12 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
       headers: { 'content-type': 'application/json', [header]: header === 'authorization' ? `Bearer ${token}` : token },
     });
   } catch (error) {
-    throw new CliError(`gpualert job report: cannot reach the intake at ${url.origin}: ${error instanceof Error ? error.name : 'error'}`, EXIT.unavailable);
+    // Fetch refuses some ports outright (9, 1, 6000…: the standard's "bad ports"): no retry helps.
+    if (error instanceof Error && error.cause instanceof Error && error.cause.message === 'bad port') {
+      throw new CliError(`gpualert job report: GPUALERT_INTAKE_URL's port ${url.port} is one HTTP clients refuse to use (the fetch standard's "bad ports"); run the intake on another port`);
+    }
+    // The intake is away (refused, unresolved, no answer in time): try again later, exit 75 with the retriable code.
+    throw new GpualertError('GA-INFRA-UNAVAILABLE', `gpualert job report: cannot reach the intake at ${url.origin}: ${whyUnreachable(error)}`, { cause: error });
   }
   const answer = await response.text();
   if (response.status === 202) {
@@ -56,5 +66,30 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
   } catch {
     // not JSON: the first 500 characters as they are
   }
-  throw new CliError(`gpualert job report: the intake answered ${response.status}: ${message}`, response.status >= 500 ? EXIT.unavailable : EXIT.failed);
+  const what = `gpualert job report: the intake answered ${response.status}: ${message.replace(/\s+/g, ' ').slice(0, 500)}`;
+  // A 5xx (Kafka away behind the intake) is worth retrying, with the retriable code; a 4xx is this report's fault.
+  if (response.status >= 500) throw new GpualertError('GA-INFRA-UNAVAILABLE', what);
+  throw new CliError(what, EXIT.failed);
+}
+
+/** Why fetch failed, in the system's words: `ECONNREFUSED`, `ENOTFOUND`, `no answer in 10 s`… never the request's headers. */
+function whyUnreachable(error: unknown): string {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return `no answer in ${REPORT_TIMEOUT_MS / 1000} s`;
+  // undici's TypeError('fetch failed') carries the socket's error as its cause (an AggregateError for several addresses).
+  let cause: unknown = error instanceof Error ? error.cause : undefined;
+  let said: string | undefined;
+  for (let depth = 0; depth < 4 && cause instanceof Error; depth += 1) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (typeof code === 'string') return code;
+    said ??= cause.message || undefined;
+    cause = cause instanceof AggregateError ? cause.errors[0] : cause.cause;
+  }
+  const text = said ?? (error instanceof Error ? `${error.name}: ${error.message}` : 'unknown error');
+  return text.replace(/\s+/g, ' ').slice(0, 200);
+}
+
+/** A URL as text with any `user:password@` taken out, for an error message. */
+function withoutUserinfo(text: string): string {
+  // Up to the last `@`: a password may hold `/` or `@` itself.
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[\s\S]*@/i, '$1…@');
 }

@@ -124,8 +124,7 @@ export async function reportUsage(options: Options): Promise<number> {
       if (error instanceof CliError) throw error;
       throw new CliError(`gpualert report usage: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
     }
-    // CUR 2.0 is delivered gzip-compressed.
-    const text = bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes, { maxOutputLength: MAX_BILL_BYTES }).toString('utf8') : bytes.toString('utf8');
+    const text = billText(file, bytes);
     const bill = parseBill(billFormat, text, file);
     for (const e of bill.errors.slice(0, MAX_LINE_ERRORS)) process.stderr.write(`gpualert report usage: ${file}:${e.line}: ${e.message}\n`);
     if (bill.lines.length === 0 && bill.error_count > 0) throw new CliError(`gpualert report usage: ${file}: no usable ${billFormat} rows (${bill.error_count} refused)`);
@@ -134,8 +133,21 @@ export async function reportUsage(options: Options): Promise<number> {
   const text = renderUsage(report, reconciliation, format);
   if (options.out) await writeFile(String(options.out), text);
   else process.stdout.write(text);
+  if (report.duplicates > 0) process.stderr.write(`gpualert report usage: ${report.duplicates} rollups of a GPU-hour already counted were ignored (the first read of each GPU-hour counts)\n`);
   if (report.rollups === 0) process.stderr.write('gpualert report usage: no usage rollups in this range\n');
   return EXIT.ok;
+}
+
+/** A bill's text: CUR 2.0 is delivered gzip-compressed. A gzip file that is cut short, damaged or unpacks past the bound is the input's fault (exit 2), named. */
+export function billText(file: string, bytes: Buffer): string {
+  if (!(bytes[0] === 0x1f && bytes[1] === 0x8b)) return bytes.toString('utf8');
+  try {
+    return gunzipSync(bytes, { maxOutputLength: MAX_BILL_BYTES }).toString('utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ERR_BUFFER_TOO_LARGE') throw new CliError(`gpualert report usage: ${file}: unpacks to more than ${MAX_BILL_BYTES} bytes; export a shorter period`);
+    throw new CliError(`gpualert report usage: ${file}: not a complete gzip file (${code ?? 'error'}: ${error instanceof Error ? error.message : String(error)}); download it again`);
+  }
 }
 
 /** `gpualert.usage` by time, from Kafka or the embedded log, message by message. */

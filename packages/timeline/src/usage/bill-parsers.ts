@@ -11,6 +11,15 @@ export type BillFormat = (typeof BILL_FORMATS)[number];
 
 /** Errors kept per bill; the count goes on. */
 export const MAX_BILL_ERRORS = 100;
+/**
+ * The most one bill row may bill: hours (a century of one instance) and money (a billion in the
+ * bill's currency). No real row comes near; past them a number is junk (`1e308` sums to Infinity),
+ * and the row is refused with its line.
+ */
+export const MAX_BILL_ROW_HOURS = 1_000_000;
+export const MAX_BILL_ROW_COST = 1_000_000_000;
+/** GCP's GPU-seconds: the hours' bound for 256 GPUs. */
+const MAX_BILL_ROW_GPU_SECONDS = MAX_BILL_ROW_HOURS * 3600 * 256;
 
 export interface BillLine {
   /** The instance as the bill names it (an ARN, a resource id, a name). */
@@ -75,6 +84,11 @@ function parseCsvBill(text: string, file: string, reader: RowReader): Bill {
   let columns: Map<string, number> | undefined;
   try {
     for (const row of csvRows(text)) {
+      if (row.problem !== undefined) {
+        fail(row.line, row.problem);
+        if (!columns) return bill; // a header that is not CSV: no row can be read against it
+        continue;
+      }
       if (!columns) {
         columns = columnIndex(row.fields);
         const missing = reader.required.filter((alternatives) => !alternatives.split('|').some((c) => columns!.has(c)));
@@ -127,6 +141,20 @@ function number(value: string | undefined): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
+/** An amount of hours (or GPU-seconds): a finite number from 0 to the bound. */
+function amount(value: string | undefined, max: number): number | undefined {
+  const n = number(value);
+  return n !== undefined && n >= 0 && n <= max ? n : undefined;
+}
+
+/** A row's cost: absent is fine; present, it is a number within ±MAX_BILL_ROW_COST (credits are negative), or the row's error. */
+function cost(value: string | undefined, column: string): { cost?: number } | string {
+  if (value === undefined || value.trim() === '') return {};
+  const n = Number(value);
+  if (!Number.isFinite(n) || Math.abs(n) > MAX_BILL_ROW_COST) return `${column}: expected an amount of at most ${MAX_BILL_ROW_COST} in the bill's currency, got "${value.slice(0, 40)}"`;
+  return { cost: n };
+}
+
 /** AWS CUR 2.0 (Data Exports), CSV: EC2 instance-hour rows (`BoxUsage`, `SpotUsage`, dedicated and host usage). */
 const INSTANCE_USAGE = /(^|[:-])(BoxUsage|SpotUsage|DedicatedUsage|HostBoxUsage|HostUsage|ReservedHostUsage|UnusedBox|UnusedDed)(:|$)/;
 const awsCur: RowReader = {
@@ -140,11 +168,12 @@ const awsCur: RowReader = {
     if (!['Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage'].includes(type)) return 'other';
     const start = billTime(get('line_item_usage_start_date'));
     const end = billTime(get('line_item_usage_end_date'));
-    const hours = number(get('line_item_usage_amount'));
+    const hours = amount(get('line_item_usage_amount'), MAX_BILL_ROW_HOURS);
     if (start === undefined || end === undefined || end <= start) return 'line_item_usage_start_date/line_item_usage_end_date: expected two times, the end after the start';
-    if (hours === undefined || hours < 0) return `line_item_usage_amount: expected a number of hours, got "${get('line_item_usage_amount') ?? ''}"`;
-    const cost = number(get('line_item_unblended_cost'));
-    return { instance: resource, key: instanceKey(resource), start, end, hours, ...(cost !== undefined ? { cost } : {}), what: usageType, ref };
+    if (hours === undefined) return `line_item_usage_amount: expected a number of hours from 0 to ${MAX_BILL_ROW_HOURS}, got "${(get('line_item_usage_amount') ?? '').slice(0, 40)}"`;
+    const money = cost(get('line_item_unblended_cost'), 'line_item_unblended_cost');
+    if (typeof money === 'string') return money;
+    return { instance: resource, key: instanceKey(resource), start, end, hours, ...money, what: usageType, ref };
   },
 };
 
@@ -168,11 +197,13 @@ function gcpLine(r: { service?: string | undefined; sku?: string | undefined; st
   if (r.unit !== 'seconds') return 'other';
   const start = billTime(r.start);
   const end = billTime(r.end);
-  const amount = number(r.amount);
+  const seconds = amount(r.amount, MAX_BILL_ROW_GPU_SECONDS);
   if (start === undefined || end === undefined || end <= start) return 'usage_start_time/usage_end_time: expected two times, the end after the start';
-  if (amount === undefined || amount < 0) return `usage.amount: expected GPU-seconds, got "${r.amount ?? ''}"`;
-  const cost = number(r.cost);
-  return { instance: r.global || r.name, key: instanceKey(r.name), start, end, hours: (end - start) / 3_600_000, gpu_seconds: amount, ...(cost !== undefined ? { cost } : {}), what: r.sku ?? '', ref };
+  if ((end - start) / 3_600_000 > MAX_BILL_ROW_HOURS) return `usage_start_time/usage_end_time: more than ${MAX_BILL_ROW_HOURS} hours apart`;
+  if (seconds === undefined) return `usage.amount: expected GPU-seconds from 0 to ${MAX_BILL_ROW_GPU_SECONDS}, got "${(r.amount ?? '').slice(0, 40)}"`;
+  const money = cost(r.cost, 'cost');
+  if (typeof money === 'string') return money;
+  return { instance: r.global || r.name, key: instanceKey(r.name), start, end, hours: (end - start) / 3_600_000, gpu_seconds: seconds, ...money, what: r.sku ?? '', ref };
 }
 
 /** The same export as BigQuery writes JSON: one object per line (or an array), nested records. */
@@ -226,12 +257,13 @@ const azureRow: RowReader = {
     const resource = get('resourceid|instanceid|instancename') ?? '';
     if (!resource) return 'other';
     const day = billTime(get('date|usagedatetime'));
-    const quantity = number(get('quantity'));
+    const quantity = amount(get('quantity'), MAX_BILL_ROW_HOURS / Number(scale[1]));
     if (day === undefined) return `Date: expected a day (YYYY-MM-DD or MM/DD/YYYY), got "${get('date|usagedatetime') ?? ''}"`;
-    if (quantity === undefined || quantity < 0) return `Quantity: expected a number, got "${get('quantity') ?? ''}"`;
-    const cost = number(get('costinbillingcurrency|cost|pretaxcost'));
+    if (quantity === undefined) return `Quantity: expected a number of ${unit} units, at most ${MAX_BILL_ROW_HOURS} hours, got "${(get('quantity') ?? '').slice(0, 40)}"`;
+    const money = cost(get('costinbillingcurrency|cost|pretaxcost'), 'CostInBillingCurrency');
+    if (typeof money === 'string') return money;
     const what = [get('metersubcategory'), get('metername')].filter(Boolean).join(' ');
-    return { instance: resource, key: instanceKey(resource), start: day, end: day + 24 * 3_600_000, hours: quantity * Number(scale[1]), ...(cost !== undefined ? { cost } : {}), what, ref };
+    return { instance: resource, key: instanceKey(resource), start: day, end: day + 24 * 3_600_000, hours: quantity * Number(scale[1]), ...money, what, ref };
   },
 };
 
@@ -242,11 +274,12 @@ const plainRow: RowReader = {
     const instance = get('instance_id') ?? '';
     const start = billTime(get('start'));
     const end = billTime(get('end'));
-    const hours = number(get('hours'));
+    const hours = amount(get('hours'), MAX_BILL_ROW_HOURS);
     if (!instance) return 'instance_id: expected an instance';
     if (start === undefined || end === undefined || end <= start) return 'start/end: expected two times, the end after the start';
-    if (hours === undefined || hours < 0) return `hours: expected a number, got "${get('hours') ?? ''}"`;
-    const cost = number(get('cost'));
-    return { instance, key: instanceKey(instance), start, end, hours, ...(cost !== undefined ? { cost } : {}), what: get('what') ?? '', ref };
+    if (hours === undefined) return `hours: expected a number from 0 to ${MAX_BILL_ROW_HOURS}, got "${(get('hours') ?? '').slice(0, 40)}"`;
+    const money = cost(get('cost'), 'cost');
+    if (typeof money === 'string') return money;
+    return { instance, key: instanceKey(instance), start, end, hours, ...money, what: get('what') ?? '', ref };
   },
 };

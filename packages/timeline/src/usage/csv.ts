@@ -10,6 +10,8 @@ export interface CsvRow {
   /** The 1-based line the row starts on, for errors. */
   readonly line: number;
   readonly fields: string[];
+  /** A row that is not CSV (text after a closing quote): its fields are not to be read; reading goes on at the next line. */
+  readonly problem?: string;
 }
 
 export class CsvError extends GpualertError {
@@ -18,13 +20,19 @@ export class CsvError extends GpualertError {
   }
 }
 
-/** Every row, the header first. A field or row past its bound, or an unclosed quote, throws `CsvError` naming the line. */
+/**
+ * Every row, the header first. A field or row past its bound, or an unclosed quote, throws `CsvError`
+ * naming the line (what follows cannot be told apart from the field). Text after a closing quote
+ * (`"a"b,…`) is a row with a `problem`: that row is one error, and reading goes on at the next line,
+ * never treating the rest as a row of its own.
+ */
 export function* csvRows(text: string): Generator<CsvRow> {
   let i = text.charCodeAt(0) === 0xfeff ? 1 : 0; // a byte-order mark (Azure's exports carry one)
   let line = 1;
   while (i < text.length) {
     const start = line;
     const fields: string[] = [];
+    let problem: string | undefined;
     for (;;) {
       let field = '';
       if (text[i] === '"') {
@@ -41,6 +49,12 @@ export function* csvRows(text: string): Generator<CsvRow> {
             i += 1;
             continue;
           }
+          break;
+        }
+        if (i < text.length && text[i] !== ',' && text[i] !== '\n' && text[i] !== '\r') {
+          problem = `text after the closing quote of a field (column ${fields.length + 1}); a quote inside a quoted field is written twice ("")`;
+          const end = text.indexOf('\n', i);
+          i = end < 0 ? text.length : end;
           break;
         }
       } else {
@@ -61,6 +75,10 @@ export function* csvRows(text: string): Generator<CsvRow> {
     if (text[i] === '\r') i += 1;
     if (text[i] === '\n') i += 1;
     line += 1;
+    if (problem !== undefined) {
+      yield { line: start, fields: [], problem };
+      continue;
+    }
     if (fields.length === 1 && fields[0] === '') continue; // a blank line
     yield { line: start, fields };
   }

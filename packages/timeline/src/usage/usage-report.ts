@@ -66,7 +66,10 @@ export interface UsageReport {
   readonly to: string;
   readonly by: GroupBy;
   readonly currency: string;
+  /** GPU-hours counted: one rollup each. */
   readonly rollups: number;
+  /** Rollups of a GPU-hour already counted (the same rollup read again, or another for that GPU and hour): not counted. */
+  readonly duplicates: number;
   readonly busy_threshold_pct: number[];
   readonly total: UsageGroup;
   readonly groups: UsageGroup[];
@@ -82,7 +85,15 @@ const newGroup = (key: string): UsageGroup => ({ key, gpus: 0, hours: zero(), co
 
 /**
  * A streaming report: rollups go in one at a time (a month of a fleet never sits in memory), the
- * report comes out. Memory grows with the groups, hosts and chart buckets, not with the rollups.
+ * report comes out. Memory grows with the groups, hosts and chart buckets, and by one number per
+ * GPU-hour counted (what tells a duplicate), not with the rollups' text.
+ *
+ * A GPU-hour (host, GPU index, hour) is counted once: Kafka delivers at least once, a recording may
+ * be concatenated twice, and a rollup's id is the hash of that same triple (`stableId`), so keying
+ * on the triple catches every copy a rollup id would, and also a second producer's rollup for the
+ * same GPU-hour (a GPU cannot be up 120 minutes in an hour). The first one read wins: a report
+ * streams, and a later copy is most often the same rollup again; the others are counted in
+ * `duplicates`.
  */
 export class UsageReportBuilder {
   private readonly groups = new Map<string, UsageGroup>();
@@ -95,6 +106,9 @@ export class UsageReportBuilder {
   private readonly thresholds = new Set<number>();
   readonly hostHours = new Map<string, HostHours>();
   private count = 0;
+  private duplicates = 0;
+  /** The hours counted per GPU (`host NUL index`), as hour numbers since the epoch: at most one per rollup read. */
+  private readonly counted = new Map<string, Set<number>>();
   private readonly bucketMs: number;
 
   constructor(
@@ -106,17 +120,25 @@ export class UsageReportBuilder {
     this.bucketMs = range.to - range.from > 3 * 24 * HOUR_MS ? 24 * HOUR_MS : HOUR_MS;
   }
 
-  /** Whether the rollup is in the range (and was counted). */
+  /** Whether the rollup is in the range and its GPU-hour was not counted yet (and now is). */
   add(rollup: EnvelopeOf<'usage.rollup'>): boolean {
     const hour = Date.parse(rollup.data.hour);
     if (!(hour >= this.range.from && hour < this.range.to)) return false;
+    const gpu = `${rollup.host}\u0000${rollup.data.gpu}`;
+    let hours = this.counted.get(gpu);
+    if (!hours) this.counted.set(gpu, (hours = new Set()));
+    const hourNumber = Math.floor(hour / HOUR_MS);
+    if (hours.has(hourNumber)) {
+      this.duplicates += 1;
+      return false;
+    }
+    hours.add(hourNumber);
     this.count += 1;
     const m = rollup.data.minutes;
     const h: StateHours = { up: m.up / 60, busy: m.busy / 60, idle: m.idle / 60, broken: m.broken / 60, maintenance: m.maintenance / 60 };
     const labels = rollup.labels;
     const rate = this.prices.rate(labels);
     const key = this.range.by === 'host' ? rollup.host : labels[LABEL_OF[this.range.by]] ?? NO_LABEL;
-    const gpu = `${rollup.host}\u0000${rollup.data.gpu}`;
     let group = this.groups.get(key);
     if (!group) {
       this.groups.set(key, (group = newGroup(key)));
@@ -173,6 +195,7 @@ export class UsageReportBuilder {
       by: this.range.by,
       currency: this.prices.currency,
       rollups: this.count,
+      duplicates: this.duplicates,
       busy_threshold_pct: [...this.thresholds].sort((a, b) => a - b),
       total: rounded(this.total),
       groups,

@@ -101,6 +101,9 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
       const reading = await target.source.poll();
       sample = reading.sample;
       entries = reading.entries;
+      if (reading.incomplete && reading.incomplete.length > 0) {
+        options.log.warn({ host: target.host, bmc: target.source.where, incomplete: reading.incomplete.slice(0, 5) }, 'bmc_poll_incomplete');
+      }
       if (reading.problems.length > 0) {
         options.log.debug({ host: target.host, problems: reading.problems.slice(0, 5), count: reading.problems.length }, 'bmc_poll_partial');
       }

@@ -9,6 +9,8 @@ export interface BmcReading {
   readonly sample: HostSampleData;
   readonly entries: readonly BmcEventData[];
   readonly problems: readonly string[];
+  /** What left this poll less than whole in a way to warn about (a truncated SEL, the poll deadline, the request budget). */
+  readonly incomplete?: readonly string[];
 }
 
 /** A BMC to read, by Redfish or ipmitool; `poll` throws when nothing could be read at all. */
@@ -61,7 +63,39 @@ async function ipmitool(options: IpmitoolOptions, what: readonly string[]): Prom
   return result.stdout;
 }
 
+/** ipmitool's options that take a value (its getopt string `I:46hVvcgsEKYao:H:d:P:f:U:p:C:L:A:t:T:m:z:S:l:b:B:e:k:y:O:R:N:D:Z`). */
+const IPMITOOL_VALUED = new Set([...'IoHdPfUpCLAtTmzSlbBekyORND']);
+
+/**
+ * The first ipmitool argument that would put a secret on the command line, read as ipmitool's
+ * getopt reads it: `-P` (password) or `-k`/`-y` (Kg key), alone, attached (`-PS3cret`, `-P=…`) or
+ * after other flags (`-EPS3cret`), and `--password…`. Names the option, never the value.
+ */
+export function ipmitoolSecretOption(args: readonly string[]): { option: string; what: 'the password' | 'a key' } | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg.startsWith('--')) {
+      if (/^--pass(word)?(=|$)/i.test(arg)) return { option: '--password', what: 'the password' };
+      continue;
+    }
+    if (!arg.startsWith('-')) continue;
+    for (let j = 1; j < arg.length; j++) {
+      const flag = arg[j]!;
+      if (flag === 'P') return { option: '-P', what: 'the password' };
+      if (flag === 'k' || flag === 'y') return { option: `-${flag}`, what: 'a key' };
+      if (IPMITOOL_VALUED.has(flag)) {
+        // The rest of this word is the value, or the next word is.
+        if (j === arg.length - 1) i += 1;
+        break;
+      }
+    }
+  }
+  return undefined;
+}
+
 export function ipmitoolSource(options: IpmitoolOptions): BmcSource {
+  const secret = ipmitoolSecretOption(options.args);
+  if (secret) throw new RedfishError('command_failed', `ipmitool arguments: ${secret.option} puts ${secret.what} where \`ps\` shows it`);
   return {
     origin: 'ipmitool',
     where: options.binary,

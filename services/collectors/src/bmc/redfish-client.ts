@@ -34,6 +34,22 @@ export interface RedfishClientOptions {
   readonly maxBodyBytes: number;
   /** Connections kept to this BMC (BMCs serve few at once; 2 is kind). */
   readonly maxSockets: number;
+  /** Allow session or basic auth over plain `http://`, credentials in clear (a lab BMC, a tunnel). Off by default. */
+  readonly insecureHttp?: boolean;
+}
+
+/**
+ * `text` with the userinfo of every URL-like word hidden: everything before a word's last `@`
+ * becomes `***` (its scheme kept), so `https://root:pw@bmc` and `root:pw@bmc` echo as
+ * `https://***@bmc` and `***@bmc`. For messages that quote what a person typed.
+ */
+export function redactUserinfo(text: string): string {
+  return text.split(/(\s+)/).map((word) => {
+    const at = word.lastIndexOf('@');
+    if (at < 0) return word;
+    const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(word)?.[0] ?? '';
+    return `${scheme}***${word.slice(at)}`;
+  }).join('');
 }
 
 export type RedfishErrorCode = 'unreachable' | 'timeout' | 'unparseable' | 'command_failed';
@@ -77,7 +93,7 @@ export class RedfishClient {
     try {
       base = new URL(options.url);
     } catch {
-      throw new RedfishError('command_failed', `not a URL: ${options.url.slice(0, 200)}`);
+      throw new RedfishError('command_failed', `not a URL: ${redactUserinfo(options.url.slice(0, 200))}`);
     }
     if (base.protocol !== 'https:' && base.protocol !== 'http:') {
       throw new RedfishError('command_failed', `expected an https:// or http:// BMC URL, got ${base.protocol}`);
@@ -87,6 +103,9 @@ export class RedfishClient {
       throw new RedfishError('command_failed', 'credentials in the BMC URL are refused: give them in the environment or a file');
     }
     if (options.auth !== 'none' && !options.credentials) throw new RedfishError('command_failed', `${options.auth} auth needs credentials`);
+    if (options.auth !== 'none' && base.protocol === 'http:' && options.insecureHttp !== true) {
+      throw new RedfishError('command_failed', `${options.auth} auth over http://${base.host} sends the credentials in clear: use https://, or allow it with insecureHttp (--insecure-http)`);
+    }
     this.base = base;
     this.pin = options.tls?.fingerprint256 ? normalizeFingerprint(options.tls.fingerprint256) : undefined;
     if (this.pin !== undefined && this.pin.length !== 64) throw new RedfishError('command_failed', 'a SHA-256 fingerprint has 64 hex digits');

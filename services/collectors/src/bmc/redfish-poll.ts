@@ -2,9 +2,10 @@ import type { BmcEventData, BmcHealth, HostFan, HostPsu, HostRedundancy, HostSam
 import {
   MAX_FANS_PER_SAMPLE, MAX_PSUS_PER_SAMPLE, MAX_REDUNDANCY_GROUPS, MAX_TEMPERATURES_PER_SAMPLE,
 } from '@gpualert/schema';
+import { readLogEntries } from './log-entries.ts';
 import { RedfishError } from './redfish-client.ts';
 import {
-  healthOf, isObject, link, logEntry, memberIds, powerLegacy, redundancyGroups, subsystemFan, subsystemPsu, thermalLegacy,
+  healthOf, isObject, link, memberIds, powerLegacy, redundancyGroups, subsystemFan, subsystemPsu, thermalLegacy,
   thermalMetrics, worstHealth, type Json,
 } from './redfish-parse.ts';
 
@@ -16,15 +17,34 @@ export interface RedfishPollLimits {
   readonly maxRequests: number;
   /** Requests in flight at once to this BMC. */
   readonly concurrency: number;
-  /** Pages of one log's Entries followed through @odata.nextLink. */
+  /** Pages of one log's Entries read per poll (the first, a `$skip` page, @odata.nextLink pages). */
   readonly maxLogPages: number;
-  /** Entries read per log per poll. */
+  /** Entries kept per log per poll: the newest. */
   readonly maxLogEntries: number;
+  /**
+   * The whole poll, first request to last: past it no request starts and any in flight is given
+   * up, and the poll returns what it read. Without it a BMC answering just inside the request
+   * timeout holds a slot of the fleet's concurrency for `maxRequests` × timeout / `concurrency`.
+   */
+  readonly deadlineMs: number;
 }
 
 export const DEFAULT_REDFISH_POLL_LIMITS: RedfishPollLimits = {
-  maxMembers: 32, maxRequests: 200, concurrency: 2, maxLogPages: 4, maxLogEntries: 500,
+  maxMembers: 32, maxRequests: 200, concurrency: 2, maxLogPages: 4, maxLogEntries: 500, deadlineMs: 30_000,
 };
+
+/** Requests per poll that the chassis (thermal, power) can count on after the systems, managers and logs: a quarter. */
+export function chassisReserve(limits: RedfishPollLimits): number {
+  return Math.floor(limits.maxRequests / 4);
+}
+
+/**
+ * A poll's deadline for a schedule: the interval (a poll never runs into the next one) and at most
+ * three request timeouts (30 s at the defaults, 10 s timeout and 30 s interval).
+ */
+export function pollDeadlineMs(intervalMs: number, timeoutMs: number): number {
+  return Math.max(1, Math.min(intervalMs, 3 * timeoutMs));
+}
 
 /** The one thing a poll needs from a client (the RedfishClient, or a test's fake). */
 export interface RedfishGetter {
@@ -37,6 +57,8 @@ export interface RedfishPoll {
   readonly entries: BmcEventData[];
   /** Parts that failed while the rest was read (a missing Thermal, a log that 404s). */
   readonly problems: string[];
+  /** What makes this poll less than whole in a way an operator should see: a truncated SEL, the deadline passed, the budget spent. */
+  readonly incomplete: string[];
 }
 
 /** Runs `work` over `items` with at most `limit` at once, in order of the results. */
@@ -54,18 +76,34 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T
 }
 
 /**
- * One poll of a BMC: chassis thermal (ThermalSubsystem, else the legacy Thermal) and power
- * (PowerSubsystem, else Power), the systems' health, and the log services' entries. The service
- * root failing fails the poll; any other part failing is a problem noted and the rest is read.
- * Depth is fixed by the walk (root → collection → member → subsystem → collection → member),
- * breadth by `maxMembers`, the whole by `maxRequests`.
+ * One poll of a BMC: the systems' health and the log services' entries of the systems and
+ * managers first, then chassis thermal (ThermalSubsystem, else the legacy Thermal) and power
+ * (PowerSubsystem, else Power). The service root failing fails the poll; any other part failing
+ * is a problem noted and the rest is read. Depth is fixed by the walk (root → collection → member
+ * → subsystem → collection → member), breadth by `maxMembers`, the whole by `maxRequests` (a
+ * quarter kept for the chassis) and `deadlineMs`.
  */
 export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimits = DEFAULT_REDFISH_POLL_LIMITS): Promise<RedfishPoll> {
   let requests = 0;
   const problems: string[] = [];
-  const get = async (path: string): Promise<Json> => {
-    if (++requests > limits.maxRequests) throw new RedfishError('command_failed', `request budget of ${limits.maxRequests} per poll spent before ${path}`);
-    return client.get(path);
+  const incomplete = new Set<string>();
+  const deadline = Date.now() + limits.deadlineMs;
+  /** A GET within the poll's deadline and within `cap` requests of the poll's budget. */
+  const getWithin = (cap: number) => async (path: string): Promise<Json> => {
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      incomplete.add(`poll deadline of ${limits.deadlineMs} ms passed`);
+      throw new RedfishError('timeout', `poll deadline of ${limits.deadlineMs} ms passed before ${path}`);
+    }
+    if (requests >= cap) {
+      incomplete.add(`request budget of ${limits.maxRequests} spent`);
+      throw new RedfishError('command_failed', `request budget of ${cap === limits.maxRequests ? cap : `${cap} (of ${limits.maxRequests})`} per poll spent before ${path}`);
+    }
+    requests += 1;
+    return beforeDeadline(client.get(path), left, () => {
+      incomplete.add(`poll deadline of ${limits.deadlineMs} ms passed`);
+      return new RedfishError('timeout', `poll deadline of ${limits.deadlineMs} ms passed during ${path}`);
+    });
   };
   /** A part of the poll: its failure is noted, not thrown. */
   const part = async <T>(what: string, work: () => Promise<T>): Promise<T | undefined> => {
@@ -76,7 +114,7 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
       return undefined;
     }
   };
-  const members = async (collectionPath: string | undefined): Promise<Json[]> => {
+  const membersWith = (get: (path: string) => Promise<Json>) => async (collectionPath: string | undefined): Promise<Json[]> => {
     if (!collectionPath) return [];
     const collection = await get(collectionPath);
     const ids = memberIds(collection, limits.maxMembers);
@@ -84,7 +122,32 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
     return docs.filter((d): d is Json => d !== undefined);
   };
 
-  const root = await get('/redfish/v1');
+  // The root, the systems, managers and their logs come first, within all but the chassis'
+  // reserve: a log entry is an event, a missed fan reading is read again next poll, and a BMC
+  // with many chassis must not spend the budget before its SEL is read.
+  const logGet = getWithin(limits.maxRequests - chassisReserve(limits));
+  const root = await logGet('/redfish/v1');
+  const healths: BmcHealth[] = [];
+  const entries: BmcEventData[] = [];
+  const readLogs = async (holder: Json) => {
+    for (const service of (await part(`${String(holder['@odata.id'])} LogServices`, () => membersWith(logGet)(link(holder, 'LogServices')))) ?? []) {
+      const entriesPath = link(service, 'Entries');
+      if (!entriesPath) continue;
+      const read = await part(entriesPath, () => readLogEntries(logGet, entriesPath, limits));
+      if (!read) continue;
+      entries.push(...read.entries);
+      problems.push(...read.problems);
+      if (read.truncated) incomplete.add(`SEL truncated: ${entriesPath}`);
+    }
+  };
+  for (const system of (await part('Systems', () => membersWith(logGet)(link(root, 'Systems')))) ?? []) {
+    healths.push(healthOf(system.Status, 'HealthRollup') === 'unknown' ? healthOf(system.Status) : healthOf(system.Status, 'HealthRollup'));
+    await readLogs(system);
+  }
+  for (const manager of (await part('Managers', () => membersWith(logGet)(link(root, 'Managers')))) ?? []) await readLogs(manager);
+
+  const get = getWithin(limits.maxRequests);
+  const members = membersWith(get);
   const fans: HostFan[] = [];
   const temperatures: HostTemperature[] = [];
   const psus: HostPsu[] = [];
@@ -156,24 +219,6 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
     powerRead ||= powerDone === true;
   }
 
-  const healths: BmcHealth[] = [];
-  const entries: BmcEventData[] = [];
-  const logHolders: Json[] = [];
-  for (const system of (await part('Systems', () => members(link(root, 'Systems')))) ?? []) {
-    healths.push(healthOf(system.Status, 'HealthRollup') === 'unknown' ? healthOf(system.Status) : healthOf(system.Status, 'HealthRollup'));
-    logHolders.push(system);
-  }
-  logHolders.push(...((await part('Managers', () => members(link(root, 'Managers')))) ?? []));
-  for (const holder of logHolders) {
-    for (const service of (await part(`${String(holder['@odata.id'])} LogServices`, () => members(link(holder, 'LogServices')))) ?? []) {
-      const entriesPath = link(service, 'Entries');
-      if (!entriesPath) continue;
-      const read = await part(entriesPath, () => logEntries(get, entriesPath, limits));
-      if (read) entries.push(...read.entries);
-      if (read?.problem) problems.push(read.problem);
-    }
-  }
-
   const sample: HostSampleData = {
     origin: 'redfish',
     ...(thermalRead ? { fans: fans.slice(0, MAX_FANS_PER_SAMPLE), temperatures: temperatures.slice(0, MAX_TEMPERATURES_PER_SAMPLE) } : {}),
@@ -181,7 +226,7 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
     ...(powerRead ? { psus: psus.slice(0, MAX_PSUS_PER_SAMPLE), psu_redundancy: psuRedundancy.slice(0, MAX_REDUNDANCY_GROUPS) } : {}),
     ...(healths.length > 0 ? { system_health: worstHealth(healths) } : {}),
   };
-  return { sample, entries, problems };
+  return { sample, entries, problems, incomplete: [...incomplete] };
 }
 
 /** A fan or PSU that is in service: enabled and not critical. */
@@ -189,33 +234,17 @@ function servingNow(doc: Json): boolean {
   return isObject(doc.Status) && doc.Status.State === 'Enabled' && healthOf(doc.Status) !== 'critical';
 }
 
-/**
- * A log's entries: the collection's (expanded) Members, then @odata.nextLink pages up to the
- * bound. A next page that fails ends the paging (what was read stands): BMCs answer 404 to
- * skip tokens they advertised more often than one would hope.
- */
-async function logEntries(
-  get: (path: string) => Promise<Json>, entriesPath: string, limits: RedfishPollLimits,
-): Promise<{ entries: BmcEventData[]; problem?: string }> {
-  const log = entriesPath.replace(/\/Entries\/?$/, '');
-  const entries: BmcEventData[] = [];
-  let page: Json | undefined = await get(entriesPath);
-  for (let pages = 1; page; pages++) {
-    for (const member of Array.isArray(page.Members) ? page.Members : []) {
-      if (entries.length >= limits.maxLogEntries) return { entries };
-      if (!isObject(member)) continue;
-      // A collection lists links only on BMCs that do not expand; each is fetched then.
-      const doc = typeof member.Id === 'string' ? member : typeof member['@odata.id'] === 'string' ? await get(member['@odata.id']) : undefined;
-      const entry = doc ? logEntry(doc, log) : undefined;
-      if (entry) entries.push(entry);
-    }
-    const next = typeof page['@odata.nextLink'] === 'string' ? page['@odata.nextLink'] : undefined;
-    if (!next || pages >= limits.maxLogPages) break;
-    try {
-      page = await get(next);
-    } catch (error) {
-      return { entries, problem: `${next}: ${error instanceof Error ? error.message : String(error)}` };
-    }
+/** `work`, or a rejection from `expired` once `ms` pass; the work's own late result is dropped. */
+async function beforeDeadline<T>(work: Promise<T>, ms: number, expired: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(expired()), ms);
+  });
+  // The request is bounded by its own timeout; what it says after the deadline is nobody's.
+  work.catch(() => {});
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
-  return { entries };
 }
