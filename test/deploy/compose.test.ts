@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = join(import.meta.dirname, '..', '..');
 // The Compose Specification's own schema, vendored with its source (schemas/README.md).
 const SCHEMA = JSON.parse(readFileSync(join(import.meta.dirname, 'schemas/compose-spec.json'), 'utf8')) as object;
-const SERVICES_WITH_HEALTHZ = new Map([['intake', 9468], ['notifier', 9095], ['agent', 9469]]);
+const SERVICES_WITH_HEALTHZ = new Map([['intake', 9468], ['notifier', 9095], ['agent', 9469], ['engine', 9470]]);
 
 interface Service {
   build?: unknown;
@@ -68,7 +68,7 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['kafka', 'redis', 'mailcatcher', 'prometheus']));
   });
 
-  it('points each service with a /healthz at its own port, and the engine at none', () => {
+  it('points each service with a /healthz at its own port', () => {
     for (const [name, service] of gpualert) {
       const port = SERVICES_WITH_HEALTHZ.get(name);
       expect(service.environment?.GPUALERT_HEALTH_URL, name).toBe(port === undefined ? undefined : `http://127.0.0.1:${port}/healthz`);

@@ -95,7 +95,7 @@ describe('deploy/kubernetes', () => {
   });
 
   it('probes /healthz where a service serves it, and the intake has a Service on 9468', () => {
-    const expected = new Map([['gpualert-agent', 9469], ['gpualert-notifier', 9095], ['gpualert-intake', 9468]]);
+    const expected = new Map([['gpualert-agent', 9469], ['gpualert-notifier', 9095], ['gpualert-intake', 9468], ['gpualert-engine', 9470]]);
     for (const workload of workloads) {
       const [container] = containersOf(workload);
       const port = expected.get(workload.metadata.name);
