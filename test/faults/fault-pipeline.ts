@@ -79,6 +79,8 @@ export class FaultPipeline {
     this.env = cleanEnv({
       KAFKA_BROKERS: broker.brokers, REDIS_URL: redis.url, GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${prefix}:`,
       GPUALERT_PARTITIONS: '6', GPUALERT_ROUTES: join(dir, 'routes.yaml'), GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+      // Several engines on one machine: each its own free port for /metrics, on loopback.
+      GPUALERT_ENGINE_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
       PD_URL: `${vendors.base}/pagerduty/v2/enqueue`, PD_KEY: ROUTING_KEY, HOOK_URL: `${vendors.base}/webhook/in`, HOOK_SECRET,
       GPUALERT_LOG_LEVEL: 'info',
     });
@@ -237,6 +239,16 @@ export class FaultPipeline {
   }
 
   /** Writes a key of this deployment in its Redis, as a crashed or older writer might have left it. */
+  /** A hash where the engine expects a string: the store answers WRONGTYPE, every time. */
+  async storeHashSet(key: string, field: string, value: string): Promise<void> {
+    const client = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
+    try {
+      await client.hset(`${this.prefix}:${key}`, field, value);
+    } finally {
+      client.disconnect();
+    }
+  }
+
   async storeSet(key: string, value: string): Promise<void> {
     const client = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
     try {

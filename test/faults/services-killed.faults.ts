@@ -2,6 +2,7 @@ import { TOPICS } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultPipeline } from './fault-pipeline.ts';
 import { waitFor } from '../infra/wait-for.ts';
+import { ENGINE_INPUT_TOPICS } from '@gpualert/engine-service';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -60,6 +61,8 @@ describe('services killed under steady load', () => {
   });
 
   it('two engines in one group, one killed: the survivor takes over its partitions and judges its hosts', async () => {
+    // Six partitions (GPUALERT_PARTITIONS) of every topic the engine reads.
+    const ALL_PARTITIONS = 6 * ENGINE_INPUT_TOPICS.length;
     await pipeline.kill('engine', 'SIGTERM');
     pipeline.startLoad();
     const a = await pipeline.startService('engine-a', ['engine']);
@@ -69,19 +72,19 @@ describe('services killed under steady load', () => {
       const joins = service.output().split('\n').filter((l) => l.includes('"group_joined"')).map((l) => JSON.parse(l) as { partitions: number });
       return joins.at(-1)?.partitions ?? 0;
     };
-    await waitFor(() => partitionsOf(a) > 0 && partitionsOf(b) > 0 && partitionsOf(a) + partitionsOf(b) === 24, 'the two engines to share the partitions', 60_000);
+    await waitFor(() => partitionsOf(a) > 0 && partitionsOf(b) > 0 && partitionsOf(a) + partitionsOf(b) === ALL_PARTITIONS, 'the two engines to share the partitions', 60_000);
     const shared = [partitionsOf(a), partitionsOf(b)];
     await pipeline.kill('engine-a');
     const killedAt = Date.now();
     // Faults on hosts spread over every partition, injected while engine-a is dead and before the group knows.
     for (const host of [2, 3, 4, 6, 7, 8, 10, 11]) await pipeline.injectXid(host, 0);
-    await waitFor(() => partitionsOf(b) === 24, 'the survivor to hold every partition', 60_000);
+    await waitFor(() => partitionsOf(b) === ALL_PARTITIONS, 'the survivor to hold every partition', 60_000);
     const takeover = Date.now() - killedAt;
     await pipeline.waitForPages();
     await pipeline.stopLoad();
     await pipeline.waitCaughtUp();
     expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
     expect(await pipeline.deadletters()).toBe(0);
-    console.log(`[faults] two engines (${shared.join('+')} partitions), one SIGKILLed: survivor held all 24 after ${takeover} ms; ${pipeline.published} samples acked in all`);
+    console.log(`[faults] two engines (${shared.join('+')} partitions), one SIGKILLed: survivor held all ${ALL_PARTITIONS} after ${takeover} ms; ${pipeline.published} samples acked in all`);
   });
 });

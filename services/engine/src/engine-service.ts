@@ -131,7 +131,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   const group = options.group ?? 'gpualert-engine';
   const subscription: Subscription = await options.bus.consume({
     group,
-    topics: [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.hostSamples, TOPICS.bmcEvents, TOPICS.jobEvents],
+    topics: [...ENGINE_INPUT_TOPICS],
     // A dead instance's partitions move to the survivors after this long.
     sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
     // Behind (after an outage, at a burst), several samples of each host share one state save.
@@ -257,6 +257,9 @@ async function takeOperatorResolves(store: StateStore): Promise<string[]> {
   await store.sortedRemove(OPERATOR_KEY, ...pending.map((p) => p.member));
   return pending.map((p) => p.member);
 }
+
+/** Every topic the engine reads, each keyed by host (one consumer group: partition p of each to one instance). */
+export const ENGINE_INPUT_TOPICS = [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.hostSamples, TOPICS.bmcEvents, TOPICS.jobEvents] as const;
 
 /** The engine as one of `gpualert up`'s services; with `metrics`, its `/metrics` and `/healthz` on that port. */
 export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event', metrics?: EngineMetricsServing): ServiceDefinition {
