@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
 import { syntheticFleet } from '@gpualert/engine';
 import { TOPICS } from '@gpualert/schema';
+import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
@@ -39,6 +40,37 @@ function rssMb(pid: number | undefined): number {
 }
 
 /**
+ * What the deployment keeps in Redis, by kind of key: bytes as Redis counts them (`MEMORY USAGE`,
+ * every key of the prefix, by SCAN), and the engine's per-host state as stored (its JSON length).
+ */
+async function redisFootprint(url: string, prefix: string): Promise<{ kinds: Map<string, { keys: number; bytes: number }>; hostStateChars: number[] }> {
+  const client = new Redis(url, { maxRetriesPerRequest: 2 });
+  const kinds = new Map<string, { keys: number; bytes: number }>();
+  const hostStateChars: number[] = [];
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
+      cursor = next;
+      for (const key of keys) {
+        const rest = key.slice(prefix.length);
+        const family = ['engine:host:', 'engine:partition:', 'notifier:alive:', 'notifier:outbox-claim:', 'collector:kernel:'].find((f) => rest.startsWith(f));
+        const kind = family ? `${family}*` : rest;
+        const bytes = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) || 0;
+        const entry = kinds.get(kind) ?? { keys: 0, bytes: 0 };
+        entry.keys += 1;
+        entry.bytes += bytes;
+        kinds.set(kind, entry);
+        if (kind === 'engine:host:*' && hostStateChars.length < 2_000) hostStateChars.push(await client.strlen(key));
+      }
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+  return { kinds, hostStateChars };
+}
+
+/**
  * The whole pipeline as separate processes on the real Kafka and Redis, measured the same way on
  * both sides: a backlog of the fleet's samples drained by a bare kafkajs consumer (the raw
  * ceiling) and the same backlog drained by `gpualert engine` (samples judged, state saved,
@@ -48,11 +80,14 @@ function rssMb(pid: number | undefined): number {
  */
 export async function benchE2e(): Promise<void> {
   const quick = process.argv.includes('--quick') || process.env.GPUALERT_BENCH_QUICK === '1';
-  const hosts = envNumber('GPUALERT_BENCH_HOSTS', quick ? 125 : 1_000);
+  // `--scale` (issue 17): a 10,000-host, 80,000-GPU fleet with 2 engines, a short backlog (12 scrapes
+  // a host, 2 minutes of event time), event time sped up in the steady phase; Redis and Kafka sizes measured.
+  const scale = process.argv.includes('--scale') || process.env.GPUALERT_BENCH_SCALE === '1';
+  const hosts = envNumber('GPUALERT_BENCH_HOSTS', scale ? 10_000 : quick ? 125 : 1_000);
   const gpus = 8;
-  const scrapes = quick ? 320 : 100; // per host, one every 10 s of event time
-  const steadySeconds = quick ? 15 : 30;
-  const injections = quick ? 10 : 30;
+  const scrapes = envNumber('GPUALERT_BENCH_SCRAPES', scale ? 12 : quick ? 320 : 100); // per host, one every 10 s of event time
+  const steadySeconds = scale ? 20 : quick ? 15 : 30;
+  const injections = envNumber('GPUALERT_BENCH_INJECTIONS', scale ? 10 : quick ? 10 : 30);
   const backlog = hosts * scrapes;
   console.log(`\n## End to end: ${hosts} hosts × ${gpus} GPUs, a backlog of ${backlog.toLocaleString('en-US')} samples, separate processes, real Kafka and Redis`);
   const broker = process.env.KAFKA_BROKERS ? undefined : await KafkaBroker.create();
@@ -64,19 +99,36 @@ export async function benchE2e(): Promise<void> {
   const T0 = Date.parse('2026-06-01T00:00:00Z');
   // The fleet is made as it is published: a backlog held in memory would be gigabytes at full size.
   const fleet = (start: number, minutes: number) => syntheticFleet({ hosts, gpusPerHost: gpus, start, minutes, seed: 4 });
-  const publishFleet = async (publish: (messages: OutgoingMessage[]) => Promise<void>, start: number, minutes: number, withInventory: boolean) => {
+  /** Sample messages' sizes as published (value bytes), for Kafka's throughput and retention on paper. */
+  const sizes = { count: 0, bytes: 0 };
+  /** `going`: the fleet stops being made when it says so (the steady phase's 24 h of a 10,000-host fleet would take hours to make). */
+  const publishFleet = async (publish: (messages: OutgoingMessage[]) => Promise<void>, start: number, minutes: number, withInventory: boolean, going: () => boolean = () => true) => {
     let chunk: OutgoingMessage[] = [];
+    let inventories: OutgoingMessage[] = [];
     for (const e of fleet(start, minutes)) {
+      if (!going()) return;
       if (e.type === 'host.inventory') {
-        if (withInventory) await bus.publish(TOPICS.hostInventory, [envelopeMessage(e)]);
+        if (withInventory) inventories.push(envelopeMessage(e));
+        if (inventories.length === 500) {
+          await bus.publish(TOPICS.hostInventory, inventories);
+          inventories = [];
+        }
         continue;
       }
-      chunk.push(envelopeMessage(e));
+      if (inventories.length > 0) {
+        await bus.publish(TOPICS.hostInventory, inventories);
+        inventories = [];
+      }
+      const message = envelopeMessage(e);
+      sizes.count += 1;
+      sizes.bytes += Buffer.byteLength(message.value as string);
+      chunk.push(message);
       if (chunk.length === 500) {
         await publish(chunk);
         chunk = [];
       }
     }
+    if (inventories.length > 0) await bus.publish(TOPICS.hostInventory, inventories);
     if (chunk.length > 0) await publish(chunk);
   };
   const minutes = (scrapes * 10) / 60;
@@ -99,7 +151,7 @@ export async function benchE2e(): Promise<void> {
   const env = {
     KAFKA_BROKERS: brokers, REDIS_URL: redis.url, GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${prefix}:`, GPUALERT_PARTITIONS: '6',
     GPUALERT_ROUTES: routes, PD_URL: `http://127.0.0.1:${pagerPort}/v2/enqueue`, PD_KEY: 'x'.repeat(32), GPUALERT_NOTIFIER_PORT: '0',
-    GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_LOG_LEVEL: 'warn',
+    GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_LOG_LEVEL: 'warn', GPUALERT_ENGINE_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
   };
   const kafka = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
@@ -107,7 +159,16 @@ export async function benchE2e(): Promise<void> {
   try {
     // 1. The raw ceiling: the backlog drained by a bare kafkajs consumer with the same settings.
     const raw = `${prefix}raw`;
-    await admin.createTopics({ topics: [{ topic: raw, numPartitions: 6 }], waitForLeaders: true });
+    // A broker just started on a busy machine may not yet answer for a new topic's partitions: tried again.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await admin.createTopics({ topics: [{ topic: raw, numPartitions: 6 }], waitForLeaders: true });
+        break;
+      } catch (error) {
+        if (attempt >= 5) throw error;
+        await new Promise((r) => setTimeout(r, 2_000));
+      }
+    }
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     await publishFleet(async (chunk) => {
@@ -149,6 +210,9 @@ export async function benchE2e(): Promise<void> {
       return n >= backlog;
     }, 600_000, 'the engine to drain the backlog');
     const pipelineRate = (backlog - drainStartCount) / ((performance.now() - drainStart) / 1000);
+    for (const e of engines) {
+      if (e.exitCode !== null || e.signalCode !== null) throw new Error(`e2e bench: an engine exited (${e.exitCode ?? e.signalCode}) during the drain:\n${e.output().slice(-3_000)}`);
+    }
     const engineRss = engines.reduce((mb, e) => mb + rssMb(e.pid), 0);
 
     // 3. Steady load: the fleet's next scrapes offered at 40% of the drained rate (event time
@@ -166,7 +230,7 @@ export async function benchE2e(): Promise<void> {
         if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
         await bus.publish(TOPICS.gpuSamples, chunk);
         sent += chunk.length;
-      }, T0 + scrapes * 10_000, 24 * 60, false);
+      }, T0 + scrapes * 10_000, 24 * 60, false, () => steady);
     })();
     const sampler = setInterval(() => {
       void Promise.all([published(), judged()]).then(([p, j]) => lags.push(p - j)).catch(() => {});
@@ -191,6 +255,7 @@ export async function benchE2e(): Promise<void> {
     const remaining = steadySeconds * 1000 - (performance.now() - steadyStarted);
     if (remaining > 0) await new Promise((r) => setTimeout(r, remaining));
     const notifierRss = rssMb(notifier.pid);
+    const engineRssSteady = engines.map((e) => rssMb(e.pid));
     steady = false;
     clearInterval(sampler);
     await load;
@@ -203,9 +268,18 @@ export async function benchE2e(): Promise<void> {
     console.log(`${'engine RSS per 1,000 GPUs, after the drain'.padEnd(58)} ${format(perThousand(engineRss)).padStart(12)} MB (${format(engineRss)} MB for ${hosts * gpus} GPUs)`);
     console.log(`${'notifier RSS'.padEnd(58)} ${format(notifierRss).padStart(12)} MB`);
     console.log(`${'kernel collector RSS (one per host), median'.padEnd(58)} ${format(median(collectorRss)).padStart(12)} MB`);
+    console.log(`${'engine RSS per instance at the end of the steady load'.padEnd(58)} ${engineRssSteady.map((mb) => format(mb)).join(' + ')} MB`);
+    console.log(`${'gpu.sample message (8 GPUs), as published'.padEnd(58)} ${format(sizes.bytes / Math.max(1, sizes.count)).padStart(12)} bytes (mean of ${sizes.count.toLocaleString('en-US')})`);
+    const footprint = await redisFootprint(redis.url, `${prefix}:`);
+    for (const [kind, { keys, bytes }] of [...footprint.kinds].sort((a, b) => b[1].bytes - a[1].bytes)) {
+      console.log(`${`redis ${kind}`.padEnd(58)} ${format(bytes / 1e6).padStart(12)} MB in ${keys.toLocaleString('en-US')} keys (${format(bytes / keys)} bytes a key)`);
+    }
+    const hostKeys = footprint.kinds.get('engine:host:*');
+    if (hostKeys) console.log(`${'engine state per host, stored JSON'.padEnd(58)} ${format(median(footprint.hostStateChars)).padStart(12)} chars median, ${format(Math.max(...footprint.hostStateChars))} max (${format(hostKeys.bytes / hostKeys.keys)} bytes a key in Redis)`);
     console.log(JSON.stringify({
       pipeline_gpu_samples_per_s: Math.round(pipelineRate * gpus), raw_consume_msgs_per_s: Math.round(rawRate), pipeline_vs_raw: Math.round((pipelineRate / rawRate) * 1000) / 1000,
       xid_to_page_p50_ms: Math.round(median(latencies)), xid_to_page_p99_ms: Math.round(percentile(latencies, 99)), engine_rss_mb_per_1000_gpus: Math.round(perThousand(engineRss) * 10) / 10,
+      hosts, gpus: hosts * gpus, engines: engines.length, sample_message_bytes: Math.round(sizes.bytes / Math.max(1, sizes.count)), lag_max_msgs: Math.max(0, ...lags),
     }));
   } finally {
     for (const child of children) child.kill('SIGTERM');

@@ -2,11 +2,13 @@ import { benchAgent } from './agent.bench.ts';
 import { benchAlertmanagerApi } from './alertmanager-api.bench.ts';
 import { benchBmc } from './bmc.bench.ts';
 import { benchBus } from './bus.bench.ts';
+import { benchConsole } from './console.bench.ts';
 import { benchE2e } from './e2e.bench.ts';
 import { benchEngine } from './engine.bench.ts';
 import { benchFleetMetrics } from './fleet-metrics.bench.ts';
 import { benchGpuMetrics } from './gpu-metrics.bench.ts';
 import { benchIntake } from './intake.bench.ts';
+import { benchJobLayer } from './job-layer.bench.ts';
 import { benchJobLog } from './job-log.bench.ts';
 import { benchKernel } from './kernel.bench.ts';
 import { benchNotifier } from './notifier.bench.ts';
@@ -15,8 +17,10 @@ import { benchUsage } from './usage.bench.ts';
 
 /** `npm run bench`: every hot path's figures, printed. Compare ratios within one run. */
 const benches: Record<string, () => Promise<void>> = { kernel: benchKernel, engine: benchEngine, 'gpu-metrics': benchGpuMetrics, bus: benchBus, intake: benchIntake, notifier: benchNotifier, timeline: benchTimeline, agent: benchAgent, e2e: benchE2e, bmc: benchBmc, 'job-log': benchJobLog, usage: benchUsage, 'alertmanager-api': benchAlertmanagerApi };
+benches.console = benchConsole;
+benches['fleet-metrics'] = benchFleetMetrics;
+benches['job-layer'] = benchJobLayer;
 const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {
   if (only.length === 0 || only.includes(name)) await bench();
 }
-benches['fleet-metrics'] = benchFleetMetrics;

@@ -14,6 +14,8 @@ export interface BannerFacts {
   readonly demo: boolean;
   /** Where Alertmanager's v2 API is served, or `off: why`. */
   readonly notifierApi?: string;
+  /** The live console's address, when the notifier serves it. */
+  readonly console?: string;
   readonly startupMs: number;
 }
 
@@ -25,6 +27,7 @@ export function startBanner(facts: BannerFacts): string {
     ...facts.services.map((s): [string, string] => [s.name, s.state]),
     ['alerts to', facts.routes],
     ...(facts.notifierApi ? ([['api', facts.notifierApi]] as [string, string][]) : []),
+    ...(facts.console ? ([['console', facts.console]] as [string, string][]) : []),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const body = rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');

@@ -1,4 +1,4 @@
-import { IB_PORT_COUNTERS, MAX_IB_PORTS_PER_SAMPLE, MAX_PCI_DEVICES, PciTreeDevice, Severity } from '@gpualert/schema';
+import { IB_PORT_COUNTERS, MAX_FANS_PER_SAMPLE, MAX_IB_PORTS_PER_SAMPLE, MAX_PCI_DEVICES, PciTreeDevice, Severity } from '@gpualert/schema';
 import { z } from 'zod';
 
 /**
@@ -95,8 +95,10 @@ export const HostStateSchema = z.object({
   kernel: z.object({ next: finite, lines: z.array(z.tuple([finite, z.string(), time])) }).optional(),
   hostLayer: z.object({
     inlet: BaselineSchema.optional(),
-    ib: z.record(z.string(), z.object({ active: z.boolean(), counters: z.partialRecord(z.enum(IB_PORT_COUNTERS), finite) }))
+    ib: z.record(z.string(), z.object({ active: z.boolean(), counters: z.partialRecord(z.enum(IB_PORT_COUNTERS), finite), best_rate: finite.optional() }))
       .refine((ports) => Object.keys(ports).length <= MAX_IB_PORTS_PER_SAMPLE, `at most ${MAX_IB_PORTS_PER_SAMPLE} ports`).optional(),
+    bmcSeen: z.array(z.string().max(1_024)).max(65_536).optional(),
+    failedFans: z.record(z.string(), time).refine((fans) => Object.keys(fans).length <= MAX_FANS_PER_SAMPLE, `at most ${MAX_FANS_PER_SAMPLE} fans`).optional(),
   }).optional(),
   cooling: z.object({ incident: z.string(), until: time, explains: z.array(z.string()).max(32) }).optional(),
   pci: z.array(PciTreeDevice).max(MAX_PCI_DEVICES).optional(),
@@ -119,7 +121,8 @@ export const JobRunSchema = z.object({
   baseline: z.object({ n: finite, mean: finite }).optional(),
   recentMs: finite.optional(),
   ranks: record(z.object({ host: z.string(), gpu: finite.optional(), step: finite.optional(), at: time, ms: finite.optional() })),
-  checkpoint: z.object({ ok: time.optional(), step: finite.optional(), count: finite, every: finite.optional(), failed: time.optional() }).optional(),
+  checkpoint: z.object({ ok: time.optional(), step: finite.optional(), count: finite, every: finite.optional(), failed: time.optional(), began: time.optional() }).optional(),
   fault: z.object({ host: z.string(), gpu: finite, at: time, fingerprint: z.string(), what: z.string() }).optional(),
   exited: time.optional(),
+  restarted: time.optional(),
 });

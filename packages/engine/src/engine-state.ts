@@ -114,7 +114,11 @@ export interface HostLayerState {
   /** The host's own normal inlet temperature (the hottest inlet sensor of each reading). */
   inlet?: Baseline;
   /** Per InfiniBand port (`device/port`): seen active once, and its counters at the last reading. */
-  ib?: Record<string, { active: boolean; counters: Record<string, number> }>;
+  ib?: Record<string, { active: boolean; counters: Record<string, number>; best_rate?: number }>;
+  /** Fans last seen failed (name → when), kept while the BMC stops listing them: at most `MAX_FANS_PER_SAMPLE`. */
+  failedFans?: Record<string, number>;
+  /** BMC log entries judged (`log|entry id|created`), newest last: at most the `bmc_event` rule's `remember`. */
+  bmcSeen?: string[];
 }
 
 
@@ -152,11 +156,14 @@ export interface JobRun {
   baseline?: { n: number; mean: number };
   recentMs?: number;
   ranks: Record<string, JobRank>;
-  checkpoint?: { ok?: number; step?: number; count: number; every?: number; failed?: number };
+  /** `began`: the first report of its latest checkpoint (its ranks' reports within `same_within` are that one). */
+  checkpoint?: { ok?: number; step?: number; count: number; every?: number; failed?: number; began?: number };
   /** The fatal GPU fault that took it down: the root of its incident. */
   fault?: { host: string; gpu: number; at: number; fingerprint: string; what: string };
   /** When a rank reported the job's exit. */
   exited?: number;
+  /** When it last restarted (a restart event, or a rank's step going back): its fault before is over. */
+  restarted?: number;
 }
 
 export interface EngineState {
@@ -250,6 +257,7 @@ export function parseHostState(json: string, note: StateNote = () => {}): HostSt
     state.hostLayer.ib = toDict(state.hostLayer.ib);
     for (const port of Object.values(state.hostLayer.ib)) port.counters = toDict(port.counters);
   }
+  if (state.hostLayer?.failedFans) state.hostLayer.failedFans = toDict(state.hostLayer.failedFans);
   return state;
 }
 

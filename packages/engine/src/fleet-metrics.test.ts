@@ -3,7 +3,7 @@ import { type Envelope, type EnvelopeOf, type GpuMetrics, type GpuSampleData } f
 import { describe, expect, it } from 'vitest';
 import { Engine } from './engine.ts';
 import { emptyEngineState, newHostState, type EngineState } from './engine-state.ts';
-import { renderFleetMetrics } from './fleet-metrics.ts';
+import { MAX_ALERT_SERIES_PER_HOST, renderFleetMetrics, renderFleetMetricsCounted } from './fleet-metrics.ts';
 import { loadRuleSet } from './load-rules.ts';
 import { hostName, syntheticFleet, type FleetOptions } from './synthetic-fleet.ts';
 import { StreamClock } from './time-policy.ts';
@@ -164,5 +164,34 @@ describe('the fleet as /metrics shows it', () => {
     const windows = pick(series, 'gpualert_maintenance_window_start_timestamp_seconds');
     expect(windows.map((w) => w.labels.window!.length).sort()).toEqual([128, 9]);
     expect(one(series, 'gpualert_host_maintenance_open', { host: name })).toBe(1); // the started window
+  });
+
+  it('one host\'s thousands of BMC sensors add at most MAX_ALERT_SERIES_PER_HOST alert series, the worst kept, the rest counted as dropped', () => {
+    const state = emptyEngineState();
+    const host = (state.hosts['bmc-storm'] = newHostState('bmc-storm', {}, 'default'));
+    host.lastSample = T0;
+    host.gpus['0'] = { missing: 0, baselines: {}, counters: {}, recent: [], xids: {} };
+    const tracker = (rule: string, severity: 'warning' | 'critical') => ({
+      rule, category: 'other', firing: true, told: 'firing' as const, startsAt: T0, severity, baseSeverity: severity, lastBreach: T0,
+      latched: false, transitions: [], flapping: false, evidence: [], summary: rule, action: '',
+    });
+    // A BMC that names 2,000 sensors (one alert each), then the one critical that matters.
+    for (let i = 0; i < 2_000; i += 1) host.trackers[`bmc-sel|S${i}`] = tracker('bmc-sel', 'warning');
+    host.trackers['bmc-sel|PSU1'] = tracker('bmc-psu', 'critical');
+    const quiet = newHostState('quiet', {}, 'default');
+    quiet.trackers['x'] = tracker('gpu-temp', 'warning');
+    state.hosts['quiet'] = quiet;
+    const { text, dropped } = renderFleetMetricsCounted({ state, ruleSet, samples: new Map() });
+    const series = parse(text);
+    const alerts = pick(series, 'gpualert_alert_started_timestamp_seconds', { host: 'bmc-storm' });
+    expect(alerts).toHaveLength(MAX_ALERT_SERIES_PER_HOST);
+    expect(alerts.filter((a) => a.labels.severity === 'critical').map((a) => a.labels.rule)).toEqual(['bmc-psu']);
+    expect(dropped).toBe(2_001 - MAX_ALERT_SERIES_PER_HOST);
+    expect(pick(series, 'gpualert_alert_started_timestamp_seconds', { host: 'quiet' })).toHaveLength(1); // another host keeps its own
+    // The counts stay whole: every alert firing is counted, shown or not.
+    expect(one(series, 'gpualert_alerts_firing', { severity: 'warning', category: 'other' })).toBe(2_001);
+    expect(one(series, 'gpualert_gpu_state', { host: 'bmc-storm', gpu: '0' })).toBe(4);
+    // The same host under the cap shows every alert, nothing dropped.
+    expect(renderFleetMetricsCounted({ state, ruleSet, samples: new Map(), maxAlertSeriesPerHost: 5_000 }).dropped).toBe(0);
   });
 });

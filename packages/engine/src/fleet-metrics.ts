@@ -1,6 +1,6 @@
 import { ALERT_CATEGORIES, SEVERITIES, severityRank, type GpuSampleData } from '@gpualert/schema';
 import { inMaintenance } from './conditions.ts';
-import type { EngineState, HostState } from './engine-state.ts';
+import type { EngineState, HostState, Tracker } from './engine-state.ts';
 import type { BoundTemplate, RuleSet } from './load-rules.ts';
 import { hostKey } from './judges/keys.ts';
 import type { RuleOf } from './rule-set.ts';
@@ -19,7 +19,16 @@ export interface FleetMetricsInput {
   readonly samples: ReadonlyMap<string, GpuSampleData>;
   /** What a GPU-hour costs (the usage rollups' price list); without it idle hours are not priced. */
   readonly prices?: { readonly currency: string; rate(labels: Readonly<Record<string, string>>): number | undefined };
+  /** Alert series one host may add (`MAX_ALERT_SERIES_PER_HOST` unless said); past it the worst severities stay. */
+  readonly maxAlertSeriesPerHost?: number;
 }
+
+/**
+ * Alert series (`gpualert_alert_started_timestamp_seconds`) one host may add to a scrape. The
+ * host layer keys alerts by what the host names (a BMC's sensors, fans, ports): 20,000 sensors
+ * of one host must not add 20,000 series. 256 is 37 bundled rules on 6 GPUs at once, plus room.
+ */
+export const MAX_ALERT_SERIES_PER_HOST = 256;
 
 /** The raw values each GPU exports (`gpualert_gpu_sample_value{metric}`). */
 export const SAMPLE_VALUE_METRICS = ['temp_c', 'power_w', 'util_pct'] as const;
@@ -37,7 +46,14 @@ interface Family {
 }
 
 export function renderFleetMetrics(input: FleetMetricsInput): string {
+  return renderFleetMetricsCounted(input).text;
+}
+
+/** The fleet's text and how many alert series the per-host cap left out of it (`gpualert_metrics_series_dropped_total`). */
+export function renderFleetMetricsCounted(input: FleetMetricsInput): { text: string; dropped: number } {
   const f = families();
+  const maxAlertSeries = input.maxAlertSeriesPerHost ?? MAX_ALERT_SERIES_PER_HOST;
+  let dropped = 0;
   const firing = new Map<string, number>(); // `${severity}\u0000${category}` → count
   let hosts = 0;
   let gpus = 0;
@@ -56,6 +72,7 @@ export function renderFleetMetrics(input: FleetMetricsInput): string {
     let drift = 0;
     let incidentAlerts = false;
     const worstByGpu = new Map<number, number>();
+    const alertLines: { rank: number; tracker: Tracker }[] = [];
     for (const tracker of Object.values(host.trackers)) {
       if (tracker.told !== 'firing') continue;
       const rank = severityRank(tracker.severity);
@@ -68,6 +85,15 @@ export function renderFleetMetrics(input: FleetMetricsInput): string {
       if (!aboutTheHost) incidentAlerts = true;
       if (tracker.gpu !== undefined) worstByGpu.set(tracker.gpu, Math.max(worstByGpu.get(tracker.gpu) ?? -1, rank));
       else if (!aboutTheHost) hostWorst = Math.max(hostWorst, rank);
+      alertLines.push({ rank, tracker });
+    }
+    // Past the cap the worst severities stay (a stable sort keeps the first of equals); the rest count as dropped.
+    if (alertLines.length > maxAlertSeries) {
+      alertLines.sort((a, b) => b.rank - a.rank);
+      dropped += alertLines.length - maxAlertSeries;
+      alertLines.length = maxAlertSeries;
+    }
+    for (const { tracker } of alertLines) {
       f.alert.lines.push(`gpualert_alert_started_timestamp_seconds{${h},gpu="${tracker.gpu ?? ''}",rule="${escape(tracker.rule)}",category="${escape(tracker.category)}",severity="${tracker.severity}"} ${seconds(tracker.startsAt ?? now)}`);
     }
 
@@ -141,7 +167,7 @@ export function renderFleetMetrics(input: FleetMetricsInput): string {
     if (family.lines.length === 0) continue;
     out += `# HELP ${family.name} ${family.help}\n# TYPE ${family.name} ${family.type}\n${family.lines.join('\n')}\n`;
   }
-  return out;
+  return { text: out, dropped };
 }
 
 function families() {

@@ -11,3 +11,4 @@ export { JUDGES } from './judges/index.ts';
 export * from './synthetic-fleet.ts';
 export * from './fleet-metrics.ts';
 export * from './forget-hosts.ts';
+export * from './fleet-snapshot.ts';

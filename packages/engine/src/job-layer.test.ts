@@ -3,7 +3,7 @@ import { newEnvelope, type Envelope, type EnvelopeOf, type JobEventData } from '
 import { describe, expect, it } from 'vitest';
 import { Engine } from './engine.ts';
 import { emptyEngineState, parseFleetState, parseHostState } from './engine-state.ts';
-import { MAX_TRAINING_JOBS } from './job-runs.ts';
+import { MAX_RANKS_PER_JOB, MAX_TRAINING_JOBS } from './job-runs.ts';
 import { loadRuleSet } from './load-rules.ts';
 import { StreamClock } from './time-policy.ts';
 import { hostName, syntheticFleet } from './synthetic-fleet.ts';
@@ -69,7 +69,8 @@ describe('the job layer', () => {
     const { alerts, state } = run([...samples(4, 60), ...steps(4, T0, T0 + 60 * MIN, (h, t) => 2_950 + ((t / 1000 + h) % 7) * 15), ...checkpoints([5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55])]);
     expect(firing(alerts)).toEqual([]);
     // and it followed the job: its owner from the samples, its step, its checkpoint interval
-    const job = state.fleet.training?.[JOB];
+    const job = Object.values(state.fleet.training!).find((r) => r.labels.job === JOB);
+    expect(Object.keys(state.fleet.training!)).toHaveLength(1); // one job, keyed by its id and owner
     expect(job?.labels).toMatchObject({ job: JOB, job_user: 'alice' });
     expect(job?.step).toBe(100 + 119 * 10);
     expect(Math.round(job!.checkpoint!.every! / MIN)).toBe(5);
@@ -191,16 +192,137 @@ describe('the job layer', () => {
     }
     const { state } = run(envelopes);
     const jobs = Object.keys(state.fleet.training!);
-    expect(jobs).toHaveLength(MAX_TRAINING_JOBS);
+    expect(jobs.length).toBeLessThanOrEqual(MAX_TRAINING_JOBS);
+    expect(jobs.length).toBeGreaterThan(MAX_TRAINING_JOBS * 0.8); // the stalest tenth goes at once when full
     expect(jobs).not.toContain('j0'); // the least recently heard went
+    expect(jobs).toContain(`j${MAX_TRAINING_JOBS + 9}`);
     expect(state.hosts[hostName(0)]!.jobs!.length).toBeLessThanOrEqual(64);
     const saved = JSON.parse(JSON.stringify(state.fleet)) as { training: Record<string, unknown> };
     saved.training.j5 = { labels: {}, heard: 'yesterday' };
     const notes: string[] = [];
     const loaded = parseFleetState(JSON.stringify(saved), (n) => notes.push(n));
-    expect(Object.keys(loaded.training!)).toHaveLength(MAX_TRAINING_JOBS);
+    expect(Object.keys(loaded.training!)).toHaveLength(jobs.length);
     expect(loaded.training!.j5).toBeUndefined();
     expect(loaded.training!.j500).toMatchObject({ step: 1, home: hostName(0) });
     expect(notes).toEqual(['training."j5" does not check: dropped']);
+  });
+});
+
+describe('the job layer: what the second attack found', () => {
+  const ALICE = { job: JOB, job_user: 'alice', job_name: 'pretrain' };
+  const BOB = { job: JOB, job_user: 'bob', job_name: 'other', namespace: 'team-b' };
+  /** Hosts × 2 GPUs busy with a job, each host attributed to `owner(h)`; `gone` drops a GPU. */
+  const owned = (hosts: number, minutes: number, owner: (h: number) => object, gone: (h: number, g: number, t: number) => boolean = () => false) => [...syntheticFleet({
+    hosts, gpusPerHost: 2, start: T0, minutes, seed: 5,
+    fault: (h, g, t) => (gone(h, g.index, t) ? null : { ...g, util_pct: 97, processes: 1, pcie_gen: 5, temp_c: 60, power_w: 600, throttle: [], job: owner(h) as never }),
+  })];
+  /** Each of `hosts` reports rank h×2's step every 30 s over [from, to), from `step` on. */
+  const stepsFrom = (hosts: number[], from: number, to: number, step: number) => {
+    const out: Envelope[] = [];
+    for (let t = from; t < to; t += 30 * SEC, step += 10) for (const h of hosts) out.push(jobEvent(h, t + h, { kind: 'step', rank: h * 2, gpu: 0, step, step_time_ms: 3_000 }));
+    return out;
+  };
+
+  it('one job id in two owners\' hands (alice; bob in team-b) is two jobs: alice\'s dead GPU neither names bob nor explains bob\'s own timeout', () => {
+    const fault = T0 + 20 * MIN;
+    const { alerts, state } = run([
+      ...owned(4, 40, (h) => (h < 2 ? ALICE : BOB), (h, g, t) => h === 0 && g === 1 && t >= fault),
+      ...stepsFrom([3, 2, 1, 0], T0, fault, 100), xid79(0, fault, 1),
+      jobEvent(2, fault + 10 * MIN, { kind: 'collective_timeout', rank: 4, gpu: 0, message: '[Rank 4] Watchdog caught collective operation timeout' }),
+    ], T0 + 40 * MIN);
+    const root = firing(alerts, 'job-gpu-fault').filter((a) => a.host === 'gpu-node-000');
+    expect(root).toHaveLength(1);
+    expect(root[0]!.labels).toMatchObject({ job: JOB, job_user: 'alice' });
+    expect(root[0]!.labels.namespace).toBeUndefined();
+    const bobs = firing(alerts, 'job-gpu-fault').filter((a) => a.host === 'gpu-node-002');
+    expect(bobs).toHaveLength(1);
+    expect(bobs[0]).toMatchObject({ labels: { job_user: 'bob', namespace: 'team-b' }, data: { severity: 'error' } });
+    expect(bobs[0]!.data.summary).toContain('no GPU fault found');
+    expect(Object.values(state.fleet.training!).map((r) => r.labels.job_user).sort()).toEqual(['alice', 'bob']);
+  });
+
+  it('the same job id of the same user in two clusters is two jobs: one cluster\'s dead GPU does not explain the other\'s timeout', () => {
+    const fault = T0 + 20 * MIN;
+    const other = (e: Envelope): Envelope => ({ ...e, host: `b-${e.host}`, ...(e.labels ? { labels: { ...e.labels, cluster: 'b' } } : {}) }) as Envelope;
+    const { alerts, state } = run([
+      ...owned(2, 40, () => ALICE, (h, g, t) => h === 0 && g === 1 && t >= fault), ...stepsFrom([0, 1], T0, fault, 100), xid79(0, fault, 1),
+      ...[...syntheticFleet({ hosts: 2, gpusPerHost: 2, start: T0, minutes: 40, seed: 5, cluster: 'b', fault: (_h, g) => ({ ...g, util_pct: 97, processes: 1, job: ALICE }) })].map(other),
+      ...stepsFrom([0, 1], T0, fault, 100).map(other),
+      other(jobEvent(1, fault + 10 * MIN, { kind: 'collective_timeout', rank: 2, gpu: 0, message: '[Rank 2] Watchdog caught collective operation timeout' })),
+    ], T0 + 40 * MIN);
+    expect(Object.values(state.fleet.training!).map((r) => r.labels.cluster).sort()).toEqual(['b', 'lab']);
+    const theirs = firing(alerts, 'job-gpu-fault').filter((a) => a.host === 'b-gpu-node-001');
+    expect(theirs).toHaveLength(1);
+    expect(theirs[0]!.data).toMatchObject({ severity: 'error' });
+    expect(theirs[0]!.data.summary).toContain('no GPU fault found');
+  });
+
+  it('a restart ends the fault\'s window: a collective timeout 30 minutes after the job restarted is its own problem, not the old GPU\'s', () => {
+    const fault = T0 + 20 * MIN;
+    const { alerts } = run([
+      ...owned(4, 70, () => ALICE, (h, g, t) => h === 0 && g === 1 && t >= fault),
+      ...stepsFrom([0, 1, 2, 3], T0, fault, 100), xid79(0, fault, 1),
+      jobEvent(2, fault + 5 * MIN, { kind: 'restart', rank: 0 }),
+      ...stepsFrom([2, 3], fault + 6 * MIN, T0 + 70 * MIN, 100),
+      jobEvent(3, T0 + 55 * MIN, { kind: 'collective_timeout', rank: 6, gpu: 0, message: '[Rank 6] Watchdog caught collective operation timeout' }),
+    ], T0 + 70 * MIN);
+    const late = firing(alerts, 'job-gpu-fault').filter((a) => Date.parse(a.ts) >= T0 + 55 * MIN);
+    expect(late).toHaveLength(1);
+    expect(late[0]!.data).toMatchObject({ severity: 'error' });
+    expect(late[0]!.data.summary).toContain('no GPU fault found');
+  });
+
+  it('a job restarted from its checkpoint (its steps go back 20 minutes\' worth) is making progress, not stalled', () => {
+    const { alerts } = run([
+      ...owned(2, 90, () => ALICE),
+      ...stepsFrom([0, 1], T0, T0 + 40 * MIN, 0),
+      jobEvent(0, T0 + 40 * MIN + 10 * SEC, { kind: 'restart', rank: 0, message: 'resuming from checkpoint' }),
+      ...stepsFrom([0, 1], T0 + 41 * MIN, T0 + 90 * MIN, 400),
+    ], T0 + 90 * MIN);
+    expect(firing(alerts, 'job-stalled')).toEqual([]);
+    // with no restart event, the step going back is the restart
+    const quiet = run([...owned(2, 90, () => ALICE), ...stepsFrom([0, 1], T0, T0 + 40 * MIN, 0), ...stepsFrom([0, 1], T0 + 41 * MIN, T0 + 90 * MIN, 400)], T0 + 90 * MIN);
+    expect(firing(quiet.alerts, 'job-stalled')).toEqual([]);
+    // (and a job that really stops after going back does page: the test would see it)
+    const stopped = run([...owned(2, 90, () => ALICE), ...stepsFrom([0, 1], T0, T0 + 40 * MIN, 0), ...stepsFrom([0, 1], T0 + 41 * MIN, T0 + 50 * MIN, 400)], T0 + 90 * MIN);
+    expect(firing(stopped.alerts, 'job-stalled')).toHaveLength(1);
+  });
+
+  it('one checkpoint its 4 ranks report 12 s apart is one checkpoint: a job saving every 10 minutes is not overdue', () => {
+    const events = [...owned(4, 60, () => ALICE), ...stepsFrom([0, 1, 2, 3], T0, T0 + 60 * MIN, 0)];
+    for (let m = 10; m < 60; m += 10) for (let h = 0; h < 4; h += 1) events.push(jobEvent(h, T0 + m * MIN + h * 12 * SEC, { kind: 'checkpoint', checkpoint: 'ok', rank: h * 2 }));
+    const { alerts, state } = run(events, T0 + 60 * MIN);
+    expect(firing(alerts, 'job-checkpoint')).toEqual([]);
+    const [only] = Object.values(state.fleet.training!);
+    expect(Math.round(only!.checkpoint!.every! / MIN)).toBe(10);
+    // and it is overdue 3 intervals after the last one (the test would see the alert)
+    const late = run(events.filter((e) => Date.parse(e.ts) < T0 + 30 * MIN || e.type !== 'job.event' || (e.data as JobEventData).kind !== 'checkpoint'), T0 + 70 * MIN);
+    expect(firing(late.alerts, 'job-checkpoint').filter((a) => a.data.summary.includes('no checkpoint for'))).toHaveLength(1);
+  });
+
+  it('a job\'s events before a sample names its owner, and after its processes are gone, are still that one job', () => {
+    const early = stepsFrom([0, 1], T0 - 2 * MIN, T0, 0); // before any sample attributes the GPUs
+    const gone = T0 + 20 * MIN;
+    const { state } = run([
+      ...early, ...owned(2, 30, () => ALICE).filter((e) => Date.parse(e.ts) < gone), ...stepsFrom([0, 1], T0, gone, 40),
+      ...samples(2, 30, () => ({ job: false })).filter((e) => Date.parse(e.ts) >= gone), // the processes have exited: no attribution
+      jobEvent(0, gone + MIN, { kind: 'exit', rank: 0, exit_code: 1 }),
+    ], T0 + 30 * MIN);
+    const runs = Object.values(state.fleet.training!);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.labels).toMatchObject({ job: JOB, job_user: 'alice' });
+    expect(runs[0]!.exited).toBe(gone + MIN);
+  });
+
+  it('a job of 100,000 ranks keeps at most MAX_RANKS_PER_JOB of them, the most recently heard', () => {
+    const events: Envelope[] = [];
+    const n = MAX_RANKS_PER_JOB * 3;
+    for (let r = 0; r < n; r += 1) events.push(newEnvelope({ type: 'job.event', id: `r-${r}`, host: hostName(0), source: 'test', ts: new Date(T0 + r).toISOString(), data: { job: JOB, kind: 'step', rank: r, step: 1, step_time_ms: 1_000, message: 'step' } }));
+    const { state } = run(events);
+    const ranks = Object.keys(Object.values(state.fleet.training!)[0]!.ranks);
+    expect(ranks.length).toBeLessThanOrEqual(MAX_RANKS_PER_JOB);
+    expect(ranks.length).toBeGreaterThan(MAX_RANKS_PER_JOB / 2);
+    expect(ranks).toContain(String(n - 1));
+    expect(ranks).not.toContain('0');
   });
 });

@@ -7,15 +7,18 @@ export const MAX_TRAINING_JOBS = 1_024;
 export const MAX_RANKS_PER_JOB = 4_096;
 /** Jobs one host is the home of. */
 export const MAX_HOME_JOBS = 64;
-/** Two successful checkpoints closer than this are one checkpoint told by several ranks. */
-const SAME_CHECKPOINT_MS = 10_000;
+/** The share of a full bound's entries (the stalest) forgotten at once to make room. */
+const FORGET_AT_ONCE = 0.1;
+/** Between a job key's parts: a control character, which no job text holds. */
+const SEP = '\u001f';
 
 /** The attribution fields an alert on the GPU carries as labels (so a route can send a job's alerts to its owner). */
 const LABELS = ['job', 'job_user', 'namespace', 'pod'] as const satisfies readonly (keyof JobAttribution)[];
 
 /**
  * A GPU's attribution from its sample, kept in its state when it changes (the hot path compares
- * four strings and allocates nothing while it stays the same); its job's run learns its owner.
+ * four strings and allocates nothing while it stays the same). A job's events learn their owner
+ * from it (`noteJobEvent`): the run is keyed by the job's id and owner, never by the id alone.
  */
 export function noteGpuJob(state: EngineState, gs: GpuState, attribution: JobAttribution | undefined): void {
   const known = gs.job;
@@ -31,48 +34,50 @@ export function noteGpuJob(state: EngineState, gs: GpuState, attribution: JobAtt
     return;
   }
   gs.job = labels;
-  const run = labels.job !== undefined ? state.fleet.training?.[labels.job] : undefined;
-  if (run) for (const name in labels) run.labels[name] = labels[name]!;
 }
 
 /** The job of a `job.event` after the event is noted: ranks, progress, checkpoints, exit. */
 export function noteJobEvent(state: EngineState, host: HostState, data: JobEventData, at: number): JobRun {
   const training = (state.fleet.training ??= dict());
-  let run = training[data.job];
+  const key = eventJobKey(state, training, host, data);
+  let run = training[key];
   if (!run) {
-    forgetStalest(training, MAX_TRAINING_JOBS - 1, (r) => r.heard);
+    makeRoom(training, MAX_TRAINING_JOBS, (r) => r.heard, (name) => unindex(training, name));
     run = { labels: dict(), heard: at, home: host.host, ranks: dict() };
+    const owner = ownerOn(host, data);
+    if (owner) for (const name in owner) run.labels[name] = owner[name]!;
     run.labels.job = data.job;
-    training[data.job] = run;
-    makeHome(host, data.job);
+    if (host.labels.cluster !== undefined) run.labels.cluster = host.labels.cluster;
+    training[key] = run;
+    index(training, data.job, key);
+    makeHome(host, key);
   }
   run.heard = Math.max(run.heard, at);
-  // The owner, from a sample that attributed one of this host's GPUs to the job.
-  if (run.labels.job_user === undefined) {
-    for (const index in host.gpus) {
-      const labels = host.gpus[index]!.job;
-      if (labels?.job === data.job) for (const name in labels) run.labels[name] = labels[name]!;
-    }
-  }
   if (data.rank !== undefined) {
-    const key = String(data.rank);
-    let rank: JobRank | undefined = run.ranks[key];
+    const rankKey = String(data.rank);
+    let rank: JobRank | undefined = run.ranks[rankKey];
     if (!rank) {
-      forgetStalest(run.ranks, MAX_RANKS_PER_JOB - 1, (r) => r.at);
-      run.ranks[key] = rank = { host: host.host, at };
+      makeRoom(run.ranks, MAX_RANKS_PER_JOB, (r) => r.at);
+      run.ranks[rankKey] = rank = { host: host.host, at };
     }
+    const fresh = at >= rank.at; // not an older report come late
     rank.host = host.host;
     rank.at = Math.max(rank.at, at);
     if (data.gpu !== undefined) rank.gpu = data.gpu;
-    if (data.step !== undefined) rank.step = Math.max(rank.step ?? 0, data.step);
+    // A rank's step going back is the job restarted (from its checkpoint): its progress counts from there.
+    if (data.kind === 'step' && data.step !== undefined && fresh) {
+      if (rank.step !== undefined && data.step < rank.step) restarted(run, at, data.step);
+      rank.step = data.step;
+    }
     if (data.kind === 'step' && data.step_time_ms !== undefined) rank.ms = rank.ms === undefined ? data.step_time_ms : rank.ms * 0.5 + data.step_time_ms * 0.5;
     if (data.rank === 0 && run.home !== host.host) {
       run.home = host.host;
-      makeHome(host, data.job);
+      makeHome(host, key);
     }
   }
   switch (data.kind) {
     case 'step':
+      if (data.rank === undefined && data.step !== undefined && run.step !== undefined && data.step < run.step) restarted(run, at, data.step);
       if (data.step !== undefined && (run.step === undefined || data.step > run.step)) {
         run.step = data.step;
         run.progressAt = at;
@@ -87,13 +92,6 @@ export function noteJobEvent(state: EngineState, host: HostState, data: JobEvent
         c.failed = at;
         break;
       }
-      if (c.ok !== undefined && at - c.ok >= SAME_CHECKPOINT_MS) {
-        const interval = at - c.ok;
-        c.every = c.every === undefined ? interval : c.every * 0.7 + interval * 0.3;
-        c.count += 1;
-      } else if (c.ok === undefined) {
-        c.count = 1;
-      }
       if (c.ok === undefined || at >= c.ok) c.ok = at;
       const step = data.step ?? run.step;
       if (step !== undefined) c.step = step;
@@ -101,7 +99,7 @@ export function noteJobEvent(state: EngineState, host: HostState, data: JobEvent
     }
     case 'restart':
       delete run.exited;
-      run.progressAt = at;
+      restarted(run, at, data.step);
       break;
     case 'exit':
       run.exited = at;
@@ -115,32 +113,69 @@ export function noteJobEvent(state: EngineState, host: HostState, data: JobEvent
   return run;
 }
 
-/** The jobs this host is home of, those it no longer is (or that were forgotten) dropped from its list. */
+/** The jobs (their keys and runs) this host is home of, those it no longer is (or that were forgotten) dropped from its list. */
 export function homeJobs(state: EngineState, host: HostState): readonly [string, JobRun][] {
-  const names = host.jobs;
-  if (names === undefined || names.length === 0) return NONE;
+  const keys = host.jobs;
+  if (keys === undefined || keys.length === 0) return NONE;
   const out: [string, JobRun][] = [];
   let stale = false;
-  for (const name of names) {
-    const run = state.fleet.training?.[name];
-    if (run && run.home === host.host) out.push([name, run]);
+  for (const key of keys) {
+    const run = state.fleet.training?.[key];
+    if (run && run.home === host.host) out.push([key, run]);
     else stale = true;
   }
-  if (stale) host.jobs = out.map(([name]) => name);
+  if (stale) host.jobs = out.map(([key]) => key);
   return out;
 }
 
-/** The job running on a host's GPU, from the GPU's attribution. */
+/** The job running on a host's GPU (its key and run), from the GPU's attribution: the same id of another owner is another job. */
 export function jobOnGpu(state: EngineState, host: HostState, gpu: number): [string, JobRun] | undefined {
-  const job = host.gpus[gpu]?.job?.job;
-  const run = job !== undefined ? state.fleet.training?.[job] : undefined;
-  return run && job !== undefined ? [job, run] : undefined;
+  const labels = host.gpus[gpu]?.job;
+  if (labels?.job === undefined) return undefined;
+  const key = keyOfLabels(labels, labels.job, host.labels.cluster);
+  const run = state.fleet.training?.[key];
+  return run ? [key, run] : undefined;
 }
 
-/** Does any GPU of the host run the job now (its processes live, per the last sample)? */
-export function jobLivesOn(host: HostState, job: string): boolean {
-  for (const index in host.gpus) if (host.gpus[index]!.job?.job === job) return true;
+/** Does any GPU of the host run the job (by its key: id and owner) now, its processes live per the last sample? */
+export function jobLivesOn(host: HostState, key: string): boolean {
+  for (const index in host.gpus) {
+    const labels = host.gpus[index]!.job;
+    if (labels?.job !== undefined && keyOfLabels(labels, labels.job, host.labels.cluster) === key) return true;
+  }
   return false;
+}
+
+/**
+ * A job's key in `fleet.training`: its id, with its cluster (the host's `cluster` label), namespace
+ * and user when any is known. The same id in another cluster, namespace or user's hands is another
+ * job: never linked, never labelled with the other's owner. The separator is a control character,
+ * which no job text holds (`JobText`), so no id can pose as another job's key.
+ */
+export function jobKey(job: string, cluster: string | undefined, namespace: string | undefined, user: string | undefined): string {
+  if (cluster === undefined && namespace === undefined && user === undefined) return job;
+  return `${job}${SEP}${cluster ?? ''}${SEP}${namespace ?? ''}${SEP}${user ?? ''}`;
+}
+
+/** The job's key from its run's labels (they hold its id, cluster, namespace and user). */
+export function runKey(run: JobRun): string {
+  return keyOfLabels(run.labels, run.labels.job ?? '', run.labels.cluster);
+}
+
+/**
+ * The fault that took the job down, while it still explains what happens at `at`: within
+ * `window` after it (`grace` before), and not after the job restarted since it (a restart ends it).
+ */
+export function faultAt(run: JobRun, at: number, window: number, grace = 0): NonNullable<JobRun['fault']> | undefined {
+  const fault = run.fault;
+  if (!fault || at < fault.at - grace || at - fault.at > window) return undefined;
+  if (run.restarted !== undefined && run.restarted > fault.at && at >= run.restarted) return undefined;
+  return fault;
+}
+
+/** Has the job restarted since its fault (which then explains nothing more)? */
+export function restartedSinceFault(run: JobRun): boolean {
+  return run.fault !== undefined && run.restarted !== undefined && run.restarted > run.fault.at;
 }
 
 /** Minutes since the job's last successful checkpoint at `at`, and the step it saved (the work at risk). */
@@ -157,19 +192,135 @@ export function jobProgressWords(run: JobRun, at: number): string {
   return `${step}; ${minutes} min of work since its last checkpoint${savedStep !== undefined ? ` (step ${savedStep})` : ''} at risk`;
 }
 
-function makeHome(host: HostState, job: string): void {
+function makeHome(host: HostState, key: string): void {
   const jobs = (host.jobs ??= []);
-  if (jobs.includes(job)) return;
-  jobs.push(job);
+  if (jobs.includes(key)) return;
+  jobs.push(key);
   if (jobs.length > MAX_HOME_JOBS) jobs.splice(0, jobs.length - MAX_HOME_JOBS);
 }
 
-/** Forgets the entries heard from least recently until at most `keep` are left. */
-function forgetStalest<T>(record: Record<string, T>, keep: number, heard: (v: T) => number): void {
-  const names = Object.keys(record);
-  if (names.length <= keep) return;
-  names.sort((a, b) => heard(record[a]!) - heard(record[b]!));
-  for (const name of names.slice(0, names.length - keep)) delete record[name];
+/** The job restarted at `at` (a restart event, or a step going back): its progress counts from `step`, its fault is over. */
+function restarted(run: JobRun, at: number, step: number | undefined): void {
+  if (step === undefined) delete run.step;
+  else run.step = step;
+  run.progressAt = at;
+  run.restarted = Math.max(run.restarted ?? at, at);
+}
+
+/** A GPU's attribution to the event's job on this host that names an owner (the event's GPU first). */
+function ownerOn(host: HostState, data: JobEventData): Record<string, string> | undefined {
+  const named = data.gpu !== undefined ? host.gpus[data.gpu]?.job : undefined;
+  if (named?.job === data.job && hasOwner(named)) return named;
+  for (const index in host.gpus) {
+    const labels = host.gpus[index]!.job;
+    if (labels?.job === data.job && hasOwner(labels)) return labels;
+  }
+  return undefined;
+}
+
+/**
+ * The key of the job a `job.event` belongs to: from the host's GPU attributed to it (its owner);
+ * with none (the processes gone, no attribution), the run of that id this host (or this rank)
+ * already feeds; else the id's run with no owner known, which the owner adopts once known.
+ */
+function eventJobKey(state: EngineState, training: Record<string, JobRun>, host: HostState, data: JobEventData): string {
+  const cluster = host.labels.cluster;
+  const ownerless = jobKey(data.job, cluster, undefined, undefined);
+  const owner = ownerOn(host, data);
+  if (owner) {
+    const key = keyOfLabels(owner, data.job, cluster);
+    // Its events before the owner (or the host's cluster) was known: the same job, now with its owner.
+    const before = training[ownerless] !== undefined ? ownerless : data.job;
+    const orphan = training[before];
+    if (training[key] === undefined && orphan !== undefined && !hasOwner(orphan.labels)) {
+      delete training[before];
+      unindex(training, before);
+      for (const name of LABELS) if (owner[name] !== undefined) orphan.labels[name] = owner[name];
+      if (cluster !== undefined) orphan.labels.cluster = cluster;
+      training[key] = orphan;
+      index(training, data.job, key);
+      const home = state.hosts[orphan.home];
+      if (home) makeHome(home, key);
+    }
+    return key;
+  }
+  const keys = indexOf(training).get(data.job);
+  if (keys) {
+    for (const key of keys) {
+      const run = training[key];
+      if (key === ownerless || !run || run.labels.cluster !== cluster) continue;
+      if ((data.rank !== undefined && run.ranks[String(data.rank)]?.host === host.host) || run.home === host.host) return key;
+    }
+  }
+  return ownerless;
+}
+
+function keyOfLabels(labels: Readonly<Record<string, string>>, job: string, cluster: string | undefined): string {
+  return jobKey(job, cluster, labels.namespace, labels.job_user);
+}
+
+function hasOwner(labels: Readonly<Record<string, string>>): boolean {
+  return labels.job_user !== undefined || labels.namespace !== undefined;
+}
+
+/** Per `fleet.training` record: job id → the keys of its runs (made from the record once, after a load). */
+const INDEXES = new WeakMap<Record<string, JobRun>, Map<string, Set<string>>>();
+
+function indexOf(training: Record<string, JobRun>): Map<string, Set<string>> {
+  let made = INDEXES.get(training);
+  if (!made) {
+    made = new Map();
+    INDEXES.set(training, made);
+    for (const key in training) {
+      const job = key.split(SEP, 1)[0]!;
+      const keys = made.get(job);
+      if (keys) keys.add(key);
+      else made.set(job, new Set([key]));
+    }
+  }
+  return made;
+}
+
+function index(training: Record<string, JobRun>, job: string, key: string): void {
+  const made = indexOf(training);
+  const keys = made.get(job);
+  if (keys) keys.add(key);
+  else made.set(job, new Set([key]));
+}
+
+function unindex(training: Record<string, JobRun>, key: string): void {
+  const made = indexOf(training);
+  const job = key.split(SEP, 1)[0]!;
+  const keys = made.get(job);
+  keys?.delete(key);
+  if (keys?.size === 0) made.delete(job);
+}
+
+/** Entries per bounded record, counted as they are added (counted once after a load). */
+const SIZES = new WeakMap<object, number>();
+
+/**
+ * Room for one new entry in a record bounded to `bound`: when full, the stalest tenth (by `heard`)
+ * are forgotten at once, one sort for a tenth of the bound's additions: O(log n) per entry
+ * amortized, not a sort of all of them per entry (1e5 ranks of one job took 12k → 1.3k events/s).
+ */
+function makeRoom<T>(record: Record<string, T>, bound: number, heard: (v: T) => number, forgot?: (name: string) => void): void {
+  let size = SIZES.get(record);
+  if (size === undefined) {
+    size = 0;
+    for (const _ in record) size += 1;
+  }
+  if (size >= bound) {
+    const names = Object.keys(record);
+    names.sort((a, b) => heard(record[a]!) - heard(record[b]!));
+    const drop = names.length - Math.floor(bound * (1 - FORGET_AT_ONCE));
+    for (const name of names.slice(0, drop)) {
+      delete record[name];
+      forgot?.(name);
+    }
+    size = names.length - drop;
+  }
+  SIZES.set(record, size + 1);
 }
 
 function hasAny(record: Record<string, string>): boolean {

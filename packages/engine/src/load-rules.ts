@@ -81,7 +81,7 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
 function toInput(rule: RuleSpec): Record<string, unknown> {
   const out: Record<string, unknown> = { ...rule };
   for (const [key, value] of Object.entries(rule)) {
-    if (['for', 'quiet', 'window', 'explains_for', 'grace', 'stalled_after'].includes(key) && typeof value === 'number') out[key] = `${value}ms`;
+    if (['for', 'quiet', 'window', 'explains_for', 'grace', 'stalled_after', 'missing_for', 'settle', 'max_age'].includes(key) && typeof value === 'number') out[key] = `${value}ms`;
   }
   out.escalate = rule.escalate.map((e) => ({ ...e, after: `${e.after}ms` }));
   if (rule.kind === 'event' && rule.repeat) out.repeat = { ...rule.repeat, within: `${rule.repeat.within}ms` };

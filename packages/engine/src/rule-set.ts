@@ -130,6 +130,8 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     overdue_factor: z.number().min(1).default(3),
     /** Successful checkpoints seen before the job's interval is trusted. */
     min_checkpoints: z.number().int().min(2).default(2),
+    /** Successful checkpoint reports (its ranks', each saving its shard) within this of the first are one checkpoint. */
+    same_within: Duration.default(120_000),
   }),
   z.object({
     ...common,
@@ -169,8 +171,15 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     explains: z.array(z.string()).max(MAX_EXPLAINED).default([]),
     /** ...and this long after it last breached (GPUs cool down after the fan comes back). */
     explains_for: Duration.default(900_000),
+    /** A fan last seen failed that the BMC no longer lists (or lists without a reading) stays failed this long. */
+    missing_for: Duration.default(3_600_000),
   }),
-  z.object({ ...common, kind: z.literal('psu_redundancy') }),
+  z.object({
+    ...common,
+    kind: z.literal('psu_redundancy'),
+    /** A PSU or group back to healthy resolves only after this long without another failure: one flipping pages. */
+    settle: Duration.default(300_000),
+  }),
   z.object({
     ...common,
     kind: z.literal('inlet_temp'),
@@ -180,6 +189,10 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     min_delta: z.number().positive().default(5),
     /** Readings the host must have given before its own normal is trusted. */
     warmup_samples: z.number().int().positive().default(20),
+    /** Inlet readings below this °C are a broken sensor: missing, neither learned nor judged. */
+    min_celsius: z.number().default(-20),
+    /** ...and above this °C. */
+    max_celsius: z.number().default(100),
     explains: z.array(z.string()).max(MAX_EXPLAINED).default([]),
     explains_for: Duration.default(900_000),
   }),
@@ -190,6 +203,12 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     min_severity: Severity.default('critical'),
     /** Resolves after this long without another. */
     quiet: Duration.default(3_600_000),
+    /** An entry created more than this before it arrives is history (a backlog, a republished log): not judged. */
+    max_age: Duration.default(3_600_000),
+    /** Entries remembered per host so one delivered again is not judged again. */
+    remember: z.number().int().min(1).max(65_536).default(1_024),
+    /** Open sensor alerts per host; past them, the rest are one alert with their count. */
+    max_alerts: z.number().int().min(1).max(10_000).default(20),
   }),
   z.object({
     ...common,
@@ -204,6 +223,8 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     increase: z.number().int().positive().default(1),
     /** With errors: resolves after this long without a rise. */
     quiet: Duration.default(900_000),
+    /** With errors: counter ceilings (4/8/16/32-bit maxima): a counter reaching one, or staying at it while firing, is still erroring. */
+    saturate_at: z.array(z.number().int().nonnegative()).max(16).default([15, 255, 65_535, 4_294_967_295]),
   }),
   z.object({
     ...common,

@@ -3,6 +3,7 @@ import { alertLabels } from './alert-labels.ts';
 import { labelValue, matchesAll, parseMatchers, type Matcher } from './matchers.ts';
 import type { ResolvedRoute, RoutesFile } from './route-config.ts';
 import { routesFor } from './routing.ts';
+import { SilenceIndex } from './silence-index.ts';
 import { NOTIFIER_STATE } from './saved-notifier-state.ts';
 import { inInterval } from './time-interval.ts';
 
@@ -188,6 +189,8 @@ function view(alert: EnvelopeOf<'alert'>): AlertView {
  */
 export class NotifierCore {
   private readonly compiled = new Map<string, Matcher[]>();
+  /** Each silences object's index (silence-index.ts): the state's `silences` is replaced wholesale when the service reloads it, and a new one is indexed at its first lookup. */
+  private readonly indexes = new WeakMap<Record<string, Silence>, SilenceIndex>();
 
   constructor(private readonly config: RoutesFile) {}
 
@@ -292,6 +295,7 @@ export class NotifierCore {
       if (typeof parsed === 'string') throw new Error(parsed);
     }
     state.silences[silence.id] = silence;
+    this.indexed(state, silence);
   }
 
   expireSilence(state: NotifierState, id: string, now: number): boolean {
@@ -306,7 +310,10 @@ export class NotifierCore {
     for (const silence of Object.values(state.silences)) {
       if (silence.expiredAt === undefined && silence.endsAt <= now) silence.expiredAt = silence.endsAt;
       // Expired silences are kept a day for the timeline, then forgotten.
-      if (silence.expiredAt !== undefined && now - silence.expiredAt > 86_400_000) delete state.silences[silence.id];
+      if (silence.expiredAt !== undefined && now - silence.expiredAt > 86_400_000) {
+        delete state.silences[silence.id];
+        this.indexes.get(state.silences)?.remove(silence.id);
+      }
     }
   }
 
@@ -315,11 +322,7 @@ export class NotifierCore {
    * Alertmanager's silencedBy and inhibitedBy. Read-only: the API shows it, decisions use suppressedBy.
    */
   markers(state: Readonly<NotifierState>, fingerprint: string, labels: Readonly<Record<string, string>>, now: number): AlertMarkers {
-    const silencedBy: string[] = [];
-    for (const silence of Object.values(state.silences)) {
-      if (silence.expiredAt !== undefined || now < silence.startsAt || now >= silence.endsAt || silence.receivers) continue;
-      if (matchesAll(this.matchers(silence.matchers), labels)) silencedBy.push(silence.id);
-    }
+    const silencedBy = this.silenceIndex(state.silences).all(labels, now).map((s) => s.id);
     const inhibitedBy = new Set<string>();
     for (const [i, rule] of this.config.inhibit_rules.entries()) {
       if (!matchesAll(rule.target, labels)) continue;
@@ -332,11 +335,8 @@ export class NotifierCore {
   }
 
   private suppressedBy(state: NotifierState, route: ResolvedRoute, alert: AlertView, now: number): Omit<Suppression, 'receiver' | 'fingerprints'> | undefined {
-    for (const silence of Object.values(state.silences)) {
-      if (silence.expiredAt !== undefined || now < silence.startsAt || now >= silence.endsAt) continue;
-      if (silence.receivers && !silence.receivers.includes(route.receiver)) continue;
-      if (matchesAll(this.matchers(silence.matchers), alert.labels)) return { reason: 'silenced', detail: `silence ${silence.id} by ${silence.createdBy}: ${silence.comment}` };
-    }
+    const silence = this.silenceIndex(state.silences).first(alert.labels, now, route.receiver);
+    if (silence) return { reason: 'silenced', detail: `silence ${silence.id} by ${silence.createdBy}: ${silence.comment}` };
     for (const [i, rule] of this.config.inhibit_rules.entries()) {
       if (!matchesAll(rule.target, alert.labels)) continue;
       const sources = state.sources[`${i}|${rule.equal.map((l) => labelValue(alert.labels, l)).join('\u0000')}`] ?? [];
@@ -368,10 +368,12 @@ export class NotifierCore {
     const id = `maintenance-${alert.fingerprint}`;
     const pagers = [...new Set(routesFor(this.config.route, dict([...Object.entries(alert.labels), ['severity', 'critical'], ['expected', 'false'], ['category', 'host_down']])).filter((r) => r.page).map((r) => r.receiver))];
     if (alert.status === 'firing' && !state.silences[id] && pagers.length > 0) {
-      state.silences[id] = {
+      const silence: Silence = {
         id, matchers: [`host="${alert.host}"`], receivers: pagers, startsAt: now, endsAt: now + 7 * 86_400_000,
         createdBy: 'gpualert', comment: `provider maintenance: ${alert.summary}`,
       };
+      state.silences[id] = silence;
+      this.indexed(state, silence);
     } else if (alert.status === 'resolved' && state.silences[id]) {
       this.expireSilence(state, id, now);
     }
@@ -401,6 +403,22 @@ export class NotifierCore {
       };
       for (const key of keys(alert.labels)) (state.sources[key] ??= []).push(alert.fingerprint);
     }
+  }
+
+  /** The index of this silences object, built at its first lookup. */
+  private silenceIndex(silences: Record<string, Silence>): SilenceIndex {
+    let index = this.indexes.get(silences);
+    if (!index) {
+      index = new SilenceIndex(silences, (texts) => this.matchers(texts));
+      this.indexes.set(silences, index);
+    }
+    return index;
+  }
+
+  /** A silence just set in the state: filed in its index, or the index dropped (rebuilt at the next lookup) when it cannot be placed. */
+  private indexed(state: NotifierState, silence: Silence): void {
+    const index = this.indexes.get(state.silences);
+    if (index && !index.add(silence)) this.indexes.delete(state.silences);
   }
 
   private matchers(texts: readonly string[]): Matcher[] {

@@ -16,3 +16,4 @@ export * from './bounds.ts';
 export * from './inert-record.ts';
 export * from './gpualert-error.ts';
 export * from './versioned-state.ts';
+export * from './fleet-view.ts';

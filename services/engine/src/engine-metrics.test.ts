@@ -1,5 +1,6 @@
 import { emptyEngineState, loadRuleSet, newHostState } from '@gpualert/engine';
 import type { GpuSampleData } from '@gpualert/schema';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 
@@ -16,7 +17,7 @@ afterEach(async () => {
 
 describe('the engine\'s /metrics', () => {
   it('exports only the hosts this engine owns: a host handed to another engine leaves with its samples', async () => {
-    const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never));
+    const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never), undefined, { reuseMs: 0 });
     const state = emptyEngineState();
     metrics.attach(state);
     for (const name of ['gpu-a', 'gpu-b']) {
@@ -49,4 +50,78 @@ describe('the engine\'s /metrics', () => {
     expect((await fetch(`${base}/state`)).status).toBe(404);
     expect((await fetch(`${base}/metrics`, { method: 'POST' })).status).toBe(404);
   });
+
+  it('30 scrapes at once cost one render; a scrape after the reuse window sees the fleet as it is now', async () => {
+    let clock = 0;
+    const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never), undefined, { reuseMs: 1_000, now: () => clock });
+    const state = emptyEngineState();
+    metrics.attach(state);
+    for (let i = 0; i < 50; i += 1) {
+      const host = (state.hosts[`gpu-${i}`] = newHostState(`gpu-${i}`, {}, 'default'));
+      host.gpus['0'] = { missing: 0, baselines: {}, counters: {}, recent: [], xids: {} };
+      metrics.noteSample(`gpu-${i}`, sample(61));
+    }
+    const server = await startEngineMetricsServer(metrics, 0, '127.0.0.1');
+    closers.push(() => server.close());
+    const scrape = async () => (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+    const texts = await Promise.all(Array.from({ length: 30 }, scrape));
+    const renders = (text: string) => Number(/^gpualert_engine_metrics_render_seconds_count (\d+)$/m.exec(text)?.[1]);
+    expect(texts.map(renders)).toEqual(Array.from({ length: 30 }, () => 1));
+    expect(new Set(texts).size).toBe(1);
+    delete state.hosts['gpu-7'];
+    clock += 999; // still inside the window: the same text
+    expect(await scrape()).toBe(texts[0]);
+    clock += 1; // past it: rendered anew, gpu-7 gone
+    const fresh = await scrape();
+    expect(renders(fresh)).toBe(2);
+    expect(fresh).toMatch(/^gpualert_hosts 49$/m);
+  });
+
+  it('counts the alert series the per-host cap leaves out', async () => {
+    const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never), undefined, { reuseMs: 0 });
+    const state = emptyEngineState();
+    metrics.attach(state);
+    const host = (state.hosts['bmc-storm'] = newHostState('bmc-storm', {}, 'default'));
+    expect(await metrics.render()).toMatch(/^gpualert_metrics_series_dropped_total 0$/m);
+    for (let i = 0; i < 300; i += 1) {
+      host.trackers[`bmc-sel|S${i}`] = {
+        rule: 'bmc-sel', category: 'other', firing: true, told: 'firing', startsAt: 0, severity: 'warning', baseSeverity: 'warning', lastBreach: 0,
+        latched: false, transitions: [], flapping: false, evidence: [], summary: 's', action: '',
+      };
+    }
+    expect(await metrics.render()).toMatch(/^gpualert_metrics_series_dropped_total 44$/m);
+  });
+
+  it('refuses a request with a body unread, and cuts off a client that never finishes its headers', async () => {
+    const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never));
+    metrics.attach(emptyEngineState());
+    const server = await startEngineMetricsServer(metrics, 0, '127.0.0.1', { headersTimeoutMs: 300, requestTimeoutMs: 600 });
+    closers.push(() => server.close());
+    // 1 GiB announced, a few bytes sent: answered at once, the connection closed.
+    const refused = await new Promise<string>((resolve, reject) => {
+      const client = connect(server.port, '127.0.0.1');
+      let reply = '';
+      client.on('data', (c: Buffer) => (reply += c.toString()));
+      client.on('close', () => resolve(reply));
+      client.on('error', reject);
+      client.write(`GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: ${1 << 30}\r\n\r\nxxxx`);
+    });
+    expect(refused).toMatch(/^HTTP\/1\.1 413 /);
+    expect(refused).not.toContain('gpualert_hosts');
+    // A slowloris: half a request line, then nothing. The server closes it (checked every second).
+    const socket = connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    let reply = '';
+    socket.on('data', (c: Buffer) => (reply += c.toString()));
+    socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n');
+    const started = Date.now();
+    const closed = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 5_000);
+      socket.once('close', () => { clearTimeout(timer); resolve(true); });
+    });
+    socket.destroy();
+    expect(closed).toBe(true);
+    expect(reply).toMatch(/^HTTP\/1\.1 408 /);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  }, 10_000);
 });

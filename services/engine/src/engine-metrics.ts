@@ -1,11 +1,18 @@
 import { createServer, type Server } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
-import { renderFleetMetrics, type EngineState, type FleetMetricsInput, type RuleSet } from '@gpualert/engine';
+import { renderFleetMetricsCounted, type EngineState, type FleetMetricsInput, type RuleSet } from '@gpualert/engine';
 import { TOPICS, type GpuSampleData } from '@gpualert/schema';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** `gpualert engine`'s port for `/metrics` and `/healthz` (docs/architecture.md, "Ports"). */
 export const DEFAULT_ENGINE_PORT = 9470;
+
+/** A render serves every scrape for this long after it: 30 scrapers at once cost one render, not 30 (each blocks judging). */
+export const METRICS_RENDER_REUSE_MS = 1_000;
+/** Headers arrive in one round trip; 10 s forgives a slow link and cuts a slowloris off early (as the notifier's server). */
+export const METRICS_HEADERS_TIMEOUT_MS = 10_000;
+/** A scrape is a GET without a body: 30 s for the whole request is generous; longer is a client holding a socket. */
+export const METRICS_REQUEST_TIMEOUT_MS = 30_000;
 
 const INPUT_TOPICS = [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory] as const;
 
@@ -42,11 +49,22 @@ export class EngineMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [this.registry],
   });
+  readonly seriesDropped = new Counter({
+    name: 'gpualert_metrics_series_dropped_total',
+    help: 'Alert series a render left out past the per-host cap (MAX_ALERT_SERIES_PER_HOST), summed over renders.',
+    registers: [this.registry],
+  });
   /** Each owned host's latest sample: the state keeps no raw values. */
   private readonly samples = new Map<string, GpuSampleData>();
   private state: EngineState | undefined;
+  /** The render in progress or the latest one, and when it finished (undefined while in progress). */
+  private last: { text: Promise<string>; done?: number } | undefined;
 
-  constructor(private readonly ruleSet: RuleSet, private readonly prices?: FleetMetricsInput['prices']) {
+  constructor(
+    private readonly ruleSet: RuleSet,
+    private readonly prices?: FleetMetricsInput['prices'],
+    private readonly options: { reuseMs?: number; now?: () => number } = {},
+  ) {
     // Zeros from the start: a dashboard's dead-letter panel has a series before the first one.
     for (const topic of INPUT_TOPICS) this.deadletters.inc({ topic }, 0);
   }
@@ -65,21 +83,52 @@ export class EngineMetrics {
     this.samples.clear();
   }
 
-  async render(): Promise<string> {
+  /**
+   * The exposition. Scrapes that arrive while one renders get its text, and so do those within
+   * `reuseMs` (METRICS_RENDER_REUSE_MS) after it: the render is synchronous and holds up judging,
+   * so concurrent scrapers must not multiply it.
+   */
+  render(): Promise<string> {
+    const now = this.options.now ?? Date.now;
+    const last = this.last;
+    if (last && (last.done === undefined || now() - last.done < (this.options.reuseMs ?? METRICS_RENDER_REUSE_MS))) return last.text;
+    const current: { text: Promise<string>; done?: number } = { text: this.renderNow() };
+    this.last = current;
+    current.text.then(
+      () => { current.done = now(); },
+      () => { if (this.last === current) this.last = undefined; }, // a failed render is not served again
+    );
+    return current.text;
+  }
+
+  private async renderNow(): Promise<string> {
     const started = performance.now();
     let fleet = '';
     if (this.state) {
       for (const host of this.samples.keys()) if (this.state.hosts[host] === undefined) this.samples.delete(host);
-      fleet = renderFleetMetrics({ state: this.state, ruleSet: this.ruleSet, samples: this.samples, ...(this.prices ? { prices: this.prices } : {}) });
+      const out = renderFleetMetricsCounted({ state: this.state, ruleSet: this.ruleSet, samples: this.samples, ...(this.prices ? { prices: this.prices } : {}) });
+      fleet = out.text;
+      this.seriesDropped.inc(out.dropped);
     }
     this.renderDuration.observe((performance.now() - started) / 1000);
     return `${fleet}${await this.registry.metrics()}${await BUS_METRICS.metrics()}`;
   }
 }
 
-/** `GET /metrics` and `GET /healthz` on `port` (0 picks a free one); resolves once listening. */
-export async function startEngineMetricsServer(metrics: EngineMetrics, port: number, host = '0.0.0.0'): Promise<{ port: number; close(): Promise<void> }> {
-  const server: Server = createServer((request, response) => {
+/**
+ * `GET /metrics` and `GET /healthz` on `port` (0 picks a free one); resolves once listening. A
+ * request with a body is refused unread (413, connection closed); headers must arrive within
+ * `headersTimeoutMs`, the request within `requestTimeoutMs`.
+ */
+export async function startEngineMetricsServer(
+  metrics: EngineMetrics, port: number, host = '0.0.0.0', limits: { headersTimeoutMs?: number; requestTimeoutMs?: number } = {},
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server: Server = createServer({ connectionsCheckingInterval: 1_000 }, (request, response) => {
+    const declared = request.headers['content-length'];
+    if ((declared !== undefined && declared !== '0') || request.headers['transfer-encoding'] !== undefined) {
+      response.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end('a request to the engine takes no body\n');
+      return;
+    }
     const path = (request.url ?? '/').split('?')[0];
     if (request.method === 'GET' && path === '/healthz') {
       response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
@@ -94,6 +143,8 @@ export async function startEngineMetricsServer(metrics: EngineMetrics, port: num
     }
     response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics or /healthz\n');
   });
+  server.headersTimeout = limits.headersTimeoutMs ?? METRICS_HEADERS_TIMEOUT_MS;
+  server.requestTimeout = limits.requestTimeoutMs ?? METRICS_REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error) => reject(Object.assign(error, { port })));
     server.listen(port, host, resolve);

@@ -3,3 +3,4 @@ export * from './silences.ts';
 export * from './notifier-service.ts';
 export * from './notifier-http.ts';
 export * from './alertmanager-api.ts';
+export * from './console/index.ts';

@@ -11,6 +11,8 @@ import {
 } from './alertmanager-api.ts';
 import { addSilence, expireSilence, loadSilences, SilenceError } from './silences.ts';
 import { GpualertError } from '@gpualert/schema';
+import type { FleetSource } from '@gpualert/schema';
+import { consoleRoute, serveConsole } from './console/console-http.ts';
 
 /** Same floor as the intake's: 16 characters is ~96 bits from a random generator, out of reach of guessing over HTTP. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -53,6 +55,8 @@ const METHODS = new Set(['GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIO
 
 /** The route template a path belongs to; anything else is `other`. */
 export function routeTemplate(pathname: string): string {
+  const page = consoleRoute(pathname);
+  if (page) return page;
   if (pathname === '/healthz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline') return pathname;
   if (/^\/v1\/silences\/[\w-]+$/.test(pathname)) return '/v1/silences/{id}';
   if (['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready'].includes(pathname)) return pathname;
@@ -103,6 +107,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
  */
 export function createNotifierServer(
   store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}, routes?: RoutesFile, view?: NotifierView,
+  fleet?: FleetSource,
 ): Server {
   const apiToken = checkNotifierToken(token);
   const maxBody = limits.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -120,6 +125,9 @@ export function createNotifierServer(
       if (url.pathname === '/healthz') return send(200, { status: 'ok' });
       if (url.pathname === '/metrics') return send(200, await metrics.registry.metrics(), 'text/plain; version=0.0.4');
       if (url.pathname === '/-/healthy' || url.pathname === '/-/ready') return send(200, 'OK', 'text/plain');
+      // The live console: its page, its assets, and the fleet and alerts it draws (src/console/).
+      const page = consoleRoute(url.pathname) && await serveConsole(req, res, url, { view, fleet, authorized: !!apiToken && authorized(req.headers.authorization, apiToken) });
+      if (page) return send(page.status, page.body, page.type);
       if (url.pathname.startsWith('/api/v2/')) {
         // Alertmanager's API, behind the same bearer token (amtool --http.config.file, Prometheus' alerting.authorization).
         if (!apiToken || !authorized(req.headers.authorization, apiToken)) return send(401, { code: 401, message: 'a bearer token is required' });

@@ -13,6 +13,8 @@ import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } 
 import type { NotifierView } from './alertmanager-api.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
 import { encodeSilence, SILENCES_KEY, loadSilences } from './silences.ts';
+import { randomUUID } from 'node:crypto';
+import { SharedPageLog } from './shared-page-log.ts';
 
 export interface NotifierOptions {
   readonly bus: Bus;
@@ -29,11 +31,21 @@ export interface NotifierOptions {
 
 const STATE_KEY = 'notifier:state';
 const OUTBOX_KEY = 'notifier:outbox';
+/** Set by each running notifier, with a TTL: an outbox entry whose owner's key is gone is taken over by a live notifier. */
+const ALIVE_KEY = (instance: string) => `notifier:alive:${instance}`;
+/** Who takes over an orphaned outbox entry: the first to set this. */
+const CLAIM_KEY = (id: string) => `notifier:outbox-claim:${id}`;
+/** How often a notifier says it is alive and looks for orphaned entries; how long it counts as alive after. */
+export const NOTIFIER_HEARTBEAT_MS = 2_000;
+/** Shorter than the consumer group's session (10 s): a dead notifier's queued pages are taken over before its partitions, and so before their resolves. */
+export const NOTIFIER_ALIVE_TTL_MS = 6_000;
 const SOURCE = 'notifier/0.1.0';
 
 interface Outgoing {
   readonly notification: Notification;
   readonly queuedAt: number;
+  /** The notifier instance that queued it (absent in entries written before failover): it alone sends it while alive. */
+  readonly owner?: string | undefined;
 }
 
 /** At most this many outbox entries are loaded at start, oldest first; the rest stay in the store for the next start. */
@@ -43,7 +55,7 @@ export const MAX_OUTBOX_LOADED = 100_000;
 export const OUTBOX_ENTRY: VersionedState<Outgoing> = {
   name: 'outbox entry',
   version: 1,
-  schema: z.object({ notification: SavedNotification, queuedAt: z.number().finite() }),
+  schema: z.object({ notification: SavedNotification, queuedAt: z.number().finite(), owner: z.string().max(64).optional() }),
   migrate: (raw, from) => (from === 0 ? raw : undefined),
   maxChars: MAX_SAVED_ENTRY_CHARS,
 };
@@ -62,6 +74,10 @@ export interface RunningNotifier extends RunningService, NotifierView {}
 
 export async function startNotifier(options: NotifierOptions): Promise<RunningNotifier> {
   const core = new NotifierCore(options.routes);
+  /** This run of the notifier: its outbox entries carry it, and its heartbeat key says it is alive. */
+  const instance = randomUUID().slice(0, 12);
+  await options.store.set(ALIVE_KEY(instance), '1', { ttlMs: NOTIFIER_ALIVE_TTL_MS });
+  const pageLog = new SharedPageLog(options.store, options.routes.receivers.map((r) => r.name));
   const saved = await options.store.get(STATE_KEY);
   const loaded = loadNotifierState(saved);
   // A state that does not read is rebuilt: groups, pages and the notification log start empty, so
@@ -69,6 +85,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   if (loaded.rebuilt !== undefined) options.log.warn({ key: STATE_KEY, reason: loaded.rebuilt }, 'state_rebuilt');
   else if (loaded.migratedFrom !== undefined) options.log.info({ key: STATE_KEY, from: loaded.migratedFrom, to: 1 }, 'state_migrated');
   const state: NotifierState = loaded.state;
+  const seeded = await pageLog.seed(state);
+  if (seeded > 0) options.log.info({ faults: seeded }, 'page_log_seeded');
   /** The state as the last step saved it (always the current version: rollbacks read it back). */
   let committed = saveNotifierState(state);
   const channels = new Map<string, Channel>();
@@ -142,6 +160,26 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     return work;
   };
 
+  /**
+   * A page taken over from a dead notifier whose fault has resolved since (its resolve went out
+   * first, from the notifier that took its partition): the resolve is queued again behind it, so
+   * the pager does not keep open an incident whose resolve it saw before its trigger.
+   */
+  const resolveIfOver = async (page: Outgoing) => {
+    const n = page.notification;
+    if (n.reason !== 'page' || n.alerts.length === 0) return;
+    for (const alert of n.alerts) if (await pageLog.firing(alert.fingerprint)) return;
+    const alerts = n.alerts.map((a) => ({ ...a, status: 'resolved' as const }));
+    const resolve: Notification = {
+      ...n, id: `${n.id}:resolve`, reason: 'page_resolve', alerts, firing: 0,
+      ...(n.alertmanager ? { alertmanager: { ...n.alertmanager, alerts } } : {}),
+    };
+    const entry: Outgoing = { notification: resolve, queuedAt: Date.now(), owner: instance };
+    await options.store.hashSet(OUTBOX_KEY, { [resolve.id]: encodeVersioned(OUTBOX_ENTRY, entry) });
+    options.log.info({ id: resolve.id, receiver: resolve.receiver }, 'outbox_resolve_requeued');
+    enqueue(resolve, entry.queuedAt);
+  };
+
   const enqueue = (notification: Notification, queuedAt: number) => {
     const queue = queues.get(notification.receiver) ?? [];
     queues.set(notification.receiver, queue);
@@ -150,10 +188,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     void drain(notification.receiver);
   };
 
-  const act = async (decisions: Decision[]) => {
+  const act = async (decisions: Decision[], fingerprints: readonly string[] = []) => {
     const sends = decisions.flatMap((d) => ('send' in d ? [d.send] : []));
     if (sends.length > 0) {
-      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(sends.map((n) => [n.id, encodeVersioned(OUTBOX_ENTRY, { notification: n, queuedAt: Date.now() })])));
+      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(sends.map((n) => [n.id, encodeVersioned(OUTBOX_ENTRY, { notification: n, queuedAt: Date.now(), owner: instance })])));
     }
     for (const d of decisions) {
       if ('suppressed' in d) {
@@ -163,6 +201,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     const text = saveNotifierState(state);
     await options.store.set(STATE_KEY, text);
     committed = text;
+    // Last: should it fail, the step is decided again from the shared log, and its sends (same ids) queued then.
+    await pageLog.save(state, fingerprints);
     for (const n of sends) enqueue(n, Date.now());
   };
 
@@ -172,7 +212,16 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   const unreadable: { id: string; reason: string; newer: boolean }[] = [];
   for (const [id, text] of Object.entries(await options.store.hashGetAll(OUTBOX_KEY))) {
     const entry = decodeVersioned(OUTBOX_ENTRY, text);
-    if (entry.ok && entry.value.notification.id === id) pendings.push(entry.value);
+    if (entry.ok && entry.value.notification.id === id) {
+      // Another notifier's, while it runs, is its to send; a dead one's is taken over.
+      const owner = entry.value.owner;
+      if (owner !== undefined && (await options.store.get(ALIVE_KEY(owner))) !== null) continue;
+      if (owner !== undefined && !(await options.store.compareAndSet(CLAIM_KEY(id), null, instance, { ttlMs: 10 * NOTIFIER_ALIVE_TTL_MS }))) continue;
+      // Re-owned, so that no live notifier takes it over while this one sends it.
+      const adopted: Outgoing = { ...entry.value, owner: instance };
+      await options.store.hashSet(OUTBOX_KEY, { [id]: encodeVersioned(OUTBOX_ENTRY, adopted) });
+      pendings.push(adopted);
+    }
     else unreadable.push({ id, reason: entry.ok ? 'its notification has another id' : entry.reason, newer: !entry.ok && entry.newer === true });
   }
   if (unreadable.length > 0) {
@@ -188,6 +237,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   for (const pending of pendings.slice(0, MAX_OUTBOX_LOADED)) {
     options.log.info({ id: pending.notification.id, receiver: pending.notification.receiver }, 'outbox_resend');
     enqueue(pending.notification, pending.queuedAt);
+    await resolveIfOver(pending);
   }
 
   /**
@@ -234,6 +284,9 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     handler: (batch) =>
       transact(async () => {
         state.silences = await currentSilences();
+        // What every notifier paged for these faults: another may have paged (or resolved) them before this one took their partition.
+        const fingerprints = batch.items.flatMap(({ envelope }) => (envelope.type === 'alert' ? [envelope.data.fingerprint] : []));
+        await pageLog.load(state, fingerprints);
         const decisions: Decision[] = [];
         for (const { envelope } of batch.items) {
           if (envelope.type === 'alert') decisions.push(...core.ingest(state, envelope, Date.now()));
@@ -242,7 +295,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
         const own = Object.values(state.silences).filter((s) => s.createdBy === 'gpualert');
         if (own.length > 0) await options.store.hashSet(SILENCES_KEY, Object.fromEntries(own.map((s) => [s.id, encodeSilence(s)])));
         decisions.push(...core.flush(state, Date.now()));
-        await act(decisions);
+        await act(decisions, fingerprints);
       }),
   });
   // Silences made from the CLI or the API show on gpualert.notifications, for the timeline.
@@ -272,7 +325,32 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     }).catch((error: unknown) => options.log.error({ error: String(error) }, 'notifier_flush_failed'));
   }, options.flushEveryMs ?? 1_000);
   timer.unref();
-  options.log.info({ receivers: [...channels.keys()] }, 'notifier_started');
+  /**
+   * Failover: this notifier says it is alive, and takes over what a dead one left in the outbox
+   * (its owner's key expired): claimed once (the first live notifier to claim it), re-owned, sent.
+   */
+  const adoptOrphans = async () => {
+    await options.store.set(ALIVE_KEY(instance), '1', { ttlMs: NOTIFIER_ALIVE_TTL_MS });
+    const owners = new Map<string, boolean>();
+    for (const [id, text] of Object.entries(await options.store.hashGetAll(OUTBOX_KEY))) {
+      const entry = decodeVersioned(OUTBOX_ENTRY, text);
+      if (!entry.ok || entry.value.notification.id !== id || entry.value.owner === undefined || entry.value.owner === instance) continue;
+      const owner = entry.value.owner;
+      if (!owners.has(owner)) owners.set(owner, (await options.store.get(ALIVE_KEY(owner))) !== null);
+      if (owners.get(owner)) continue;
+      if (!(await options.store.compareAndSet(CLAIM_KEY(id), null, instance, { ttlMs: 10 * NOTIFIER_ALIVE_TTL_MS }))) continue;
+      const adopted: Outgoing = { ...entry.value, owner: instance };
+      await options.store.hashSet(OUTBOX_KEY, { [id]: encodeVersioned(OUTBOX_ENTRY, adopted) });
+      options.log.info({ id, receiver: adopted.notification.receiver, from: owner }, 'outbox_adopted');
+      enqueue(adopted.notification, adopted.queuedAt);
+      await resolveIfOver(adopted);
+    }
+  };
+  const heartbeat = setInterval(() => {
+    if (!stopped) adoptOrphans().catch((error: unknown) => options.log.error({ error: redactSecrets(String(error)) }, 'notifier_heartbeat_failed'));
+  }, NOTIFIER_HEARTBEAT_MS);
+  heartbeat.unref();
+  options.log.info({ receivers: [...channels.keys()], instance }, 'notifier_started');
 
   // The API reads the state as the last step saved it: never half a step, never a step rolled back.
   let snapshot: { text: string; state: NotifierState } | undefined;
@@ -285,6 +363,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     },
     async stop() {
       clearInterval(timer);
+      clearInterval(heartbeat);
       await subscription.stop();
       await queue.idle();
       // Then deliveries give up at once (backoffs, rate waits and sends abort; the outbox keeps
@@ -292,6 +371,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       stopped = true;
       stopping.abort();
       await Promise.allSettled([...draining.values()]);
+      // What it leaves in the outbox is taken over by another notifier at once rather than after the TTL.
+      await options.store.delete(ALIVE_KEY(instance)).catch(() => 0);
     },
   };
 }

@@ -1,10 +1,13 @@
 import { engineService } from '@gpualert/engine-service';
+import { storeFleetSource, type RuleSet } from '@gpualert/engine';
+import { LatestSamples } from '@gpualert/notifier';
+import type { FleetSource } from '@gpualert/schema';
 import type { Server } from 'node:http';
 import { checkNotifierToken, createNotifierServer, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
 import { ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
-import { embeddedDataDir, exitAfterStop, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { embeddedDataDir, exitAfterStop, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceContext, type ServiceDefinition } from '@gpualert/runtime';
 import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
 import { CliError } from '../cli-error.ts';
@@ -51,21 +54,43 @@ export function notifierApi(env: Readonly<Record<string, string | undefined>>): 
   }
 }
 
+/** The console's fleet, made when the notifier starts and stopped with it. */
+type FleetFor = (context: ServiceContext) => Promise<{ source: FleetSource; stop(): Promise<void> }>;
+
+/** The console's fleet in `up`: the host states the engine saves to the store, and each host's last sample off the bus. */
+function engineFleet(ruleSet: RuleSet, partitions: number): FleetFor {
+  return async (context) => {
+    const latest = await new LatestSamples().watch(context.bus);
+    return { source: storeFleetSource(context.store, latest.hosts, ruleSet, partitions), stop: () => latest.stop() };
+  };
+}
+
+/** Where the console answers, for the banner: the notifier's port on the address it listens on (localhost for all of them). */
+export function consoleAddress(running: readonly RunningService[], env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const port = (running.find((s) => s.name === 'notifier') as { port?: unknown } | undefined)?.port;
+  if (typeof port !== 'number') return undefined;
+  const listen = env.GPUALERT_NOTIFIER_LISTEN;
+  const host = !listen || listen === '0.0.0.0' || listen === '::' ? 'localhost' : listen.includes(':') ? `[${listen}]` : listen;
+  return `http://${host}:${port}/console/`;
+}
+
 /** The notifier with its HTTP server on a port of its own when the API is on: Prometheus, amtool and Grafana talk to `up` too. */
-function notifierWithApi(routes: RoutesFile, env: Readonly<Record<string, string | undefined>>, port: number, api: ReturnType<typeof notifierApi>): ServiceDefinition {
+function notifierWithApi(routes: RoutesFile, env: Readonly<Record<string, string | undefined>>, port: number, api: ReturnType<typeof notifierApi>, fleetFor?: FleetFor): ServiceDefinition {
   return {
     name: 'notifier',
     async start(context) {
       const metrics = new NotifierMetrics();
       const service = await startNotifier({ ...context, routes, env, metrics });
       if (!('token' in api)) return service;
-      const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service);
+      const fleet = await fleetFor?.(context);
+      const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service, fleet?.source);
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
           server.listen(port, env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0', resolve);
         });
       } catch (error) {
+        await fleet?.stop();
         await service.stop();
         throw Object.assign(error as Error, { port });
       }
@@ -76,6 +101,7 @@ function notifierWithApi(routes: RoutesFile, env: Readonly<Record<string, string
         async stop() {
           server.closeAllConnections();
           server.close();
+          await fleet?.stop();
           await service.stop();
         },
       } as RunningService;
@@ -104,6 +130,9 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const loggerFor = (name: string) => createLogger({ name, level, format });
   const log = loggerFor('gpualert-up');
   const demo = options.demo === true;
+  if (!demo && options.demoRecording !== undefined) {
+    throw new CliError('gpualert up: --demo-recording chooses what --demo plays; add --demo (gpualert up --demo --demo-recording NAME)');
+  }
   const recordingName = (options.demoRecording as string | undefined) ?? 'incident';
   if (!Object.hasOwn(DEMO_RECORDINGS, recordingName)) {
     throw new CliError(`gpualert up: --demo-recording must be one of ${Object.keys(DEMO_RECORDINGS).join(', ')} (got "${recordingName}")`);
@@ -118,7 +147,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     // The demo's recording lives in the past: only its own event time may move the clock.
     engineService(ruleSet, catalog, demo ? 'event' : 'wall', { port: enginePort(options.enginePort, 'up'), listen: process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0', prices: bundledPrices('up') }),
     { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {}), context) },
-    notifierWithApi(loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api),
+    notifierWithApi(loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api, engineFleet(ruleSet, config.partitions)),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];
   const dataDir = embeddedDataDir(options.dataDir);
@@ -167,6 +196,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
         routes: routesFile === EMBEDDED_ROUTES ? 'the console only (set GPUALERT_ROUTES to page and chat)' : routesFile,
         services: lines,
         notifierApi: 'off' in api ? api.off : notifierApiLine(running),
+        ...(consoleAddress(running, process.env) ? { console: consoleAddress(running, process.env)! } : {}),
         demo,
         startupMs: Math.round(performance.now() - started),
       }),

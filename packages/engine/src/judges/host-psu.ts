@@ -1,32 +1,28 @@
 import { fill } from '../conditions.ts';
-import type { Judge } from '../judge.ts';
+import type { HostState } from '../engine-state.ts';
+import type { HostSampleContext, Judge } from '../judge.ts';
+import type { RuleOf } from '../rule-set.ts';
 import { endMissing } from './host-missing.ts';
 
 /**
  * The host runs without a spare PSU: a PSU redundancy group the BMC calls lost, or a PSU in
- * critical health. One alert per group or PSU.
+ * critical health. One alert per group or PSU. A healthy reading ends a failure only once it has
+ * lasted `settle` since the last failed one: a PSU flipping critical/ok every poll is failing
+ * (its `for` runs from the first failure and it pages), one glitch in between does not reset it.
  */
 export const psuRedundancy: Judge<'psu_redundancy'> = {
   hostSample(ctx, rule) {
-    const { host, at, data } = ctx;
+    const { host, data } = ctx;
     const present = new Set<string>();
     for (const group of data.psu_redundancy ?? []) {
       const key = `${rule.id}|group|${group.name}`;
       present.add(key);
-      const breaching = group.state === 'lost';
-      if (!breaching && host.trackers[key] === undefined) continue;
-      ctx.conditions.observe(host, key, rule, undefined, at, {
-        breaching, evidence: [ctx.id], summary: fill(rule.summary, { host: host.host, detail: `PSU redundancy ${group.name} lost (health ${group.health})` }),
-      });
+      judge(ctx, rule, host, key, group.state === 'lost', `PSU redundancy ${group.name} lost (health ${group.health})`);
     }
     for (const psu of data.psus ?? []) {
       const key = `${rule.id}|psu|${psu.name}`;
       present.add(key);
-      const breaching = psu.health === 'critical';
-      if (!breaching && host.trackers[key] === undefined) continue;
-      ctx.conditions.observe(host, key, rule, undefined, at, {
-        breaching, evidence: [ctx.id], summary: fill(rule.summary, { host: host.host, detail: `PSU ${psu.name} failed (${psu.state})` }),
-      });
+      judge(ctx, rule, host, key, psu.health === 'critical', `PSU ${psu.name} failed (${psu.state})`);
     }
     // Only a reading that measured them says which are gone (a network reading has no PSUs).
     const gone = fill(rule.summary, { host: host.host, detail: 'no longer reported' });
@@ -34,3 +30,9 @@ export const psuRedundancy: Judge<'psu_redundancy'> = {
     if (data.psus) endMissing(ctx, rule, `${rule.id}|psu|`, present, gone);
   },
 };
+
+function judge(ctx: HostSampleContext, rule: RuleOf<'psu_redundancy'>, host: HostState, key: string, breaching: boolean, detail: string): void {
+  const tracker = host.trackers[key];
+  if (!breaching && (tracker === undefined || ctx.at - tracker.lastBreach < rule.settle)) return; // not settled yet
+  ctx.conditions.observe(host, key, rule, undefined, ctx.at, { breaching, evidence: [ctx.id], summary: fill(rule.summary, { host: host.host, detail }) });
+}

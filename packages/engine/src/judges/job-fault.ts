@@ -1,7 +1,7 @@
 import { fill, fingerprintOf } from '../conditions.ts';
 import type { JobRun } from '../engine-state.ts';
 import type { Judge, JudgeContext } from '../judge.ts';
-import { jobOnGpu, jobProgressWords } from '../job-runs.ts';
+import { faultAt, jobOnGpu, jobProgressWords, restartedSinceFault, runKey } from '../job-runs.ts';
 import type { RuleOf } from '../rule-set.ts';
 import { ruleKey } from './keys.ts';
 
@@ -15,7 +15,9 @@ const FALLOUT = new Set(['collective_timeout', 'nccl_error', 'cuda_error']);
  * to the job's owner (the `job_user` label). Collective timeouts, NCCL and CUDA errors of the
  * job's ranks within `window` after it are linked to that incident (info, `incident` set): told
  * once, not once per rank. A timeout judged before its fault (the topics come in any order) waits
- * `grace` for it; with no fault by then, it fires on its own as the job's problem.
+ * `grace` for it; with no fault by then, it fires on its own as the job's problem. A job is its id
+ * and owner (`jobKey`): the same id in another's hands is never linked. A restart (a restart event,
+ * a rank's step going back) ends the fault's window: what comes after it is the job's own.
  */
 export const jobFault: Judge<'job_fault'> = {
   kernel(ctx, rule) {
@@ -24,11 +26,12 @@ export const jobFault: Judge<'job_fault'> = {
     if (!fatal || gpu === undefined) return false;
     const found = jobOnGpu(ctx.state, host, gpu);
     if (!found) return false;
-    const [job, run] = found;
+    const [, run] = found;
+    const job = run.labels.job;
     const key = ruleKey(rule.id, gpu);
     const what = event.kind === 'xid' ? `Xid ${event.xid}: ${event.meaning ?? ctx.catalog.lookup(event.xid!)?.meaning ?? ''}`.trim() : 'fallen off the bus';
     // The same fault's further lines (Xid 79, then "GPU has fallen off the bus") add evidence to the one alert.
-    const same = run.fault !== undefined && run.fault.host === host.host && run.fault.gpu === gpu && at - run.fault.at < rule.window;
+    const same = run.fault !== undefined && run.fault.host === host.host && run.fault.gpu === gpu && at - run.fault.at < rule.window && !restartedSinceFault(run);
     const faultAt = same ? run.fault!.at : at;
     ctx.conditions.observe(host, key, rule, gpu, at, {
       breaching: true, evidence: [id], labels: run.labels, description: event.message,
@@ -47,7 +50,7 @@ export const jobFault: Judge<'job_fault'> = {
   job(ctx, rule) {
     const { data } = ctx;
     if (!FALLOUT.has(data.kind)) return;
-    const key = falloutKey(rule.id, data.job);
+    const key = falloutKey(rule.id, runKey(ctx.run));
     observeFallout(ctx, rule, key, data.job, ctx.run, [ctx.id], data.rank);
   },
 
@@ -57,9 +60,8 @@ export const jobFault: Judge<'job_fault'> = {
     for (const key in ctx.host.trackers) {
       const tracker = ctx.host.trackers[key]!;
       if (tracker.firing || tracker.since === undefined || !key.startsWith(prefix)) continue;
-      const job = key.slice(prefix.length);
-      const run = ctx.state.fleet.training?.[job];
-      if (run) observeFallout(ctx, rule, key, job, run, [], undefined);
+      const run = ctx.state.fleet.training?.[key.slice(prefix.length)];
+      if (run) observeFallout(ctx, rule, key, run.labels.job ?? '', run, [], undefined);
     }
   },
 };
@@ -70,7 +72,7 @@ function falloutKey(rule: string, job: string): string {
 
 function observeFallout(ctx: JudgeContext, rule: RuleOf<'job_fault'>, key: string, job: string, run: JobRun, evidence: string[], rank: number | undefined): void {
   const { host, at } = ctx;
-  const fault = run.fault && at >= run.fault.at - rule.grace && at - run.fault.at <= rule.window ? run.fault : undefined;
+  const fault = faultAt(run, at, rule.window, rule.grace);
   const first = rank !== undefined ? ` (rank ${rank} first)` : '';
   if (fault) {
     const waiting = host.trackers[key];

@@ -1,7 +1,7 @@
 import { fill } from '../conditions.ts';
 import type { JobRun } from '../engine-state.ts';
 import type { Judge } from '../judge.ts';
-import { homeJobs, jobLivesOn, jobProgressWords } from '../job-runs.ts';
+import { homeJobs, jobLivesOn, jobProgressWords, runKey } from '../job-runs.ts';
 import { median } from '../peer-medians.ts';
 
 /**
@@ -21,7 +21,7 @@ export const jobStepTime: Judge<'job_step_time'> = {
       return;
     }
     if (run.home !== host.host) return;
-    const key = `${rule.id}|${data.job}`;
+    const key = `${rule.id}|${runKey(run)}`;
     const breaching = run.recentMs > rule.factor * baseline.mean;
     if (!breaching && !host.trackers[key]) return;
     ctx.conditions.observe(host, key, rule, undefined, at, {
@@ -59,7 +59,7 @@ export const jobStraggler: Judge<'job_straggler'> = {
       peers = { at, median: SCRATCH.length > 0 ? median(SCRATCH) : 0, count: SCRATCH.length };
       MEDIANS.set(run, peers);
     }
-    const key = `${rule.id}|${data.job}|${data.rank}`;
+    const key = `${rule.id}|${runKey(run)}|${data.rank}`;
     const breaching = peers.count >= rule.min_ranks && peers.median > 0 && rank.ms > rule.factor * peers.median;
     if (!breaching && !host.trackers[key]) return;
     ctx.conditions.observe(host, key, rule, rank.gpu, at, {
@@ -81,9 +81,10 @@ export const jobStraggler: Judge<'job_straggler'> = {
 export const jobStalled: Judge<'job_stalled'> = {
   tick(ctx, rule) {
     const { host, at } = ctx;
-    for (const [job, run] of homeJobs(ctx.state, host)) {
-      const key = `${rule.id}|${job}`;
-      const breaching = run.progressAt !== undefined && run.exited === undefined && at - run.progressAt >= rule.stalled_after && jobLivesOn(host, job);
+    for (const [jobKey, run] of homeJobs(ctx.state, host)) {
+      const key = `${rule.id}|${jobKey}`;
+      const job = run.labels.job;
+      const breaching = run.progressAt !== undefined && run.exited === undefined && at - run.progressAt >= rule.stalled_after && jobLivesOn(host, jobKey);
       if (!breaching && !host.trackers[key]) continue;
       const minutes = run.progressAt !== undefined ? Math.round((at - run.progressAt) / 60_000) : undefined;
       const explained = run.fault !== undefined && run.progressAt !== undefined && run.fault.at >= run.progressAt - 60_000 ? run.fault : undefined;

@@ -1,5 +1,6 @@
 import { fill } from '../conditions.ts';
 import type { GpuContext, Judge } from '../judge.ts';
+import { jobOnGpu } from '../job-runs.ts';
 import type { BoundTemplate } from '../load-rules.ts';
 import { ruleKey } from './keys.ts';
 import { observeMetric } from './metric.ts';
@@ -21,8 +22,7 @@ export const stuckJob: Judge<'stuck_job'> = {
 
 /** The GPU's job reports events and the template judges stalled jobs: `job_stalled` speaks for it. */
 function deferred(ctx: GpuContext): boolean {
-  const job = ctx.gs.job?.job;
-  return job !== undefined && ctx.state.fleet.training?.[job] !== undefined && judgesStalledJobs(ctx.bound);
+  return jobOnGpu(ctx.state, ctx.host, ctx.gpu.index) !== undefined && judgesStalledJobs(ctx.bound);
 }
 
 const STALLED = new WeakMap<BoundTemplate, boolean>();

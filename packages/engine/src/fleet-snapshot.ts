@@ -1,0 +1,175 @@
+import {
+  FLEET_METRICS, FLEET_SNAPSHOT_VERSION, isGpuIndex, MAX_FLEET_EVENTS, MAX_FLEET_HOSTS, MAX_GPU_ALERTS, MAX_GPU_EVENTS, MAX_HOST_DRIFT, MAX_HOST_WINDOWS,
+  MAX_LABEL_VALUE_LENGTH, MAX_VIEW_TEXT, worseState,
+  type AlertView, type BaselineBand, type EventView, type FleetMetric, type FleetSnapshot, type FleetSource, type GpuMetrics, type GpuView, type HostView,
+  type MaintenanceView, type MetricView, type ViewState,
+} from '@gpualert/schema';
+import { fingerprintOf, inMaintenance } from './conditions.ts';
+import { parseHostState, type GpuState, type HostState } from './engine-state.ts';
+import { baselineBand } from './fleet-metrics.ts';
+import type { BoundTemplate, RuleSet } from './load-rules.ts';
+import type { RuleOf } from './rule-set.ts';
+
+/** A host's last GPU sample, as whoever feeds the console keeps it (the engine's state holds baselines, not values). */
+export interface LatestGpuSample {
+  readonly at: number;
+  readonly gpus: readonly GpuMetrics[];
+}
+
+export interface FleetSnapshotInput {
+  readonly hosts: Iterable<HostState>;
+  readonly latest: ReadonlyMap<string, LatestGpuSample>;
+  readonly ruleSet: RuleSet;
+  readonly now: number;
+  readonly source: string;
+}
+
+const cut = (text: string, max = MAX_VIEW_TEXT) => (text.length > max ? text.slice(0, max) : text);
+
+function median(values: number[]): number | null {
+  if (values.length === 0) return null;
+  values.sort((a, b) => a - b);
+  const mid = values.length >> 1;
+  return values.length % 2 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2;
+}
+
+/**
+ * One metric's band at the GPU's current load: the band the baseline judge compares with, as
+ * `/metrics` exports it (fleet-metrics.ts's `baselineBand`), with the load it belongs to named as
+ * that function picks it (idle, busy, or between the two the nearer).
+ */
+function bandOf(rule: RuleOf<'baseline'> | undefined, bound: BoundTemplate, gs: GpuState | undefined, util: number | null): BaselineBand | null {
+  if (!rule || util === null) return null;
+  const band = baselineBand(rule, bound, gs?.baselines ?? {}, util);
+  if (!band) return null;
+  const idle = util < rule.idle_below || (util < rule.busy_at_least && util - rule.idle_below < rule.busy_at_least - util);
+  const between = util >= rule.idle_below && util < rule.busy_at_least;
+  const load = idle ? `idle (util < ${rule.idle_below}%)` : `busy (util ≥ ${rule.busy_at_least}%)`;
+  const n = gs?.baselines[`${rule.metric}:${idle ? 'idle' : 'busy'}`]?.n ?? 0;
+  return { mean: band.mean, spread: band.dev, k: rule.sigmas, n, load: between ? `${load}, the nearer normal` : load };
+}
+
+/** A window is open as the engine holds it open (conditions.ts's `inMaintenance`: 15 minutes' slack either side). */
+function windowView(host: HostState, id: string, w: HostState['maintenance'][string], now: number): MaintenanceView {
+  const one = Object.create(null) as HostState['maintenance'];
+  one[id] = w;
+  return {
+    id: cut(id, MAX_LABEL_VALUE_LENGTH), open: inMaintenance({ ...host, maintenance: one }, now), status: w.status,
+    start: w.start ?? null, end: w.end ?? null, description: cut(w.description),
+  };
+}
+
+/** One host as the console shows it; its firing alerts' start times feed the fleet's events. */
+export function fleetHostView(host: HostState, latest: LatestGpuSample | undefined, ruleSet: RuleSet): { view: HostView; events: EventView[] } {
+  const bound = ruleSet.templates.find((t) => t.template.name === host.template) ?? ruleSet.templates[ruleSet.templates.length - 1]!;
+  const baselines = new Map<string, RuleOf<'baseline'>>();
+  for (const rule of bound.rules) if (rule.kind === 'baseline' && !baselines.has(rule.metric)) baselines.set(rule.metric, rule);
+  // The host's own clock (event time), as /metrics takes it: what is open is measured on it.
+  const now = Math.max(host.lastSample ?? 0, host.lastTick);
+  const samples = new Map<number, GpuMetrics>();
+  for (const gpu of latest?.gpus ?? []) samples.set(gpu.index, gpu);
+  const indexes = new Set<number>([...samples.keys(), ...(host.inventory?.indexes ?? [])]);
+  for (const key of Object.keys(host.gpus)) indexes.add(Number(key));
+  const gpus = new Map<number, GpuView>();
+  for (const index of [...indexes].filter(isGpuIndex).sort((a, b) => a - b)) {
+    const sample = samples.get(index);
+    const gs = Object.hasOwn(host.gpus, String(index)) ? host.gpus[String(index)] : undefined;
+    const metrics = {} as Record<FleetMetric, MetricView>;
+    for (const metric of FLEET_METRICS) {
+      const siblings: number[] = [];
+      for (const other of samples.values()) if (other.index !== index && other[metric] !== null && Number.isFinite(other[metric])) siblings.push(other[metric]);
+      const value = sample?.[metric] ?? null;
+      metrics[metric] = { value: value !== null && Number.isFinite(value) ? value : null, band: bandOf(baselines.get(metric), bound, gs, sample?.util_pct ?? null), siblings_median: median(siblings) };
+    }
+    const events: EventView[] = (gs?.recent ?? []).slice(-MAX_GPU_EVENTS).reverse().map(([id, at]) => ({ at, host: host.host, gpu: index, kind: 'kernel', summary: cut(`kernel event ${id}`) }));
+    gpus.set(index, { index, uuid: sample?.uuid ?? null, name: sample?.name ?? null, state: 'ok', metrics, mem_total_mib: sample?.mem_total_mib ?? null, alerts: [], events });
+  }
+  const view: HostView = {
+    host: host.host, last_seen: host.lastSample ?? null, template: cut(host.template, MAX_LABEL_VALUE_LENGTH), drift: [],
+    maintenance: Object.entries(host.maintenance).slice(-MAX_HOST_WINDOWS).map(([id, w]) => windowView(host, id, w, now)),
+    state: 'ok', alerts: [], gpus: [],
+  };
+  const events: EventView[] = [];
+  // As /metrics counts them: what the world was told is firing; a maintenance notice or a drift is
+  // about the host (no GPU's fault, no incident), any other host-wide alert darkens every GPU.
+  const firing = Object.entries(host.trackers).filter(([, t]) => t.told === 'firing');
+  const faults = firing.some(([, t]) => t.category !== 'drift' && t.category !== 'maintenance');
+  const incidentOpen = host.incident !== undefined && (faults || now <= host.incident.until);
+  let hostWide: ViewState = 'ok';
+  for (const [key, t] of firing) {
+    const aboutTheHost = t.category === 'drift' || t.category === 'maintenance';
+    const since = t.startsAt ?? t.since ?? null;
+    const cooling = host.cooling && now <= host.cooling.until && host.cooling.explains.includes(t.rule) ? host.cooling.incident : null;
+    const incident = aboutTheHost ? null : cooling ?? (incidentOpen ? host.incident!.fingerprint : null);
+    const alert: AlertView = {
+      fingerprint: fingerprintOf(host.host, key), rule: cut(t.rule, MAX_LABEL_VALUE_LENGTH), category: cut(t.category, MAX_LABEL_VALUE_LENGTH),
+      severity: t.severity, summary: cut(t.summary), since, incident,
+    };
+    const gpu = t.gpu === undefined ? undefined : gpus.get(t.gpu);
+    const list = gpu ? gpu.alerts : view.alerts;
+    if (list.length < MAX_GPU_ALERTS) list.push(alert);
+    if (gpu) gpu.state = worseState(gpu.state, t.severity);
+    else if (!aboutTheHost) hostWide = worseState(hostWide, t.severity);
+    view.state = worseState(view.state, t.severity);
+    if (t.category === 'drift' && view.drift.length < MAX_HOST_DRIFT) view.drift.push(cut(t.summary));
+    if (since !== null) {
+      const event: EventView = { at: since, host: host.host, gpu: gpu ? gpu.index : null, kind: aboutTheHost ? t.category : 'alert', summary: cut(`${t.severity}: ${t.summary}`) };
+      events.push(event);
+      if (gpu && gpu.events.length < MAX_GPU_EVENTS) gpu.events.unshift(event);
+    }
+  }
+  for (const gpu of gpus.values()) gpu.state = worseState(gpu.state, hostWide);
+  for (const gpu of gpus.values()) gpu.events.sort((a, b) => b.at - a.at);
+  view.gpus = [...gpus.values()];
+  return { view, events };
+}
+
+/** The fleet as the console draws it, from the engine's host states and each host's last sample. Pure. */
+export function buildFleetSnapshot(input: FleetSnapshotInput): FleetSnapshot {
+  const hosts: HostView[] = [];
+  const events: EventView[] = [];
+  let omitted = 0;
+  for (const host of input.hosts) {
+    if (hosts.length >= MAX_FLEET_HOSTS) { omitted += 1; continue; }
+    const built = fleetHostView(host, input.latest.get(host.host), input.ruleSet);
+    hosts.push(built.view);
+    events.push(...built.events);
+  }
+  hosts.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+  events.sort((a, b) => b.at - a.at);
+  return { version: FLEET_SNAPSHOT_VERSION, at: input.now, source: input.source, hosts, omitted_hosts: omitted, events: events.slice(0, MAX_FLEET_EVENTS) };
+}
+
+/** The store keys the engine service keeps its host states under (services/engine/src/engine-service.ts). */
+export const engineHostKey = (host: string) => `engine:host:${host}`;
+export const enginePartitionKey = (partition: number) => `engine:partition:${partition}`;
+
+/** What the snapshot reads of a state store: a narrow view of @gpualert/state's StateStore. */
+export interface HostStateReader {
+  get(key: string): Promise<string | null>;
+  hashGetAll(key: string): Promise<Record<string, string>>;
+}
+
+/**
+ * The console's fleet from the store the engine saves each judged host to: the hosts of every
+ * partition's index, and any host a sample was heard from, each read and checked as the engine
+ * reads it at start. Works in `gpualert up` (the in-process store) and beside a split engine (Redis).
+ */
+export function storeFleetSource(store: HostStateReader, latest: ReadonlyMap<string, LatestGpuSample>, ruleSet: RuleSet, partitions: number): FleetSource {
+  return {
+    async snapshot(now) {
+      const names = new Set<string>();
+      for (let p = 0; p < partitions; p += 1) for (const host of Object.keys(await store.hashGetAll(enginePartitionKey(p)))) names.add(host);
+      for (const host of latest.keys()) names.add(host);
+      const listed = [...names].sort().slice(0, MAX_FLEET_HOSTS);
+      const texts = await Promise.all(listed.map((host) => store.get(engineHostKey(host))));
+      const hosts: HostState[] = [];
+      texts.forEach((text) => {
+        const state = text === null ? undefined : parseHostState(text);
+        if (state) hosts.push(state);
+      });
+      const snapshot = buildFleetSnapshot({ hosts, latest, ruleSet, now, source: 'engine' });
+      return { ...snapshot, omitted_hosts: snapshot.omitted_hosts + Math.max(0, names.size - MAX_FLEET_HOSTS) };
+    },
+  };
+}

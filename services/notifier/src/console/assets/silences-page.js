@@ -1,0 +1,73 @@
+// Silences through the notifier's own `/v1/silences` API: the page sends what `gpualert silence
+// add` would, and the server's validation answers (its message is shown as it is).
+import { call } from './api.js';
+import { esc, when } from './dom.js';
+
+const UNITS = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `90m`, `2h`, `1d`, `3600` (seconds) → seconds; NaN otherwise (the API words the refusal). */
+export function seconds(text) {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$/.exec(text);
+  return m ? Number(m[1]) * UNITS[m[2] || 's'] : NaN;
+}
+
+function stateOf(s, now) {
+  if (s.expiredAt !== undefined || s.endsAt <= now) return 'expired';
+  return s.startsAt > now ? 'pending' : 'active';
+}
+
+/** Draws the list and the form; `prefill` is the matchers the form starts with (one a line). */
+export async function drawSilences(main, prefill, redraw) {
+  const { silences } = await call('GET', '/v1/silences');
+  const now = Date.now();
+  silences.sort((a, b) => (stateOf(a, now) === 'expired') - (stateOf(b, now) === 'expired') || b.startsAt - a.startsAt);
+  const rows = silences.map((s) => {
+    const state = stateOf(s, now);
+    return `<tr data-silence="${esc(s.id)}" data-state="${state}"><td class="mono">${esc(s.id)}</td><td>${state}</td><td class="mono">${s.matchers.map(esc).join('<br>')}</td>
+<td>${when(s.startsAt, now)} →<br>${when(s.endsAt, now)}</td><td>${esc(s.createdBy)}</td><td>${esc(s.comment)}</td>
+<td>${state === 'expired' ? '' : `<button type="button" data-expire="${esc(s.id)}">Expire</button>`}</td></tr>`;
+  }).join('');
+  main.innerHTML = `<h1>Silences</h1>
+<form class="silence" id="silence-form">
+<label for="s-matchers">matchers</label><textarea id="s-matchers" rows="3" placeholder='host="gpu-node-002"&#10;gpu="3"'>${esc(prefill)}</textarea>
+<label for="s-for">for</label><input id="s-for" value="2h" placeholder="90m, 2h, 1d">
+<label for="s-by">created by</label><input id="s-by" value="${esc(sessionStorage.getItem('gpualert.author') ?? '')}">
+<label for="s-comment">comment</label><input id="s-comment" placeholder="why: a ticket, a window">
+<span></span><div><button type="submit">Create silence</button> <span id="s-result" role="status"></span></div>
+</form>
+<h2>All silences</h2>
+${rows ? `<table id="silences"><tr><th>id</th><th>state</th><th>matchers</th><th>from → until</th><th>by</th><th>comment</th><th></th></tr>${rows}</table>` : '<p class="muted">none</p>'}`;
+  const result = main.querySelector('#s-result');
+  main.querySelector('#silence-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const author = main.querySelector('#s-by').value;
+    sessionStorage.setItem('gpualert.author', author);
+    const body = {
+      matchers: main.querySelector('#s-matchers').value.split('\n').map((l) => l.trim()).filter((l) => l !== ''),
+      duration_seconds: seconds(main.querySelector('#s-for').value),
+      created_by: author,
+      comment: main.querySelector('#s-comment').value,
+    };
+    if (!Number.isFinite(body.duration_seconds)) {
+      result.className = 'error';
+      result.textContent = 'for: a duration such as 90m, 2h or 1d';
+      return;
+    }
+    call('POST', '/v1/silences', body).then((s) => {
+      result.className = '';
+      result.dataset.created = s.id;
+      return redraw(`created ${s.id}`);
+    }).catch((error) => {
+      result.className = 'error';
+      result.textContent = error.message;
+    });
+  });
+  for (const button of main.querySelectorAll('button[data-expire]')) {
+    button.addEventListener('click', () => {
+      call('DELETE', `/v1/silences/${encodeURIComponent(button.dataset.expire)}`).then(() => redraw(`expired ${button.dataset.expire}`)).catch((error) => {
+        result.className = 'error';
+        result.textContent = error.message;
+      });
+    });
+  }
+}

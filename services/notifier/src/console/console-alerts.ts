@@ -1,0 +1,81 @@
+import { SEVERITIES, type FleetSnapshot, type Severity } from '@gpualert/schema';
+import { alertQuery, listAlertsBounded, type AlertQuery, type NotifierView } from '../alertmanager-api.ts';
+
+/** Evidence lines one alert shows in the console; the engine keeps fewer. */
+export const MAX_EVIDENCE_SHOWN = 32;
+/** Incidents one answer lists (newest first). */
+export const MAX_INCIDENTS_SHOWN = 500;
+
+export interface ConsoleAlert {
+  readonly fingerprint: string;
+  readonly labels: Record<string, string>;
+  readonly summary: string;
+  readonly description: string;
+  readonly evidence: readonly string[];
+  readonly startsAt: string;
+  readonly state: 'active' | 'suppressed';
+  readonly silencedBy: readonly string[];
+  readonly inhibitedBy: readonly string[];
+  readonly incident: string | null;
+}
+
+export interface ConsoleIncident {
+  readonly id: string;
+  readonly host: string;
+  readonly severity: Severity;
+  /** Its first alert's start (epoch ms): the timeline export begins a little before. */
+  readonly since: number;
+  /** Its last alert's start (epoch ms): the export ends a while after it. */
+  readonly last: number;
+  readonly alerts: readonly string[];
+}
+
+const EVERYTHING: AlertQuery = alertQuery(new URLSearchParams()) as AlertQuery;
+
+function severityOf(labels: Readonly<Record<string, string>>): Severity {
+  const s = labels.severity;
+  return (SEVERITIES as readonly string[]).includes(s ?? '') ? (s as Severity) : 'warning';
+}
+
+/**
+ * The firing alerts as the notifier holds them (Alertmanager's alert list, the same function
+ * `/api/v2/alerts` answers with), each with its evidence, and grouped into incidents where the
+ * fleet snapshot names one for the alert.
+ */
+export function consoleAlerts(view: NotifierView, snapshot: FleetSnapshot | undefined, now: number): { alerts: ConsoleAlert[]; incidents: ConsoleIncident[]; omitted: number } {
+  const { alerts, omitted } = listAlertsBounded(view, EVERYTHING, now);
+  const about = view.state().about;
+  const incidentOf = new Map<string, string>();
+  for (const host of snapshot?.hosts ?? []) {
+    for (const a of host.alerts) if (a.incident) incidentOf.set(a.fingerprint, a.incident);
+    for (const gpu of host.gpus) for (const a of gpu.alerts) if (a.incident) incidentOf.set(a.fingerprint, a.incident);
+  }
+  const incidents = new Map<string, { id: string; host: string; severity: Severity; since: number; last: number; alerts: string[] }>();
+  const out: ConsoleAlert[] = alerts.map((alert) => {
+    const known = Object.hasOwn(about, alert.fingerprint) ? about[alert.fingerprint] : undefined;
+    const incident = incidentOf.get(alert.fingerprint) ?? null;
+    if (incident !== null) {
+      const since = Date.parse(alert.startsAt);
+      const entry = incidents.get(incident) ?? { id: incident, host: alert.labels.host ?? '', severity: 'info' as Severity, since, last: since, alerts: [] };
+      incidents.set(incident, entry);
+      entry.alerts.push(alert.fingerprint);
+      if (SEVERITIES.indexOf(severityOf(alert.labels)) > SEVERITIES.indexOf(entry.severity)) entry.severity = severityOf(alert.labels);
+      if (since < entry.since) entry.since = since;
+      if (since > entry.last) entry.last = since;
+    }
+    return {
+      fingerprint: alert.fingerprint,
+      labels: alert.labels,
+      summary: alert.annotations.summary ?? known?.summary ?? '',
+      description: alert.annotations.description ?? known?.description ?? '',
+      evidence: (known?.evidence ?? []).slice(0, MAX_EVIDENCE_SHOWN),
+      startsAt: alert.startsAt,
+      state: alert.status.state,
+      silencedBy: alert.status.silencedBy,
+      inhibitedBy: alert.status.inhibitedBy,
+      incident,
+    };
+  });
+  const listed = [...incidents.values()].sort((a, b) => b.since - a.since).slice(0, MAX_INCIDENTS_SHOWN);
+  return { alerts: out, incidents: listed, omitted };
+}
