@@ -184,6 +184,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: the bundled rules/routes.yaml)')
     .option('--port <port>', 'the silences API and /metrics (also GPUALERT_NOTIFIER_PORT; default 9095)')
     .option('--listen <address>', 'address to bind (also GPUALERT_NOTIFIER_LISTEN; default 0.0.0.0)')
+    .option('--rules <dir>', "the engine's rules, for the console's baseline bands (default: the bundled rules/)")
     .action(run(notifier));
 
   program

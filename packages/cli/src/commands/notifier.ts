@@ -1,14 +1,16 @@
 import { existsSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { checkSilence, DEFAULT_ROUTES, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
-import { addSilence, checkNotifierToken, createNotifierServer, expireSilence, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
+import { storeFleetSource } from '@gpualert/engine';
+import { addSilence, checkNotifierToken, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
 import { formatRuleError } from '@gpualert/rules';
 import { RedisStore, type StateStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
+import { loadJudgement } from './engine.ts';
 
 type Options = Record<string, unknown>;
 
@@ -34,6 +36,9 @@ export async function notifier(options: Options): Promise<number> {
     if (error instanceof NotifierConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
     throw error;
   }
+  // The console's fleet: the rules give each GPU's baseline band, as the engine judges it.
+  const { ruleSet } = loadJudgement(options.rules as string | undefined, 'notifier');
+  const { partitions } = commonConfig(options);
   return runService('notifier', options, async (infra, log) => {
     const metrics = new NotifierMetrics();
     let service;
@@ -43,7 +48,12 @@ export async function notifier(options: Options): Promise<number> {
       if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
       throw error;
     }
-    const server = createNotifierServer(infra.store, metrics, token, infra.bus, {}, routes, service);
+    // The console draws the fleet from the host states the engines save to the shared store, and
+    // each host's last sample off the bus: a consumer group of this instance's own, so every
+    // notifier sees every host.
+    const latest = await new LatestSamples().watch(infra.bus, `gpualert-console-samples-${hostname()}-${process.pid}`);
+    const fleet = storeFleetSource(infra.store, latest.hosts, ruleSet, partitions);
+    const server = createNotifierServer(infra.store, metrics, token, infra.bus, {}, routes, service, fleet);
     const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -54,6 +64,7 @@ export async function notifier(options: Options): Promise<number> {
     return {
       async stop() {
         server.close();
+        await latest.stop();
         await service.stop();
       },
     };
