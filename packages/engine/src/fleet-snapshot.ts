@@ -9,6 +9,7 @@ import { parseHostState, type GpuState, type HostState } from './engine-state.ts
 import { baselineBand } from './fleet-metrics.ts';
 import type { BoundTemplate, RuleSet } from './load-rules.ts';
 import type { RuleOf } from './rule-set.ts';
+import { engineHostKey, enginePartitionKey } from './store-keys.ts';
 
 /** A host's last GPU sample, as whoever feeds the console keeps it (the engine's state holds baselines, not values). */
 export interface LatestGpuSample {
@@ -139,10 +140,6 @@ export function buildFleetSnapshot(input: FleetSnapshotInput): FleetSnapshot {
   events.sort((a, b) => b.at - a.at);
   return { version: FLEET_SNAPSHOT_VERSION, at: input.now, source: input.source, hosts, omitted_hosts: omitted, events: events.slice(0, MAX_FLEET_EVENTS) };
 }
-
-/** The store keys the engine service keeps its host states under (services/engine/src/engine-service.ts). */
-export const engineHostKey = (host: string) => `engine:host:${host}`;
-export const enginePartitionKey = (partition: number) => `engine:partition:${partition}`;
 
 /** What the snapshot reads of a state store: a narrow view of @gpualert/state's StateStore. */
 export interface HostStateReader {

@@ -10,5 +10,6 @@ export * from './judge.ts';
 export { JUDGES } from './judges/index.ts';
 export * from './synthetic-fleet.ts';
 export * from './fleet-metrics.ts';
+export * from './store-keys.ts';
 export * from './forget-hosts.ts';
 export * from './fleet-snapshot.ts';

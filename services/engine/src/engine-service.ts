@@ -1,5 +1,5 @@
 import { deadletterOf, envelopeMessage, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
-import { dict, emptyEngineState, Engine, parseFleetState, parseHostState, StreamClock, type EngineState, type RuleSet } from '@gpualert/engine';
+import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, engineHostKey, enginePartitionKey, parseFleetState, parseHostState, StreamClock, type EngineState, type RuleSet } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
@@ -32,11 +32,7 @@ export interface EngineServiceOptions {
   readonly forgetAfterMs?: number;
 }
 
-const HOST_KEY = (host: string) => `engine:host:${host}`;
-const FLEET_KEY = 'engine:fleet';
 const OPERATOR_KEY = 'engine:operator-resolve';
-/** The hosts seen on partition p (of every input topic: they are co-partitioned). */
-const PARTITION_KEY = (partition: number) => `engine:partition:${partition}`;
 /**
  * A samples partition that has delivered nothing this long after an assignment counts as caught up,
  * and input stalled this long no longer holds absence back.
@@ -67,7 +63,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     return clock;
   };
   const loadFleet = async () => {
-    const saved = await options.store.get(FLEET_KEY);
+    const saved = await options.store.get(ENGINE_FLEET_KEY);
     if (saved) state.fleet = parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes'));
   };
   await loadFleet();
@@ -98,7 +94,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     return quiet > 2 * fastest && quiet < UNHEARD_PARTITION_MS;
   };
   const load = async (host: string) => {
-    const saved = await options.store.get(HOST_KEY(host));
+    const saved = await options.store.get(engineHostKey(host));
     // What an older gpualert wrote is migrated; what cannot be read is judged afresh, with a line saying so.
     const parsed = saved ? parseHostState(saved, (note) => options.log.warn({ host, note }, 'engine_state_loaded_with_changes')) : undefined;
     if (parsed) state.hosts[host] = parsed;
@@ -148,7 +144,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         partitionHosts.clear();
         loaded.clear();
         for (const partition of new Set(partitions.map((p) => p.partition))) {
-          const hosts = Object.keys(await options.store.hashGetAll(PARTITION_KEY(partition)));
+          const hosts = Object.keys(await options.store.hashGetAll(enginePartitionKey(partition)));
           for (const host of hosts) hostsOf(partition).add(host);
           await Promise.all(hosts.map((host) => load(host)));
         }
@@ -186,10 +182,10 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
           // Not a host whose only message was dead-lettered.
           const judged = [...new Set([...hosts, ...alerts.map((a) => a.host)])].filter((host) => state.hosts[host] !== undefined);
-          await Promise.all(judged.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
-          await options.store.set(FLEET_KEY, JSON.stringify(state.fleet));
+          await Promise.all(judged.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
+          await options.store.set(ENGINE_FLEET_KEY, JSON.stringify(state.fleet));
           // Written with every batch, so the index comes back by itself if the store loses its data.
-          if (judged.length > 0) await options.store.hashSet(PARTITION_KEY(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
+          if (judged.length > 0) await options.store.hashSet(enginePartitionKey(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
           if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
         } catch (error) {
           for (const host of new Set([...hosts, ...alerts.map((a) => a.host)])) {
@@ -224,7 +220,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       const hosts = [...new Set(alerts.map((a) => a.host))];
       try {
         await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-        await Promise.all(hosts.map((host) => options.store.set(HOST_KEY(host), JSON.stringify(state.hosts[host]))));
+        await Promise.all(hosts.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
       } catch (error) {
         for (const host of hosts) {
           const restored = before.has(host) ? parseHostState(before.get(host)!) : undefined;

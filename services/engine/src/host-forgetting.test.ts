@@ -1,5 +1,5 @@
 import { envelopeMessage, MemoryBus } from '@gpualert/bus';
-import { loadRuleSet, syntheticFleet } from '@gpualert/engine';
+import { engineHostKey, enginePartitionKey, loadRuleSet, syntheticFleet } from '@gpualert/engine';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
@@ -7,7 +7,7 @@ import { MemoryStore } from '@gpualert/state';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { startEngineService } from './engine-service.ts';
-import { FORGET_KEY, forgetAfterFromEnv, HOST_STATE_KEY, PARTITION_INDEX_KEY, requestHostForget } from './host-forgetting.ts';
+import { FORGET_KEY, forgetAfterFromEnv, requestHostForget } from './host-forgetting.ts';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();
@@ -50,12 +50,12 @@ async function pipeline(forgetAfterMs: number) {
     await bus.publish(TOPICS.gpuSamples, list.filter((e) => e.type === 'gpu.sample').map(envelopeMessage));
   };
   await publish(syntheticFleet({ hosts: 3, gpusPerHost: 2, start: T0, minutes: 1, seed: 5 }));
-  await until(async () => (await store.get(HOST_STATE_KEY('gpu-node-000'))) !== null);
+  await until(async () => (await store.get(engineHostKey('gpu-node-000'))) !== null);
   const later = (at: number, minutes = 2) => [...syntheticFleet({ hosts: 3, gpusPerHost: 2, start: at, minutes, seed: 6 })].filter((e) => e.host !== 'gpu-node-000' && e.type === 'gpu.sample');
   return {
     bus, store, alerts, lines, later, publish,
-    saved: async (host: string) => (await store.get(HOST_STATE_KEY(host))) !== null,
-    indexed: async (host: string) => Object.hasOwn(await store.hashGetAll(PARTITION_INDEX_KEY(0)), host),
+    saved: async (host: string) => (await store.get(engineHostKey(host))) !== null,
+    indexed: async (host: string) => Object.hasOwn(await store.hashGetAll(enginePartitionKey(0)), host),
     async restart() {
       await engine.stop();
       engine = await start();

@@ -1,14 +1,10 @@
-import { forgetHost, hostsToForget, parseForgetAfter, parseHostState, type EngineState } from '@gpualert/engine';
+import { engineHostKey, enginePartitionKey, forgetHost, hostsToForget, parseForgetAfter, parseHostState, type EngineState } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import { GpualertError, type EnvelopeOf } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
 /** Where `gpualert host forget` leaves its requests: host → when asked (a sorted set every engine reads). */
 export const FORGET_KEY = 'engine:forget';
-/** A host's saved state (as engine-service.ts keys it). */
-export const HOST_STATE_KEY = (host: string) => `engine:host:${host}`;
-/** The hosts seen on a partition (as engine-service.ts keys it). */
-export const PARTITION_INDEX_KEY = (partition: number) => `engine:partition:${partition}`;
 /** A request is kept this long, so every engine (each reads every 2 s) sees it, then trimmed. */
 const REQUEST_KEPT_MS = 3_600_000;
 /** Requests read per look: the rest wait for the next. */
@@ -27,7 +23,7 @@ export function forgetAfterFromEnv(env: Readonly<Record<string, string | undefin
  * partitions' index at their next tick (every 2 s).
  */
 export async function requestHostForget(store: StateStore, host: string, at: number): Promise<{ hadState: boolean }> {
-  const hadState = (await store.delete(HOST_STATE_KEY(host))) > 0;
+  const hadState = (await store.delete(engineHostKey(host))) > 0;
   await store.sortedAdd(FORGET_KEY, [{ member: host, score: at }]);
   return { hadState };
 }
@@ -86,9 +82,9 @@ export class HostForgetting {
   /** After the resolves went out: the hosts' saved state and their entries in the given partitions' index are deleted. */
   async commit(hosts: readonly string[], partitionsOf: (host: string) => readonly number[]): Promise<void> {
     if (hosts.length === 0) return;
-    await this.store.delete(...hosts.map(HOST_STATE_KEY));
+    await this.store.delete(...hosts.map(engineHostKey));
     for (const host of hosts) {
-      for (const partition of partitionsOf(host)) await this.store.hashDelete(PARTITION_INDEX_KEY(partition), host);
+      for (const partition of partitionsOf(host)) await this.store.hashDelete(enginePartitionKey(partition), host);
     }
   }
 

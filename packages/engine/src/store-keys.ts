@@ -1,0 +1,9 @@
+/**
+ * Where the engine keeps its state in the shared store: the engine service writes these, and the
+ * console's fleet snapshot and host forgetting read or delete them. One definition for all three.
+ */
+export const engineHostKey = (host: string) => `engine:host:${host}`;
+/** The hosts seen on partition p (of every input topic: they are co-partitioned). */
+export const enginePartitionKey = (partition: number) => `engine:partition:${partition}`;
+/** The fleet-wide state (clusters' majorities, jobs). */
+export const ENGINE_FLEET_KEY = 'engine:fleet';
