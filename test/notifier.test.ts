@@ -106,8 +106,9 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     await waitFor(() => vendors.of('pagerduty').length === 2 && vendors.servicenow()[0]!.state === '6' && vendors.jira()[0]!.status === 'Done' && vendors.of('opsgenie').length === 2, 'every resolve', 30_000);
     expect(vendors.of('pagerduty')[1]!.body).toMatchObject({ event_action: 'resolve', dedup_key: 'fp-lost-gpu3' });
     expect(vendors.of('opsgenie')[1]!.path).toBe('/opsgenie/v2/alerts/fp-lost-gpu3/close');
-    const sent = (await records(bus)).filter((r) => r.outcome === 'sent');
-    expect(new Set(sent.map((r) => r.receiver))).toEqual(new Set(['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'snow', 'pd', 'og', 'hook']));
+    const sentTo = async () => new Set((await records(bus)).filter((r) => r.outcome === 'sent').map((r) => r.receiver));
+    await waitFor(async () => (await sentTo()).size >= 10, 'a delivery record from every receiver', 10_000);
+    expect(await sentTo()).toEqual(new Set(['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'snow', 'pd', 'og', 'hook']));
   });
 
   it('retries a receiver through 500s and a 429 with Retry-After until it is back, and records each attempt', async () => {
@@ -122,6 +123,8 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     await waitFor(async () => (await records(bus)).some((r) => r.outcome === 'failed'), 'a failed attempt');
     vendors.fail('slack', '429', { count: 1 });
     await waitFor(() => vendors.of('slack').length === 1, 'delivery after the outage', 30_000);
+    // The delivery record is published after the vendor has answered: wait for it, not for the HTTP request.
+    await waitFor(async () => (await records(bus)).some((r) => r.outcome === 'sent'), 'the delivery record', 10_000);
     const attempts = await records(bus);
     expect(attempts.filter((r) => r.outcome === 'failed').length).toBeGreaterThanOrEqual(2);
     expect(attempts.some((r) => r.error?.startsWith('HTTP 500'))).toBe(true);
@@ -154,7 +157,7 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     await bus.publish(TOPICS.alerts, Array.from({ length: 14 }, (_, i) => envelopeMessage(alert(`fp-${i}`, 'firing', 'warning'))));
     await waitFor(() => vendors.of('wecom').flatMap((r) => (r.body.markdown.content as string).match(/fingerprint fp-\d+/g) ?? []).length === 14, 'all fourteen alerts', 30_000);
     expect(vendors.of('wecom').length).toBeLessThan(14);
-    expect((await records(bus)).some((r) => r.reason.startsWith('digest:'))).toBe(true);
+    await waitFor(async () => (await records(bus)).some((r) => r.reason.startsWith('digest:')), 'a digest record', 10_000);
   });
 
   it('resolves what was paged although a silence came in between, and a silenced new fault is only recorded', async () => {
