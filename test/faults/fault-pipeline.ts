@@ -110,6 +110,12 @@ export class FaultPipeline {
     return service;
   }
 
+  /** How many partitions an engine or notifier holds since its group's last rebalance (its `group_joined` lines). */
+  static partitionsHeld(service: Service): number {
+    const joins = service.output().split('\n').filter((l) => l.includes('"group_joined"')).map((l) => JSON.parse(l) as { partitions: number });
+    return joins.at(-1)?.partitions ?? 0;
+  }
+
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const service = this.services.get(name);
     if (!service || service.exitCode !== null || service.signalCode !== null) return;
@@ -244,6 +250,16 @@ export class FaultPipeline {
     const client = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
     try {
       await client.hset(`${this.prefix}:${key}`, field, value);
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  /** The fields of a hash of this deployment in its Redis. */
+  async storeHashGetAll(key: string): Promise<Record<string, string>> {
+    const client = new Redis(this.redis.url, { maxRetriesPerRequest: 1 });
+    try {
+      return await client.hgetall(`${this.prefix}:${key}`);
     } finally {
       client.disconnect();
     }

@@ -68,10 +68,7 @@ describe('services killed under steady load', () => {
     const a = await pipeline.startService('engine-a', ['engine']);
     const b = await pipeline.startService('engine-b', ['engine']);
     // Both hold partitions once the group has rebalanced.
-    const partitionsOf = (service: typeof a) => {
-      const joins = service.output().split('\n').filter((l) => l.includes('"group_joined"')).map((l) => JSON.parse(l) as { partitions: number });
-      return joins.at(-1)?.partitions ?? 0;
-    };
+    const partitionsOf = FaultPipeline.partitionsHeld;
     await waitFor(() => partitionsOf(a) > 0 && partitionsOf(b) > 0 && partitionsOf(a) + partitionsOf(b) === ALL_PARTITIONS, 'the two engines to share the partitions', 60_000);
     const shared = [partitionsOf(a), partitionsOf(b)];
     await pipeline.kill('engine-a');

@@ -34,6 +34,8 @@ export class Engine {
   private readonly byName: Map<string, BoundTemplate>;
   /** Per template, where its transitions collect during one step: made once, emptied each step. */
   private readonly sinks = new Map<BoundTemplate, { conditions: Conditions; out: Transition[] }>();
+  /** Clusters whose membership an inventory changed, until the service takes them (`takeChangedClusters`). */
+  private readonly changedClusters = new Set<string>();
   /** The GPU indexes of the sample being judged (reused: the engine judges one envelope at a time). */
   private readonly present = new Set<number>();
 
@@ -142,6 +144,21 @@ export class Engine {
       const tracker = host.trackers[key]!;
       conditions.tick(host, key, tracker, bound.rules.find((r) => r.id === tracker.rule), now);
     }
+    return this.drain(host, out);
+  }
+
+  /**
+   * A host judged again because its cluster changed under it (other engines' hosts, through
+   * `applyShares`), at its own latest time: the rules with a `clusterChange` hook (drift).
+   */
+  rejudgeCluster(state: EngineState, name: string): EnvelopeOf<'alert'>[] {
+    const host = state.hosts[name];
+    if (!host) return [];
+    const bound = this.bound(host);
+    const { conditions, out } = this.sink(bound);
+    const at = Math.max(host.lastTick, host.lastSample ?? 0, host.inventory?.at ?? 0);
+    const ctx: JudgeContext = { state, host, bound, conditions, catalog: this.catalog, at };
+    for (const step of planOf(bound).clusterChange) step.run(ctx, step.rule);
     return this.drain(host, out);
   }
 
@@ -297,7 +314,22 @@ export class Engine {
     const bound = bindTemplate(this.ruleSet, { gpu_model: data.gpu_model, provider: data.provider }, host.labels);
     host.template = bound.template.name;
     const ctx = { ...base, bound, data };
+    const cluster = host.labels.cluster;
+    const was = cluster === undefined ? undefined : base.state.fleet.clusters[cluster]?.[host.host];
+    const before = was === undefined ? undefined : `${was.driver} ${was.cuda}`;
     for (const step of planOf(bound).inventory) step.run(ctx, step.rule);
+    const member = cluster === undefined ? undefined : base.state.fleet.clusters[cluster]?.[host.host];
+    if (member !== undefined && `${member.driver} ${member.cuda}` !== before) this.changedClusters.add(cluster!);
+  }
+
+  /**
+   * The clusters a host joined or changed versions in since the last call: their other hosts'
+   * majority may have changed too, so the service judges them again (`rejudgeCluster`) once a tick.
+   */
+  takeChangedClusters(): string[] {
+    const out = [...this.changedClusters];
+    this.changedClusters.clear();
+    return out;
   }
 }
 

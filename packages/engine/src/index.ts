@@ -13,3 +13,4 @@ export * from './fleet-metrics.ts';
 export * from './store-keys.ts';
 export * from './forget-hosts.ts';
 export * from './fleet-snapshot.ts';
+export * from './fleet-shares.ts';

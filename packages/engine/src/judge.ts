@@ -102,6 +102,11 @@ export interface Judge<K extends RuleKind> {
   job?(ctx: JobContext, rule: RuleOf<K>): void;
   /** Time passes for the host (no input): absence. */
   tick?(ctx: JudgeContext, rule: RuleOf<K>): void;
+  /**
+   * The host's cluster changed under it: other engines' hosts joined, left or changed versions
+   * (`fleet-shares.ts`). Judged again from what the host last reported.
+   */
+  clusterChange?(ctx: JudgeContext, rule: RuleOf<K>): void;
 }
 
 /** Every rule kind has a judge: a kind added to `RuleSpec` without one does not compile. */

@@ -20,6 +20,7 @@ export interface JudgingPlan {
   readonly tick: readonly Step<JudgeContext>[];
   readonly hostSample: readonly Step<HostSampleContext>[];
   readonly bmcEvent: readonly Step<BmcEventContext>[];
+  readonly clusterChange: readonly Step<JudgeContext>[];
 }
 
 const PLANS = new WeakMap<BoundTemplate, JudgingPlan>();
@@ -31,7 +32,7 @@ export function planOf(bound: BoundTemplate): JudgingPlan {
 }
 
 function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
-  const plan = { beforeGpus: [], gpu: [], afterGpus: [], kernel: [], provider: [], inventory: [], job: [], tick: [], hostSample: [], bmcEvent: [] } as {
+  const plan = { beforeGpus: [], gpu: [], afterGpus: [], kernel: [], provider: [], inventory: [], job: [], tick: [], hostSample: [], bmcEvent: [], clusterChange: [] } as {
     -readonly [H in keyof JudgingPlan]: JudgingPlan[H] extends readonly (infer S)[] ? S[] : never;
   };
   for (const rule of rules) {
@@ -47,6 +48,7 @@ function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
     if (judge.tick) plan.tick.push({ rule, run: judge.tick });
     if (judge.hostSample) plan.hostSample.push({ rule, run: judge.hostSample });
     if (judge.bmcEvent) plan.bmcEvent.push({ rule, run: judge.bmcEvent });
+    if (judge.clusterChange) plan.clusterChange.push({ rule, run: judge.clusterChange });
   }
   return plan;
 }

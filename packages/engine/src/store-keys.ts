@@ -5,5 +5,7 @@
 export const engineHostKey = (host: string) => `engine:host:${host}`;
 /** The hosts seen on partition p (of every input topic: they are co-partitioned). */
 export const enginePartitionKey = (partition: number) => `engine:partition:${partition}`;
-/** The fleet-wide state (clusters' majorities, jobs). */
+/** The fleet-wide state this instance keeps whole: training jobs (`fleet.training`). Stragglers and clusters are shared per host (`ENGINE_FLEET_SHARES_KEY`). */
 export const ENGINE_FLEET_KEY = 'engine:fleet';
+/** Each host's share of the fleet-wide facts (`fleet-shares.ts`): a hash, one field per host, written by the engine that owns it. */
+export const ENGINE_FLEET_SHARES_KEY = 'engine:fleet:hosts';

@@ -1,5 +1,6 @@
 import { deadletterOf, envelopeMessage, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
 import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, engineHostKey, enginePartitionKey, parseFleetState, parseHostState, StreamClock, type EngineState, type RuleSet } from '@gpualert/engine';
+import { FleetShares } from './fleet-sharing.ts';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
@@ -62,11 +63,12 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     if (!clock) clocks.set(partition, (clock = new StreamClock(engine, options.clock, hostsOf(partition))));
     return clock;
   };
-  const loadFleet = async () => {
-    const saved = await options.store.get(ENGINE_FLEET_KEY);
-    if (saved) state.fleet = parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes'));
-  };
-  await loadFleet();
+  // The training jobs this instance follows are one document; each host's share of the stragglers'
+  // and clusters' facts is a field of its own, written by its owner and read by every engine (fleet-sharing.ts).
+  const saved = await options.store.get(ENGINE_FLEET_KEY);
+  if (saved) state.fleet = parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes'));
+  const shares = new FleetShares(options.store, engine, state);
+  await shares.refresh(); // no host is this instance's yet: the whole fleet as the others shared it
   const queue = serialQueue();
   const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
   // The hosts this instance owns are held in memory for as long as its assignment lasts: the store
@@ -114,6 +116,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     try {
       if (alerts.length > 0) await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
       await forgetting.commit(hosts, partitionsOf);
+      await shares.forget(hosts);
     } catch (error) {
       undo();
       throw error;
@@ -138,6 +141,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       behind.clear();
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
+        await shares.flush().catch((error: unknown) => options.log.warn({ error: String(error) }, 'engine_fleet_share_failed'));
         state.hosts = dict();
         options.metrics?.forgetSamples();
         clocks.clear();
@@ -183,7 +187,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           // Not a host whose only message was dead-lettered.
           const judged = [...new Set([...hosts, ...alerts.map((a) => a.host)])].filter((host) => state.hosts[host] !== undefined);
           await Promise.all(judged.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
-          await options.store.set(ENGINE_FLEET_KEY, JSON.stringify(state.fleet));
+          if (batch.topic === TOPICS.jobEvents) await shares.saveTraining();
+          shares.touched(judged);
           // Written with every batch, so the index comes back by itself if the store loses its data.
           if (judged.length > 0) await options.store.hashSet(enginePartitionKey(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
           if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
@@ -204,6 +209,22 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   // Wall-clock ticks: absence, quiet periods, escalation; and operators' resolves.
   const timer = setInterval(() => {
     void serial(forgetDue).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_forget_failed'));
+    // The fleet-wide facts: this instance's hosts' shares out, the other instances' in, and the
+    // hosts whose cluster changed under them judged again (their alerts go out like a tick's).
+    void serial(async () => {
+      await shares.flush();
+      await shares.saveTraining();
+      const { alerts, undo } = await shares.refresh();
+      if (alerts.length === 0) return;
+      try {
+        await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+        const hosts = [...new Set(alerts.map((a) => a.host))];
+        await Promise.all(hosts.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
+      } catch (error) {
+        undo();
+        throw error;
+      }
+    }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_fleet_share_failed'));
     void serial(async () => {
       const alerts: EnvelopeOf<'alert'>[] = [];
       const now = Date.now();

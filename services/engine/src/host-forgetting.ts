@@ -1,4 +1,4 @@
-import { engineHostKey, enginePartitionKey, forgetHost, hostsToForget, parseForgetAfter, parseHostState, type EngineState } from '@gpualert/engine';
+import { ENGINE_FLEET_SHARES_KEY, engineHostKey, enginePartitionKey, forgetHost, hostsToForget, parseForgetAfter, parseHostState, type EngineState } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import { GpualertError, type EnvelopeOf } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
@@ -24,6 +24,7 @@ export function forgetAfterFromEnv(env: Readonly<Record<string, string | undefin
  */
 export async function requestHostForget(store: StateStore, host: string, at: number): Promise<{ hadState: boolean }> {
   const hadState = (await store.delete(engineHostKey(host))) > 0;
+  await store.hashDelete(ENGINE_FLEET_SHARES_KEY, host); // no engine counts it among its job's or cluster's hosts
   await store.sortedAdd(FORGET_KEY, [{ member: host, score: at }]);
   return { hadState };
 }

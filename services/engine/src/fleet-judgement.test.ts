@@ -1,0 +1,118 @@
+import { envelopeMessage, MemoryBus, partitionFor } from '@gpualert/bus';
+import { ENGINE_FLEET_SHARES_KEY, loadRuleSet } from '@gpualert/engine';
+import { createLogger } from '@gpualert/log';
+import { loadXidCatalog } from '@gpualert/rules';
+import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf, type GpuMetrics } from '@gpualert/schema';
+import { MemoryStore, MemoryStoreData } from '@gpualert/state';
+import { describe, expect, it } from 'vitest';
+import { startEngineService } from './engine-service.ts';
+
+const rules = loadRuleSet();
+const catalog = loadXidCatalog();
+if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
+const log = createLogger({ name: 'test', level: 'silent' });
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PARTITIONS = 4;
+const T0 = Date.parse('2026-11-30T08:00:00Z');
+const MIN = 60_000;
+
+/**
+ * Hosts named so that a straggler and a drifting host sit on even partitions and most of their
+ * peers on odd ones. The in-process bus gives two members of a group the even and the odd
+ * partitions (partition p of every topic to member p mod 2), so neither engine alone holds
+ * enough of the job or the cluster to judge it.
+ */
+function hostsOn(parity: 0 | 1, count: number, prefix: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < count; i += 1) if (partitionFor(`${prefix}-${i}`, PARTITIONS) % 2 === parity) out.push(`${prefix}-${i}`);
+  return out;
+}
+
+function gpu(index: number, util: number): GpuMetrics {
+  return {
+    index, uuid: null, pci_bus: null, name: 'NVIDIA H100', util_pct: util, mem_util_pct: 40, mem_used_mib: 60_000, mem_total_mib: 81_559,
+    temp_c: 60, mem_temp_c: 66, power_w: 640, power_limit_w: 700, sm_clock_mhz: 1980, mem_clock_mhz: 2619, fan_pct: null,
+    pcie_gen: 5, pcie_gen_max: 5, pcie_width: 16, pcie_width_max: 16, ecc_sbe_volatile: 0, ecc_dbe_volatile: 0, ecc_sbe_aggregate: 0,
+    ecc_dbe_aggregate: 0, remap_pending: false, remap_failure: false, throttle: [], xid_last: null, nvlink_errors: 0, processes: 1,
+  };
+}
+
+/** Fourteen minutes of a job's host: two GPUs at `util` %, every 30 s. */
+const samples = (host: string, util: number): Envelope[] =>
+  Array.from({ length: 29 }, (_, i) => newEnvelope({
+    type: 'gpu.sample', id: `s-${host}-${i}`, host, source: 'test', ts: new Date(T0 + i * 30_000).toISOString(),
+    labels: { job: 'llm-pretrain' }, data: { gpus: [gpu(0, util), gpu(1, util)] },
+  }));
+
+const inventory = (host: string, driver: string): Envelope => newEnvelope({
+  type: 'host.inventory', id: `i-${host}`, host, source: 'test', ts: new Date(T0).toISOString(), labels: { cluster: 'east' },
+  data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
+});
+
+describe('fleet-wide judgement with two engines', () => {
+  it('catches a straggler whose peers the other engine owns and a drift against a majority spread over both, each once', async () => {
+    const bus = new MemoryBus({ partitions: PARTITIONS });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const data = new MemoryStoreData();
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const engine = () => startEngineService({
+      bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engines', tickMs: 50,
+    });
+    const engines = [await engine(), await engine()];
+
+    const [straggler] = hostsOn(0, 1, 'train');
+    const peers = hostsOn(1, 2, 'train');
+    const [drifting, evenPeer] = hostsOn(0, 2, 'east');
+    const oddPeers = hostsOn(1, 3, 'east');
+    // The cluster first: four hosts on one driver (one with the drifting host, three on the other engine).
+    await bus.publish(TOPICS.hostInventory, [...oddPeers, evenPeer!].map((h) => envelopeMessage(inventory(h, '550.54.15'))));
+    await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08'))]);
+    // The job's busy hosts, then (once they are shared) its slow one.
+    await bus.publish(TOPICS.gpuSamples, peers.flatMap((h) => samples(h, 97)).map(envelopeMessage));
+    const shared = async () => Object.keys(await new MemoryStore({ data }).hashGetAll(ENGINE_FLEET_SHARES_KEY));
+    await waitUntil(async () => { const s = await shared(); return peers.every((h) => s.includes(h)); });
+    // As a live host's would, its samples come over time: a few of the engines' ticks (50 ms) apart.
+    for (const sample of samples(straggler!, 20)) {
+      await bus.publish(TOPICS.gpuSamples, [envelopeMessage(sample)]);
+      await pause(20);
+    }
+
+    const firing = () => alerts.filter((a) => a.data.status === 'firing');
+    await waitUntil(async () => firing().some((a) => a.data.rule === 'job-straggler') && firing().some((a) => a.data.rule === 'version-drift'));
+    await pause(500); // ticks of both engines: a second copy of either alert would be out by now
+    expect(firing().map((a) => [a.host, a.data.rule])).toEqual(expect.arrayContaining([[straggler, 'job-straggler'], [drifting, 'version-drift']]));
+    expect(firing().filter((a) => a.data.rule === 'job-straggler' || a.data.rule === 'version-drift').length).toBe(2);
+    expect(firing().find((a) => a.data.rule === 'version-drift')!.data.summary).toMatch(/4 of 5 hosts in east run 550\.54\.15/);
+    await Promise.all([...engines.map((e) => e.stop()), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+});
+
+describe('cluster-majority drift with one engine', () => {
+  it('catches a host whose inventory came before its cluster had a majority', async () => {
+    const bus = new MemoryBus({ partitions: PARTITIONS });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const store = new MemoryStore();
+    const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', tickMs: 50 });
+    await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory('east-first', '535.161.08'))]);
+    await waitUntil(async () => Object.hasOwn(await store.hashGetAll(ENGINE_FLEET_SHARES_KEY), 'east-first'));
+    await pause(200); // judged, and a few ticks on: one host of one, no majority yet
+    expect(alerts).toEqual([]);
+    await bus.publish(TOPICS.hostInventory, ['east-a', 'east-b', 'east-c'].map((h) => envelopeMessage(inventory(h, '550.54.15'))));
+    await waitUntil(async () => alerts.some((a) => a.data.rule === 'version-drift'));
+    expect(alerts.map((a) => [a.host, a.data.rule, a.data.status])).toEqual([['east-first', 'version-drift', 'firing']]);
+    await Promise.all([service.stop(), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+});
+
+async function waitUntil(condition: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error('timed out');
+    await pause(25);
+  }
+}

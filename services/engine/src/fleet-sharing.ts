@@ -1,0 +1,118 @@
+import {
+  applyShares, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, ownedMembers, parseHostState, shareOf,
+  type Engine, type EngineState,
+} from '@gpualert/engine';
+import type { EnvelopeOf } from '@gpualert/schema';
+import type { StateStore } from '@gpualert/state';
+
+/**
+ * Fleet-wide judgement with several engines. Each engine owns the hosts of its partitions and
+ * judges only those; stragglers and cluster-majority drift also need the job's and the cluster's
+ * other hosts, which other engines own. So each engine shares, per host it owns, what those rules
+ * know of it (`shareOf`: its smoothed utilisation in its job, its versions in its cluster) as one
+ * field of a store hash, and reads the others' fields into its own view (`applyShares`) at every
+ * tick. A host whose cluster changed under it is judged again from its last inventory.
+ *
+ * Shares are soft state, written behind (once a tick, only what changed): lost, they are written
+ * again from the next samples, and a share this engine wrote that the store no longer holds (the
+ * store wiped) is written again at the next tick. Training jobs stay one document per fleet.
+ */
+export class FleetShares {
+  /** The hosts judged since the last flush: only their shares can have changed. */
+  private readonly dirty = new Set<string>();
+  /** What this engine last wrote for each host it owns. */
+  private readonly written = new Map<string, string>();
+  /** Clusters whose owned hosts must still be judged again (a rejudge whose alerts could not go out). */
+  private readonly pending = new Set<string>();
+  private trainingText: string | undefined;
+
+  constructor(
+    private readonly store: StateStore,
+    private readonly engine: Engine,
+    private readonly state: EngineState,
+  ) {}
+
+  private readonly owns = (host: string): boolean => this.state.hosts[host] !== undefined;
+
+  touched(hosts: Iterable<string>): void {
+    for (const host of hosts) this.dirty.add(host);
+  }
+
+  /** Writes the shares of the hosts judged since the last flush that changed; on failure they stay due. */
+  async flush(): Promise<void> {
+    if (this.dirty.size === 0) return;
+    const set: Record<string, string> = Object.create(null) as Record<string, string>;
+    const gone: string[] = [];
+    let writes = 0;
+    for (const host of this.dirty) {
+      const hostState = this.state.hosts[host];
+      if (!hostState) continue; // no longer this instance's, or forgotten
+      const share = shareOf(this.state.fleet, hostState);
+      const text = share === undefined ? undefined : JSON.stringify(share);
+      if (text === this.written.get(host)) continue;
+      if (text === undefined) gone.push(host);
+      else set[host] = text;
+      writes += 1;
+    }
+    if (writes > 0) {
+      if (gone.length < writes) await this.store.hashSet(ENGINE_FLEET_SHARES_KEY, set);
+      if (gone.length > 0) await this.store.hashDelete(ENGINE_FLEET_SHARES_KEY, ...gone);
+      for (const host of gone) this.written.delete(host);
+      for (const host in set) this.written.set(host, set[host]!);
+    }
+    this.dirty.clear();
+  }
+
+  /**
+   * Reads every host's share into this engine's view of the fleet and judges again the owned hosts
+   * whose cluster changed. The alerts are returned with the hosts already updated; should they not
+   * go out, `undo` puts the hosts back and the next refresh judges them again.
+   */
+  async refresh(): Promise<{ alerts: EnvelopeOf<'alert'>[]; undo: () => void }> {
+    const stored = await this.store.hashGetAll(ENGINE_FLEET_SHARES_KEY);
+    // A share this engine wrote that the store no longer holds (wiped, or an edit) is due again.
+    for (const [host, text] of this.written) {
+      if (stored[host] === text) continue;
+      this.written.delete(host);
+      this.dirty.add(host);
+    }
+    for (const cluster of applyShares(this.state.fleet, stored, this.owns)) this.pending.add(cluster);
+    // A cluster one of this engine's own hosts joined or changed in: its other hosts' majority may have changed too.
+    for (const cluster of this.engine.takeChangedClusters()) this.pending.add(cluster);
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const before = new Map<string, string>();
+    const clusters = [...this.pending];
+    this.pending.clear();
+    for (const host of ownedMembers(this.state.fleet, clusters, this.owns)) {
+      before.set(host, JSON.stringify(this.state.hosts[host]));
+      alerts.push(...this.engine.rejudgeCluster(this.state, host));
+    }
+    const undo = () => {
+      for (const [host, text] of before) {
+        const back = parseHostState(text);
+        if (back) this.state.hosts[host] = back;
+      }
+      for (const cluster of clusters) this.pending.add(cluster);
+    };
+    return { alerts, undo };
+  }
+
+  /** The training jobs' document, written when it changed. */
+  async saveTraining(): Promise<void> {
+    const training = this.state.fleet.training;
+    const text = JSON.stringify({ version: ENGINE_STATE_VERSION, jobs: {}, clusters: {}, ...(training ? { training } : {}) });
+    if (text === this.trainingText) return;
+    await this.store.set(ENGINE_FLEET_KEY, text);
+    this.trainingText = text;
+  }
+
+  /** Forgotten hosts (`gpualert host forget`, or unheard too long) leave the fleet for every engine. */
+  async forget(hosts: readonly string[]): Promise<void> {
+    if (hosts.length === 0) return;
+    await this.store.hashDelete(ENGINE_FLEET_SHARES_KEY, ...hosts);
+    for (const host of hosts) {
+      this.written.delete(host);
+      this.dirty.delete(host);
+    }
+  }
+}
