@@ -6,6 +6,7 @@ import { benchConsole } from './console.bench.ts';
 import { benchE2e } from './e2e.bench.ts';
 import { benchEngine } from './engine.bench.ts';
 import { benchFleetMetrics } from './fleet-metrics.bench.ts';
+import { benchFleetShares } from './fleet-shares.bench.ts';
 import { benchGpuMetrics } from './gpu-metrics.bench.ts';
 import { benchIntake } from './intake.bench.ts';
 import { benchJobLayer } from './job-layer.bench.ts';
@@ -19,6 +20,7 @@ import { benchUsage } from './usage.bench.ts';
 const benches: Record<string, () => Promise<void>> = { kernel: benchKernel, engine: benchEngine, 'gpu-metrics': benchGpuMetrics, bus: benchBus, intake: benchIntake, notifier: benchNotifier, timeline: benchTimeline, agent: benchAgent, e2e: benchE2e, bmc: benchBmc, 'job-log': benchJobLog, usage: benchUsage, 'alertmanager-api': benchAlertmanagerApi };
 benches.console = benchConsole;
 benches['fleet-metrics'] = benchFleetMetrics;
+benches['fleet-shares'] = benchFleetShares;
 benches['job-layer'] = benchJobLayer;
 const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { dict, emptyFleetState, newHostState } from './engine-state.ts';
-import { applyShares, ownedMembers, shareOf } from './fleet-shares.ts';
+import { ownedMembers, shareOf, SharedView } from './fleet-shares.ts';
 
 const share = (s: object) => JSON.stringify(s);
 
@@ -9,28 +9,32 @@ describe('fleet shares', () => {
     const fleet = emptyFleetState();
     fleet.jobs.j = dict();
     fleet.jobs.j.mine = { util: 10, at: 5 };
-    fleet.jobs.j.gone = { util: 90, at: 1 };
     fleet.clusters.east = dict();
     fleet.clusters.east.mine = { driver: '535', cuda: '12.2' };
-    fleet.clusters.east.same = { driver: '550', cuda: '12.4' };
     const owns = (h: string) => h === 'mine';
-    const changed = applyShares(fleet, {
+    const view = new SharedView();
+    const first = {
       mine: share({ job: { name: 'j', util: 99, at: 0 } }), // what this engine wrote earlier: memory wins
       same: share({ cluster: { name: 'east', driver: '550', cuda: '12.4' } }),
+      gone: share({ job: { name: 'j', util: 90, at: 1 } }),
       other: share({ job: { name: 'j', util: 95, at: 4 }, cluster: { name: 'west', driver: '550', cuda: '12.4' } }),
-    }, owns);
-    expect(fleet.jobs.j).toEqual({ mine: { util: 10, at: 5 }, other: { util: 95, at: 4 } });
-    expect(Object.keys(fleet.clusters).sort()).toEqual(['east', 'west']);
-    expect([...changed]).toEqual(['west']); // east's foreign member is as it was
-    expect(applyShares(fleet, { other: share({ job: { name: 'j', util: 95, at: 4 } }) }, owns)).toEqual(new Set(['east', 'west']));
+    };
+    expect(view.apply(fleet, first, owns)).toEqual(new Set(['east', 'west']));
+    expect(fleet.jobs.j).toEqual({ mine: { util: 10, at: 5 }, gone: { util: 90, at: 1 }, other: { util: 95, at: 4 } });
+    expect(view.apply(fleet, first, owns)).toEqual(new Set()); // nothing changed
+    // `gone` forgotten, `other` left its cluster, `same` upgraded its driver.
+    const second = { same: share({ cluster: { name: 'east', driver: '555', cuda: '12.4' } }), other: share({ job: { name: 'j', util: 96, at: 6 } }) };
+    expect(view.apply(fleet, second, owns)).toEqual(new Set(['east', 'west']));
+    expect(fleet.jobs.j).toEqual({ mine: { util: 10, at: 5 }, other: { util: 96, at: 6 } });
     expect(fleet.clusters.west).toBeUndefined();
+    expect(fleet.clusters.east).toEqual({ mine: { driver: '535', cuda: '12.2' }, same: { driver: '555', cuda: '12.4' } });
     expect(ownedMembers(fleet, ['east'], owns)).toEqual(['mine']);
   });
 
   it('counts nowhere a share that does not read, and takes a host named __proto__ as a name', () => {
     const fleet = emptyFleetState();
     const before = Object.getOwnPropertyNames(Object.prototype).join();
-    applyShares(fleet, Object.assign(Object.create(null) as Record<string, string>, {
+    new SharedView().apply(fleet, Object.assign(Object.create(null) as Record<string, string>, {
       bad: '{not json',
       long: share({ job: { name: 'x'.repeat(2_000), util: 1, at: 1 } }),
       nan: '{"job":{"name":"j","util":"NaN","at":1}}',

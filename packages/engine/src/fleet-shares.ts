@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { dict, type FleetState, type HostState } from './engine-state.ts';
 
 /**
@@ -15,13 +14,7 @@ export interface HostShare {
 
 /** The longest job or cluster name, driver or CUDA version a share may carry (a label value's own bound is smaller). */
 const MAX_SHARED_TEXT = 1_024;
-const text = z.string().max(MAX_SHARED_TEXT);
 const MAX_SHARE_CHARS = 6 * MAX_SHARED_TEXT;
-const finite = z.number().refine(Number.isFinite, 'expected a finite number');
-const ShareSchema = z.object({
-  job: z.object({ name: text, util: finite, at: finite }).optional(),
-  cluster: z.object({ name: text, driver: text, cuda: text }).optional(),
-});
 
 /** The share of a host this engine owns, by its current `job` and `cluster` labels; undefined when it has neither entry. */
 export function shareOf(fleet: FleetState, host: HostState): HostShare | undefined {
@@ -45,51 +38,102 @@ export function parseShare(json: string): HostShare | undefined {
   } catch {
     return undefined;
   }
-  const checked = ShareSchema.safeParse(raw);
-  if (!checked.success) return undefined;
-  const { job, cluster } = checked.data;
-  return { ...(job ? { job } : {}), ...(cluster ? { cluster } : {}) };
+  // Checked by hand, not by a schema: every engine reads every host's share at every tick.
+  if (!isObject(raw)) return undefined;
+  const { job, cluster } = raw;
+  const share: { -readonly [K in keyof HostShare]: HostShare[K] } = {};
+  if (job !== undefined) {
+    if (!isObject(job) || !isText(job.name) || !isFiniteNumber(job.util) || !isFiniteNumber(job.at)) return undefined;
+    share.job = { name: job.name, util: job.util, at: job.at };
+  }
+  if (cluster !== undefined) {
+    if (!isObject(cluster) || !isText(cluster.name) || !isText(cluster.driver) || !isText(cluster.cuda)) return undefined;
+    share.cluster = { name: cluster.name, driver: cluster.driver, cuda: cluster.cuda };
+  }
+  return share;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isText = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_SHARED_TEXT;
+const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** What a view last took from one foreign host's share: its text, and where it put the host. */
+interface Applied {
+  text: string;
+  job?: string | undefined;
+  cluster?: string | undefined;
+  seen: number;
 }
 
 /**
- * Puts the other engines' hosts into this engine's view of the fleet: every entry of a host it
- * does not own is replaced by what the store holds now (a host forgotten, or gone from a job or a
- * cluster, drops out), while the entries of the hosts it owns stay as its own judging left them.
- * Returns the clusters whose membership or versions changed: their owned hosts are judged again.
+ * One engine's view of the other engines' hosts, kept up to date from the shares in the store.
+ * Each refresh reads every host's share, but parses and moves only those whose text changed since
+ * the last one (a host's share changes with each of its samples while it has a job, else rarely);
+ * the entries of the hosts this engine owns stay as its own judging left them.
  */
-export function applyShares(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean): Set<string> {
-  const changed = new Set<string>();
-  const before = new Map<string, Map<string, string>>(); // cluster → host → driver/cuda: the foreign members as they were
-  for (const name in fleet.jobs) {
-    const hosts = fleet.jobs[name]!;
-    for (const host in hosts) if (!owns(host)) delete hosts[host];
-  }
-  for (const name in fleet.clusters) {
-    const members = fleet.clusters[name]!;
-    for (const host in members) {
-      if (owns(host)) continue;
-      let was = before.get(name);
-      if (!was) before.set(name, (was = new Map()));
-      was.set(host, versions(members[host]!));
-      delete members[host];
+export class SharedView {
+  private readonly applied = new Map<string, Applied>();
+  private round = 0;
+
+  /**
+   * Applies the shares the store holds now; a host gone from the store (forgotten), from a job or
+   * from a cluster drops out. Returns the clusters whose membership or versions changed: their
+   * owned hosts are judged again.
+   */
+  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean): Set<string> {
+    const changed = new Set<string>();
+    const round = (this.round += 1);
+    for (const host of Object.keys(shares)) {
+      const text = shares[host]!;
+      const was = this.applied.get(host);
+      if (owns(host)) {
+        if (was) this.applied.delete(host); // this engine's now: its memory is the truth, not the store
+        continue;
+      }
+      if (was?.text === text) {
+        was.seen = round;
+        continue;
+      }
+      const before = was?.cluster === undefined ? undefined : fleet.clusters[was.cluster]?.[host];
+      const share = parseShare(text);
+      // Moved out of a job or a cluster (or no longer readable): out of there; else only its values change.
+      if (was) drop(fleet, host, { ...was, ...(was.job === share?.job?.name ? { job: undefined } : {}), ...(was.cluster === share?.cluster?.name ? { cluster: undefined } : {}) });
+      const now: Applied = { text, seen: round };
+      if (share?.job) {
+        (fleet.jobs[share.job.name] ??= dict())[host] = { util: share.job.util, at: share.job.at };
+        now.job = share.job.name;
+      }
+      if (share?.cluster) {
+        (fleet.clusters[share.cluster.name] ??= dict())[host] = { driver: share.cluster.driver, cuda: share.cluster.cuda };
+        now.cluster = share.cluster.name;
+      }
+      if (was?.cluster !== now.cluster || before?.driver !== share?.cluster?.driver || before?.cuda !== share?.cluster?.cuda) {
+        if (was?.cluster !== undefined) changed.add(was.cluster);
+        if (now.cluster !== undefined) changed.add(now.cluster);
+      }
+      this.applied.set(host, now);
     }
-  }
-  for (const host of Object.keys(shares)) {
-    if (owns(host)) continue;
-    const share = parseShare(shares[host]!);
-    if (share?.job) (fleet.jobs[share.job.name] ??= dict())[host] = { util: share.job.util, at: share.job.at };
-    if (share?.cluster) {
-      const member = { driver: share.cluster.driver, cuda: share.cluster.cuda };
-      (fleet.clusters[share.cluster.name] ??= dict())[host] = member;
-      const was = before.get(share.cluster.name);
-      if (was?.get(host) !== versions(member)) changed.add(share.cluster.name);
-      was?.delete(host);
+    for (const [host, was] of this.applied) {
+      if (was.seen === round) continue;
+      drop(fleet, host, was);
+      if (was.cluster !== undefined) changed.add(was.cluster);
+      this.applied.delete(host);
     }
+    return changed;
   }
-  for (const [name, gone] of before) if (gone.size > 0) changed.add(name); // members gone
-  for (const name in fleet.jobs) if (isEmpty(fleet.jobs[name]!)) delete fleet.jobs[name];
-  for (const name in fleet.clusters) if (isEmpty(fleet.clusters[name]!)) delete fleet.clusters[name];
-  return changed;
+}
+
+function drop(fleet: FleetState, host: string, was: Applied): void {
+  if (was.job !== undefined) {
+    const hosts = fleet.jobs[was.job];
+    if (hosts && Object.hasOwn(hosts, host)) delete hosts[host];
+    if (hosts && isEmpty(hosts)) delete fleet.jobs[was.job];
+  }
+  if (was.cluster !== undefined) {
+    const members = fleet.clusters[was.cluster];
+    if (members && Object.hasOwn(members, host)) delete members[host];
+    if (members && isEmpty(members)) delete fleet.clusters[was.cluster];
+  }
 }
 
 /** The hosts this engine owns in the given clusters: those to judge again once the clusters changed. */

@@ -66,7 +66,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   // The training jobs this instance follows are one document; each host's share of the stragglers'
   // and clusters' facts is a field of its own, written by its owner and read by every engine (fleet-sharing.ts).
   const saved = await options.store.get(ENGINE_FLEET_KEY);
-  if (saved) state.fleet = parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes'));
+  // Only its training jobs: the stragglers' and clusters' entries an older gpualert kept there come from the shares now.
+  if (saved) state.fleet = { ...parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes')), jobs: dict(), clusters: dict() };
   const shares = new FleetShares(options.store, engine, state);
   await shares.refresh(); // no host is this instance's yet: the whole fleet as the others shared it
   const queue = serialQueue();
@@ -142,6 +143,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
         await shares.flush().catch((error: unknown) => options.log.warn({ error: String(error) }, 'engine_fleet_share_failed'));
+        shares.release(Object.values(state.hosts));
         state.hosts = dict();
         options.metrics?.forgetSamples();
         clocks.clear();

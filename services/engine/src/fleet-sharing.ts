@@ -1,6 +1,6 @@
 import {
-  applyShares, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, ownedMembers, parseHostState, shareOf,
-  type Engine, type EngineState,
+  ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, ownedMembers, parseHostState, shareOf, SharedView,
+  type Engine, type EngineState, type HostState,
 } from '@gpualert/engine';
 import type { EnvelopeOf } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
@@ -10,7 +10,7 @@ import type { StateStore } from '@gpualert/state';
  * judges only those; stragglers and cluster-majority drift also need the job's and the cluster's
  * other hosts, which other engines own. So each engine shares, per host it owns, what those rules
  * know of it (`shareOf`: its smoothed utilisation in its job, its versions in its cluster) as one
- * field of a store hash, and reads the others' fields into its own view (`applyShares`) at every
+ * field of a store hash, and reads the others' fields into its own view (`SharedView`) at every
  * tick. A host whose cluster changed under it is judged again from its last inventory.
  *
  * Shares are soft state, written behind (once a tick, only what changed): lost, they are written
@@ -25,6 +25,7 @@ export class FleetShares {
   /** Clusters whose owned hosts must still be judged again (a rejudge whose alerts could not go out). */
   private readonly pending = new Set<string>();
   private trainingText: string | undefined;
+  private readonly view = new SharedView();
 
   constructor(
     private readonly store: StateStore,
@@ -76,7 +77,7 @@ export class FleetShares {
       this.written.delete(host);
       this.dirty.add(host);
     }
-    for (const cluster of applyShares(this.state.fleet, stored, this.owns)) this.pending.add(cluster);
+    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns)) this.pending.add(cluster);
     // A cluster one of this engine's own hosts joined or changed in: its other hosts' majority may have changed too.
     for (const cluster of this.engine.takeChangedClusters()) this.pending.add(cluster);
     const alerts: EnvelopeOf<'alert'>[] = [];
@@ -104,6 +105,22 @@ export class FleetShares {
     if (text === this.trainingText) return;
     await this.store.set(ENGINE_FLEET_KEY, text);
     this.trainingText = text;
+  }
+
+  /**
+   * Hosts this engine no longer owns (a new assignment, after `flush`): their entries leave its view
+   * and come back from the store at the next refresh, as the new owner shares them.
+   */
+  release(hosts: Iterable<HostState>): void {
+    const { jobs, clusters } = this.state.fleet;
+    for (const host of hosts) {
+      const job = host.labels.job === undefined ? undefined : jobs[host.labels.job];
+      if (job && Object.hasOwn(job, host.host)) delete job[host.host];
+      const cluster = host.labels.cluster === undefined ? undefined : clusters[host.labels.cluster];
+      if (cluster && Object.hasOwn(cluster, host.host)) delete cluster[host.host];
+      this.written.delete(host.host);
+      this.dirty.delete(host.host);
+    }
   }
 
   /** Forgotten hosts (`gpualert host forget`, or unheard too long) leave the fleet for every engine. */
