@@ -112,8 +112,50 @@ function migrateState(raw: unknown, from: number): unknown {
   return { groups: {}, pages: {}, silences: {}, firing: {}, sources: {}, about: {}, ...v0 };
 }
 
-export const NOTIFIER_STATE: VersionedState<NotifierState> = {
+/*
+ * The layout from version 2 on: a step writes what it changed, not the whole state. Each group is
+ * one field of a hash (field = the group's key), each firing alert's labels and text one field of
+ * another (field = its fingerprint), and the rest (pages, the inhibition index) is one document at
+ * `notifier:state`, version 2, which a gpualert of version 1 reads as newer and does not misread.
+ * Silences are not in it: each is saved on its own in the silences hash.
+ */
+
+type SavedGroupValue = NotifierState['groups'][string];
+
+/** One alert group, alone (version 1: the first saved alone; before, groups were inside the one document). */
+export const SAVED_GROUP: VersionedState<SavedGroupValue> = {
+  name: 'notifier group', version: 1, schema: Group, migrate: () => undefined, maxChars: MAX_SAVED_ENTRY_CHARS,
+};
+
+/** A firing alert as the state indexes it: its labels (an inhibition source) and what the alert list shows of it. */
+export interface FiringAlert {
+  readonly labels: Record<string, string>;
+  readonly about?: AlertAbout;
+}
+
+/** One firing alert, alone (version 1, as SAVED_GROUP). */
+export const SAVED_FIRING_ALERT: VersionedState<FiringAlert> = {
+  name: 'notifier firing alert', version: 1, schema: z.object({ labels, about: z.exactOptional(About) }), migrate: () => undefined, maxChars: MAX_SAVED_ENTRY_CHARS,
+};
+
+/** The state besides its groups, firing alerts and silences. */
+export type NotifierStateRest = Pick<NotifierState, 'pages' | 'sources'>;
+
+/** The rest, one document (version 2: version 1 was the whole state, read with NOTIFIER_STATE and migrated by the notifier's loader). */
+export const NOTIFIER_STATE_REST: VersionedState<NotifierStateRest> = {
+  name: 'notifier state', version: 2, schema: SavedNotifierState.pick({ pages: true, sources: true }), migrate: () => undefined, maxChars: MAX_SAVED_STATE_CHARS,
+};
+
+/**
+ * The whole state in one document, as gpualert wrote `notifier:state` up to version 1: read to
+ * migrate such a store to the layout above (`saveNotifierState` still writes it, for tests and
+ * tools). `layout` carries that layout's specs, so they reach the service through this export.
+ */
+export const NOTIFIER_STATE: VersionedState<NotifierState> & {
+  readonly layout: { readonly group: typeof SAVED_GROUP; readonly firingAlert: typeof SAVED_FIRING_ALERT; readonly rest: typeof NOTIFIER_STATE_REST };
+} = {
   name: 'notifier state', version: 1, schema: SavedNotifierState, migrate: migrateState, maxChars: MAX_SAVED_STATE_CHARS,
+  layout: { group: SAVED_GROUP, firingAlert: SAVED_FIRING_ALERT, rest: NOTIFIER_STATE_REST },
 };
 
 /** A silence is stored alone, per id, in the silences hash; version 0 had the same fields. */

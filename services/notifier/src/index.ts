@@ -4,3 +4,4 @@ export * from './notifier-service.ts';
 export * from './notifier-http.ts';
 export * from './alertmanager-api.ts';
 export * from './console/index.ts';
+export * from './notifier-state-store.ts';

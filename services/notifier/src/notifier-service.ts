@@ -1,7 +1,7 @@
 import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import {
-  createChannel, loadNotifierState, MAX_SAVED_ENTRY_CHARS, rateLimitOf, NotifierCore, restoreNotifierState, saveNotifierState, SavedNotification, type Channel, type Decision, type Notification,
+  createChannel, dict, MAX_SAVED_ENTRY_CHARS, rateLimitOf, NotifierCore, SavedNotification, type Channel, type Decision, type Notification,
   type NotifierState, type RoutesFile, type Silence,
 } from '@gpualert/notify';
 import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
@@ -15,6 +15,7 @@ import type { NotifierMetrics } from './notifier-http.ts';
 import { encodeSilence, SILENCES_KEY, loadSilences } from './silences.ts';
 import { randomUUID } from 'node:crypto';
 import { SharedPageLog } from './shared-page-log.ts';
+import { NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
 
 export interface NotifierOptions {
   readonly bus: Bus;
@@ -29,7 +30,6 @@ export interface NotifierOptions {
   readonly metrics?: NotifierMetrics;
 }
 
-const STATE_KEY = 'notifier:state';
 const OUTBOX_KEY = 'notifier:outbox';
 /** Set by each running notifier, with a TTL: an outbox entry whose owner's key is gone is taken over by a live notifier. */
 const ALIVE_KEY = (instance: string) => `notifier:alive:${instance}`;
@@ -78,17 +78,11 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   const instance = randomUUID().slice(0, 12);
   await options.store.set(ALIVE_KEY(instance), '1', { ttlMs: NOTIFIER_ALIVE_TTL_MS });
   const pageLog = new SharedPageLog(options.store, options.routes.receivers.map((r) => r.name));
-  const saved = await options.store.get(STATE_KEY);
-  const loaded = loadNotifierState(saved);
-  // A state that does not read is rebuilt: groups, pages and the notification log start empty, so
-  // what still fires is told again once (pages carry their dedup key: the pager folds them).
-  if (loaded.rebuilt !== undefined) options.log.warn({ key: STATE_KEY, reason: loaded.rebuilt }, 'state_rebuilt');
-  else if (loaded.migratedFrom !== undefined) options.log.info({ key: STATE_KEY, from: loaded.migratedFrom, to: 1 }, 'state_migrated');
-  const state: NotifierState = loaded.state;
+  /** Each step saves what it changed; what the last step committed is what a failed one goes back to. */
+  const saved = new NotifierStateStore(options.store, options.log);
+  const state: NotifierState = await saved.load();
   const seeded = await pageLog.seed(state);
   if (seeded > 0) options.log.info({ faults: seeded }, 'page_log_seeded');
-  /** The state as the last step saved it (always the current version: rollbacks read it back). */
-  let committed = saveNotifierState(state);
   const channels = new Map<string, Channel>();
   const buckets = new Map<string, RateLimiter>();
   const queues = new Map<string, Outgoing[]>();
@@ -198,9 +192,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
         await record({ receiver: d.suppressed.receiver, channel: channelOf(d.suppressed.receiver), fingerprints: [...d.suppressed.fingerprints], reason: `${d.suppressed.reason}: ${d.suppressed.detail}`, outcome: 'suppressed', attempt: 0 }, 'notifier');
       }
     }
-    const text = saveNotifierState(state);
-    await options.store.set(STATE_KEY, text);
-    committed = text;
+    await saved.save(state);
     // Last: should it fail, the step is decided again from the shared log, and its sends (same ids) queued then.
     await pageLog.save(state, fingerprints);
     for (const n of sends) enqueue(n, Date.now());
@@ -252,7 +244,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     if (lost.length > 0) {
       await options.store.hashSet(SILENCES_KEY, Object.fromEntries(lost.map((s) => [s.id, encodeSilence(s)])));
       options.log.warn({ silences: lost.map((s) => s.id) }, 'silences_restored_to_store');
-      for (const silence of lost) stored[silence.id] = silence;
+      // Copies: what the last step committed is not changed by this one (notifier-state-store.ts).
+      for (const silence of lost) stored[silence.id] = { ...silence };
     }
     return stored;
   };
@@ -270,10 +263,9 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       try {
         return await work();
       } catch (error) {
-        // `committed` is this run's own save; should it not read back (past a load bound), say so rather than go on empty unannounced.
-        const back = loadNotifierState(committed);
-        if (back.rebuilt !== undefined) options.log.warn({ key: STATE_KEY, reason: back.rebuilt }, 'state_rebuilt');
-        Object.assign(state, back.state);
+        // What goes back is this run's own save; should some of it not read back (past a load bound), say so rather than drop it unannounced.
+        const unreadable = saved.rollback(state);
+        if (unreadable.length > 0) options.log.warn({ key: STATE_KEY, unreadable: unreadable.length, examples: unreadable.slice(0, MAX_NAMED_IN_WARNING) }, 'state_rebuilt');
         throw error;
       }
     });
@@ -287,13 +279,18 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
         // What every notifier paged for these faults: another may have paged (or resolved) them before this one took their partition.
         const fingerprints = batch.items.flatMap(({ envelope }) => (envelope.type === 'alert' ? [envelope.data.fingerprint] : []));
         await pageLog.load(state, fingerprints);
+        const stored = new Map(Object.values(state.silences).map((s) => [s.id, [s, s.endsAt, s.expiredAt] as const]));
         const decisions: Decision[] = [];
         for (const { envelope } of batch.items) {
           if (envelope.type === 'alert') decisions.push(...core.ingest(state, envelope, Date.now()));
         }
-        // Maintenance windows' own silences, made or expired by the core, are shared like any other.
-        const own = Object.values(state.silences).filter((s) => s.createdBy === 'gpualert');
-        if (own.length > 0) await options.store.hashSet(SILENCES_KEY, Object.fromEntries(own.map((s) => [s.id, encodeSilence(s)])));
+        // Maintenance windows' own silences, made or expired by the core, are shared like any other:
+        // those it made or expired in this step (the others are as the store just gave them).
+        const own = Object.values(state.silences).filter((s) => {
+          const was = stored.get(s.id);
+          return s.createdBy === 'gpualert' && (was?.[0] !== s || was[1] !== s.endsAt || was[2] !== s.expiredAt);
+        });
+        if (own.length > 0) await options.store.hashSet(SILENCES_KEY, dict(own.map((s) => [s.id, encodeSilence(s)] as const)));
         decisions.push(...core.flush(state, Date.now()));
         await act(decisions, fingerprints);
       }),
@@ -352,15 +349,11 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   heartbeat.unref();
   options.log.info({ receivers: [...channels.keys()], instance }, 'notifier_started');
 
-  // The API reads the state as the last step saved it: never half a step, never a step rolled back.
-  let snapshot: { text: string; state: NotifierState } | undefined;
   return {
     name: 'notifier',
     routes: options.routes,
-    state() {
-      if (snapshot?.text !== committed) snapshot = { text: committed, state: restoreNotifierState(committed) };
-      return snapshot.state;
-    },
+    // The API reads the state as the last step saved it: never half a step, never a step rolled back.
+    state: () => saved.snapshot(),
     async stop() {
       clearInterval(timer);
       clearInterval(heartbeat);
