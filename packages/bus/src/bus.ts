@@ -64,6 +64,13 @@ export interface ConsumeOptions {
    * consumer that saves per-key state after each batch save each key less often when it is behind.
    */
   readonly maxBatchBytes?: number;
+  /**
+   * How many partitions' batches the handler may be given at once (default 1: one after another).
+   * Above 1 the handler orders its own work: each partition's batches still come one at a time, in
+   * order. The engine takes a whole fetch at once, so that a kernel event's batch can go before
+   * the sample batches fetched with it. The in-process bus gives one batch at a time whatever this says.
+   */
+  readonly concurrentBatches?: number;
   /** Told the partitions this member owns after each rebalance (all of them, not a difference). */
   readonly onAssignment?: (partitions: readonly TopicPartition[]) => void;
   /**

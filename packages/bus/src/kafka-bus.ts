@@ -168,7 +168,7 @@ export class KafkaBus implements Bus {
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: 1,
+      partitionsConsumedConcurrently: Math.max(1, Math.min(MAX_CONCURRENT_BATCHES, Math.floor(options.concurrentBatches ?? 1))),
       eachBatch: async (payload) => this.handleBatch(payload, options, () => running),
     });
     const subscription: Subscription = {
@@ -313,6 +313,8 @@ export class KafkaBus implements Bus {
 }
 
 const MAX_REQUEST_BYTES = 512 * 1024;
+/** The most batches a handler is given at once (`concurrentBatches`). */
+const MAX_CONCURRENT_BATCHES = 256;
 
 /** How long a read waits for a partition's leader to settle (a topic just created, a broker just back). */
 const LEADER_WAIT_ATTEMPTS = 20;

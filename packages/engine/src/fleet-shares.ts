@@ -77,10 +77,10 @@ export class SharedView {
 
   /**
    * Applies the shares the store holds now; a host gone from the store (forgotten), from a job or
-   * from a cluster drops out. Returns the clusters whose membership or versions changed: their
+   * from a cluster drops out, unless `keepMissing` (the store lost its data: they come back). Returns the clusters whose membership or versions changed: their
    * owned hosts are judged again.
    */
-  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean): Set<string> {
+  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean, keepMissing = false): Set<string> {
     const changed = new Set<string>();
     const round = (this.round += 1);
     for (const host of Object.keys(shares)) {
@@ -114,7 +114,7 @@ export class SharedView {
       this.applied.set(host, now);
     }
     for (const [host, was] of this.applied) {
-      if (was.seen === round) continue;
+      if (was.seen === round || keepMissing) continue;
       drop(fleet, host, was);
       if (was.cluster !== undefined) changed.add(was.cluster);
       this.applied.delete(host);

@@ -1,12 +1,13 @@
-import { deadletterOf, envelopeMessage, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
+import { deadletterOf, envelopeMessage, type Batch, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
 import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, engineHostKey, enginePartitionKey, parseFleetState, parseHostState, StreamClock, type EngineState, type RuleSet } from '@gpualert/engine';
 import { FleetShares } from './fleet-sharing.ts';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { priorityQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
+import { inFastLane } from './fast-lane.ts';
 import { forgetAfterFromEnv, HostForgetting } from './host-forgetting.ts';
 
 export interface EngineServiceOptions {
@@ -70,8 +71,9 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   if (saved) state.fleet = { ...parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes')), jobs: dict(), clusters: dict() };
   const shares = new FleetShares(options.store, engine, state);
   await shares.refresh(); // no host is this instance's yet: the whole fleet as the others shared it
-  const queue = serialQueue();
-  const serial = <T>(work: () => Promise<T>): Promise<T> => queue.run(work);
+  // One piece of work at a time; a fault's batch goes before the sample batches waiting (the fast lane).
+  const queue = priorityQueue();
+  const serial = <T>(work: () => Promise<T>, urgent = false): Promise<T> => queue.run(work, urgent);
   // The hosts this instance owns are held in memory for as long as its assignment lasts: the store
   // is read once per host per assignment (and for every host of its partitions when it is
   // assigned, so a host that went silent while no engine owned it is still judged), and written
@@ -96,6 +98,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     for (const host of Object.values(state.hosts)) fastest = Math.min(fastest, host.intervalMs);
     return quiet > 2 * fastest && quiet < UNHEARD_PARTITION_MS;
   };
+  const isUrgent = (batch: Batch) => inFastLane(batch, (host) => (loaded.has(host) ? state.hosts[host] : undefined));
   const load = async (host: string) => {
     const saved = await options.store.get(engineHostKey(host));
     // What an older gpualert wrote is migrated; what cannot be read is judged afresh, with a line saying so.
@@ -143,7 +146,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
         await shares.flush().catch((error: unknown) => options.log.warn({ error: String(error) }, 'engine_fleet_share_failed'));
-        shares.release(Object.values(state.hosts));
+        const before = Object.values(state.hosts);
         state.hosts = dict();
         options.metrics?.forgetSamples();
         clocks.clear();
@@ -154,8 +157,12 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           for (const host of hosts) hostsOf(partition).add(host);
           await Promise.all(hosts.map((host) => load(host)));
         }
+        // The hosts it no longer owns leave its view (the store has their shares); the ones it kept stay as they were.
+        shares.release(before.filter((host) => state.hosts[host.host] === undefined));
       }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_assignment_load_failed'));
     },
+    // A whole fetch at once (every partition of it): the queue, not the fetch's order, says what is judged first.
+    concurrentBatches: FETCH_BATCHES_AT_ONCE,
     handler: (batch, context) =>
       serial(async () => {
         const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
@@ -205,7 +212,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         options.metrics?.lag.set({ topic: batch.topic, partition: String(batch.partition) }, batch.lag);
         options.metrics?.batchDuration.observe({ topic: batch.topic }, (performance.now() - batchStarted) / 1000);
         if (batch.topic === TOPICS.gpuSamples) lastSamplesAt = Date.now();
-      }),
+      }, isUrgent(batch)),
   });
 
   // Wall-clock ticks: absence, quiet periods, escalation; and operators' resolves.
@@ -276,6 +283,9 @@ async function takeOperatorResolves(store: StateStore): Promise<string[]> {
   await store.sortedRemove(OPERATOR_KEY, ...pending.map((p) => p.member));
   return pending.map((p) => p.member);
 }
+
+/** How many partitions' batches the engine takes at once: every partition it can hold (7 topics × GPUALERT_PARTITIONS up to 36). */
+const FETCH_BATCHES_AT_ONCE = 256;
 
 /** Every topic the engine reads, each keyed by host (one consumer group: partition p of each to one instance). */
 export const ENGINE_INPUT_TOPICS = [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.hostSamples, TOPICS.bmcEvents, TOPICS.jobEvents] as const;

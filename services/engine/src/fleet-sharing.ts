@@ -1,5 +1,5 @@
 import {
-  ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, ownedMembers, parseHostState, shareOf, SharedView,
+  clusterMajority, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, ownedMembers, parseHostState, shareOf, SharedView,
   type Engine, type EngineState, type HostState,
 } from '@gpualert/engine';
 import type { EnvelopeOf } from '@gpualert/schema';
@@ -72,12 +72,18 @@ export class FleetShares {
   async refresh(): Promise<{ alerts: EnvelopeOf<'alert'>[]; undo: () => void }> {
     const stored = await this.store.hashGetAll(ENGINE_FLEET_SHARES_KEY);
     // A share this engine wrote that the store no longer holds (wiped, or an edit) is due again.
+    let lost = false;
     for (const [host, text] of this.written) {
       if (stored[host] === text) continue;
+      lost ||= !Object.hasOwn(stored, host);
       this.written.delete(host);
       this.dirty.add(host);
     }
-    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns)) this.pending.add(cluster);
+    // The store lost what this engine wrote: the other engines' shares are gone for a tick too, not
+    // their hosts. Their last shares stay in the view until they write them again, and the training
+    // document is written again as well.
+    if (lost) this.trainingText = undefined;
+    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns, lost)) this.pending.add(cluster);
     // A cluster one of this engine's own hosts joined or changed in: its other hosts' majority may have changed too.
     for (const cluster of this.engine.takeChangedClusters()) this.pending.add(cluster);
     const alerts: EnvelopeOf<'alert'>[] = [];
@@ -85,9 +91,14 @@ export class FleetShares {
     const clusters = [...this.pending];
     this.pending.clear();
     for (const host of ownedMembers(this.state.fleet, clusters, this.owns)) {
-      before.set(host, JSON.stringify(this.state.hosts[host]));
+      const hostState = this.state.hosts[host]!;
+      // Only a host whose verdict can change: one off its cluster's majority, or with a drift alert
+      // on its way or firing. The majority is counted once a cluster, not once a host.
+      if (!this.mayDrift(hostState)) continue;
+      before.set(host, JSON.stringify(hostState));
       alerts.push(...this.engine.rejudgeCluster(this.state, host));
     }
+    this.majorities.clear();
     const undo = () => {
       for (const [host, text] of before) {
         const back = parseHostState(text);
@@ -96,6 +107,17 @@ export class FleetShares {
       for (const cluster of clusters) this.pending.add(cluster);
     };
     return { alerts, undo };
+  }
+
+  /** Each cluster's majority driver in this refresh (counted once a cluster). */
+  private readonly majorities = new Map<string, string | undefined>();
+
+  private mayDrift(host: HostState): boolean {
+    for (const key in host.trackers) if (host.trackers[key]!.category === 'drift') return true;
+    const cluster = host.labels.cluster;
+    if (cluster === undefined || host.inventory === undefined) return false;
+    if (!this.majorities.has(cluster)) this.majorities.set(cluster, clusterMajority(this.state.fleet.clusters[cluster] ?? {})?.value);
+    return this.majorities.get(cluster) !== host.inventory.driver;
   }
 
   /** The training jobs' document, written when it changed. */

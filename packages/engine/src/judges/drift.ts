@@ -31,19 +31,24 @@ function judge(ctx: JudgeContext, rule: RuleOf<'drift'>, driver: string, cuda: s
   const cluster = host.labels.cluster;
   const members = cluster === undefined ? undefined : ctx.state.fleet.clusters[cluster];
   if (cluster !== undefined && members !== undefined) {
-    const drivers = Object.values(members).map((m) => m.driver);
-    const majority = mostCommon(drivers);
-    if (drivers.length >= rule.min_hosts && majority && majority.count > drivers.length / 2 && majority.value !== driver) {
-      reasons.push(`driver ${driver} while ${majority.count} of ${drivers.length} hosts in ${cluster} run ${majority.value}`);
+    const majority = clusterMajority(members);
+    if (majority && majority.of >= rule.min_hosts && majority.count > majority.of / 2 && majority.value !== driver) {
+      reasons.push(`driver ${driver} while ${majority.count} of ${majority.of} hosts in ${cluster} run ${majority.value}`);
     }
   }
   ctx.conditions.observe(host, hostKey(rule.id), rule, undefined, ctx.at, { breaching: reasons.length > 0, summary: fill(rule.summary, { host: host.host, detail: reasons.join('; ') }) });
 }
 
-function mostCommon(values: readonly string[]): { value: string; count: number } | undefined {
+/** The driver most hosts of a cluster run (ties: the lowest), how many run it, and of how many. */
+export function clusterMajority(members: Readonly<Record<string, { driver: string }>>): { value: string; count: number; of: number } | undefined {
   const counts = new Map<string, number>();
-  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  let best: { value: string; count: number } | undefined;
-  for (const [value, count] of counts) if (!best || count > best.count || (count === best.count && value < best.value)) best = { value, count };
+  let of = 0;
+  for (const host in members) {
+    const driver = members[host]!.driver;
+    counts.set(driver, (counts.get(driver) ?? 0) + 1);
+    of += 1;
+  }
+  let best: { value: string; count: number; of: number } | undefined;
+  for (const [value, count] of counts) if (!best || count > best.count || (count === best.count && value < best.value)) best = { value, count, of };
   return best;
 }

@@ -1,0 +1,123 @@
+import { envelopeMessage, MemoryBus, partitionFor } from '@gpualert/bus';
+import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, loadRuleSet, newHostState } from '@gpualert/engine';
+import { createLogger } from '@gpualert/log';
+import { loadXidCatalog } from '@gpualert/rules';
+import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
+import { MemoryStore, MemoryStoreData } from '@gpualert/state';
+import { describe, expect, it } from 'vitest';
+import { ENGINE_INPUT_TOPICS, startEngineService } from './engine-service.ts';
+import { FleetShares } from './fleet-sharing.ts';
+
+const rules = loadRuleSet();
+const catalog = loadXidCatalog();
+if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
+const log = createLogger({ name: 'test', level: 'silent' });
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PARTITIONS = 4;
+const T0 = Date.parse('2026-11-30T08:00:00Z');
+
+function hostsOn(parity: 0 | 1, count: number, prefix: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < count; i += 1) if (partitionFor(`${prefix}-${i}`, PARTITIONS) % 2 === parity) out.push(`${prefix}-${i}`);
+  return out;
+}
+
+const inventory = (host: string, driver: string, at = T0, id = `i-${host}`): Envelope => newEnvelope({
+  type: 'host.inventory', id, host, source: 'test', ts: new Date(at).toISOString(), labels: { cluster: 'east' },
+  data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
+});
+
+async function waitUntil(condition: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > until) throw new Error('timed out');
+    await pause(25);
+  }
+}
+
+describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
+  it('does not resolve a still-drifting host after its engine is given a new assignment', async () => {
+    const bus = new MemoryBus({ partitions: PARTITIONS });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const data = new MemoryStoreData();
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const engine = await startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engines', tickMs: 50 });
+    // Every host on the partitions this engine keeps (the first member keeps the even ones).
+    const [drifting, ...peers] = hostsOn(0, 5, 'east');
+    await bus.publish(TOPICS.hostInventory, peers.map((h) => envelopeMessage(inventory(h, '550.54.15'))));
+    await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08'))]);
+    await waitUntil(() => alerts.some((a) => a.host === drifting && a.data.rule === 'version-drift' && a.data.status === 'firing'));
+
+    // A second member joins the group (a new engine, a restart elsewhere): a new assignment, same hosts kept here.
+    const other = await bus.consume({ group: 'engines', topics: [...ENGINE_INPUT_TOPICS], handler: async () => {} });
+    await pause(300); // the assignment's reload and a few ticks
+    // The drifting host reports again, still on the old driver.
+    await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08', T0 + 600_000, `i-${drifting}-again`))]);
+    const store = new MemoryStore({ data });
+    // Judged: its saved state holds the second inventory's time.
+    await waitUntil(async () => (JSON.parse((await store.get(`engine:host:${drifting}`)) ?? '{}') as { inventory?: { at?: number } }).inventory?.at === T0 + 600_000);
+    await pause(400);
+    expect(alerts.filter((a) => a.host === drifting && a.data.rule === 'version-drift').map((a) => a.data.status)).toEqual(['firing']);
+    await Promise.all([engine.stop(), other.stop(), watch.stop()]);
+    await bus.close();
+  }, 30_000);
+});
+
+describe('the training document comes back after the store loses it', () => {
+  it('writes engine:fleet again once the store lost its data (FLUSHALL)', async () => {
+    const store = new MemoryStore({ data: new MemoryStoreData() });
+    const state = emptyEngineState();
+    state.fleet.training = dict();
+    state.fleet.training['job-1'] = { labels: dict(), heard: T0, home: 'h', ranks: dict() };
+    state.hosts.h = newHostState('h', { job: 'job-1' }, 'default');
+    state.fleet.jobs['job-1'] = dict();
+    state.fleet.jobs['job-1'].h = { util: 90, at: T0 };
+    const shares = new FleetShares(store, new Engine(rules.value, catalog.value), state);
+    await shares.saveTraining();
+    shares.touched(['h']);
+    await shares.flush();
+    await store.delete(ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY); // what FLUSHALL does to these two
+    await shares.saveTraining(); // unchanged in memory: not written
+    expect(await store.get(ENGINE_FLEET_KEY)).toBeNull();
+    await shares.refresh(); // the next tick sees its share gone: the store lost its data
+    await shares.flush();
+    await shares.saveTraining();
+    expect(await store.get(ENGINE_FLEET_KEY)).not.toBeNull();
+    expect(Object.keys(await store.hashGetAll(ENGINE_FLEET_SHARES_KEY))).toEqual(['h']);
+  });
+});
+
+describe('the store wiped (FLUSHALL) under two engines', () => {
+  it('does not resolve a drift because the other engine\'s shares are gone for a tick', async () => {
+    const data = new MemoryStoreData();
+    const engine = new Engine(rules.value, catalog.value);
+    const inv = (host: string, driver: string) => newEnvelope({
+      type: 'host.inventory', host, source: 't', ts: new Date(T0).toISOString(), labels: { cluster: 'east' },
+      data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
+    });
+    // Engine A owns the drifting host and one peer; engine B owns three peers.
+    const a = emptyEngineState();
+    const b = emptyEngineState();
+    const alertsA: EnvelopeOf<'alert'>[] = [];
+    alertsA.push(...engine.step(a, inv('east-drifting', '535.161.08')), ...engine.step(a, inv('east-p0', '550.54.15')));
+    for (const h of ['east-p1', 'east-p2', 'east-p3']) engine.step(b, inv(h, '550.54.15'));
+    const sharesA = new FleetShares(new MemoryStore({ data }), engine, a);
+    const sharesB = new FleetShares(new MemoryStore({ data }), new Engine(rules.value, catalog.value), b);
+    sharesA.touched(Object.keys(a.hosts));
+    sharesB.touched(Object.keys(b.hosts));
+    const tick = async () => {
+      for (const s of [sharesA, sharesB]) await s.flush();
+      alertsA.push(...(await sharesA.refresh()).alerts);
+      await sharesB.refresh();
+    };
+    await tick();
+    await tick();
+    const drift = () => alertsA.filter((x) => x.host === 'east-drifting' && x.data.rule === 'version-drift').map((x) => x.data.status);
+    expect(drift()).toEqual(['firing']);
+    await new MemoryStore({ data }).delete(ENGINE_FLEET_SHARES_KEY); // FLUSHALL
+    for (let i = 0; i < 4; i += 1) await tick();
+    // Nothing about the hosts changed: the alert stays as it was.
+    expect(drift()).toEqual(['firing']);
+  });
+});
