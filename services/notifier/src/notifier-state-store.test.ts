@@ -6,7 +6,7 @@ import { newEnvelope, parseEnvelope, TOPICS, type AlertData, type EnvelopeOf, ty
 import { MemoryStore, MemoryStoreData } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startNotifier } from './notifier-service.ts';
-import { FIRING_KEY, GROUPS_KEY, NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
+import { FIRING_KEY, GROUPS_KEY, LEGACY_STATE_KEY, NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
 import { SILENCES_KEY } from './silences.ts';
 
 const STATE_KEYS = new Set([STATE_KEY, GROUPS_KEY, FIRING_KEY]);
@@ -163,11 +163,11 @@ describe('the notifier saves what a step changed', () => {
     core.ingest(state, alert('gpu-node-7', 'critical'), t);
     core.flush(state, t + 31_000);
     const data = new MemoryStoreData();
-    await new MemoryStore({ data }).set(STATE_KEY, saveNotifierState(state));
+    await new MemoryStore({ data }).set(LEGACY_STATE_KEY, saveNotifierState(state));
 
     const store = new CountingStore({ data });
     const first = await start(store);
-    expect(first.lines.find((l) => l.msg === 'state_migrated')).toMatchObject({ key: STATE_KEY, from: 1, to: 2, groups: 300 });
+    expect(first.lines.find((l) => l.msg === 'state_migrated')).toMatchObject({ key: LEGACY_STATE_KEY, to: STATE_KEY, from: 1, version: 2, groups: 300 });
     expect(Object.keys(first.notifier.state().groups).sort()).toEqual(Object.keys(state.groups).sort());
     expect(first.notifier.state().pages['pager|fp-gpu-node-7-critical']).toMatchObject({ status: 'firing' });
     expect(Object.keys(await store.hashGetAll(GROUPS_KEY))).toHaveLength(300);

@@ -5,8 +5,14 @@ import type { StateStore } from '@gpualert/state';
 import { SavedSection, sameValues, type Section, type SectionChanges } from './saved-sections.ts';
 import { loadSilences } from './silences.ts';
 
-/** The state besides groups, firing alerts and silences (pages, the inhibition index); up to version 1 the whole state. */
-export const STATE_KEY = 'notifier:state';
+/**
+ * The state besides groups, firing alerts and silences (pages, the inhibition index). A key of its
+ * own, not `notifier:state`: during a rolling upgrade a notifier of version 1 still writes its
+ * whole state there, and must neither be read as this layout nor make a new notifier migrate again.
+ */
+export const STATE_KEY = 'notifier:state:rest';
+/** Up to version 1 the whole state, one document: migrated once, when no notifier of this layout has run. */
+export const LEGACY_STATE_KEY = 'notifier:state';
 /** One field per alert group, keyed by the group's key. */
 export const GROUPS_KEY = 'notifier:groups';
 /** One field per firing alert (its labels and what the alert list shows), keyed by fingerprint. */
@@ -116,12 +122,14 @@ export class NotifierStateStore {
    */
   async load(): Promise<NotifierState> {
     const text = await this.store.get(STATE_KEY);
-    // None: a first start (the fields, if any, are loaded all the same: a rest evicted alone costs only the pages it held).
+    // None: a first start, or a store an older gpualert wrote (the whole state in one document), migrated once.
     let rest: Rest = { pages: emptyNotifierState().pages, sources: emptyNotifierState().sources };
-    if (text !== null) {
-      const whole = decodeVersioned(NOTIFIER_STATE, text);
-      if (whole.ok) return this.migrate(whole.value, whole.migratedFrom ?? NOTIFIER_STATE.version);
-      if (whole.newer !== true) return this.fresh(whole.reason);
+    if (text === null) {
+      const legacy = await this.store.get(LEGACY_STATE_KEY);
+      const whole = legacy === null ? undefined : decodeVersioned(NOTIFIER_STATE, legacy);
+      if (whole?.ok) return this.migrate(whole.value, whole.migratedFrom ?? NOTIFIER_STATE.version);
+      if (whole !== undefined && whole.newer !== true) return this.fresh(whole.reason, LEGACY_STATE_KEY);
+    } else {
       const read = decodeVersioned(LAYOUT.rest, text);
       if (!read.ok) return this.fresh(read.reason);
       rest = read.value;
@@ -177,10 +185,10 @@ export class NotifierStateStore {
   }
 
   /** A state that does not read: an empty one, and no field left over from it. */
-  private async fresh(reason: string): Promise<NotifierState> {
+  private async fresh(reason: string, key = STATE_KEY): Promise<NotifierState> {
     // Rebuilt: groups, pages and the notification log start empty, so what still fires is told
     // again once (pages carry their dedup key: the pager folds them).
-    this.log.warn({ key: STATE_KEY, reason }, 'state_rebuilt');
+    this.log.warn({ key, reason }, 'state_rebuilt');
     await this.store.delete(GROUPS_KEY, FIRING_KEY);
     const state = emptyNotifierState();
     state.silences = await loadSilences(this.store);
@@ -201,7 +209,7 @@ export class NotifierStateStore {
     this.rest = { text, stamp: restStamp(state) };
     // Its silences are kept: the first step writes back to the silences hash any active one missing there.
     this.commitSilences(state);
-    this.log.info({ key: STATE_KEY, from, to: LAYOUT.rest.version, groups: this.groups.size, firing: this.firing.size }, 'state_migrated');
+    this.log.info({ key: LEGACY_STATE_KEY, to: STATE_KEY, from, version: LAYOUT.rest.version, groups: this.groups.size, firing: this.firing.size }, 'state_migrated');
     return state;
   }
 

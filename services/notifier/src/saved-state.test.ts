@@ -65,12 +65,12 @@ describe('the notifier starts from what gpualert saved before versions (version 
     expect(outbox.map((n) => `${n.receiver}:${n.reason}:${n.fingerprints.join(',')}`).sort()).toEqual(['chat:first:fp-xid-79', 'pager:page:fp-xid-79', 'record:first:fp-maint']);
     expect(sent(records).some((n) => n.fingerprints.includes('fp-thermal-b'))).toBe(true);
     expect(warnings()).toEqual([]);
-    expect(lines.find((l) => l.msg === 'state_migrated')).toMatchObject({ key: 'notifier:state', from: 0, to: 2 });
+    expect(lines.find((l) => l.msg === 'state_migrated')).toMatchObject({ key: 'notifier:state', to: 'notifier:state:rest', from: 0, version: 2 });
     expect(Object.keys(notifier.state().silences).sort()).toEqual(Object.keys(SILENCES_V0).sort());
     expect(notifier.state().pages['pager|fp-xid-79']).toMatchObject({ status: 'firing', severity: 'critical' });
     for (let deadline = Date.now() + 5_000; Object.keys(await store.hashGetAll('notifier:outbox')).length > 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
     expect(await store.hashGetAll('notifier:outbox')).toEqual({});
-    expect(JSON.parse((await store.get('notifier:state'))!).version).toBe(2);
+    expect(JSON.parse((await store.get('notifier:state:rest'))!).version).toBe(2);
     // Version-0 silences still read from the store, for the CLI and the API too.
     expect(Object.keys(await loadSilences(store)).sort()).toEqual(Object.keys(SILENCES_V0).sort());
   });
