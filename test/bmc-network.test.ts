@@ -8,6 +8,7 @@ import { HostSampleData, parseEnvelope, TOPICS } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from './infra/run-cli.ts';
+import { waitFor } from './infra/wait-for.ts';
 
 /** A real H100 node's /sys/class/infiniband and real ibstat / perfquery outputs (test/fixtures/network/README.md). */
 const DIR = new URL('./fixtures/network/', import.meta.url).pathname;
@@ -64,12 +65,8 @@ describe('InfiniBand / RoCE ports from sysfs', () => {
     await bus.ensureTopics(Object.values(TOPICS));
     const collector = startNetworkCollector({ bus, host: 'gpu-node-7', intervalMs: 60_000, log: createLogger({ name: 't', level: 'silent' }), root: TREE });
     cleanups.push(() => collector.stop());
-    const deadline = Date.now() + 5_000;
     let messages = await bus.read(TOPICS.hostSamples);
-    while (messages.length === 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 10));
-      messages = await bus.read(TOPICS.hostSamples);
-    }
+    await waitFor(async () => (messages = await bus.read(TOPICS.hostSamples)).length > 0, 'the host.sample', 30_000);
     const envelope = parseEnvelope(messages[0]!.value);
     expect(envelope).toMatchObject({ ok: true, value: { type: 'host.sample', host: 'gpu-node-7', data: { origin: 'sysfs' } } });
     expect(envelope.ok && envelope.value.type === 'host.sample' ? envelope.value.data.ib_ports?.length : 0).toBe(readdirSync(TREE).length);
@@ -86,8 +83,8 @@ describe('the agent', () => {
     );
     cleanups.push(() => agent.stop());
     expect(agent.collectors).toEqual(['network']);
-    const deadline = Date.now() + 5_000;
-    while ((await bus.read(TOPICS.hostSamples)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // The agent notes a publish once the bus has answered, a moment after the sample is readable: wait for both.
+    await waitFor(async () => (await bus.read(TOPICS.hostSamples)).length > 0 && agent.health().last_publish_age_s.network !== null, 'the published host.sample', 30_000);
     expect(await bus.read(TOPICS.hostSamples)).toHaveLength(1);
     expect(agent.health().last_publish_age_s.network).not.toBeNull();
   });

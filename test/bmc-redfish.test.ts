@@ -245,7 +245,7 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     cleanups.push(() => collector.stop());
     const events = async () => (await bus.read(TOPICS.bmcEvents)).map((m) => parseEnvelope(m.value)).map((r) => (r.ok ? (r.value as EnvelopeOf<'bmc.event'>) : undefined));
     const waitPolls = async (n: number) => {
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + 30_000;
       while (collector.stats.polls < n) {
         if (Date.now() > deadline) throw new Error(`only ${collector.stats.polls} polls`);
         await new Promise((r) => setTimeout(r, 10));
@@ -318,8 +318,8 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     const source = redfishSource(clientOptions(url, { credentials: { username: USER, password: `${PASSWORD}-wrong` } }));
     const collector = startBmcCollector({ bus, store: new MemoryStore(), targets: [{ host: 'h1', source }], intervalMs: 1_000, log });
     cleanups.push(() => collector.stop());
-    const deadline = Date.now() + 10_000;
-    while (collector.stats.failures < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // The failure is counted before its sample is published: wait for the sample itself.
+    await waitFor(async () => (await bus.read(TOPICS.hostSamples)).length > 0, 'the failed poll\'s host.sample', 30_000);
     const sample = parseEnvelope((await bus.read(TOPICS.hostSamples))[0]!.value);
     expect(sample.ok && sample.value.type === 'host.sample' ? sample.value.data.error : undefined).toMatchObject({ code: 'command_failed', message: expect.stringContaining('401') });
     expect(lines.join('')).toContain('bmc_poll_failed');

@@ -46,12 +46,24 @@ async function collect<T extends Envelope['type']>(bus: Bus, topic: string, type
   return seen;
 }
 
+/** The file source, counting the reads it has answered: a test can wait for one that began after a write. */
+class CountedFileSource extends FileLineSource {
+  reads = 0;
+  override async read(): ReturnType<FileLineSource['read']> {
+    const lines = await super.read();
+    this.reads += 1;
+    return lines;
+  }
+}
+
 describe('gpu collector with a fake nvidia-smi, on the real Kafka', () => {
   it('publishes samples, and a hang, a failure and the lost-GPU message as errors, and keeps scraping', async () => {
     const bus = await kafka();
     const smi = new FakeNvidiaSmi();
     const samples = await collect(bus, TOPICS.gpuSamples, 'gpu.sample');
-    const source = await nvidiaSmiSource({ binary: smi.path, timeoutMs: 400 });
+    // A hang is cut off after 2 s; a healthy run takes tens of ms, but over 150 ms under two busy loops
+    // (measured), so a tighter limit could turn a slow healthy scrape into a `timeout` sample.
+    const source = await nvidiaSmiSource({ binary: smi.path, timeoutMs: 2_000 });
     expect(source.fields).toEqual(['index', 'uuid', 'name', 'pci.bus_id', 'utilization.gpu', 'temperature.gpu', 'power.draw', 'clocks_throttle_reasons.active']);
     const collector = startGpuCollector({ bus, source, host: 'gpu-node-1', labels: { cluster: 'test' }, intervalMs: 100, log });
     cleanups.push(() => collector.stop());
@@ -90,18 +102,23 @@ describe('kernel collector following a file, on the real Kafka and Redis', () =>
     const events = await collect(bus, TOPICS.kernelEvents, 'kernel.event');
     const file = join(mkdtempSync(join(tmpdir(), 'gpualert-kernel-')), 'kern.log');
     writeFileSync(file, '');
-    const start = () =>
-      startKernelCollector({
-        bus, store, source: new FileLineSource(file), host: 'gpu-node-2', catalog, log, burstGapMs: 100, pollMs: 20,
+    let source = new CountedFileSource(file);
+    const start = () => {
+      source = new CountedFileSource(file);
+      return startKernelCollector({
+        bus, store, source, host: 'gpu-node-2', catalog, log, burstGapMs: 100, pollMs: 20,
         gpuIndexByPci: new Map([['0000:91:00', 6], ['0000:5d:00', 2]]),
       });
+    };
 
     let collector = await start();
     appendFileSync(file, fixture('dmesg-gpu-fallen-off-bus.log'));
     await waitFor(() => events.length >= 5, 'the fallen-off-bus events');
-    // a line written in two pieces is read once it is whole
+    // a line written in two pieces is read once it is whole: the second piece is written only once
+    // the collector has read the first (a read that began after it was written)
     appendFileSync(file, '[ 4300.000001] NVRM: Xid (PCI:0000:91:00): 4');
-    await new Promise((r) => setTimeout(r, 150));
+    const readsThen = source.reads;
+    await waitFor(() => source.reads >= readsThen + 2, 'a read of the first piece', 30_000);
     appendFileSync(file, '8, pid=\'<unknown>\', name=<unknown>, An uncorrectable double bit error\n');
     await waitFor(() => events.length >= 6, 'the Xid 48 written in two pieces');
     await collector.stop();
@@ -110,7 +127,10 @@ describe('kernel collector following a file, on the real Kafka and Redis', () =>
     collector = await start();
     cleanups.push(() => collector.stop());
     await waitFor(() => events.length >= 10, 'the events written while stopped');
-    await new Promise((r) => setTimeout(r, 500)); // any duplicate would have arrived by now
+    // A line written last is published after anything the restart read twice (one host, one
+    // partition, file order): once it is here, a duplicate would be too. A fixed sleep was not enough.
+    appendFileSync(file, '[2397200.000000] NVRM: Xid (PCI:0000:aa:00): 48, pid=\'<unknown>\', name=<unknown>, An uncorrectable double bit error\n');
+    await waitFor(() => events.some((e) => e.data.pci_bus === '0000:aa:00'), 'the line written last', 30_000);
 
     expect(events.map((e) => [e.data.kind, e.data.xid ?? null, e.data.gpu ?? null])).toEqual([
       ['xid', 79, 6],
@@ -123,6 +143,7 @@ describe('kernel collector following a file, on the real Kafka and Redis', () =>
       ['xid', 63, null],
       ['xid', 48, null],
       ['xid', 95, null],
+      ['xid', 48, null],
     ]);
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
     expect(events.every((e) => e.host === 'gpu-node-2' && e.source.startsWith('collector-kernel/'))).toBe(true);

@@ -3,6 +3,7 @@ import { KafkaBus, envelopeMessage, type Bus } from '@gpualert/bus';
 import { Engine, emptyEngineState, loadRuleSet, syntheticFleet, type FleetOptions } from '@gpualert/engine';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { describe, expect, inject, it } from 'vitest';
 import { cleanEnv, startCli } from './infra/run-cli.ts';
 import { uniqueName, waitFor } from './infra/wait-for.ts';
@@ -49,6 +50,18 @@ async function publish(bus: Bus, all: Envelope[]): Promise<void> {
   }
 }
 
+/** Whether `group` has committed everything now on `topics`: every partition's committed offset at its end. */
+async function committedAll(admin: Admin, group: string, topics: readonly string[]): Promise<boolean> {
+  for (const topic of topics) {
+    const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+    for (const { partition, high } of await admin.fetchTopicOffsets(topic)) {
+      const at = Number(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1);
+      if (Number(high) > 0 && at < Number(high)) return false;
+    }
+  }
+  return true;
+}
+
 describe('engine service on the real Kafka and Redis', () => {
   it('killed with SIGKILL mid-recording and restarted, it gives the same alerts as an uninterrupted run', async () => {
     const rules = loadRuleSet();
@@ -73,6 +86,8 @@ describe('engine service on the real Kafka and Redis', () => {
       KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix,
       GPUALERT_KEY_PREFIX: `${uniqueName('engine')}:`, GPUALERT_PARTITIONS: '3',
     });
+    const admin = new Kafka({ brokers: [inject('kafkaBrokers')], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
     const seen = new Map<string, number>();
     const sub = await bus.consume({
       group: uniqueName('alerts'), topics: [TOPICS.alerts],
@@ -99,7 +114,11 @@ describe('engine service on the real Kafka and Redis', () => {
           const missing = [...expected].filter((k) => !seen.has(k)).map((k) => `${k} ${named.get(k.split('|')[0]!) ?? ''}`);
           throw new Error(`${(error as Error).message}; missing ${missing.join('; ')}; engine said: ${service.output().slice(-3000)}`);
         }
-        await new Promise((r) => setTimeout(r, 1_500));
+        // Extra or repeated alerts could still come from the rest of the recording: wait until the
+        // engine has committed all of it (it publishes a batch's alerts before committing the batch)
+        // and this test has read every alert on the topic. A fixed sleep could end before that.
+        await waitFor(() => committedAll(admin, `${prefix}gpualert-engine`, Object.values(TOPIC_OF).map((t) => bus.topicName(t))), 'the engine to commit the whole recording', 90_000);
+        await waitFor(async () => [...seen.values()].reduce((n, c) => n + c, 0) >= (await bus.read(TOPICS.alerts)).length, 'every alert on the topic read', 30_000);
         expect({ extra: [...seen.keys()].filter((k) => !expected.has(k)).map((k) => `${k} ${named.get(k.split('|')[0]!)}`), missing: [...expected].filter((k) => !seen.has(k)) }).toEqual({ extra: [], missing: [] });
         // none said twice, apart from a batch in flight at the kill that is judged again
         expect([...seen.values()].filter((n) => n > 1).length).toBeLessThanOrEqual(1);
@@ -110,6 +129,7 @@ describe('engine service on the real Kafka and Redis', () => {
     } finally {
       await sub.stop();
       await bus.close();
+      await admin.disconnect();
     }
   }, 180_000);
 });

@@ -9,6 +9,7 @@ import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { kernelTopology } from '../packages/cli/src/commands/collect.ts';
+import { waitFor } from './infra/wait-for.ts';
 
 const loaded = loadXidCatalog();
 if (!loaded.ok) throw new Error('the bundled Xid catalog does not load');
@@ -54,9 +55,10 @@ async function collected(topology?: ReturnType<typeof kernelTopology>): Promise<
   const events: EnvelopeOf<'kernel.event'>['data'][] = [];
   const watch = await bus.consume({ group: 'watch', topics: [TOPICS.kernelEvents], handler: async (b) => void events.push(...b.items.flatMap((i) => (i.envelope.type === 'kernel.event' ? [i.envelope.data] : []))) });
   const collector = await startKernelCollector({ bus, store: new MemoryStore(), source: new OneLine(), host: 'h1', catalog, log, pollMs: 5, ...(topology ? { topology } : {}) });
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => collector.stats().lines >= 1, 'the collector to read the line', 10_000);
+  // Stopping closes the open burst and publishes it.
   await collector.stop();
-  for (let i = 0; i < 100 && events.length === 0; i += 1) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(() => events.length > 0, 'the kernel.event', 10_000);
   await watch.stop();
   await bus.close();
   return events;

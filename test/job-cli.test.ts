@@ -140,8 +140,8 @@ describe('the job collector', () => {
   it('a command source reads stdout and stderr and counts what it had to drop', async () => {
     const source = new CommandJobSource("echo out; echo 'NCCL error in: x.cpp:1, unhandled system error' >&2", undefined);
     source.open();
+    // `exited` is the child's 'close': both pipes have ended and every line is read by then.
     expect(await source.exited).toBe(0);
-    await new Promise((r) => setTimeout(r, 50));
     expect((await source.read()).map((l) => l.text).sort()).toEqual(['NCCL error in: x.cpp:1, unhandled system error', 'out']);
     expect(source.dropped).toBe(0);
   });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
+import { RedisStore } from '@gpualert/state';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { cleanEnv, runCli, startCli } from './infra/run-cli.ts';
 import { VendorReceivers } from './infra/vendor-receivers.ts';
@@ -37,20 +38,26 @@ describe('gpualert notifier and silences from the command line', () => {
     const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });
     await bus.ensureTopics(Object.values(TOPICS));
     cleanups.push(() => bus.close());
+    const keyPrefix = `${uniqueName('ncli')}:`;
+    const store = new RedisStore({ url: inject('redisUrl'), prefix: keyPrefix });
+    cleanups.push(() => store.close());
     const env = cleanEnv({
-      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${uniqueName('ncli')}:`,
+      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: keyPrefix,
       GPUALERT_ROUTES: routesFile(), PD_URL: `${vendors.base}/pagerduty/v2/enqueue`, PD_KEY: 'K'.repeat(32), GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
     });
     vendors.fail('pagerduty', '500');
     let notifier = startCli(['notifier'], env);
     await waitFor(() => notifier.output().includes('notifier_listening'), 'the notifier', 30_000);
-    const alerts = ['fp-one', 'fp-two'].map((fingerprint) => envelopeMessage(newEnvelope({
+    const alertFor = (fingerprint: string) => envelopeMessage(newEnvelope({
       type: 'alert', host: 'gpu-node-009', source: 'test',
       data: { fingerprint, status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: `lost (${fingerprint})`, starts_at: new Date().toISOString(), evidence: [] },
-    })));
-    await bus.publish(TOPICS.alerts, alerts);
-    await waitFor(() => vendors.rejected.length > 0 || notifier.output().length > 0, 'activity');
-    await new Promise((r) => setTimeout(r, 1_500)); // retrying against the 500s
+    }));
+    await bus.publish(TOPICS.alerts, ['fp-one', 'fp-two'].map(alertFor));
+    // Killed while it is retrying against the 500s: the page is in its outbox, not yet sent. (Its own
+    // startup lines used to satisfy the old wait at once, and a fixed sleep could end before it even
+    // consumed the alerts on a loaded machine, so that the kill tested nothing.)
+    const refused = () => vendors.refusals.filter((r) => r.vendor === 'pagerduty').length;
+    await waitFor(() => refused() >= 2, 'a page attempt refused and retried', 30_000);
     notifier.kill('SIGKILL');
     await once(notifier, 'exit');
     vendors.heal('pagerduty');
@@ -60,10 +67,15 @@ describe('gpualert notifier and silences from the command line', () => {
       await once(notifier, 'exit');
     });
     await waitFor(() => new Set(vendors.of('pagerduty').map((r) => r.body.dedup_key)).size === 2, 'both pages after the restart', 60_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    // A later fault of the same host (same partition, same pager queue) is paged after anything judged
+    // again from Kafka; then nothing is left in the outbox that could still go out. Only then is
+    // "once" checked (a fixed sleep could end before a duplicate arrived).
+    await bus.publish(TOPICS.alerts, [alertFor('fp-three')]);
+    await waitFor(() => vendors.of('pagerduty').some((r) => r.body.dedup_key === 'fp-three'), 'the later fault\'s page', 60_000);
+    await waitFor(async () => Object.keys(await store.hashGetAll('notifier:outbox')).length === 0, 'an empty outbox', 30_000);
     const triggers = vendors.of('pagerduty').filter((r) => r.body.event_action === 'trigger');
-    expect(new Set(triggers.map((r) => r.body.dedup_key))).toEqual(new Set(['fp-one', 'fp-two']));
-    expect(triggers.length).toBe(2);
+    expect(new Set(triggers.map((r) => r.body.dedup_key))).toEqual(new Set(['fp-one', 'fp-two', 'fp-three']));
+    expect(triggers.length).toBe(3);
   }, 120_000);
 
   it('adds, lists and expires a silence, and refuses one without an end or a reason', async () => {

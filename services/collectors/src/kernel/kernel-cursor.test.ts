@@ -7,6 +7,7 @@ import { MemoryStore } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { kernelCursorKey, startKernelCollector } from './kernel-collector.ts';
 import type { LineSource, SourceLine } from './line-source.ts';
+import { waitFor } from '../../../../test/infra/wait-for.ts';
 
 const CURSOR_V0 = readFileSync(new URL('./fixtures/state-v0/kernel-cursor.txt', import.meta.url), 'utf8');
 const catalog = (() => {
@@ -41,7 +42,7 @@ async function run(saved: string | undefined) {
   const source = new ScriptedSource([{ text: '[ 12.5] eth0: link up', position: 50_000, next: 50_022 }]);
   const bus = new MemoryBus();
   const collector = await startKernelCollector({ bus, store, source, host: 'gpu-node-3', catalog, log, pollMs: 5 });
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => collector.stats().lines >= 1, 'the collector to read the line', 10_000);
   await collector.stop();
   await bus.close();
   return { resumedFrom: source.openedAt, savedAfter: await store.get(key), warnings: lines.filter((l) => l.msg === 'state_rebuilt') };
