@@ -11,6 +11,7 @@ import { noteGpuJob, noteJobEvent } from './job-runs.ts';
 import type { GpuContext, JudgeContext, SampleContext } from './judge.ts';
 import { planOf } from './judging-plan.ts';
 import { bindTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
+import { clusterMajority } from './judges/drift.ts';
 import { keepWindow } from './maintenance-windows.ts';
 import { SamplePeers } from './peer-medians.ts';
 import { towardGpus } from './pci-paths.ts';
@@ -160,6 +161,31 @@ export class Engine {
     const ctx: JudgeContext = { state, host, bound, conditions, catalog: this.catalog, at };
     for (const step of planOf(bound).clusterChange) step.run(ctx, step.rule);
     return this.drain(host, out);
+  }
+
+  /**
+   * The hosts of clusters that changed (another engine's host, or one of this state's own, joined,
+   * left or changed driver: `takeChangedClusters`) judged again from their last inventory. Only a
+   * host whose verdict can change is: one off its cluster's majority driver, or with a drift alert
+   * on its way or firing; the majority is counted once a cluster, so a pass costs the clusters'
+   * size, not its square. `owns`: the hosts this engine judges; `beforeEach` is told of each host
+   * about to be judged again (the service keeps it, to undo).
+   */
+  rejudgeClusters(state: EngineState, clusters: Iterable<string>, owns: (host: string) => boolean = () => true, beforeEach?: (host: HostState) => void): EnvelopeOf<'alert'>[] {
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    for (const name of new Set(clusters)) {
+      const members = state.fleet.clusters[name];
+      if (!members) continue;
+      const majority = clusterMajority(members)?.value;
+      for (const member in members) {
+        const host = owns(member) ? state.hosts[member] : undefined;
+        if (!host || host.labels.cluster !== name) continue;
+        if (!hasDriftTracker(host) && (host.inventory === undefined || host.inventory.driver === majority)) continue;
+        beforeEach?.(host);
+        alerts.push(...this.rejudgeCluster(state, member));
+      }
+    }
+    return alerts;
   }
 
   /** An operator's `gpualert alert resolve`: the way out of any latched alert. */
@@ -324,13 +350,19 @@ export class Engine {
 
   /**
    * The clusters a host joined or changed versions in since the last call: their other hosts'
-   * majority may have changed too, so the service judges them again (`rejudgeCluster`) once a tick.
+   * majority may have changed too, so they are judged again (`rejudgeClusters`): by the service once
+   * a tick, by `replay` after each inventory.
    */
   takeChangedClusters(): string[] {
     const out = [...this.changedClusters];
     this.changedClusters.clear();
     return out;
   }
+}
+
+function hasDriftTracker(host: HostState): boolean {
+  for (const key in host.trackers) if (host.trackers[key]!.category === 'drift') return true;
+  return false;
 }
 
 function hasKeys(record: Record<string, string>): boolean {

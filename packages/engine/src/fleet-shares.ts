@@ -136,15 +136,6 @@ function drop(fleet: FleetState, host: string, was: Applied): void {
   }
 }
 
-/** The hosts this engine owns in the given clusters: those to judge again once the clusters changed. */
-export function ownedMembers(fleet: FleetState, clusters: Iterable<string>, owns: (host: string) => boolean): string[] {
-  const out: string[] = [];
-  for (const name of clusters) {
-    const members = fleet.clusters[name];
-    if (members) for (const host in members) if (owns(host)) out.push(host);
-  }
-  return out;
-}
 
 const versions = (m: { driver: string; cuda: string }) => JSON.stringify([m.driver, m.cuda]);
 

@@ -28,6 +28,8 @@ export function replay(engine: Engine, lines: Iterable<string>, state: EngineSta
     last = Math.max(last, Date.parse(parsed.value.ts));
     try {
       alerts.push(...clock.judge(state, parsed.value));
+      // A host's inventory that changed its cluster: the cluster's other hosts are judged again (as the service does at its tick).
+      if (parsed.value.type === 'host.inventory') alerts.push(...engine.rejudgeClusters(state, engine.takeChangedClusters()));
     } catch (error) {
       // A bug, not bad input: still one line that names the envelope, never a bare stack.
       throw new RecordingError(number, `the engine failed on this ${parsed.value.type} of host ${JSON.stringify(parsed.value.host.slice(0, 80))}: ${error instanceof Error ? error.message : String(error)}`);

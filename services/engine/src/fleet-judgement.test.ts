@@ -1,5 +1,5 @@
 import { envelopeMessage, MemoryBus, partitionFor } from '@gpualert/bus';
-import { ENGINE_FLEET_SHARES_KEY, loadRuleSet } from '@gpualert/engine';
+import { Engine, ENGINE_FLEET_SHARES_KEY, loadRuleSet, replay } from '@gpualert/engine';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf, type GpuMetrics } from '@gpualert/schema';
@@ -90,7 +90,7 @@ describe('fleet-wide judgement with two engines', () => {
 });
 
 describe('cluster-majority drift with one engine', () => {
-  it('catches a host whose inventory came before its cluster had a majority', async () => {
+  it('catches a host whose inventory came before its cluster had a majority, as replay does', async () => {
     const bus = new MemoryBus({ partitions: PARTITIONS });
     await bus.ensureTopics(Object.values(TOPICS));
     const alerts: EnvelopeOf<'alert'>[] = [];
@@ -104,6 +104,9 @@ describe('cluster-majority drift with one engine', () => {
     await bus.publish(TOPICS.hostInventory, ['east-a', 'east-b', 'east-c'].map((h) => envelopeMessage(inventory(h, '550.54.15'))));
     await waitUntil(async () => alerts.some((a) => a.data.rule === 'version-drift'));
     expect(alerts.map((a) => [a.host, a.data.rule, a.data.status])).toEqual([['east-first', 'version-drift', 'firing']]);
+    // `gpualert replay` of the same inventories says the same.
+    const lines = [inventory('east-first', '535.161.08'), ...['east-a', 'east-b', 'east-c'].map((h) => inventory(h, '550.54.15'))].map((e) => JSON.stringify(e));
+    expect(replay(new Engine(rules.value, catalog.value), lines).map((a) => [a.host, a.data.rule, a.data.status])).toEqual([['east-first', 'version-drift', 'firing']]);
     await Promise.all([service.stop(), watch.stop()]);
     await bus.close();
   }, 30_000);

@@ -1,5 +1,5 @@
 import {
-  clusterMajority, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, ownedMembers, parseHostState, shareOf, SharedView,
+  ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, parseHostState, shareOf, SharedView,
   type Engine, type EngineState, type HostState,
 } from '@gpualert/engine';
 import type { EnvelopeOf } from '@gpualert/schema';
@@ -90,15 +90,7 @@ export class FleetShares {
     const before = new Map<string, string>();
     const clusters = [...this.pending];
     this.pending.clear();
-    for (const host of ownedMembers(this.state.fleet, clusters, this.owns)) {
-      const hostState = this.state.hosts[host]!;
-      // Only a host whose verdict can change: one off its cluster's majority, or with a drift alert
-      // on its way or firing. The majority is counted once a cluster, not once a host.
-      if (!this.mayDrift(hostState)) continue;
-      before.set(host, JSON.stringify(hostState));
-      alerts.push(...this.engine.rejudgeCluster(this.state, host));
-    }
-    this.majorities.clear();
+    alerts.push(...this.engine.rejudgeClusters(this.state, clusters, this.owns, (host) => before.set(host.host, JSON.stringify(host))));
     const undo = () => {
       for (const [host, text] of before) {
         const back = parseHostState(text);
@@ -107,17 +99,6 @@ export class FleetShares {
       for (const cluster of clusters) this.pending.add(cluster);
     };
     return { alerts, undo };
-  }
-
-  /** Each cluster's majority driver in this refresh (counted once a cluster). */
-  private readonly majorities = new Map<string, string | undefined>();
-
-  private mayDrift(host: HostState): boolean {
-    for (const key in host.trackers) if (host.trackers[key]!.category === 'drift') return true;
-    const cluster = host.labels.cluster;
-    if (cluster === undefined || host.inventory === undefined) return false;
-    if (!this.majorities.has(cluster)) this.majorities.set(cluster, clusterMajority(this.state.fleet.clusters[cluster] ?? {})?.value);
-    return this.majorities.get(cluster) !== host.inventory.driver;
   }
 
   /** The training jobs' document, written when it changed. */
