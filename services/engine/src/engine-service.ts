@@ -196,7 +196,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           // Not a host whose only message was dead-lettered.
           const judged = [...new Set([...hosts, ...alerts.map((a) => a.host)])].filter((host) => state.hosts[host] !== undefined);
           await Promise.all(judged.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
-          if (batch.topic === TOPICS.jobEvents) await shares.saveTraining();
+          // Saved before the batch commits, like the hosts, from the topics whose judging changes it.
+          if (TRAINING_TOPICS.has(batch.topic)) await shares.saveTraining();
           shares.touched(judged);
           // Written with every batch, so the index comes back by itself if the store loses its data.
           if (judged.length > 0) await options.store.hashSet(enginePartitionKey(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
@@ -283,6 +284,12 @@ async function takeOperatorResolves(store: StateStore): Promise<string[]> {
   await store.sortedRemove(OPERATOR_KEY, ...pending.map((p) => p.member));
   return pending.map((p) => p.member);
 }
+
+/**
+ * The topics whose judging changes the training jobs (`fleet.training`): a job's events
+ * (`noteJobEvent`), and a fatal kernel event on a job's GPU (the `job_fault` judge notes the fault).
+ */
+const TRAINING_TOPICS: ReadonlySet<string> = new Set([TOPICS.jobEvents, TOPICS.kernelEvents]);
 
 /** How many partitions' batches the engine takes at once: every partition it can hold (7 topics × GPUALERT_PARTITIONS up to 36). */
 const FETCH_BATCHES_AT_ONCE = 256;

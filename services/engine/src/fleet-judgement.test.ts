@@ -1,5 +1,5 @@
 import { envelopeMessage, MemoryBus, partitionFor } from '@gpualert/bus';
-import { Engine, ENGINE_FLEET_SHARES_KEY, loadRuleSet, replay } from '@gpualert/engine';
+import { Engine, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, loadRuleSet, replay } from '@gpualert/engine';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf, type GpuMetrics } from '@gpualert/schema';
@@ -119,3 +119,33 @@ async function waitUntil(condition: () => Promise<boolean>, ms = 15_000): Promis
     await pause(25);
   }
 }
+
+describe('training jobs in the store', () => {
+  it("holds a job's fatal GPU fault once the batch that judged it is done, not only at the next tick", async () => {
+    const bus = new MemoryBus({ partitions: 1 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const store = new MemoryStore();
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    // No tick in the test's time: only the batches save.
+    const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', tickMs: 600_000 });
+    const at = (s: number) => new Date(T0 + s * 1_000).toISOString();
+    await bus.publish(TOPICS.gpuSamples, [envelopeMessage(newEnvelope({
+      type: 'gpu.sample', id: 's-1', host: 'train-node', source: 'test', ts: at(0), data: { gpus: [{ ...gpu(0, 97), pci_bus: '0000:4b:00', job: { job: 'llm-1' } }] },
+    }))]);
+    await bus.publish(TOPICS.jobEvents, [envelopeMessage(newEnvelope({
+      type: 'job.event', id: 'j-1', host: 'train-node', source: 'test', ts: at(1), data: { job: 'llm-1', kind: 'step', rank: 0, gpu: 0, step: 100, message: 'iteration 100' },
+    }))]);
+    await waitUntil(async () => (await store.get(ENGINE_FLEET_KEY)) !== null);
+    await bus.publish(TOPICS.kernelEvents, [envelopeMessage(newEnvelope({
+      type: 'kernel.event', id: 'x-1', host: 'train-node', source: 'test', ts: at(2),
+      data: { kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:4b:00): 79, GPU has fallen off the bus.', count: 1 },
+    }))]);
+    await waitUntil(async () => alerts.some((a) => a.data.rule === 'job-gpu-fault'));
+    await service.stop(); // what a crash right after the batch leaves
+    const saved = JSON.parse((await store.get(ENGINE_FLEET_KEY))!) as { training: Record<string, { fault?: { gpu: number } }> };
+    expect(saved.training['llm-1']?.fault).toMatchObject({ gpu: 0 });
+    await watch.stop();
+    await bus.close();
+  }, 30_000);
+});
