@@ -148,11 +148,8 @@ export class Engine {
     return this.drain(host, out);
   }
 
-  /**
-   * A host judged again because its cluster changed under it (other engines' hosts, through
-   * `applyShares`), at its own latest time: the rules with a `clusterChange` hook (drift).
-   */
-  rejudgeCluster(state: EngineState, name: string): EnvelopeOf<'alert'>[] {
+  /** One host of a changed cluster judged again, at its own latest time: the rules with a `clusterChange` hook (drift). */
+  private rejudgeCluster(state: EngineState, name: string): EnvelopeOf<'alert'>[] {
     const host = state.hosts[name];
     if (!host) return [];
     const bound = this.bound(host);

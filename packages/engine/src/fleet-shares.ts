@@ -77,8 +77,8 @@ export class SharedView {
 
   /**
    * Applies the shares the store holds now; a host gone from the store (forgotten), from a job or
-   * from a cluster drops out, unless `keepMissing` (the store lost its data: they come back). Returns the clusters whose membership or versions changed: their
-   * owned hosts are judged again.
+   * from a cluster drops out, unless `keepMissing` (the store lost its data: they come back).
+   * Returns the clusters whose membership or versions changed: their owned hosts are judged again.
    */
   apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean, keepMissing = false): Set<string> {
     const changed = new Set<string>();
@@ -136,8 +136,6 @@ function drop(fleet: FleetState, host: string, was: Applied): void {
   }
 }
 
-
-const versions = (m: { driver: string; cuda: string }) => JSON.stringify([m.driver, m.cuda]);
 
 function isEmpty(record: Record<string, unknown>): boolean {
   for (const _ in record) return false;

@@ -99,6 +99,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     return quiet > 2 * fastest && quiet < UNHEARD_PARTITION_MS;
   };
   const isUrgent = (batch: Batch) => inFastLane(batch, (host) => (loaded.has(host) ? state.hosts[host] : undefined));
+  const saveHosts = (hosts: readonly string[]) => Promise.all(hosts.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
   const load = async (host: string) => {
     const saved = await options.store.get(engineHostKey(host));
     // What an older gpualert wrote is migrated; what cannot be read is judged afresh, with a line saying so.
@@ -195,7 +196,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
           // Not a host whose only message was dead-lettered.
           const judged = [...new Set([...hosts, ...alerts.map((a) => a.host)])].filter((host) => state.hosts[host] !== undefined);
-          await Promise.all(judged.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
+          await saveHosts(judged);
           // Saved before the batch commits, like the hosts, from the topics whose judging changes it.
           if (TRAINING_TOPICS.has(batch.topic)) await shares.saveTraining();
           shares.touched(judged);
@@ -229,7 +230,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       try {
         await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
         const hosts = [...new Set(alerts.map((a) => a.host))];
-        await Promise.all(hosts.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
+        await saveHosts(hosts);
       } catch (error) {
         undo();
         throw error;
@@ -251,7 +252,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       const hosts = [...new Set(alerts.map((a) => a.host))];
       try {
         await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-        await Promise.all(hosts.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
+        await saveHosts(hosts);
       } catch (error) {
         for (const host of hosts) {
           const restored = before.has(host) ? parseHostState(before.get(host)!) : undefined;

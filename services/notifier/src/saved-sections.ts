@@ -9,7 +9,8 @@ import type { StateStore } from '@gpualert/state';
  * Which entries a step changed is found without serialising the others: the core replaces an
  * entry's objects (an alert, a told record, the group itself) rather than editing them, and sets
  * its times, so an entry whose objects and times are those of the last commit is unchanged (the
- * test saved-sections.test.ts holds the core to that against a diff of the texts).
+ * test "writes every group and alert whose text changed" in notifier-state-store.test.ts holds the
+ * core to that against a diff of the texts).
  */
 export interface Section<V> {
   /** The store hash. */
