@@ -200,9 +200,16 @@ export class FaultPipeline {
   async waitForPages(timeoutMs = 90_000): Promise<void> {
     const expected = new Set(this.expectedFaults());
     await waitFor(() => [...expected].every((f) => this.pagedFaults().includes(f)), `pages for ${[...expected].join(', ')} (paged: ${this.pagedFaults().join(', ') || 'none'})`, timeoutMs)
-      .catch((error: Error) => {
-        const outputs = [...this.services].map(([name, s]) => `--- ${name}:\n${s.output().slice(-1500)}`).join('\n');
-        throw new Error(`${error.message}\n${outputs}`);
+      .catch(async (error: Error) => {
+        // What a person needs to tell a stalled consumer from a lost page: each group's lag, what the pager got, each service's last lines.
+        const lags = await Promise.all([
+          this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.kernelEvents]).then((n) => `engine lag ${n}`, (e: Error) => `engine lag unknown: ${e.message}`),
+          this.lag('gpualert-notifier', [TOPICS.alerts]).then((n) => `notifier lag ${n}`, (e: Error) => `notifier lag unknown: ${e.message}`),
+        ]);
+        const alerts = await this.bus.read(TOPICS.alerts).then((m) => `${m.length} alerts on Kafka`, (e: Error) => `alerts unread: ${e.message}`);
+        const arrivals = `${this.vendors.arrivals.filter((a) => a.vendor === 'pagerduty').length} requests at the pager`;
+        const outputs = [...this.services].map(([name, s]) => `--- ${name}:\n${s.output().slice(-4000)}`).join('\n');
+        throw new Error(`${error.message}\n${[...lags, alerts, arrivals].join('; ')}\n${outputs}`);
       });
   }
 

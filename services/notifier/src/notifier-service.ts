@@ -16,6 +16,7 @@ import { encodeSilence, SILENCES_KEY, loadSilences } from './silences.ts';
 import { randomUUID } from 'node:crypto';
 import { SharedPageLog } from './shared-page-log.ts';
 import { NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
+import { ReceiverQueues } from './receiver-queues.ts';
 
 export interface NotifierOptions {
   readonly bus: Bus;
@@ -85,8 +86,6 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   if (seeded > 0) options.log.info({ faults: seeded }, 'page_log_seeded');
   const channels = new Map<string, Channel>();
   const buckets = new Map<string, RateLimiter>();
-  const queues = new Map<string, Outgoing[]>();
-  const draining = new Map<string, Promise<void>>();
   /** Receivers whose last attempt failed: warned about once until one gets through. */
   const failing = new Set<string>();
   let stopped = false;
@@ -104,55 +103,48 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     await options.bus.publish(TOPICS.notifications, [envelopeMessage(newEnvelope({ type: 'notification', host, source: SOURCE, data }))]);
   };
 
-  const drain = (receiver: string): Promise<void> => {
-    const running = draining.get(receiver);
-    if (running) return running;
-    const work = (async () => {
-      // Nothing a channel does may reject this promise: it is not awaited where it starts.
-      const queue = queues.get(receiver) ?? [];
-      while (queue.length > 0 && !stopped) {
-        const bucket = buckets.get(receiver);
-        if (bucket && !bucket.take(Date.now())) {
-          await sleep(bucket.waitMs(), stopping.signal);
-          continue;
-        }
-        // Over the destination's rate, what waits is folded into one digest rather than dropped.
-        const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(0, 1);
-        const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : batch[0]!.notification;
-        const host = notification.alerts[0]?.host ?? 'notifier';
-        const fingerprints = notification.alerts.map((a) => a.fingerprint);
-        const result = await deliver(channels.get(receiver)!, notification, options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
-          // One warning when a receiver starts failing and one line when it is back: a person sees
-          // that pages are not getting through without a line per retry.
-          if (!r.ok && !failing.has(receiver)) {
-            failing.add(receiver);
-            options.log.warn({ receiver, attempt, error: redactSecrets(r.error) }, 'receiver_failing');
-          } else if (r.ok && failing.delete(receiver)) {
-            options.log.info({ receiver, attempt }, 'receiver_recovered');
-          }
-          await record({
-            receiver, channel: channelOf(receiver), fingerprints, reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
-            outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: redactSecrets(r.error) }),
-          }, host).catch((error: unknown) => options.log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'));
-        }, () => stopped, Math.random, stopping.signal);
-        if (stopped && !result.ok) return; // stays in the outbox for the next start
-        if (!result.ok) {
-          const error = redactSecrets(result.error);
-          options.log.error({ receiver, fingerprints, error }, 'notification_dead_lettered');
-          options.metrics?.notifications.inc({ receiver, outcome: 'dead_lettered' });
-          await options.bus.publish(TOPICS.deadletter, [{
-            key: host, value: JSON.stringify(notification),
-            headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
-          }]);
-        }
-        await options.store.hashDelete(OUTBOX_KEY, ...batch.map((b) => b.notification.id));
+  /** Sends what waits for one receiver, in order, until none is left or the notifier stops. */
+  const send = async (receiver: string, queue: Outgoing[]): Promise<void> => {
+    while (queue.length > 0 && !stopped) {
+      const bucket = buckets.get(receiver);
+      if (bucket && !bucket.take(Date.now())) {
+        await sleep(bucket.waitMs(), stopping.signal);
+        continue;
       }
-    })()
-      .catch((error: unknown) => options.log.error({ receiver, error: redactSecrets(String(error)) }, 'notification_drain_failed'))
-      .finally(() => draining.delete(receiver));
-    draining.set(receiver, work);
-    return work;
+      // Over the destination's rate, what waits is folded into one digest rather than dropped.
+      const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(0, 1);
+      const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : batch[0]!.notification;
+      const host = notification.alerts[0]?.host ?? 'notifier';
+      const fingerprints = notification.alerts.map((a) => a.fingerprint);
+      const result = await deliver(channels.get(receiver)!, notification, options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
+        // One warning when a receiver starts failing and one line when it is back: a person sees
+        // that pages are not getting through without a line per retry.
+        if (!r.ok && !failing.has(receiver)) {
+          failing.add(receiver);
+          options.log.warn({ receiver, attempt, error: redactSecrets(r.error) }, 'receiver_failing');
+        } else if (r.ok && failing.delete(receiver)) {
+          options.log.info({ receiver, attempt }, 'receiver_recovered');
+        }
+        await record({
+          receiver, channel: channelOf(receiver), fingerprints, reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
+          outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: redactSecrets(r.error) }),
+        }, host).catch((error: unknown) => options.log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'));
+      }, () => stopped, Math.random, stopping.signal);
+      if (stopped && !result.ok) return; // stays in the outbox for the next start
+      if (!result.ok) {
+        const error = redactSecrets(result.error);
+        options.log.error({ receiver, fingerprints, error }, 'notification_dead_lettered');
+        options.metrics?.notifications.inc({ receiver, outcome: 'dead_lettered' });
+        await options.bus.publish(TOPICS.deadletter, [{
+          key: host, value: JSON.stringify(notification),
+          headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
+        }]);
+      }
+      await options.store.hashDelete(OUTBOX_KEY, ...batch.map((b) => b.notification.id));
+    }
   };
+  // Nothing a channel does may reject a runner: it is not awaited where it starts.
+  const outgoing = new ReceiverQueues<Outgoing>(send, (receiver, error) => options.log.error({ receiver, error: redactSecrets(String(error)) }, 'notification_drain_failed'), () => stopped);
 
   /**
    * A page taken over from a dead notifier whose fault has resolved since (its resolve went out
@@ -175,11 +167,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   };
 
   const enqueue = (notification: Notification, queuedAt: number) => {
-    const queue = queues.get(notification.receiver) ?? [];
-    queues.set(notification.receiver, queue);
-    if (queue.some((q) => q.notification.id === notification.id)) return;
-    queue.push({ notification, queuedAt });
-    void drain(notification.receiver);
+    outgoing.push(notification.receiver, { notification, queuedAt }, (q) => q.notification.id === notification.id);
   };
 
   const act = async (decisions: Decision[], fingerprints: readonly string[] = []) => {
@@ -363,7 +351,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       // what is unsent), so a failing receiver cannot hold the stop past its limit.
       stopped = true;
       stopping.abort();
-      await Promise.allSettled([...draining.values()]);
+      await outgoing.idle();
       // What it leaves in the outbox is taken over by another notifier at once rather than after the TTL.
       await options.store.delete(ALIVE_KEY(instance)).catch(() => 0);
     },
