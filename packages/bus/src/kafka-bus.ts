@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { redactSecrets } from '@gpualert/log';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
+import { ConsumerWatch } from './consumer-watch.ts';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
 import { retryBatch } from './retry-batch.ts';
 
@@ -164,15 +165,29 @@ export class KafkaBus implements Bus {
       options.onAssignment?.(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
         partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition }))));
     });
+    // A fetch loop that stops, or a batch stuck in its handler, is said out loud (KafkaJS says it at debug level only).
+    const watch = new ConsumerWatch(options.group, (level, event, detail) => this.options.log?.(level, event, detail), Date.now());
+    consumer.on(consumer.events.FETCH, () => watch.fetched(Date.now()));
+    const watchTimer = setInterval(() => watch.check(Date.now()), CONSUMER_WATCH_EVERY_MS);
+    watchTimer.unref();
     let running = true;
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: Math.max(1, Math.min(MAX_CONCURRENT_BATCHES, Math.floor(options.concurrentBatches ?? 1))),
-      eachBatch: async (payload) => this.handleBatch(payload, options, () => running),
+      eachBatch: async (payload) => {
+        const { topic, partition } = payload.batch;
+        watch.batchStarted(topic, partition, Date.now());
+        try {
+          await this.handleBatch(payload, options, () => running);
+        } finally {
+          watch.batchEnded(topic, partition, Date.now());
+        }
+      },
     });
     const subscription: Subscription = {
       stop: async () => {
+        clearInterval(watchTimer);
         running = false;
         this.subscriptions.delete(subscription);
         await consumer.disconnect();
@@ -313,6 +328,8 @@ export class KafkaBus implements Bus {
 }
 
 const MAX_REQUEST_BYTES = 512 * 1024;
+/** How often a consumer's watch looks (CONSUMER_STALL_MS is how long it lets a stall go). */
+const CONSUMER_WATCH_EVERY_MS = 5_000;
 /** The most batches a handler is given at once (`concurrentBatches`). */
 const MAX_CONCURRENT_BATCHES = 256;
 
