@@ -11,6 +11,11 @@ import { Severity } from './severity.ts';
 
 /** 10,000 hosts × 8 GPUs is about 8 MB of JSON: the most one page load fetches and draws. */
 export const MAX_FLEET_HOSTS = 10_000;
+/**
+ * Hosts' fleet-wide shares (`engine:fleet:hosts`) one engine reads into its view at a tick: the
+ * 100,000 hosts docs/scaling.md sizes the engines for. Past it, the rest are left out with a warning.
+ */
+export const MAX_SHARED_HOSTS = 10 * MAX_FLEET_HOSTS;
 /** Fleet-wide recent events in one snapshot (newest first). */
 export const MAX_FLEET_EVENTS = 200;
 /** Recent events and firing alerts one GPU carries. */

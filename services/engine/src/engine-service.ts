@@ -69,7 +69,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   const saved = await options.store.get(ENGINE_FLEET_KEY);
   // Only its training jobs: the stragglers' and clusters' entries an older gpualert kept there come from the shares now.
   if (saved) state.fleet = { ...parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes')), jobs: dict(), clusters: dict() };
-  const shares = new FleetShares(options.store, engine, state);
+  // Shares left out are said in the service's log; on the event clock a share's time is not bounded, as no event's is.
+  const shares = new FleetShares(options.store, engine, state, { log: options.log, now: options.clock === 'wall' ? Date.now : () => Infinity });
   await shares.refresh(); // no host is this instance's yet: the whole fleet as the others shared it
   // One piece of work at a time; a fault's batch goes before the sample batches waiting (the fast lane).
   const queue = priorityQueue();

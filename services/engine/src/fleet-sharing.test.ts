@@ -2,8 +2,9 @@ import { envelopeMessage, MemoryBus, partitionFor } from '@gpualert/bus';
 import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, loadRuleSet, newHostState } from '@gpualert/engine';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
-import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
+import { MAX_SHARED_HOSTS, newEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore, MemoryStoreData } from '@gpualert/state';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ENGINE_INPUT_TOPICS, startEngineService } from './engine-service.ts';
 import { FleetShares } from './fleet-sharing.ts';
@@ -120,4 +121,73 @@ describe('the store wiped (FLUSHALL) under two engines', () => {
     // Nothing about the hosts changed: the alert stays as it was.
     expect(drift()).toEqual(['firing']);
   });
+});
+
+/** A logger whose lines a test reads back. */
+function capturedLog() {
+  const lines: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { log: createLogger({ name: 'test', level: 'info', destination }), skippedLines: () => lines.filter((l) => l.msg === 'engine_fleet_shares_skipped') };
+}
+
+describe('shares the store should not hold', () => {
+  const now = Date.parse('2026-12-01T06:00:00Z');
+  const peer = (util: number, at = now) => JSON.stringify({ job: { name: 'j', util, at }, cluster: { name: 'east', driver: '550', cuda: '12.4' } });
+
+  it('leaves out what is out of range or dated ahead, keeps ticking, and says so once while it lasts', async () => {
+    const store = new MemoryStore({ data: new MemoryStoreData() });
+    const { log, skippedLines } = capturedLog();
+    const state = emptyEngineState();
+    const shares = new FleetShares(store, new Engine(rules.value, catalog.value), state, { log, now: () => now });
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, { ok: peer(90), hot: peer(1e9), ahead: peer(90, now + 365 * 86_400_000) });
+    for (let i = 0; i < 3; i += 1) await shares.refresh();
+    expect(Object.keys(state.fleet.jobs.j!)).toEqual(['ok']);
+    expect(Object.keys(state.fleet.clusters.east!)).toEqual(['ok']);
+    expect(skippedLines()).toHaveLength(1);
+    expect(skippedLines()[0]).toMatchObject({ level: 40, key: ENGINE_FLEET_SHARES_KEY, skipped: 2, beyond: 0, refused: 2, max_hosts: MAX_SHARED_HOSTS });
+    // Written again as they should be: read in, and no line; wrong again later: a line again.
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, { hot: peer(95), ahead: peer(96) });
+    await shares.refresh();
+    expect(Object.keys(state.fleet.jobs.j!).sort()).toEqual(['ahead', 'hot', 'ok']);
+    expect(skippedLines()).toHaveLength(1);
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, { hot: '{"job":{"name":"j","util":-3,"at":0}}' });
+    await shares.refresh();
+    await shares.refresh();
+    expect(Object.keys(state.fleet.jobs.j!).sort()).toEqual(['ahead', 'ok']);
+    expect(skippedLines()).toHaveLength(2);
+    expect(skippedLines()[1]).toMatchObject({ skipped: 1, refused: 1 });
+  });
+
+  it("says so in the engine service's own log", async () => {
+    const bus = new MemoryBus({ partitions: PARTITIONS });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const store = new MemoryStore({ data: new MemoryStoreData() });
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, { ok: peer(90), hot: peer(1e9) });
+    const { log, skippedLines } = capturedLog();
+    const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', tickMs: 600_000 });
+    await waitUntil(() => skippedLines().length > 0); // its first refresh, at start
+    expect(skippedLines()[0]).toMatchObject({ key: ENGINE_FLEET_SHARES_KEY, skipped: 1, refused: 1 });
+    await service.stop();
+    await bus.close();
+  }, 30_000);
+
+  it(`reads no more than ${MAX_SHARED_HOSTS.toLocaleString('en-US')} shares, and says how many it left out`, async () => {
+    const store = new MemoryStore({ data: new MemoryStoreData() });
+    const { log, skippedLines } = capturedLog();
+    const state = emptyEngineState();
+    const shares = new FleetShares(store, new Engine(rules.value, catalog.value), state, { log, now: () => now });
+    const fields = dict<string>();
+    for (let i = 0; i < MAX_SHARED_HOSTS + 7; i += 1) fields[`east-${i}`] = peer(90);
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, fields);
+    await shares.refresh();
+    await shares.refresh();
+    expect(Object.keys(state.fleet.clusters.east!)).toHaveLength(MAX_SHARED_HOSTS);
+    expect(skippedLines()).toHaveLength(1);
+    expect(skippedLines()[0]).toMatchObject({ key: ENGINE_FLEET_SHARES_KEY, skipped: 7, beyond: 7, refused: 0, max_hosts: MAX_SHARED_HOSTS });
+  }, 30_000);
 });

@@ -1,9 +1,20 @@
 import {
-  ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, parseHostState, shareOf, SharedView,
+  ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, MAX_SHARE_CHARS, parseHostState, shareOf, SharedView,
   type Engine, type EngineState, type HostState,
 } from '@gpualert/engine';
-import type { EnvelopeOf } from '@gpualert/schema';
+import type { Logger } from '@gpualert/log';
+import { MAX_EVENT_LEAD_MS, MAX_SHARED_HOSTS, type EnvelopeOf } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
+
+export interface FleetSharesOptions {
+  /** Where the line goes that says shares were left out (once while it lasts); none: not said. */
+  readonly log?: Logger;
+  /**
+   * The clock a share's time is checked against (default the machine's): one dated more than
+   * `MAX_EVENT_LEAD_MS` ahead counts nowhere. `() => Infinity` on the event clock, where event times are not bounded either.
+   */
+  readonly now?: () => number;
+}
 
 /**
  * Fleet-wide judgement with several engines. Each engine owns the hosts of its partitions and
@@ -26,11 +37,14 @@ export class FleetShares {
   private readonly pending = new Set<string>();
   private trainingText: string | undefined;
   private readonly view = new SharedView();
+  /** Whether the shares being left out were said: once while it lasts, not at every tick. */
+  private skipping = false;
 
   constructor(
     private readonly store: StateStore,
     private readonly engine: Engine,
     private readonly state: EngineState,
+    private readonly options: FleetSharesOptions = {},
   ) {}
 
   private readonly owns = (host: string): boolean => this.state.hosts[host] !== undefined;
@@ -83,7 +97,8 @@ export class FleetShares {
     // their hosts. Their last shares stay in the view until they write them again, and the training
     // document is written again as well.
     if (lost) this.trainingText = undefined;
-    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns, lost)) this.pending.add(cluster);
+    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns, lost, (this.options.now ?? Date.now)())) this.pending.add(cluster);
+    this.noteSkipped();
     // A cluster one of this engine's own hosts joined or changed in: its other hosts' majority may have changed too.
     for (const cluster of this.engine.takeChangedClusters()) this.pending.add(cluster);
     const alerts: EnvelopeOf<'alert'>[] = [];
@@ -99,6 +114,19 @@ export class FleetShares {
       for (const cluster of clusters) this.pending.add(cluster);
     };
     return { alerts, undo };
+  }
+
+  /** Says, once until none is, that shares were left out: the store holds what no gpualert wrote, or more hosts than it reads. */
+  private noteSkipped(): void {
+    const { beyond, refused } = this.view.skipped;
+    if (beyond + refused === 0) this.skipping = false;
+    else if (!this.skipping) {
+      this.skipping = true;
+      this.options.log?.warn({
+        key: ENGINE_FLEET_SHARES_KEY, skipped: beyond + refused, beyond, refused,
+        max_hosts: MAX_SHARED_HOSTS, max_share_chars: MAX_SHARE_CHARS, max_lead_ms: MAX_EVENT_LEAD_MS,
+      }, 'engine_fleet_shares_skipped');
+    }
   }
 
   /** The training jobs' document, written when it changed. */
