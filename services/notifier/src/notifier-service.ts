@@ -97,6 +97,11 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     if (limit) buckets.set(receiver.name, new RateLimiter(limit));
   }
   const channelOf = (receiver: string) => options.routes.receivers.find((r) => r.name === receiver)?.channel ?? 'record';
+  /** An outbox entry queued for a receiver the routes no longer have (renamed, removed): a permanent failure, dead-lettered with why. */
+  const goneReceiver = (receiver: string): Channel => ({
+    name: 'record',
+    send: () => Promise.resolve({ ok: false, retriable: false, error: `receiver ${JSON.stringify(receiver.slice(0, 200))} is not in the routes (renamed or removed since this was queued)` }),
+  });
 
   const record = async (data: NotificationData, host: string) => {
     options.metrics?.notifications.inc({ receiver: data.receiver, outcome: data.outcome });
@@ -116,7 +121,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : batch[0]!.notification;
       const host = notification.alerts[0]?.host ?? 'notifier';
       const fingerprints = notification.alerts.map((a) => a.fingerprint);
-      const result = await deliver(channels.get(receiver)!, notification, options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
+      const result = await deliver(channels.get(receiver) ?? goneReceiver(receiver), notification, options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
         // One warning when a receiver starts failing and one line when it is back: a person sees
         // that pages are not getting through without a line per retry.
         if (!r.ok && !failing.has(receiver)) {

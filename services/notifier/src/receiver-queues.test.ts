@@ -83,3 +83,20 @@ describe('ReceiverQueues', () => {
     await left.idle();
   });
 });
+
+describe('ReceiverQueues, a runner that takes nothing', () => {
+  it('is started again on the next turn, not at once: timers still fire while it keeps ending with work left', async () => {
+    let runs = 0;
+    let stop = false;
+    const queues = new ReceiverQueues<string>(async () => {
+      runs += 1; // ends at once, taking nothing
+    }, () => {}, () => stop);
+    queues.push('chat', 'stuck');
+    await new Promise((r) => setTimeout(r, 0));
+    stop = true;
+    await queues.idle();
+    // A restart without yielding would have run without end before the timer fired.
+    expect(runs).toBeGreaterThan(0);
+    expect(runs).toBeLessThan(10_000);
+  });
+});

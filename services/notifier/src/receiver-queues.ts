@@ -7,6 +7,8 @@
 export class ReceiverQueues<T> {
   private readonly queues = new Map<string, T[]>();
   private readonly running = new Map<string, Promise<void>>();
+  /** Receivers whose next runner starts on the next turn of the event loop. */
+  private readonly restarting = new Set<string>();
 
   constructor(
     /** Takes from `queue` until it is empty (or the notifier stops); never rejects on purpose. */
@@ -32,15 +34,24 @@ export class ReceiverQueues<T> {
       .catch((error: unknown) => this.onError(receiver, error))
       .finally(() => {
         this.running.delete(receiver);
-        if (queue.length > 0 && !this.stopped()) void this.drain(receiver);
+        if (queue.length === 0 || this.stopped()) return;
+        // On the next turn, not at once: a runner that ended without taking anything must not spin the event loop.
+        this.restarting.add(receiver);
+        setImmediate(() => {
+          this.restarting.delete(receiver);
+          if (!this.stopped()) void this.drain(receiver);
+        });
       });
     this.running.set(receiver, work);
     return work;
   }
 
-  /** Settles once every runner started so far has (the notifier stops them by stopping first). */
+  /** Settles once no runner works or is about to (the notifier stops them by stopping first). */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+    while (this.running.size > 0 || this.restarting.size > 0) {
+      await Promise.allSettled([...this.running.values()]);
+      if (this.restarting.size > 0) await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   private queueOf(receiver: string): T[] {
