@@ -6,7 +6,8 @@ import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { debianTool } from './alertmanager/debian-tool.ts';
-import { freePort, startTool } from './alertmanager/harness.ts';
+import { startToolOnFreePort } from './alertmanager/harness.ts';
+import { onFreePort, PORT_TAKEN, PortTaken } from './infra/free-port.ts';
 import { cleanEnv, startCli } from './infra/run-cli.ts';
 import { waitFor } from './infra/wait-for.ts';
 
@@ -100,22 +101,31 @@ function substitute(expr: string, values: ReadonlyMap<string, string>): string {
 describe('every panel and recording rule against a real Prometheus scraping `gpualert up --demo`', () => {
   const cleanups: (() => Promise<void>)[] = [];
   let base = '';
-  let enginePort = 0;
   afterAll(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
   beforeAll(async () => {
-    enginePort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-dashboards-'));
-    const up = startCli(['up', '--demo', '--speed', '5000', '--data-dir', join(dir, 'up'), '--log-format', 'json'], cleanEnv({
-      GPUALERT_ENGINE_PORT: String(enginePort), GPUALERT_INTAKE_PORT: '0', GPUALERT_NOTIFIER_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
-    }));
-    cleanups.push(async () => {
-      if (up.exitCode === null) {
-        up.kill('SIGTERM');
-        await new Promise((resolve) => up.once('close', resolve));
+    // `up` runs on without /metrics when its engine port is taken: that start is stopped, and `up`
+    // started afresh (its own data dir, the demo from the start) on another port.
+    const { up, enginePort } = await onFreePort(async (port) => {
+      const started = startCli(['up', '--demo', '--speed', '5000', '--data-dir', join(dir, `up-${port}`), '--log-format', 'json'], cleanEnv({
+        GPUALERT_ENGINE_PORT: String(port), GPUALERT_INTAKE_PORT: '0', GPUALERT_NOTIFIER_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+      }));
+      const closed = new Promise((resolve) => started.once('close', resolve));
+      const stop = async () => {
+        if (started.exitCode === null && started.signalCode === null) started.kill('SIGTERM');
+        await closed;
+      };
+      cleanups.push(stop);
+      await waitFor(() => /"msg":"gpualert_up"/.test(started.output()) || started.exitCode !== null, '`gpualert up` to start', 60_000);
+      if (started.exitCode !== null) throw new Error(`gpualert up exited with ${started.exitCode}:\n${started.output().slice(-2000)}`);
+      if (/engine_metrics_port_unavailable/.test(started.output()) && PORT_TAKEN.test(started.output())) {
+        await stop();
+        throw new PortTaken(port, started.output());
       }
+      return { up: started, enginePort: port };
     });
     // The shipped rules file as it is, with a config that points the engine job at this `up`.
     const rules = join(dir, 'gpualert.rules.yml');
@@ -127,8 +137,7 @@ scrape_configs:
 - job_name: gpualert-engine
   static_configs: [{ targets: ['127.0.0.1:${enginePort}'] }]
 `);
-    const port = await freePort();
-    const prometheus = startTool(debianTool('prometheus', 'prometheus'), [
+    const { tool: prometheus, port } = await startToolOnFreePort(debianTool('prometheus', 'prometheus'), (port) => [
       `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
     ], cleanups);
     base = `http://127.0.0.1:${port}`;
@@ -142,7 +151,7 @@ scrape_configs:
         return false;
       }
     }, `Prometheus to have scraped the demo's alerts (up said:\n${up.output().slice(-1500)}\nprometheus said:\n${prometheus.output().slice(-1500)})`, 90_000);
-  }, 120_000);
+  }, 240_000);
 
   it('every recording rule gives at least one series', async () => {
     const groups = (parseYaml(readFileSync(RULES, 'utf8')) as { groups: { rules: { record: string }[] }[] }).groups;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../infra/wait-for.ts';
 import { relocatedAlertmanager } from './debian-tool.ts';
-import { freePort, startGpualertNotifier, startTool, tempDir, TOKEN, WebhookSink, type Delivery } from './harness.ts';
+import { startGpualertNotifier, startToolOnFreePort, tempDir, TOKEN, WebhookSink, type Delivery } from './harness.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -103,10 +103,9 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
 
     const dir = tempDir('alertmanager');
     writeFileSync(join(dir, 'alertmanager.yml'), config(amSink.base, window));
-    const amPort = await freePort();
     const { binary, cwd } = relocatedAlertmanager();
-    const alertmanager = startTool(binary, [
-      `--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, '--cluster.listen-address=', `--web.listen-address=127.0.0.1:${amPort}`,
+    const { tool: alertmanager, port: amPort } = await startToolOnFreePort(binary, (port) => [
+      `--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, '--cluster.listen-address=', `--web.listen-address=127.0.0.1:${port}`,
     ], cleanups, cwd);
     const am = `http://127.0.0.1:${amPort}`;
     await waitFor(async () => (await fetch(`${am}/-/ready`).catch(() => undefined))?.ok === true || alertmanager.exitCode !== null, 'Alertmanager', 30_000);

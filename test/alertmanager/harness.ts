@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { KafkaBus } from '@gpualert/bus';
 import { TOPICS } from '@gpualert/schema';
 import { inject } from 'vitest';
+import { onFreePort, PORT_TAKEN, PortTaken } from '../infra/free-port.ts';
 import { cleanEnv, startCli } from '../infra/run-cli.ts';
 import { uniqueName, waitFor } from '../infra/wait-for.ts';
 import { debianTool } from './debian-tool.ts';
@@ -63,14 +64,8 @@ export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `gpualert-${prefix}-`));
 }
 
-/** A free loopback port (for programs that need one named on their command line). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+/** A free loopback port (for programs that need one named on their command line; see startToolOnFreePort). */
+export { freePort } from '../infra/free-port.ts';
 
 /** `gpualert notifier` on the test's Kafka and Redis with this routes file, its API on a loopback port. */
 export async function startGpualertNotifier(routesYaml: string, cleanups: (() => Promise<void>)[]) {
@@ -106,6 +101,26 @@ export function amtool(url: string, args: readonly string[], token = TOKEN): { c
     encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 30_000,
   });
   return { code: run.status, out: `${run.stdout}${run.stderr}` };
+}
+
+/**
+ * startTool listening on a free loopback port (`args` puts it on the command line), started again
+ * on a new port when another process took it first. Resolves once the tool itself says it listens
+ * (Prometheus' and Alertmanager's `msg="Listening on"`), so requests to the port reach this tool.
+ */
+export async function startToolOnFreePort(
+  binary: string, args: (port: number) => readonly string[], cleanups: (() => Promise<void>)[], cwd?: string,
+): Promise<{ tool: ChildProcess & { output: () => string }; port: number }> {
+  return onFreePort(async (port) => {
+    const tool = startTool(binary, args(port), cleanups, cwd);
+    let closed = false;
+    tool.once('close', () => (closed = true));
+    const listening = new RegExp(`msg="Listening on" address=127\\.0\\.0\\.1:${port}\\b`);
+    await waitFor(() => listening.test(tool.output()) || closed, `${binary} to listen on port ${port}`, 60_000);
+    if (listening.test(tool.output())) return { tool, port };
+    if (PORT_TAKEN.test(tool.output())) throw new PortTaken(port, tool.output());
+    throw new Error(`${binary} exited with ${String(tool.exitCode)} before it listened:\n${tool.output().slice(-2000)}`);
+  });
 }
 
 /** A long-running program from Debian's packages, its output kept, stopped with the test. */

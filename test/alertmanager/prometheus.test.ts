@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../infra/wait-for.ts';
 import { debianTool } from './debian-tool.ts';
-import { freePort, startGpualertNotifier, startTool, tempDir, TOKEN, WebhookSink } from './harness.ts';
+import { startGpualertNotifier, startToolOnFreePort, tempDir, TOKEN, WebhookSink } from './harness.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -67,8 +67,7 @@ alerting:
     authorization: { credentials: ${TOKEN} }
     static_configs: [{ targets: ['${new URL(base).host}'] }]
 `);
-    const port = await freePort();
-    const prometheus = startTool(debianTool('prometheus', 'prometheus'), [
+    const { tool: prometheus } = await startToolOnFreePort(debianTool('prometheus', 'prometheus'), (port) => [
       `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--rules.alert.resend-delay=1s',
     ], cleanups);
     const firing = () => sink.deliveries.find((d) => d.body.alerts.some((a) => a.labels.alertname === 'GpuTooHot' && a.status === 'firing'));

@@ -1,9 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
+import { freePort, onFreePort, PORT_TAKEN, PortTaken } from './free-port.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const POM = join(ROOT, 'tools/kafka/pom.xml');
@@ -35,17 +35,7 @@ export function kafkaClasspath(): string {
   return `${dir}/*`;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
-}
+export { freePort } from './free-port.ts';
 
 /**
  * A single-node Kafka in KRaft mode (broker and controller in one JVM) on 127.0.0.1, started
@@ -59,6 +49,11 @@ export class KafkaBroker {
   readonly brokers: string;
   private readonly port: number;
   private readonly controllerPort: number;
+  /** The cluster id it was formatted with: how a readiness check tells this broker from another one on its port. */
+  private clusterId = '';
+  /** The JVM's last output, whole once `closed` settles: tells a taken port from other failures. */
+  private recent = '';
+  private closed: Promise<void> = Promise.resolve();
 
   private constructor(classpath: string, port: number, controllerPort: number) {
     this.classpath = classpath;
@@ -68,11 +63,23 @@ export class KafkaBroker {
     this.dir = mkdtempSync(join(tmpdir(), 'gpualert-kafka-'));
   }
 
+  /** A formatted, started broker; on fresh ports when another process took one before the JVM bound it. */
   static async create(): Promise<KafkaBroker> {
-    const broker = new KafkaBroker(kafkaClasspath(), await freePort(), await freePort());
-    broker.format();
-    await broker.start();
-    return broker;
+    const classpath = kafkaClasspath();
+    return onFreePort(async (port) => {
+      const broker = new KafkaBroker(classpath, port, await freePort());
+      broker.format();
+      try {
+        await broker.start();
+        return broker;
+      } catch (error) {
+        await broker.stop();
+        await broker.closed;
+        const said = broker.recent;
+        await broker.destroy();
+        throw PORT_TAKEN.test(said) ? new PortTaken(port, said) : error;
+      }
+    });
   }
 
   get logFile(): string {
@@ -84,6 +91,7 @@ export class KafkaBroker {
     const java = (args: string[]) =>
       spawnSync('java', ['-cp', this.classpath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     const uuid = java(['kafka.tools.StorageTool', 'random-uuid']).stdout.trim().split('\n').pop() ?? '';
+    this.clusterId = uuid;
     const format = java(['kafka.tools.StorageTool', 'format', '-t', uuid, '-c', join(this.dir, 'server.properties')]);
     if (format.status !== 0) throw new Error(`kafka storage format failed: ${format.stderr.slice(-2000)}`);
   }
@@ -131,6 +139,10 @@ export class KafkaBroker {
     );
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
+    const keep = (chunk: Buffer) => void (this.recent = (this.recent + chunk.toString()).slice(-65_536));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.closed = new Promise((r) => child.once('close', () => r()));
     this.process = child;
     await this.waitUntilReady(child);
   }
@@ -146,7 +158,9 @@ export class KafkaBroker {
         try {
           await admin.connect();
           await admin.listTopics();
-          return;
+          // Another process's broker may answer on a port this one failed to bind: wait for this one's exit then.
+          if ((await admin.describeCluster()).clusterId === this.clusterId) return;
+          await new Promise((r) => setTimeout(r, 250));
         } catch {
           await new Promise((r) => setTimeout(r, 250));
         }

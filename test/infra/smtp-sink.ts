@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './kafka-broker.ts';
+import { onFreePort, PORT_TAKEN, PortTaken } from './free-port.ts';
 
 /** A real SMTP server process (smtp-server) that writes every message it receives to a folder. */
 export class SmtpSink {
@@ -11,8 +11,13 @@ export class SmtpSink {
   private child: ChildProcess | undefined;
   port = 0;
 
+  /** Starts the server; on a new port when another process took the one freePort() found first. */
   async start(): Promise<void> {
-    this.port = await freePort();
+    await onFreePort((port) => this.startOn(port));
+  }
+
+  private async startOn(port: number): Promise<void> {
+    this.port = port;
     const script = join(this.dir, 'server.cjs');
     writeFileSync(script, `
 const { SMTPServer } = require(${JSON.stringify(createRequire(import.meta.url).resolve('smtp-server'))});
@@ -26,13 +31,18 @@ const server = new SMTPServer({
     stream.on('end', () => { fs.writeFileSync(${JSON.stringify(this.dir)} + '/mail-' + (++n) + '.eml', Buffer.concat(chunks)); done(); });
   },
 });
-server.listen(${this.port}, '127.0.0.1', () => process.stdout.write('listening\\n'));
+server.listen(${port}, '127.0.0.1', () => process.stdout.write('listening\\n'));
 `);
-    const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    let said = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      said += chunk.toString();
+      process.stderr.write(chunk);
+    });
     await new Promise<void>((resolve, reject) => {
       child.stdout!.once('data', () => resolve());
-      child.once('exit', (code) => reject(new Error(`smtp sink exited with ${code}`)));
+      child.once('close', (code) => reject(PORT_TAKEN.test(said) ? new PortTaken(port, said) : new Error(`smtp sink exited with ${code}`)));
     });
   }
 

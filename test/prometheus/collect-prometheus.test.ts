@@ -8,7 +8,7 @@ import { createLogger } from '@gpualert/log';
 import { GpuSampleData, parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { afterEach, describe, expect, it } from 'vitest';
 import { debianTool } from '../alertmanager/debian-tool.ts';
-import { freePort, startTool, tempDir } from '../alertmanager/harness.ts';
+import { freePort, startToolOnFreePort, tempDir } from '../alertmanager/harness.ts';
 import { waitFor } from '../infra/wait-for.ts';
 
 /** dcgm-exporter's own output (test/fixtures/README.md names its sources), served as an exporter would. */
@@ -42,8 +42,7 @@ scrape_configs:
 - job_name: dcgm
   static_configs: [{ targets: ['127.0.0.1:${exporterPort}'] }]
 `);
-  const port = await freePort();
-  const tool = startTool(debianTool('prometheus', 'prometheus'), [
+  const { tool, port } = await startToolOnFreePort(debianTool('prometheus', 'prometheus'), (port) => [
     `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
   ], cleanups);
   const url = `http://127.0.0.1:${port}`;

@@ -33,6 +33,15 @@ function received(batch: Batch): Received[] {
 const TOPIC = 'conformance.events';
 
 /**
+ * How long a test waits for a group to settle after members join or die. A Kafka rebalance waits
+ * up to the rebalance timeout (30 s) for every member to rejoin, more on a loaded machine; the
+ * waits end as soon as the condition holds.
+ */
+const REBALANCE_MS = 120_000;
+/** For a test that waits on a rebalance more than once. */
+const REBALANCE_TEST_MS = 3 * REBALANCE_MS;
+
+/**
  * One suite every Bus adapter passes: the embedded bus is a product feature held to the same
  * contract as Kafka, not a test double.
  */
@@ -89,16 +98,19 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
         await b.publish(TOPIC, hosts.map((h) => line(h, seq)));
         seq += 1;
         return byMember[0]!.length > 0 && byMember[1]!.length > 0;
-      }, 'both members to receive messages');
-      const all = new Set([...byMember[0]!, ...byMember[1]!].map((r) => `${r.host}/${r.seq}`));
+      }, 'both members to receive messages', REBALANCE_MS);
+      // Once settled, one host belongs to one member: a round published after both had work
+      // (earlier ones may straddle the rebalance, and be handled again by the new owner).
+      await b.publish(TOPIC, hosts.map((h) => line(h, seq)));
+      seq += 1;
+      const all = new Set<string>();
       await waitFor(() => {
         for (const r of [...byMember[0]!, ...byMember[1]!]) all.add(`${r.host}/${r.seq}`);
         return all.size === hosts.length * seq;
-      }, 'every message');
-      // Once settled, one host belongs to one member.
+      }, 'every message', REBALANCE_MS);
       const late = (member: number) => new Set(byMember[member]!.filter((r) => r.seq === seq - 1).map((r) => r.host));
       expect([...late(0)].filter((h) => late(1).has(h))).toEqual([]);
-    });
+    }, REBALANCE_TEST_MS);
 
     it('tells each member which partitions it owns after every rebalance, and how far behind each batch is', async () => {
       const b = await bus();
@@ -108,7 +120,7 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
         void owned[member]!.push(partitions.map((p) => `${p.topic}/${p.partition}`).sort());
       await b.publish(TOPIC, Array.from({ length: 1_200 }, (_, i) => line('one-host', i)));
       subscriptions.push(await b.consume({ group: 'assigned', topics: [TOPIC], onAssignment: track(0), handler: async (batch) => void lags.push(batch.lag) }));
-      await waitFor(() => owned[0]!.length > 0 && lags.length > 0 && lags.at(-1) === 0, 'the first member to own partitions and catch up');
+      await waitFor(() => owned[0]!.length > 0 && lags.length > 0 && lags.at(-1) === 0, 'the first member to own partitions and catch up', REBALANCE_MS);
       const partitions = owned[0]!.at(-1)!.length;
       expect(partitions).toBeGreaterThan(1);
       // One host, one partition: its first batch saw what was left after it, the last saw nothing.
@@ -118,8 +130,8 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       await waitFor(() => {
         const [a, c] = [owned[0]!.at(-1) ?? [], owned[1]!.at(-1) ?? []];
         return a.length > 0 && c.length > 0 && a.length + c.length === partitions && a.every((p) => !c.includes(p));
-      }, 'the two members to split the partitions');
-    });
+      }, 'the two members to split the partitions', REBALANCE_MS);
+    }, REBALANCE_TEST_MS);
 
     it('gives one member partition p of every topic, so a host is never split between members', async () => {
       const b = await bus();
@@ -130,12 +142,12 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
         subscriptions.push(await b.consume({ group: 'co', topics: [TOPIC, other], onAssignment: (p) => void (owned[member] = p), handler: async () => {} }));
       }
       await waitFor(() => owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === 2 * Math.max(...owned.flat().map((p) => p.partition + 1)),
-        'three members to hold every partition');
+        'three members to hold every partition', REBALANCE_MS);
       for (const partitions of owned) {
         const numbers = (topic: string) => partitions.filter((p) => p.topic === topic).map((p) => p.partition).sort();
         expect(numbers(TOPIC)).toEqual(numbers(other));
       }
-    });
+    }, REBALANCE_TEST_MS);
 
     it('redelivers the batch of a member that died mid-batch to the survivor, losing nothing', async () => {
       const b = await bus();
@@ -165,15 +177,15 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
         for (const h of hosts) published.add(`${h}/${seq}`);
         seq += 1;
         return held.length > 0;
-      }, 'the doomed member to take a batch');
+      }, 'the doomed member to take a batch', REBALANCE_MS);
       await waitFor(() => {
         const seen = new Set(survivor.map((r) => `${r.host}/${r.seq}`));
         return [...published].every((id) => seen.has(id));
-      }, 'the survivor to receive every message, the dead member\'s batch included', sessionTimeoutMs * 10 + 30_000);
+      }, 'the survivor to receive every message, the dead member\'s batch included', sessionTimeoutMs * 10 + REBALANCE_MS);
       const seen = new Set(survivor.map((r) => `${r.host}/${r.seq}`));
       for (const r of held) expect(seen.has(`${r.host}/${r.seq}`)).toBe(true);
       release();
-    });
+    }, REBALANCE_TEST_MS);
 
     it('sends a malformed message to the dead-letter topic with its reason and goes on', async () => {
       const b = await bus();

@@ -10,6 +10,11 @@ import { attemptOnce, deliver, RateLimiter } from './delivery.ts';
 import { startNotifier } from './notifier-service.ts';
 
 const log = createLogger({ name: 'test', level: 'silent' });
+/**
+ * A retry backoff no test waits out: stopping within a twentieth of it (30 s) tells an abort from
+ * a wait on any machine.
+ */
+const BACKOFF_MS = 600_000;
 const NOTIFICATION: Notification = { id: 'n1', receiver: 'r', group: 'g', reason: 'page', firing: 1, alerts: [] };
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -50,9 +55,9 @@ describe('a delivery', () => {
     const failing: Channel = { name: 'webhook', send: async () => ({ ok: false, retriable: true, error: 'HTTP 500' }) };
     const started = Date.now();
     setTimeout(() => controller.abort(), 100);
-    const result = await deliver(failing, NOTIFICATION, { baseMs: 60_000, maxDelayMs: 60_000, giveUpAfterMs: 3_600_000 }, () => {}, () => false, () => 1, controller.signal);
+    const result = await deliver(failing, NOTIFICATION, { baseMs: BACKOFF_MS, maxDelayMs: BACKOFF_MS, giveUpAfterMs: 3_600_000 }, () => {}, () => false, () => 1, controller.signal);
     expect(result.ok).toBe(false);
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(BACKOFF_MS / 20);
   });
 });
 
@@ -73,7 +78,7 @@ describe('the notifier with a failing receiver', () => {
     });
     const bus = new MemoryBus();
     const store = new MemoryStore();
-    const notifier = await startNotifier({ bus, store, log, routes, env: {}, retry: { baseMs: 60_000, maxDelayMs: 60_000, giveUpAfterMs: 3_600_000 }, flushEveryMs: 50 });
+    const notifier = await startNotifier({ bus, store, log, routes, env: {}, retry: { baseMs: BACKOFF_MS, maxDelayMs: BACKOFF_MS, giveUpAfterMs: 3_600_000 }, flushEveryMs: 50 });
     await bus.publish(TOPICS.alerts, [envelopeMessage(newEnvelope({
       type: 'alert', host: 'gpu-node-1', source: 'test',
       data: { fingerprint: 'fp-stop', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: 'lost', starts_at: new Date().toISOString(), evidence: [] },
@@ -82,7 +87,7 @@ describe('the notifier with a failing receiver', () => {
     expect(calls).toBeGreaterThan(0);
     const started = Date.now();
     await notifier.stop();
-    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(Date.now() - started).toBeLessThan(BACKOFF_MS / 20);
     expect(Object.keys(await store.hashGetAll('notifier:outbox'))).toHaveLength(1);
     const records = (await bus.read(TOPICS.notifications)).flatMap((m) => { const r = parseEnvelope(m.value); return r.ok && r.value.type === 'notification' ? [r.value.data] : []; });
     expect(records.some((r) => r.outcome === 'failed')).toBe(true);
