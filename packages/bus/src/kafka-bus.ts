@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { redactSecrets } from '@gpualert/log';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
-import { ConsumerWatch } from './consumer-watch.ts';
+import { CONSUMER_STALL_MS, ConsumerWatch } from './consumer-watch.ts';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
 import { retryBatch } from './retry-batch.ts';
 
@@ -143,13 +143,14 @@ export class KafkaBus implements Bus {
   async consume(options: ConsumeOptions): Promise<Subscription> {
     await this.connect();
     const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
+    const rebalanceTimeout = Math.max(sessionTimeout, 10_000);
     const consumer: Consumer = this.kafka.consumer({
       // Groups are scoped by the deployment's prefix like topics: two deployments (or tests) on
       // one cluster must never share a group, or one member is handed the other's partitions.
       groupId: `${this.prefix}${options.group}`,
       sessionTimeout,
       heartbeatInterval: Math.max(100, Math.min(1_000, Math.floor(sessionTimeout / 3))),
-      rebalanceTimeout: Math.max(sessionTimeout, 10_000),
+      rebalanceTimeout,
       maxWaitTimeInMs: this.options.maxWaitMs ?? 25,
       minBytes: 1,
       maxBytesPerPartition: options.maxBatchBytes ?? 1024 * 1024,
@@ -166,7 +167,9 @@ export class KafkaBus implements Bus {
         partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition }))));
     });
     // A fetch loop that stops, or a batch stuck in its handler, is said out loud (KafkaJS says it at debug level only).
-    const watch = new ConsumerWatch(options.group, (level, event, detail) => this.options.log?.(level, event, detail), Date.now());
+    // A rebalance may hold the fetch loop for up to its timeout: that alone is not a stall.
+    const stallMs = Math.max(CONSUMER_STALL_MS, rebalanceTimeout + 10_000);
+    const watch = new ConsumerWatch(options.group, (level, event, detail) => this.options.log?.(level, event, detail), Date.now(), stallMs);
     consumer.on(consumer.events.FETCH, () => watch.fetched(Date.now()));
     const watchTimer = setInterval(() => watch.check(Date.now()), CONSUMER_WATCH_EVERY_MS);
     watchTimer.unref();
