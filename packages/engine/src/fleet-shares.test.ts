@@ -107,6 +107,30 @@ describe('fleet shares', () => {
     expect(view.skipped).toEqual({ beyond: 5, refused: 0 });
   });
 
+  it('fields no gpualert wrote cannot push real hosts out: refused shares take no place, and hosts already in the view go first', () => {
+    const fleet = emptyFleetState();
+    const real = share({ cluster: { name: 'east', driver: '550', cuda: '12.4' } });
+    const view = new SharedView();
+    view.apply(fleet, { 'east-old': real }, () => false);
+    // Integer-like names come first in a JavaScript object, whatever order the store gave.
+    const shares = dict<string>();
+    shares['east-real'] = real;
+    shares['east-old'] = real;
+    for (let i = 0; i < MAX_SHARED_HOSTS; i += 1) shares[String(i)] = 'x';
+    view.apply(fleet, shares, () => false);
+    expect(Object.keys(fleet.clusters.east!).sort()).toEqual(['east-old', 'east-real']);
+    expect(view.skipped).toEqual({ beyond: 0, refused: MAX_SHARED_HOSTS });
+    // At the bound, a new host waits behind the ones already in the view.
+    const full = dict<string>();
+    for (let i = 0; i < MAX_SHARED_HOSTS + 1; i += 1) full[`h-${i}`] = real;
+    const bounded = new SharedView();
+    const fleet2 = emptyFleetState();
+    bounded.apply(fleet2, { 'h-late': real }, () => false);
+    bounded.apply(fleet2, { ...full, 'h-late': real }, () => false);
+    expect(fleet2.clusters.east!['h-late']).toBeDefined();
+    expect(bounded.skipped.beyond).toBe(2);
+  });
+
   it('shares a utilisation within 0..100 % even where smoothing rounds past it, so no other engine refuses it', () => {
     const fleet = emptyFleetState();
     const host = newHostState('h', { job: 'j' }, 'default');

@@ -17,8 +17,8 @@ export interface HostShare {
 
 /** The longest job or cluster name (a label value), driver or CUDA version a share may carry. */
 const MAX_SHARED_TEXT = MAX_LABEL_VALUE_LENGTH;
-/** The longest share read: four texts at their bound and room to spare. Longer ones are not parsed, nor kept. */
-export const MAX_SHARE_CHARS = 6 * MAX_SHARED_TEXT;
+/** The longest share read: four texts at their bound, each character escaped as JSON may (`\u001f`), and room to spare. Longer ones are not parsed, nor kept. */
+export const MAX_SHARE_CHARS = 4 * 6 * MAX_SHARED_TEXT + 1_024;
 /** Utilisation is a percentage (as the rules' thresholds are): outside it, a share is a bug or an edit. */
 const MIN_UTIL_PCT = 0;
 const MAX_UTIL_PCT = 100;
@@ -101,7 +101,8 @@ interface Applied {
  * the last one (a host's share changes with each of its samples while it has a job, else rarely);
  * the entries of the hosts this engine owns stay as its own judging left them.
  *
- * The store is anyone's to write: at most `MAX_SHARED_HOSTS` fields are read, and a share that is
+ * The store is anyone's to write: at most `MAX_SHARED_HOSTS` shares are taken in (the hosts already
+ * in the view first; a refused share takes no place), and a share that is
  * past `MAX_SHARE_CHARS`, out of range, under a name no host has or another host's, or dated more
  * than `MAX_EVENT_LEAD_MS` ahead (it would count as a fresh peer until then) counts nowhere.
  */
@@ -118,27 +119,37 @@ export class SharedView {
   /**
    * Applies the shares the store holds now; a host gone from the store (forgotten), from a job or
    * from a cluster drops out, unless `keepMissing` (the store lost its data: they come back).
-   * `now`: the clock a share's time is checked against (Infinity: none is ahead).
+   * `now`: the clock a share's time is checked against (Infinity: none is ahead); `unread`: fields
+   * the store holds that were not read (past the read bound), counted as left out.
    * Returns the clusters whose membership or versions changed: their owned hosts are judged again.
    */
-  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean, keepMissing = false, now = Date.now()): Set<string> {
+  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean, keepMissing = false, now = Date.now(), unread = 0): Set<string> {
     const changed = new Set<string>();
     const round = (this.round += 1);
     const latest = now + MAX_EVENT_LEAD_MS;
+    // The hosts already in the view first: fields written by no gpualert cannot push them out.
     const hosts = Object.keys(shares);
-    const read = Math.min(hosts.length, MAX_SHARED_HOSTS);
+    const known = hosts.filter((host) => this.applied.has(host));
+    const order = known.length === 0 ? hosts : [...known, ...hosts.filter((host) => !this.applied.has(host))];
     let refused = 0;
-    for (let i = 0; i < read; i += 1) {
-      const host = hosts[i]!;
+    let taken = 0;
+    let beyond = unread;
+    for (const host of order) {
       const text = shares[host]!;
       const was = this.applied.get(host);
       if (owns(host)) {
         if (was) this.applied.delete(host); // this engine's now: its memory is the truth, not the store
         continue;
       }
+      // Only shares taken in count against the bound: refused ones cost a look, never a place.
+      if (taken >= MAX_SHARED_HOSTS) {
+        beyond += 1;
+        continue;
+      }
       if (was?.text === text && !(was.ahead !== undefined && was.ahead <= latest)) {
         was.seen = round;
         if (was.refused) refused += 1;
+        else taken += 1;
         continue;
       }
       if (!isHostName(host)) { // never kept: looked at again, as cheaply, at each read
@@ -153,6 +164,8 @@ export class SharedView {
         share = undefined;
         next.refused = true;
         refused += 1;
+      } else {
+        taken += 1;
       }
       // Moved out of a job or a cluster (or no longer readable): out of there; else only its values change.
       if (was) drop(fleet, host, { ...was, ...(was.job === share?.job?.name ? { job: undefined } : {}), ...(was.cluster === share?.cluster?.name ? { cluster: undefined } : {}) });
@@ -179,7 +192,7 @@ export class SharedView {
       }
       this.applied.delete(host);
     }
-    this.left = { beyond: hosts.length - read, refused };
+    this.left = { beyond, refused };
     return changed;
   }
 }

@@ -93,6 +93,19 @@ export class MemoryStore implements StateStore {
     return Object.fromEntries(this.hash(key) ?? []);
   }
 
+  async hashGetSome(key: string, limit: number): Promise<{ fields: Record<string, string>; total: number }> {
+    const hash = this.hash(key);
+    const fields = Object.create(null) as Record<string, string>;
+    if (!hash) return { fields, total: 0 };
+    let taken = 0;
+    for (const [field, value] of hash) {
+      if (taken >= limit) break;
+      fields[field] = value;
+      taken += 1;
+    }
+    return { fields, total: hash.size };
+  }
+
   async hashDelete(key: string, ...fields: string[]): Promise<number> {
     const hash = this.hash(key);
     if (!hash) return 0;

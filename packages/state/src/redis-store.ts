@@ -24,6 +24,9 @@ if tonumber(ARGV[2]) > 0 and redis.call('PTTL', KEYS[1]) < 0 then
 end
 return value`;
 
+/** Fields asked for per HSCAN round trip when a hash is read within a bound. */
+const HSCAN_PAGE = 1_000;
+
 export interface RedisStoreOptions {
   readonly url: string;
   /** Scopes every key to one deployment, e.g. `gpualert:prod:`. */
@@ -100,6 +103,27 @@ export class RedisStore implements StateStore {
 
   async hashGetAll(key: string): Promise<Record<string, string>> {
     return this.redis.hgetall(key);
+  }
+
+  async hashGetSome(key: string, limit: number): Promise<{ fields: Record<string, string>; total: number }> {
+    const total = await this.redis.hlen(key);
+    const fields = Object.create(null) as Record<string, string>;
+    if (total <= limit) {
+      Object.assign(fields, await this.redis.hgetall(key));
+      return { fields, total };
+    }
+    // Over the bound: scanned a page at a time until enough are read (HSCAN may repeat a field; a Record keeps it once).
+    let cursor = '0';
+    let taken = 0;
+    do {
+      const [next, flat] = await this.redis.hscan(key, cursor, 'COUNT', Math.min(HSCAN_PAGE, limit));
+      cursor = next;
+      for (let i = 0; i + 1 < flat.length && taken < limit; i += 2) {
+        if (!Object.hasOwn(fields, flat[i]!)) taken += 1;
+        fields[flat[i]!] = flat[i + 1]!;
+      }
+    } while (cursor !== '0' && taken < limit);
+    return { fields, total };
   }
 
   async hashDelete(key: string, ...fields: string[]): Promise<number> {

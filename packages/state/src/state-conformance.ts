@@ -99,6 +99,20 @@ export function stateConformance(name: string, open: StoreFactory): void {
       expect(await s.hashGetAll('none')).toEqual({});
     });
 
+    it('reads a hash within a bound: at most that many of its fields, and how many it holds', async () => {
+      fresh();
+      const s = await store();
+      const all = Object.fromEntries(Array.from({ length: 2_500 }, (_, i) => [`host-${i}`, `v${i}`]));
+      await s.hashSet('big', all);
+      const some = await s.hashGetSome('big', 1_200);
+      expect(some.total).toBe(2_500);
+      expect(Object.keys(some.fields)).toHaveLength(1_200);
+      for (const [field, value] of Object.entries(some.fields)) expect(all[field]).toBe(value);
+      const whole = await s.hashGetSome('big', 2_500);
+      expect({ ...whole.fields }).toEqual(all);
+      expect(await s.hashGetSome('none', 10)).toEqual({ fields: {}, total: 0 });
+    });
+
     it('keeps sorted sets ordered by score', async () => {
       fresh();
       const s = await store();

@@ -30,6 +30,11 @@ export interface StateStore {
   hashGet(key: string, field: string): Promise<string | null>;
   hashSet(key: string, fields: Readonly<Record<string, string>>): Promise<void>;
   hashGetAll(key: string): Promise<Record<string, string>>;
+  /**
+   * At most `limit` fields of a hash (which ones, when it holds more, is the store's choice), and
+   * how many it holds: a hash anyone may write is read within a bound.
+   */
+  hashGetSome(key: string, limit: number): Promise<{ fields: Record<string, string>; total: number }>;
   hashDelete(key: string, ...fields: string[]): Promise<number>;
 
   sortedAdd(key: string, entries: readonly ScoredMember[]): Promise<void>;

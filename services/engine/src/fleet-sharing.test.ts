@@ -139,7 +139,7 @@ describe('shares the store should not hold', () => {
   const now = Date.parse('2026-12-01T06:00:00Z');
   const peer = (util: number, at = now) => JSON.stringify({ job: { name: 'j', util, at }, cluster: { name: 'east', driver: '550', cuda: '12.4' } });
 
-  it('leaves out what is out of range or dated ahead, keeps ticking, and says so once while it lasts', async () => {
+  it('leaves out what is out of range or dated ahead, keeps ticking, and says so once while it lasts (a flapping share included)', async () => {
     const store = new MemoryStore({ data: new MemoryStoreData() });
     const { log, skippedLines } = capturedLog();
     const state = emptyEngineState();
@@ -150,10 +150,18 @@ describe('shares the store should not hold', () => {
     expect(Object.keys(state.fleet.clusters.east!)).toEqual(['ok']);
     expect(skippedLines()).toHaveLength(1);
     expect(skippedLines()[0]).toMatchObject({ level: 40, key: ENGINE_FLEET_SHARES_KEY, skipped: 2, beyond: 0, refused: 2, max_hosts: MAX_SHARED_HOSTS });
-    // Written again as they should be: read in, and no line; wrong again later: a line again.
-    await store.hashSet(ENGINE_FLEET_SHARES_KEY, { hot: peer(95), ahead: peer(96) });
-    await shares.refresh();
-    expect(Object.keys(state.fleet.jobs.j!).sort()).toEqual(['ahead', 'hot', 'ok']);
+    // Written again as they should be: read in, and no line; a share flipping back and forth each tick: still no line.
+    for (let i = 0; i < 10; i += 1) {
+      await store.hashSet(ENGINE_FLEET_SHARES_KEY, { hot: peer(95), ahead: peer(96) });
+      await shares.refresh();
+      expect(Object.keys(state.fleet.jobs.j!).sort()).toEqual(['ahead', 'hot', 'ok']);
+      await store.hashSet(ENGINE_FLEET_SHARES_KEY, { hot: peer(1e9) });
+      await shares.refresh();
+    }
+    expect(skippedLines()).toHaveLength(1);
+    // Clean for a minute of refreshes, then wrong again: a line again.
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, { hot: peer(95) });
+    for (let i = 0; i < 30; i += 1) await shares.refresh();
     expect(skippedLines()).toHaveLength(1);
     await store.hashSet(ENGINE_FLEET_SHARES_KEY, { hot: '{"job":{"name":"j","util":-3,"at":0}}' });
     await shares.refresh();
@@ -190,4 +198,19 @@ describe('shares the store should not hold', () => {
     expect(skippedLines()).toHaveLength(1);
     expect(skippedLines()[0]).toMatchObject({ key: ENGINE_FLEET_SHARES_KEY, skipped: 7, beyond: 7, refused: 0, max_hosts: MAX_SHARED_HOSTS });
   }, 30_000);
+
+  it('reads a hash past its read bound only in part, and counts what it did not read as left out', async () => {
+    const store = new MemoryStore({ data: new MemoryStoreData() });
+    const { log, skippedLines } = capturedLog();
+    const state = emptyEngineState();
+    const shares = new FleetShares(store, new Engine(rules.value, catalog.value), state, { log, now: () => now });
+    const fields = dict<string>();
+    for (let i = 0; i < 2 * MAX_SHARED_HOSTS; i += 1) fields[`junk-${i}`] = 'x';
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, fields);
+    await store.hashSet(ENGINE_FLEET_SHARES_KEY, { 'east-late': peer(90) }); // past what one tick reads
+    await shares.refresh();
+    expect(skippedLines()).toHaveLength(1);
+    expect(skippedLines()[0]).toMatchObject({ beyond: 1, refused: 2 * MAX_SHARED_HOSTS });
+    expect(state.fleet.clusters.east).toBeUndefined();
+  }, 60_000);
 });

@@ -6,6 +6,11 @@ import type { Logger } from '@gpualert/log';
 import { MAX_EVENT_LEAD_MS, MAX_SHARED_HOSTS, type EnvelopeOf } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
+/** Fields of `engine:fleet:hosts` read at a tick: room for every host the view takes and as many refused. */
+const MAX_SHARES_READ = 2 * MAX_SHARED_HOSTS;
+/** Refreshes (2 s apart) with nothing left out before a new episode of skipped shares is said again. */
+const CLEAN_REFRESHES_TO_FORGET = 30;
+
 export interface FleetSharesOptions {
   /** Where the line goes that says shares were left out (once while it lasts); none: not said. */
   readonly log?: Logger;
@@ -39,6 +44,7 @@ export class FleetShares {
   private readonly view = new SharedView();
   /** Whether the shares being left out were said: once while it lasts, not at every tick. */
   private skipping = false;
+  private cleanRefreshes = 0;
 
   constructor(
     private readonly store: StateStore,
@@ -84,11 +90,13 @@ export class FleetShares {
    * go out, `undo` puts the hosts back and the next refresh judges them again.
    */
   async refresh(): Promise<{ alerts: EnvelopeOf<'alert'>[]; undo: () => void }> {
-    const stored = await this.store.hashGetAll(ENGINE_FLEET_SHARES_KEY);
+    const { fields: stored, total } = await this.store.hashGetSome(ENGINE_FLEET_SHARES_KEY, MAX_SHARES_READ);
+    const whole = total <= MAX_SHARES_READ;
     // A share this engine wrote that the store no longer holds (wiped, or an edit) is due again.
+    // Read in part (a hash past the read bound), a share not read may still be there: not counted lost.
     let lost = false;
     for (const [host, text] of this.written) {
-      if (stored[host] === text) continue;
+      if (stored[host] === text || (!whole && !Object.hasOwn(stored, host))) continue;
       lost ||= !Object.hasOwn(stored, host);
       this.written.delete(host);
       this.dirty.add(host);
@@ -97,7 +105,7 @@ export class FleetShares {
     // their hosts. Their last shares stay in the view until they write them again, and the training
     // document is written again as well.
     if (lost) this.trainingText = undefined;
-    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns, lost, (this.options.now ?? Date.now)())) this.pending.add(cluster);
+    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns, lost, (this.options.now ?? Date.now)(), total - Object.keys(stored).length)) this.pending.add(cluster);
     this.noteSkipped();
     // A cluster one of this engine's own hosts joined or changed in: its other hosts' majority may have changed too.
     for (const cluster of this.engine.takeChangedClusters()) this.pending.add(cluster);
@@ -119,8 +127,13 @@ export class FleetShares {
   /** Says, once until none is, that shares were left out: the store holds what no gpualert wrote, or more hosts than it reads. */
   private noteSkipped(): void {
     const { beyond, refused } = this.view.skipped;
-    if (beyond + refused === 0) this.skipping = false;
-    else if (!this.skipping) {
+    if (beyond + refused === 0) {
+      // Said again only after a minute of clean refreshes: a share flipping each tick is one line, not one every other tick.
+      this.cleanRefreshes += 1;
+      if (this.cleanRefreshes >= CLEAN_REFRESHES_TO_FORGET) this.skipping = false;
+    } else {
+      this.cleanRefreshes = 0;
+      if (this.skipping) return;
       this.skipping = true;
       this.options.log?.warn({
         key: ENGINE_FLEET_SHARES_KEY, skipped: beyond + refused, beyond, refused,
