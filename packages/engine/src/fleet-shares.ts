@@ -129,8 +129,7 @@ export class SharedView {
     const latest = now + MAX_EVENT_LEAD_MS;
     // The hosts already in the view first: fields written by no gpualert cannot push them out.
     const hosts = Object.keys(shares);
-    const known = hosts.filter((host) => this.applied.has(host));
-    const order = known.length === 0 ? hosts : [...known, ...hosts.filter((host) => !this.applied.has(host))];
+    const order = hosts.length <= MAX_SHARED_HOSTS ? hosts : [...hosts.filter((host) => this.applied.has(host)), ...hosts.filter((host) => !this.applied.has(host))];
     let refused = 0;
     let taken = 0;
     let beyond = unread;
