@@ -7,7 +7,8 @@ import { hostName, syntheticFleet } from '@gpualert/engine';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { freePort, KafkaBroker } from '../infra/kafka-broker.ts';
+import { KafkaBroker } from '../infra/kafka-broker.ts';
+import { onFreePort } from '../infra/free-port.ts';
 import { OwnRedis } from '../infra/redis-server.ts';
 import { cleanEnv, startCli } from '../infra/run-cli.ts';
 import { VendorReceivers } from '../infra/vendor-receivers.ts';
@@ -87,7 +88,7 @@ export class FaultPipeline {
   }
 
   static async start(options: { hosts?: number } = {}): Promise<FaultPipeline> {
-    const [broker, redis] = await Promise.all([KafkaBroker.create(), freePort().then((port) => OwnRedis.start(port))]);
+    const [broker, redis] = await Promise.all([KafkaBroker.create(), onFreePort((port) => OwnRedis.start(port))]);
     const vendors = new VendorReceivers({ feishu: '', dingtalk: '', webhook: HOOK_SECRET, routingKey: ROUTING_KEY, opsgenie: '' });
     await vendors.start();
     const prefix = `${uniqueName('faults')}.`;

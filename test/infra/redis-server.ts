@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
+import { PORT_TAKEN, PortTaken } from './free-port.ts';
 
 async function answers(url: string): Promise<boolean> {
   const client = new Redis(url, { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -7,6 +8,20 @@ async function answers(url: string): Promise<boolean> {
   try {
     await client.connect();
     return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Whether the Redis at `url` answers and is the process `pid` (INFO's process_id). */
+async function answersAs(url: string, pid: number | undefined): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 3_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return new RegExp(`^process_id:${pid}\\r?$`, 'm').test(await client.info('server'));
   } catch {
     return false;
   } finally {
@@ -47,12 +62,23 @@ export class OwnRedis {
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
+    let said = '';
+    const keep = (chunk: Buffer) => void (said = (said + chunk.toString()).slice(-4_000));
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
     const failed = new Promise<boolean>((_, reject) => child.once('error', (e) => reject(new Error(`cannot start redis-server: ${e.message}`))));
+    const exited = new Promise<boolean>((resolve) => child.once('exit', () => resolve(false)));
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      if (await Promise.race([answers(this.url), failed])) return;
+      // Another process's Redis answering on this port is not this one: the one answering must be this child.
+      const up = await Promise.race([answersAs(this.url, child.pid), failed, exited]);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        this.child = undefined;
+        throw PORT_TAKEN.test(said) ? new PortTaken(this.port, said) : new Error(`redis-server on port ${this.port} exited: ${said.slice(-500)}`);
+      }
+      if (up) return;
       await new Promise((r) => setTimeout(r, 50));
     }
     child.kill('SIGKILL');
