@@ -204,9 +204,20 @@ export class Engine {
       host = newHostState(name, labels, bindTemplate(this.ruleSet, {}, labels).template.name);
       state.hosts[name] = host;
     } else if (hasKeys(labels)) {
+      const was = host.labels.cluster;
       host.labels = labels;
+      if (was !== undefined && was !== labels.cluster) this.leaveCluster(state, name, was);
     }
     return host;
+  }
+
+  /** A host relabelled out of a cluster no longer counts in its majority; the cluster's hosts are judged again. */
+  private leaveCluster(state: EngineState, host: string, cluster: string): void {
+    const members = state.fleet.clusters[cluster];
+    if (!members || !Object.hasOwn(members, host)) return;
+    delete members[host];
+    if (!hasKeys(members)) delete state.fleet.clusters[cluster];
+    this.changedClusters.add(cluster);
   }
 
   private sink(bound: BoundTemplate): { conditions: Conditions; out: Transition[] } {
@@ -362,7 +373,7 @@ function hasDriftTracker(host: HostState): boolean {
   return false;
 }
 
-function hasKeys(record: Record<string, string>): boolean {
+function hasKeys(record: Readonly<Record<string, unknown>>): boolean {
   for (const _ in record) return true; // no array made per envelope, unlike Object.keys
   return false;
 }

@@ -147,6 +147,27 @@ describe('scenarios', () => {
     ]);
   });
 
+  it('a host relabelled into another cluster no longer counts in the old one: the drift it propped up resolves', () => {
+    const envelopes = fleet({ minutes: 1, inventory: (h, inv) => (h === 3 ? { ...inv, driver_version: '535.104.05' } : inv) });
+    const inventories = envelopes.filter((e): e is EnvelopeOf<'host.inventory'> => e.type === 'host.inventory');
+    const last = Math.max(...envelopes.map((e) => Date.parse(e.ts)));
+    // Hosts 0 and 1 move to cluster lab-b: lab keeps host 2 (550) and host 3 (535), no majority either way.
+    const moved = inventories.filter((e) => e.host === hostName(0) || e.host === hostName(1))
+      .map((e) => newEnvelope({ ...e, id: `moved-${e.host}`, ts: new Date(last + 1_000).toISOString(), labels: { ...e.labels, cluster: 'lab-b' } }));
+    const engine = new Engine(rules.ok ? rules.value : (undefined as never), catalog.ok ? catalog.value : (undefined as never));
+    const state = emptyEngineState();
+    const clock = new StreamClock(engine);
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    for (const envelope of [...envelopes, ...moved]) {
+      alerts.push(...clock.judge(state, envelope));
+      if (envelope.type === 'host.inventory') alerts.push(...engine.rejudgeClusters(state, engine.takeChangedClusters()));
+    }
+    const drift = alerts.filter((a) => a.data.rule === 'version-drift').map((a) => [a.host, a.data.status]);
+    expect(drift).toEqual([[hostName(3), 'firing'], [hostName(3), 'resolved']]);
+    expect(Object.keys(state.fleet.clusters.lab!).sort()).toEqual([hostName(2), hostName(3)]);
+    expect(Object.keys(state.fleet.clusters['lab-b']!).sort()).toEqual([hostName(0), hostName(1)]);
+  });
+
   it('escalates repeated application Xids on one GPU and resolves them after a quiet period', () => {
     const host = hostName(0);
     const xid13 = (i: number) => kernelEvent(host, T0 + i * 2 * MIN, { kind: 'xid', xid: 13, pci_bus: '0000:18:00', severity: 'warning', message: 'NVRM: Xid 13', meaning: 'Graphics Engine Exception', count: 3 });
