@@ -37,8 +37,14 @@ export async function ensureRedis(): Promise<{ url: string; stop: () => Promise<
   const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   if (await answers(url)) return { url, stop: async () => {} };
   if (process.env.REDIS_URL) throw new Error(`REDIS_URL=${url} does not answer PING`);
-  const own = await OwnRedis.start(6379);
-  return { url, stop: () => own.stop() };
+  try {
+    const own = await OwnRedis.start(6379);
+    return { url, stop: () => own.stop() };
+  } catch (error) {
+    // Another run started the machine's Redis meanwhile: that is the one to use, as if it had answered first.
+    if (error instanceof PortTaken && (await answers(url))) return { url, stop: async () => {} };
+    throw error;
+  }
 }
 
 /**
