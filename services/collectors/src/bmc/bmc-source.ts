@@ -52,11 +52,11 @@ export interface IpmitoolOptions {
 export const DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 
 async function ipmitool(options: IpmitoolOptions, what: readonly string[]): Promise<string> {
-  const result = await runCommand(options.binary, [...options.args, ...what], options.timeoutMs);
+  const result = await runCommand(options.binary, [...options.args, ...what], options.timeoutMs, options.maxOutputBytes);
   const command = `${options.binary} … ${what.join(' ')}`;
   if (result.spawnError) throw new RedfishError('command_failed', `${command}: could not start (${result.spawnError})`);
   if (result.timedOut) throw new RedfishError('timeout', `${command}: no answer in ${options.timeoutMs} ms`);
-  if (Buffer.byteLength(result.stdout) > options.maxOutputBytes) throw new RedfishError('unparseable', `${command}: output over ${options.maxOutputBytes} bytes`);
+  if (result.overflow) throw new RedfishError('unparseable', `${command}: output over ${options.maxOutputBytes} bytes`);
   if (result.exitCode !== 0) {
     throw new RedfishError('command_failed', `${command}: exit ${String(result.exitCode)}: ${result.stderr.trim().split('\n')[0]?.slice(0, 200) ?? ''}`);
   }
