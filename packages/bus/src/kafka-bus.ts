@@ -152,9 +152,6 @@ export class KafkaBus implements Bus {
       heartbeatInterval: Math.max(100, Math.min(1_000, Math.floor(sessionTimeout / 3))),
       rebalanceTimeout,
       maxWaitTimeInMs: this.options.maxWaitMs ?? 25,
-      // KafkaJS leaves a partition missing from its metadata out of every fetch, without a word,
-      // until the metadata is refreshed (5 min by default): at most 30 s here, one small request.
-      metadataMaxAge: CONSUMER_METADATA_MAX_AGE_MS,
       minBytes: 1,
       maxBytesPerPartition: options.maxBatchBytes ?? 1024 * 1024,
       maxBytes: Math.max(10 * 1024 * 1024, (options.maxBatchBytes ?? 0) * 8),
@@ -334,8 +331,6 @@ export class KafkaBus implements Bus {
 }
 
 const MAX_REQUEST_BYTES = 512 * 1024;
-/** How old a consumer's view of the topics may get before it asks the broker again. */
-const CONSUMER_METADATA_MAX_AGE_MS = 30_000;
 /** How often a consumer's watch looks (CONSUMER_STALL_MS is how long it lets a stall go). */
 const CONSUMER_WATCH_EVERY_MS = 5_000;
 /** The most batches a handler is given at once (`concurrentBatches`). */
