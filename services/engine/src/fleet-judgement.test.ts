@@ -56,10 +56,13 @@ describe('fleet-wide judgement with two engines', () => {
     const data = new MemoryStoreData();
     const alerts: EnvelopeOf<'alert'>[] = [];
     const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
-    const engine = () => startEngineService({
+    // Ticks counted per engine: "no second copy" is checked after both have ticked, however slow the machine.
+    const ticks = [0, 0];
+    const engine = (i: number) => startEngineService({
       bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engines', tickMs: 50,
+      onTick: () => { ticks[i]! += 1; },
     });
-    const engines = [await engine(), await engine()];
+    const engines = [await engine(0), await engine(1)];
 
     const [straggler] = hostsOn(0, 1, 'train');
     const peers = hostsOn(1, 2, 'train');
@@ -80,7 +83,8 @@ describe('fleet-wide judgement with two engines', () => {
 
     const firing = () => alerts.filter((a) => a.data.status === 'firing');
     await waitUntil(async () => firing().some((a) => a.data.rule === 'job-straggler') && firing().some((a) => a.data.rule === 'version-drift'));
-    await pause(500); // ticks of both engines: a second copy of either alert would be out by now
+    const seen = [...ticks];
+    await waitUntil(async () => ticks.every((t, i) => t >= seen[i]! + 5)); // five ticks of each engine: a second copy of either alert would be out by now
     expect(firing().map((a) => [a.host, a.data.rule])).toEqual(expect.arrayContaining([[straggler, 'job-straggler'], [drifting, 'version-drift']]));
     expect(firing().filter((a) => a.data.rule === 'job-straggler' || a.data.rule === 'version-drift').length).toBe(2);
     expect(firing().find((a) => a.data.rule === 'version-drift')!.data.summary).toMatch(/4 of 5 hosts in east run 550\.54\.15/);
@@ -96,10 +100,12 @@ describe('cluster-majority drift with one engine', () => {
     const alerts: EnvelopeOf<'alert'>[] = [];
     const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
     const store = new MemoryStore();
-    const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', tickMs: 50 });
+    let ticks = 0;
+    const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', tickMs: 50, onTick: () => { ticks += 1; } });
     await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory('east-first', '535.161.08'))]);
     await waitUntil(async () => Object.hasOwn(await store.hashGetAll(ENGINE_FLEET_SHARES_KEY), 'east-first'));
-    await pause(200); // judged, and a few ticks on: one host of one, no majority yet
+    const seen = ticks;
+    await waitUntil(async () => ticks >= seen + 4); // judged, and a few ticks on: one host of one, no majority yet
     expect(alerts).toEqual([]);
     await bus.publish(TOPICS.hostInventory, ['east-a', 'east-b', 'east-c'].map((h) => envelopeMessage(inventory(h, '550.54.15'))));
     await waitUntil(async () => alerts.some((a) => a.data.rule === 'version-drift'));

@@ -43,7 +43,12 @@ describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
     const data = new MemoryStoreData();
     const alerts: EnvelopeOf<'alert'>[] = [];
     const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
-    const engine = await startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engines', tickMs: 50 });
+    let ticks = 0;
+    const engine = await startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engines', tickMs: 50, onTick: () => { ticks += 1; } });
+    const ticksPass = async (n: number) => {
+      const from = ticks;
+      await waitUntil(() => ticks >= from + n);
+    };
     // Every host on the partitions this engine keeps (the first member keeps the even ones).
     const [drifting, ...peers] = hostsOn(0, 5, 'east');
     await bus.publish(TOPICS.hostInventory, peers.map((h) => envelopeMessage(inventory(h, '550.54.15'))));
@@ -52,13 +57,13 @@ describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
 
     // A second member joins the group (a new engine, a restart elsewhere): a new assignment, same hosts kept here.
     const other = await bus.consume({ group: 'engines', topics: [...ENGINE_INPUT_TOPICS], handler: async () => {} });
-    await pause(300); // the assignment's reload and a few ticks
+    await ticksPass(6); // the assignment's reload and a few ticks
     // The drifting host reports again, still on the old driver.
     await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08', T0 + 600_000, `i-${drifting}-again`))]);
     const store = new MemoryStore({ data });
     // Judged: its saved state holds the second inventory's time.
     await waitUntil(async () => (JSON.parse((await store.get(`engine:host:${drifting}`)) ?? '{}') as { inventory?: { at?: number } }).inventory?.at === T0 + 600_000);
-    await pause(400);
+    await ticksPass(8); // a wrong resolve would come at one of these ticks
     expect(alerts.filter((a) => a.host === drifting && a.data.rule === 'version-drift').map((a) => a.data.status)).toEqual(['firing']);
     await Promise.all([engine.stop(), other.stop(), watch.stop()]);
     await bus.close();

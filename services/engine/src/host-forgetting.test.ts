@@ -55,6 +55,18 @@ async function pipeline(forgetAfterMs: number) {
   return {
     bus, store, alerts, lines, later, publish,
     saved: async (host: string) => (await store.get(engineHostKey(host))) !== null,
+    /**
+     * Waits until the engine has judged and saved gpu-node-001's samples up to `at` (what was published
+     * before them was judged too: one stream) and every alert on the topic reached `alerts`: a check that
+     * nothing happened then looks at what did.
+     */
+    judgedUpTo: async (at: number) => {
+      await until(async () => {
+        const text = await store.get(engineHostKey('gpu-node-001'));
+        return text !== null && ((JSON.parse(text) as { lastSample?: number }).lastSample ?? 0) >= at;
+      });
+      await until(async () => (await bus.read(TOPICS.alerts)).length === alerts.length);
+    },
     indexed: async (host: string) => Object.hasOwn(await store.hashGetAll(enginePartitionKey(0)), host),
     async restart() {
       await engine.stop();
@@ -88,7 +100,7 @@ describe('forgetting hosts', () => {
     // After a reassignment (a restart) it is neither loaded nor judged: no new alert, logged once.
     await p.restart();
     await p.publish(p.later(T0 + 2 * DAY + 30 * 60_000));
-    await pause(500);
+    await p.judgedUpTo(T0 + 2 * DAY + 30 * 60_000);
     expect(await p.saved('gpu-node-000')).toBe(false);
     // Resolved once, and nothing after it (it was firing, then escalated, before).
     expect(absentOf(p.alerts, 'gpu-node-000').slice(-1)).toEqual(['resolved']);
@@ -102,7 +114,7 @@ describe('forgetting hosts', () => {
     await p.publish(p.later(T0 + 10 * 60_000));
     await until(() => absentOf(p.alerts, 'gpu-node-000').includes('firing'));
     await p.publish(p.later(T0 + 2 * DAY));
-    await pause(500);
+    await p.judgedUpTo(T0 + 2 * DAY);
     expect(absentOf(p.alerts, 'gpu-node-000')).not.toContain('resolved');
     expect(absentOf(p.alerts, 'gpu-node-000')).toContain('firing');
     expect(await p.saved('gpu-node-000')).toBe(true);
@@ -122,7 +134,7 @@ describe('forgetting hosts', () => {
     // The request stays for the other engines (an hour), and is acted on once.
     expect((await p.store.sortedRange(FORGET_KEY, -Infinity, Infinity)).map((m) => m.member)).toEqual(['gpu-node-000']);
     await p.publish(p.later(T0 + 20 * 60_000));
-    await pause(300);
+    await p.judgedUpTo(T0 + 20 * 60_000);
     expect(p.lines.filter((l) => l.msg === 'host_forgotten')).toHaveLength(1);
     expect(await p.saved('gpu-node-000')).toBe(false);
     await p.close();
