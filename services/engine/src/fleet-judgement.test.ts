@@ -1,4 +1,4 @@
-import { envelopeMessage, MemoryBus, partitionFor } from '@gpualert/bus';
+import { envelopeMessage, MemoryBus } from '@gpualert/bus';
 import { Engine, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, loadRuleSet, replay } from '@gpualert/engine';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
@@ -6,27 +6,21 @@ import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf, type GpuMetrics } 
 import { MemoryStore, MemoryStoreData } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { startEngineService } from './engine-service.ts';
+import { hostsOn, inventory, T0, PARTITIONS } from './fleet-fixtures.ts';
+import { waitFor } from '../../../test/infra/wait-for.ts';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();
 if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
 const log = createLogger({ name: 'test', level: 'silent' });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const PARTITIONS = 4;
-const T0 = Date.parse('2026-11-30T08:00:00Z');
 const MIN = 60_000;
 
-/**
+/*
  * Hosts named so that a straggler and a drifting host sit on even partitions and most of their
- * peers on odd ones. The in-process bus gives two members of a group the even and the odd
- * partitions (partition p of every topic to member p mod 2), so neither engine alone holds
- * enough of the job or the cluster to judge it.
+ * peers on odd ones (`hostsOn`). The in-process bus gives two members of a group the even and the
+ * odd partitions, so neither engine alone holds enough of the job or the cluster to judge it.
  */
-function hostsOn(parity: 0 | 1, count: number, prefix: string): string[] {
-  const out: string[] = [];
-  for (let i = 0; out.length < count; i += 1) if (partitionFor(`${prefix}-${i}`, PARTITIONS) % 2 === parity) out.push(`${prefix}-${i}`);
-  return out;
-}
 
 function gpu(index: number, util: number): GpuMetrics {
   return {
@@ -44,10 +38,6 @@ const samples = (host: string, util: number): Envelope[] =>
     labels: { job: 'llm-pretrain' }, data: { gpus: [gpu(0, util), gpu(1, util)] },
   }));
 
-const inventory = (host: string, driver: string): Envelope => newEnvelope({
-  type: 'host.inventory', id: `i-${host}`, host, source: 'test', ts: new Date(T0).toISOString(), labels: { cluster: 'east' },
-  data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
-});
 
 describe('fleet-wide judgement with two engines', () => {
   it('catches a straggler whose peers the other engine owns and a drift against a majority spread over both, each once', async () => {
@@ -74,7 +64,7 @@ describe('fleet-wide judgement with two engines', () => {
     // The job's busy hosts, then (once they are shared) its slow one.
     await bus.publish(TOPICS.gpuSamples, peers.flatMap((h) => samples(h, 97)).map(envelopeMessage));
     const shared = async () => Object.keys(await new MemoryStore({ data }).hashGetAll(ENGINE_FLEET_SHARES_KEY));
-    await waitUntil(async () => { const s = await shared(); return peers.every((h) => s.includes(h)); });
+    await waitFor(async () => { const s = await shared(); return peers.every((h) => s.includes(h)); }, 'the peers\' shares');
     // As a live host's would, its samples come over time: a few of the engines' ticks (50 ms) apart.
     for (const sample of samples(straggler!, 20)) {
       await bus.publish(TOPICS.gpuSamples, [envelopeMessage(sample)]);
@@ -82,9 +72,9 @@ describe('fleet-wide judgement with two engines', () => {
     }
 
     const firing = () => alerts.filter((a) => a.data.status === 'firing');
-    await waitUntil(async () => firing().some((a) => a.data.rule === 'job-straggler') && firing().some((a) => a.data.rule === 'version-drift'));
+    await waitFor(() => firing().some((a) => a.data.rule === 'job-straggler') && firing().some((a) => a.data.rule === 'version-drift'), 'the straggler and the drift alerts');
     const seen = [...ticks];
-    await waitUntil(async () => ticks.every((t, i) => t >= seen[i]! + 5)); // five ticks of each engine: a second copy of either alert would be out by now
+    await waitFor(() => ticks.every((t, i) => t >= seen[i]! + 5), 'five ticks of each engine'); // five ticks of each engine: a second copy of either alert would be out by now
     expect(firing().map((a) => [a.host, a.data.rule])).toEqual(expect.arrayContaining([[straggler, 'job-straggler'], [drifting, 'version-drift']]));
     expect(firing().filter((a) => a.data.rule === 'job-straggler' || a.data.rule === 'version-drift').length).toBe(2);
     expect(firing().find((a) => a.data.rule === 'version-drift')!.data.summary).toMatch(/4 of 5 hosts in east run 550\.54\.15/);
@@ -103,12 +93,12 @@ describe('cluster-majority drift with one engine', () => {
     let ticks = 0;
     const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', tickMs: 50, onTick: () => { ticks += 1; } });
     await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory('east-first', '535.161.08'))]);
-    await waitUntil(async () => Object.hasOwn(await store.hashGetAll(ENGINE_FLEET_SHARES_KEY), 'east-first'));
+    await waitFor(async () => Object.hasOwn(await store.hashGetAll(ENGINE_FLEET_SHARES_KEY), 'east-first'), 'east-first\'s share');
     const seen = ticks;
-    await waitUntil(async () => ticks >= seen + 4); // judged, and a few ticks on: one host of one, no majority yet
+    await waitFor(() => ticks >= seen + 4, 'four engine ticks'); // judged, and a few ticks on: one host of one, no majority yet
     expect(alerts).toEqual([]);
     await bus.publish(TOPICS.hostInventory, ['east-a', 'east-b', 'east-c'].map((h) => envelopeMessage(inventory(h, '550.54.15'))));
-    await waitUntil(async () => alerts.some((a) => a.data.rule === 'version-drift'));
+    await waitFor(() => alerts.some((a) => a.data.rule === 'version-drift'), 'the drift alert');
     expect(alerts.map((a) => [a.host, a.data.rule, a.data.status])).toEqual([['east-first', 'version-drift', 'firing']]);
     // `gpualert replay` of the same inventories says the same.
     const lines = [inventory('east-first', '535.161.08'), ...['east-a', 'east-b', 'east-c'].map((h) => inventory(h, '550.54.15'))].map((e) => JSON.stringify(e));
@@ -118,13 +108,6 @@ describe('cluster-majority drift with one engine', () => {
   }, 30_000);
 });
 
-async function waitUntil(condition: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error('timed out');
-    await pause(25);
-  }
-}
 
 describe('training jobs in the store', () => {
   it("holds a job's fatal GPU fault once the batch that judged it is done, not only at the next tick", async () => {
@@ -142,12 +125,12 @@ describe('training jobs in the store', () => {
     await bus.publish(TOPICS.jobEvents, [envelopeMessage(newEnvelope({
       type: 'job.event', id: 'j-1', host: 'train-node', source: 'test', ts: at(1), data: { job: 'llm-1', kind: 'step', rank: 0, gpu: 0, step: 100, message: 'iteration 100' },
     }))]);
-    await waitUntil(async () => (await store.get(ENGINE_FLEET_KEY)) !== null);
+    await waitFor(async () => (await store.get(ENGINE_FLEET_KEY)) !== null, 'the training document');
     await bus.publish(TOPICS.kernelEvents, [envelopeMessage(newEnvelope({
       type: 'kernel.event', id: 'x-1', host: 'train-node', source: 'test', ts: at(2),
       data: { kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:4b:00): 79, GPU has fallen off the bus.', count: 1 },
     }))]);
-    await waitUntil(async () => alerts.some((a) => a.data.rule === 'job-gpu-fault'));
+    await waitFor(() => alerts.some((a) => a.data.rule === 'job-gpu-fault'), 'the job fault alert');
     await service.stop(); // what a crash right after the batch leaves
     const saved = JSON.parse((await store.get(ENGINE_FLEET_KEY))!) as { training: Record<string, { fault?: { gpu: number } }> };
     expect(saved.training['llm-1']?.fault).toMatchObject({ gpu: 0 });

@@ -1,4 +1,4 @@
-import { envelopeMessage, MemoryBus, partitionFor } from '@gpualert/bus';
+import { envelopeMessage, MemoryBus } from '@gpualert/bus';
 import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, loadRuleSet, newHostState } from '@gpualert/engine';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
@@ -8,34 +8,13 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ENGINE_INPUT_TOPICS, startEngineService } from './engine-service.ts';
 import { FleetShares } from './fleet-sharing.ts';
+import { hostsOn, inventory, PARTITIONS, T0 } from './fleet-fixtures.ts';
+import { waitFor } from '../../../test/infra/wait-for.ts';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();
 if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
 const log = createLogger({ name: 'test', level: 'silent' });
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const PARTITIONS = 4;
-const T0 = Date.parse('2026-11-30T08:00:00Z');
-
-function hostsOn(parity: 0 | 1, count: number, prefix: string): string[] {
-  const out: string[] = [];
-  for (let i = 0; out.length < count; i += 1) if (partitionFor(`${prefix}-${i}`, PARTITIONS) % 2 === parity) out.push(`${prefix}-${i}`);
-  return out;
-}
-
-const inventory = (host: string, driver: string, at = T0, id = `i-${host}`): Envelope => newEnvelope({
-  type: 'host.inventory', id, host, source: 'test', ts: new Date(at).toISOString(), labels: { cluster: 'east' },
-  data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
-});
-
-async function waitUntil(condition: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error('timed out');
-    await pause(25);
-  }
-}
-
 describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
   it('does not resolve a still-drifting host after its engine is given a new assignment', async () => {
     const bus = new MemoryBus({ partitions: PARTITIONS });
@@ -47,13 +26,13 @@ describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
     const engine = await startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engines', tickMs: 50, onTick: () => { ticks += 1; } });
     const ticksPass = async (n: number) => {
       const from = ticks;
-      await waitUntil(() => ticks >= from + n);
+      await waitFor(() => ticks >= from + n, `${n} engine ticks`);
     };
     // Every host on the partitions this engine keeps (the first member keeps the even ones).
     const [drifting, ...peers] = hostsOn(0, 5, 'east');
     await bus.publish(TOPICS.hostInventory, peers.map((h) => envelopeMessage(inventory(h, '550.54.15'))));
     await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08'))]);
-    await waitUntil(() => alerts.some((a) => a.host === drifting && a.data.rule === 'version-drift' && a.data.status === 'firing'));
+    await waitFor(() => alerts.some((a) => a.host === drifting && a.data.rule === 'version-drift' && a.data.status === 'firing'), 'the drift alert');
 
     // A second member joins the group (a new engine, a restart elsewhere): a new assignment, same hosts kept here.
     const other = await bus.consume({ group: 'engines', topics: [...ENGINE_INPUT_TOPICS], handler: async () => {} });
@@ -62,7 +41,7 @@ describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
     await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08', T0 + 600_000, `i-${drifting}-again`))]);
     const store = new MemoryStore({ data });
     // Judged: its saved state holds the second inventory's time.
-    await waitUntil(async () => (JSON.parse((await store.get(`engine:host:${drifting}`)) ?? '{}') as { inventory?: { at?: number } }).inventory?.at === T0 + 600_000);
+    await waitFor(async () => (JSON.parse((await store.get(`engine:host:${drifting}`)) ?? '{}') as { inventory?: { at?: number } }).inventory?.at === T0 + 600_000, 'the second inventory judged');
     await ticksPass(8); // a wrong resolve would come at one of these ticks
     expect(alerts.filter((a) => a.host === drifting && a.data.rule === 'version-drift').map((a) => a.data.status)).toEqual(['firing']);
     await Promise.all([engine.stop(), other.stop(), watch.stop()]);
@@ -183,7 +162,7 @@ describe('shares the store should not hold', () => {
     await store.hashSet(ENGINE_FLEET_SHARES_KEY, { ok: peer(90), hot: peer(1e9) });
     const { log, skippedLines } = capturedLog();
     const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', tickMs: 600_000 });
-    await waitUntil(() => skippedLines().length > 0); // its first refresh, at start
+    await waitFor(() => skippedLines().length > 0, 'the skipped-shares line'); // its first refresh, at start
     expect(skippedLines()[0]).toMatchObject({ key: ENGINE_FLEET_SHARES_KEY, skipped: 1, refused: 1 });
     await service.stop();
     await bus.close();
