@@ -119,11 +119,11 @@ export class SharedView {
   /**
    * Applies the shares the store holds now; a host gone from the store (forgotten), from a job or
    * from a cluster drops out, unless `keepMissing` (the store lost its data: they come back).
-   * `now`: the clock a share's time is checked against (Infinity: none is ahead); `unread`: fields
-   * the store holds that were not read (past the read bound), counted as left out.
+   * `now`: the clock a share's time is checked against (Infinity: none is ahead); `held`: how many
+   * fields the store holds, when it was read only in part (the rest are counted as left out).
    * Returns the clusters whose membership or versions changed: their owned hosts are judged again.
    */
-  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean, keepMissing = false, now = Date.now(), unread = 0): Set<string> {
+  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean, keepMissing = false, now = Date.now(), held?: number): Set<string> {
     const changed = new Set<string>();
     const round = (this.round += 1);
     const latest = now + MAX_EVENT_LEAD_MS;
@@ -132,7 +132,7 @@ export class SharedView {
     const order = hosts.length <= MAX_SHARED_HOSTS ? hosts : [...hosts.filter((host) => this.applied.has(host)), ...hosts.filter((host) => !this.applied.has(host))];
     let refused = 0;
     let taken = 0;
-    let beyond = unread;
+    let beyond = held === undefined ? 0 : held - hosts.length;
     for (const host of order) {
       const text = shares[host]!;
       const was = this.applied.get(host);

@@ -9,7 +9,7 @@ import type { StateStore } from '@gpualert/state';
 /** Fields of `engine:fleet:hosts` read at a tick: room for every host the view takes and as many refused. */
 const MAX_SHARES_READ = 2 * MAX_SHARED_HOSTS;
 /** Refreshes (2 s apart) with nothing left out before a new episode of skipped shares is said again. */
-const CLEAN_REFRESHES_TO_FORGET = 30;
+const QUIET_REFRESHES_TO_SAY_AGAIN = 30;
 
 export interface FleetSharesOptions {
   /** Where the line goes that says shares were left out (once while it lasts); none: not said. */
@@ -42,9 +42,8 @@ export class FleetShares {
   private readonly pending = new Set<string>();
   private trainingText: string | undefined;
   private readonly view = new SharedView();
-  /** Whether the shares being left out were said: once while it lasts, not at every tick. */
-  private skipping = false;
-  private cleanRefreshes = 0;
+  /** Refreshes in a row that left nothing out, since shares left out were last said. */
+  private quietRefreshes = QUIET_REFRESHES_TO_SAY_AGAIN;
 
   constructor(
     private readonly store: StateStore,
@@ -105,7 +104,7 @@ export class FleetShares {
     // their hosts. Their last shares stay in the view until they write them again, and the training
     // document is written again as well.
     if (lost) this.trainingText = undefined;
-    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns, lost, (this.options.now ?? Date.now)(), total - Object.keys(stored).length)) this.pending.add(cluster);
+    for (const cluster of this.view.apply(this.state.fleet, stored, this.owns, lost, (this.options.now ?? Date.now)(), total)) this.pending.add(cluster);
     this.noteSkipped();
     // A cluster one of this engine's own hosts joined or changed in: its other hosts' majority may have changed too.
     for (const cluster of this.engine.takeChangedClusters()) this.pending.add(cluster);
@@ -128,18 +127,17 @@ export class FleetShares {
   private noteSkipped(): void {
     const { beyond, refused } = this.view.skipped;
     if (beyond + refused === 0) {
-      // Said again only after a minute of clean refreshes: a share flipping each tick is one line, not one every other tick.
-      this.cleanRefreshes += 1;
-      if (this.cleanRefreshes >= CLEAN_REFRESHES_TO_FORGET) this.skipping = false;
-    } else {
-      this.cleanRefreshes = 0;
-      if (this.skipping) return;
-      this.skipping = true;
-      this.options.log?.warn({
-        key: ENGINE_FLEET_SHARES_KEY, skipped: beyond + refused, beyond, refused,
-        max_hosts: MAX_SHARED_HOSTS, max_share_chars: MAX_SHARE_CHARS, max_lead_ms: MAX_EVENT_LEAD_MS,
-      }, 'engine_fleet_shares_skipped');
+      this.quietRefreshes += 1;
+      return;
     }
+    // Said again only after a minute of refreshes with nothing left out: a share flipping each tick is one line, not one every other tick.
+    const due = this.quietRefreshes >= QUIET_REFRESHES_TO_SAY_AGAIN;
+    this.quietRefreshes = 0;
+    if (!due) return;
+    this.options.log?.warn({
+      key: ENGINE_FLEET_SHARES_KEY, skipped: beyond + refused, beyond, refused,
+      max_hosts: MAX_SHARED_HOSTS, max_share_chars: MAX_SHARE_CHARS, max_lead_ms: MAX_EVENT_LEAD_MS,
+    }, 'engine_fleet_shares_skipped');
   }
 
   /** The training jobs' document, written when it changed. */
