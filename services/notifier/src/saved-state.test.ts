@@ -5,7 +5,7 @@ import { createLogger } from '@gpualert/log';
 import { RoutesFile } from '@gpualert/notify';
 import { newEnvelope, parseEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startNotifier } from './notifier-service.ts';
 import { loadSilences, SILENCES_KEY } from './silences.ts';
 
@@ -23,9 +23,21 @@ const routes = RoutesFile.parse({
   },
 });
 
+/**
+ * The version-0 fixtures were saved at 2026-11-30T10:00Z, with a silence that ends at 12:00 and a
+ * group due at 10:05:40. The notifier reads them at 11:00 on the wall clock, whatever day the test
+ * runs: only Date is moved (it keeps advancing), timers are real.
+ */
+const SAVED_AT = Date.parse('2026-11-30T10:00:00.000Z');
+const READ_AT = SAVED_AT + 60 * 60_000;
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['Date'], now: READ_AT, shouldAdvanceTime: true });
+});
+
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
+  vi.useRealTimers();
 });
 
 async function start(store: MemoryStore) {
@@ -59,8 +71,8 @@ describe('the notifier starts from what gpualert saved before versions (version 
     const { notifier, lines, until, warnings } = await start(store);
     const sent = (r: NotificationData[]) => r.filter((n) => n.outcome === 'sent');
     const records = await until((r) => sent(r).length >= 4);
-    // The three notifications in flight went out, each once (a day on, the told maintenance group also repeats, as it should);
-    // then the waiting group (gpu-node-08) told its first.
+    // The three notifications in flight went out, each once; then the waiting group (gpu-node-08), due
+    // before the restart, told its first.
     const outbox = sent(records).filter((n) => n.reason !== 'repeat').filter((n) => n.reason === 'page' || n.fingerprints.includes('fp-maint') || (n.reason === 'first' && n.fingerprints.includes('fp-xid-79')));
     expect(outbox.map((n) => `${n.receiver}:${n.reason}:${n.fingerprints.join(',')}`).sort()).toEqual(['chat:first:fp-xid-79', 'pager:page:fp-xid-79', 'record:first:fp-maint']);
     expect(sent(records).some((n) => n.fingerprints.includes('fp-thermal-b'))).toBe(true);
