@@ -11,7 +11,7 @@ export interface KernelLogParserOptions {
   readonly gpuIndexByPci?: ReadonlyMap<string, number>;
   /** When the host booted (ms since the epoch), to turn `[uptime]` prefixes into wall time. */
   readonly bootTimeMs?: number;
-  /** The year syslog prefixes leave out. */
+  /** The year syslog prefixes leave out; by default each line's arrival year. */
   readonly referenceYear?: number;
   /** Lines of the same (kind, GPU, code) closer than this collapse into one event. */
   readonly burstGapMs?: number;
@@ -97,7 +97,8 @@ export class KernelLogParser {
   readonly stats: KernelLogStats = { lines: 0, events: 0, dropped: 0, collapsed: 0, futureDated: 0 };
   private readonly options: KernelLogParserOptions;
   private readonly gap: number;
-  private readonly year: number;
+  /** The arrival year last asked for, and the instants it spans: one Date a year, not one a line. */
+  private year = { year: 0, from: 0, until: -1 };
   private readonly maxDetails: number;
   private pending: Pending | undefined;
   private readonly bursts = new Map<string, Burst>();
@@ -111,14 +112,25 @@ export class KernelLogParser {
   constructor(options: KernelLogParserOptions) {
     this.options = options;
     this.gap = options.burstGapMs ?? 300;
-    this.year = options.referenceYear ?? new Date().getUTCFullYear();
     this.maxDetails = options.maxDetails ?? 40;
+  }
+
+  /**
+   * The UTC year a line arrived in: what a syslog date without a year is read in (a collector that
+   * runs through New Year reads January's lines in the new year, not the year it started in).
+   */
+  private yearOf(arrivalMs: number): number {
+    if (arrivalMs < this.year.from || arrivalMs > this.year.until) {
+      const year = new Date(arrivalMs).getUTCFullYear();
+      this.year = { year, from: Date.UTC(year, 0, 1), until: Date.UTC(year + 1, 0, 1) - 1 };
+    }
+    return this.year.year;
   }
 
   /** Feeds one raw line that arrived at `arrivalMs`; returns the events that closed. */
   push(raw: string, arrivalMs: number, position = this.stats.lines): ParsedKernelEvent[] {
     this.stats.lines += 1;
-    let line = stripPrefix(raw, this.year);
+    let line = stripPrefix(raw, this.options.referenceYear ?? this.yearOf(arrivalMs));
     if (line.partial) {
       if (this.partial) {
         if (this.partial.text.length < MAX_PARTIAL) this.partial.text = (this.partial.text + line.message).slice(0, MAX_PARTIAL);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { KernelLogParser } from './kernel-log-parser.ts';
 import { parseKernelLog } from './parse-kernel-log.ts';
 import { stripPrefix } from './strip-prefix.ts';
 import { shippedCatalog } from './test-catalog.ts';
@@ -127,6 +128,13 @@ describe('dates', () => {
     // the bug: 5975153 s of uptime on a host up for 1000 s was dated 69 days ahead
     const beyond = parseKernelLog(`[5975153.878190] ${MESSAGE}`, { catalog, bootTimeMs }, ARRIVAL).events;
     expect(beyond.map((e) => e.ts)).toEqual([new Date(ARRIVAL).toISOString()]);
+  });
+
+  it('a parser that runs through New Year reads January\'s syslog dates in the new year', () => {
+    const parser = new KernelLogParser({ catalog });
+    const before = parser.push(`Dec 31 23:59:00 worker4 kernel: ${MESSAGE}`, Date.parse('2026-12-31T23:59:01Z'));
+    const after = parser.push(`Jan  1 00:01:00 worker4 kernel: ${MESSAGE}`, Date.parse('2027-01-01T00:01:01Z'));
+    expect([...before, ...after, ...parser.flush()].map((e) => e.ts)).toEqual(['2026-12-31T23:59:00.000Z', '2027-01-01T00:01:00.000Z']);
   });
 
   it('a syslog date with no year that would land in the future is last year\'s', () => {
