@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CUT_MARK, cutBytes, cutChars, cutJsonBytes, wellFormed } from './truncate.ts';
 
 /** Runs per property: modest in CI, GPUALERT_FUZZ_RUNS for a long run. */
@@ -42,5 +42,64 @@ describe('cutting text at a vendor limit', () => {
       expect(Buffer.from(cut).toString('utf8')).toBe(cut);
       expect(Buffer.byteLength(JSON.stringify(cutJsonBytes(s, max)))).toBeLessThanOrEqual(max);
     }), { numRuns: RUNS });
+  });
+});
+
+/** What cutting did before pieces: every character of the whole text segmented, the longest prefix that fits kept. */
+function wholeTextCut(text: string, budget: number, size: (s: string) => number): string {
+  if (budget < 0) return '';
+  const clean = wellFormed(text);
+  let used = 0;
+  let end = 0;
+  for (const { segment, index } of new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(clean)) {
+    if (used + size(segment) > budget) break;
+    used += size(segment);
+    end = index + segment.length;
+  }
+  return `${clean.slice(0, end)}${CUT_MARK}`;
+}
+
+describe('a cut costs in proportion to its limit, not to the text', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** Counts the UTF-16 units handed to a grapheme segmenter while `cut` runs. */
+  function segmented(cut: () => string): { units: number; cut: string } {
+    let units = 0;
+    const real = Intl.Segmenter.prototype.segment;
+    vi.spyOn(Intl.Segmenter.prototype, 'segment').mockImplementation(function (this: Intl.Segmenter, input: string) {
+      units += input.length;
+      return real.call(this, input);
+    });
+    const result = cut();
+    vi.restoreAllMocks();
+    return { units, cut: result };
+  }
+
+  it('a 600,000-character group summary is segmented no further than about its limit (counted)', () => {
+    const line = 'gpu-node-0042 GPU 3: Xid 79 "GPU has fallen off the bus" \\ 温度 🔥👩‍👩‍👧🇯🇵\n';
+    const huge = line.repeat(Math.ceil(600_000 / line.length));
+    expect(huge.length).toBeGreaterThanOrEqual(600_000);
+    for (const [name, cut, limit] of [['cutChars', cutChars, 4_000], ['cutBytes', cutBytes, 20_000], ['cutJsonBytes', cutJsonBytes, 512 * 1024]] as const) {
+      const { units, cut: result } = segmented(() => cut(huge, limit));
+      expect(result.endsWith(CUT_MARK), name).toBe(true);
+      // It looked (the count sees segmentation), and no further than the limit and the pieces' overlaps.
+      expect(units, name).toBeGreaterThanOrEqual(Math.min(limit, huge.length) / 8);
+      expect(units, name).toBeLessThanOrEqual(limit * 1.25 + 1_024);
+    }
+  });
+
+  it('keeps exactly what segmenting the whole text keeps, across piece boundaries (flags, families, zalgo)', () => {
+    const long = fc.tuple(text, fc.constantFrom('🇯🇵', '👩‍👩‍👧', 'e\u0301'.repeat(300), 'a', '\r\n'), fc.integer({ min: 1, max: 400 }))
+      .map(([s, unit, n]) => (s + unit.repeat(n)).repeat(1 + (n % 3)));
+    fc.assert(fc.property(long, fc.integer({ min: 4, max: 3_000 }), (s, max) => {
+      const charsBudget = max - CUT_MARK.length;
+      const bytesBudget = max - Buffer.byteLength(CUT_MARK);
+      if (s.length > max) expect(cutChars(s, max)).toBe(wholeTextCut(s, charsBudget, (c) => c.length));
+      if (Buffer.byteLength(wellFormed(s)) > max) expect(cutBytes(s, max)).toBe(wholeTextCut(s, bytesBudget, (c) => Buffer.byteLength(c)));
+      const json = (c: string) => Buffer.byteLength(JSON.stringify(c)) - 2;
+      if (json(wellFormed(s)) > max - 2) expect(cutJsonBytes(s, max)).toBe(wholeTextCut(s, max - 2 - json(CUT_MARK), json));
+    }), { numRuns: Math.max(50, RUNS / 5) });
   });
 });
