@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { clockOffsetMs, shiftClock } from './infra/clock-ahead.mjs';
 
 /**
  * Debian's Chromium, headless, driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
@@ -79,6 +80,9 @@ export class Browser {
     await page.send('Runtime.enable');
     await page.send('Log.enable');
     await page.send('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: 1, mobile: false });
+    // Under the clock-ahead run the page reads the same shifted clock as the servers it talks to.
+    const offset = clockOffsetMs();
+    if (offset !== 0) await page.send('Page.addScriptToEvaluateOnNewDocument', { source: `(${shiftClock.toString()})(globalThis, ${offset});` });
     return page;
   }
 

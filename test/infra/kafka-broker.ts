@@ -121,6 +121,9 @@ export class KafkaBroker {
       // delete them under a running consumer. Keep everything for the broker's short life.
       'log.retention.ms=-1',
       'log.retention.bytes=-1',
+      // Under the clock-ahead run (test/infra/clock-ahead.mjs) our producers stamp records two years
+      // past the broker's own clock, which Kafka 4 refuses beyond an hour by default.
+      ...(process.env.GPUALERT_CLOCK_OFFSET_MS ? ['log.message.timestamp.after.max.ms=9223372036854775807'] : []),
       '',
     ].join('\n');
   }

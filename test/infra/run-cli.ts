@@ -36,7 +36,8 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = clean
 export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const key of Object.keys(env)) {
-    if (key.startsWith('GPUALERT_') || key === 'KAFKA_BROKERS' || key === 'REDIS_URL') delete env[key];
+    // GPUALERT_CLOCK_OFFSET_MS is the test run's own clock (test/infra/clock-ahead.mjs), not a setting: it stays.
+    if ((key.startsWith('GPUALERT_') && key !== 'GPUALERT_CLOCK_OFFSET_MS') || key === 'KAFKA_BROKERS' || key === 'REDIS_URL') delete env[key];
   }
   return { ...env, ...extra };
 }
