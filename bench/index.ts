@@ -13,6 +13,7 @@ import { benchJobLayer } from './job-layer.bench.ts';
 import { benchJobLog } from './job-log.bench.ts';
 import { benchKernel } from './kernel.bench.ts';
 import { benchNotifier } from './notifier.bench.ts';
+import { benchNotifierStorm } from './notifier-storm.bench.ts';
 import { benchTimeline } from './timeline.bench.ts';
 import { benchUsage } from './usage.bench.ts';
 
@@ -22,6 +23,7 @@ benches.console = benchConsole;
 benches['fleet-metrics'] = benchFleetMetrics;
 benches['fleet-shares'] = benchFleetShares;
 benches['job-layer'] = benchJobLayer;
+benches['notifier-storm'] = benchNotifierStorm;
 const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {
   if (only.length === 0 || only.includes(name)) await bench();

@@ -253,6 +253,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
    */
   const transact = <T>(work: () => Promise<T>): Promise<T> =>
     queue.run(async () => {
+      // A turn of the event loop before each step: on the in-process bus and store a storm's steps
+      // otherwise follow each other as one chain of microtasks, and nothing else in the process
+      // (probes, the API, the engine and intake of `gpualert up`) runs until the last has.
+      await new Promise((resolve) => setImmediate(resolve));
       try {
         return await work();
       } catch (error) {
