@@ -2,9 +2,9 @@ import type { KnownBlock } from '@slack/types';
 import { channelSettings, createChannel, RoutesFile, type AlertView, type Notification } from '@gpualert/notify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dingtalkResult } from '../packages/notify/src/channels/dingtalk.ts';
-import { feishuResult } from '../packages/notify/src/channels/feishu.ts';
+import { FEISHU_MAX_RESET_MS, feishuHttpFailure, feishuResult } from '../packages/notify/src/channels/feishu.ts';
 import { slackMessage } from '../packages/notify/src/channels/slack.ts';
-import { VendorReceivers } from './infra/vendor-receivers.ts';
+import { FEISHU_RESET_SECONDS, VendorReceivers } from './infra/vendor-receivers.ts';
 
 const SECRETS = {
   feishu: 'feishu-secret', dingtalk: 'SECdingtalk-secret', webhook: `whsec_${Buffer.from('webhook secret of thirty-two byte').toString('base64')}`,
@@ -71,6 +71,21 @@ describe('every channel against its vendor\'s published contract', () => {
       for (const r of received) expect(LONE.test(JSON.stringify(r.body).replace(/\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}/g, ''))).toBe(false);
     });
   }
+
+  it('feishu: a 429 from its gateway is retried after x-ogw-ratelimit-reset, not at once', async () => {
+    vendors.fail('feishu', '429', { count: 1 });
+    const result = await channel('feishu', CHANNELS[1]![1]()).send(notification([alert()]));
+    expect(result).toMatchObject({ ok: false, retriable: true, retryAfterMs: Number(FEISHU_RESET_SECONDS) * 1000 });
+    expect(await channel('feishu', CHANNELS[1]![1]()).send(notification([alert()]))).toEqual({ ok: true });
+    // Older APIs answer 400 with the same code; a plain 400 is no limit; the header is whole seconds, within a bound.
+    const headers = (reset: string | null) => ({ get: (name: string) => (name === 'x-ogw-ratelimit-reset' ? reset : null) });
+    const limited = JSON.stringify({ code: 99991400, msg: 'request trigger frequency limit' });
+    expect(feishuHttpFailure(400, limited, headers('7'))).toMatchObject({ retriable: true, retryAfterMs: 7_000 });
+    expect(feishuHttpFailure(400, '{"code":9499,"msg":"Bad Request"}', headers('7'))).toMatchObject({ retriable: false });
+    expect(feishuHttpFailure(400, 'not json', headers('7'))).toMatchObject({ retriable: false });
+    expect(feishuHttpFailure(429, limited, headers('99999999'))).toMatchObject({ retryAfterMs: FEISHU_MAX_RESET_MS });
+    for (const junk of ['-1', '1e3', '', 'soon', null]) expect(feishuHttpFailure(429, limited, headers(junk))).not.toHaveProperty('retryAfterMs');
+  });
 
   it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {
     const message = slackMessage(notification([nasty(0)]));

@@ -4,6 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import { close, listen } from './http.ts';
 
 export type Failure = '500' | '429' | 'body-error' | 'slow';
+/** What the loopback Feishu's 429 puts in `x-ogw-ratelimit-reset`. */
+export const FEISHU_RESET_SECONDS = '52';
 
 export interface Received {
   readonly vendor: string;
@@ -143,6 +145,8 @@ export class VendorReceivers {
       }
       if (failure.kind === '429') {
         this.refusals.push({ vendor, status: 429, at: Date.now() });
+        // Feishu's gateway says how long in its own header, with no Retry-After (its frequency-control page).
+        if (vendor === 'feishu') return { status: 429, body: { code: 99991400, msg: 'request trigger frequency limit' }, headers: { 'x-ogw-ratelimit-limit': '100', 'x-ogw-ratelimit-reset': FEISHU_RESET_SECONDS } };
         return { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } };
       }
       if (failure.kind === 'slow') await new Promise((r) => setTimeout(r, 15_000));

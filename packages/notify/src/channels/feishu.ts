@@ -16,6 +16,43 @@ export const FEISHU_TEXT_MAX_BYTES = 19 * 1024;
 /** Feishu's rate limit (11232, about 100/min and 5/s per bot): a minute clears it. Same source. */
 export const FEISHU_RATE_LIMITED_RETRY_MS = 60_000;
 
+/** The longest wait taken from Feishu's `x-ogw-ratelimit-reset` (its windows are a minute or a second; a larger value is not believed past this). */
+export const FEISHU_MAX_RESET_MS = 60 * 60_000;
+/** Feishu's gateway code for "request trigger frequency limit" (on a 429, or a 400 from older APIs). */
+const GATEWAY_RATE_LIMITED = 99991400;
+
+/**
+ * How long Feishu's gateway says its limit lasts: `x-ogw-ratelimit-reset`, whole seconds (at most
+ * FEISHU_MAX_RESET_MS); undefined when absent or not a number.
+ * Source: https://open.feishu.cn/document/server-docs/api-call-guide/frequency-control ("x-ogw-ratelimit-reset: 52 //Recovery period for limit, unit: second";
+ * "wait the number of seconds specified in x-ogw-ratelimit-reset, then retry")
+ */
+export function feishuResetMs(value: string | null): number | undefined {
+  const seconds = value?.trim();
+  if (seconds === undefined || !/^\d{1,9}$/.test(seconds)) return undefined;
+  return Math.min(Number(seconds) * 1000, FEISHU_MAX_RESET_MS);
+}
+
+/**
+ * An answer other than 2xx: a gateway rate limit (HTTP 429, or 400 with code 99991400) is retried
+ * after `x-ogw-ratelimit-reset` when Feishu gives it; the rest as any HTTP failure.
+ */
+export function feishuHttpFailure(status: number, body: string, headers: { get(name: string): string | null }): DeliveryResult {
+  const failure = httpFailure(status, body, headers.get('retry-after'));
+  const reset = feishuResetMs(headers.get('x-ogw-ratelimit-reset'));
+  const limited = status === 429 || (status === 400 && gatewayCode(body) === GATEWAY_RATE_LIMITED);
+  if (failure.ok || !limited) return failure;
+  return { ok: false, retriable: true, error: failure.error, ...(reset !== undefined ? { retryAfterMs: reset } : failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}) };
+}
+
+function gatewayCode(body: string): unknown {
+  try {
+    return (JSON.parse(body) as { code?: unknown } | null)?.code;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Feishu/Lark's signature: base64(HMAC-SHA256 keyed with `timestamp + "\n" + secret` over nothing). */
 export function feishuSign(timestampSeconds: number, secret: string): string {
   return createHmac('sha256', `${timestampSeconds}\n${secret}`).update('').digest('base64');
@@ -48,9 +85,12 @@ export function feishuChannel(settings: { url: string; secret?: string }, now: (
       try {
         const response = await postJson(settings.url, body, {}, signal);
         const answerText = await response.text();
-        if (!response.ok) return httpFailure(response.status, answerText, response.headers.get('retry-after'));
+        if (!response.ok) return feishuHttpFailure(response.status, answerText, response.headers);
         const answer = JSON.parse(answerText || '{}') as { code?: number; msg?: string; StatusCode?: number };
-        return feishuResult(answer.code ?? answer.StatusCode ?? 0, answer.msg ?? '');
+        const result = feishuResult(answer.code ?? answer.StatusCode ?? 0, answer.msg ?? '');
+        // The message service's own limit (11232) waits a minute, or what the gateway says when it says.
+        const reset = feishuResetMs(response.headers.get('x-ogw-ratelimit-reset'));
+        return !result.ok && result.retriable && reset !== undefined ? { ...result, retryAfterMs: reset } : result;
       } catch (error) {
         return networkFailure(error);
       }
