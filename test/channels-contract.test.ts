@@ -87,6 +87,21 @@ describe('every channel against its vendor\'s published contract', () => {
     for (const junk of ['-1', '1e3', '', 'soon', null]) expect(feishuHttpFailure(429, limited, headers(junk))).not.toHaveProperty('retryAfterMs');
   });
 
+  it('pagerduty: 600 KB of evidence pages within its 512 KB, keeping the first lines and saying how many were cut', async () => {
+    const line = (i: number) => `[${i}] NVRM: Xid (PCI:0000:3a:00): 79, pid=1, GPU has fallen off the bus. ${'x'.repeat(900)}`;
+    const evidence = Array.from({ length: 640 }, (_, i) => line(i));
+    expect(Buffer.byteLength(JSON.stringify(evidence))).toBeGreaterThan(600_000);
+    const before = vendors.of('pagerduty').length;
+    expect(await channel('pagerduty', CHANNELS[4]![1]()).send(notification([alert({ evidence })]))).toEqual({ ok: true });
+    const [event] = vendors.of('pagerduty').slice(before) as { body: { payload: { custom_details: { evidence: string[] } } } }[];
+    const size = Buffer.byteLength(JSON.stringify(event!.body));
+    expect(size).toBeLessThanOrEqual(512 * 1024);
+    expect(size).toBeGreaterThan(500 * 1024); // as much as fits, not a token 64 KB
+    const sent = event!.body.payload.custom_details.evidence;
+    expect(sent.slice(0, -1)).toEqual(evidence.slice(0, sent.length - 1));
+    expect(sent.at(-1)).toBe(`… ${evidence.length - sent.length + 1} of 640 evidence lines cut to keep the event within PagerDuty's 512 KB`);
+  });
+
   it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {
     const message = slackMessage(notification([nasty(0)]));
     const blocks: KnownBlock[] = message.blocks; // compile-time check against @slack/types

@@ -17,6 +17,35 @@ export const PAGERDUTY_FIELD_MAX_CHARS = 255;
 /** The severities Events v2 accepts. Same source. */
 export const PAGERDUTY_SEVERITIES = ['critical', 'error', 'warning', 'info'] as const;
 
+const eventBytes = (event: unknown) => Buffer.byteLength(JSON.stringify(event));
+
+/**
+ * Within 512 KB, never by dropping the page: the evidence gives way first, from its last line, and
+ * a last line says how many were cut and why; if the rest of the details are still too large, they
+ * go as one cut JSON text. The evidence kept is found by halving (about 20 sizings of the event).
+ */
+export function fitEvent(event: { payload: { custom_details: unknown } }, evidence: readonly string[]): void {
+  if (eventBytes(event) <= PAGERDUTY_EVENT_MAX_BYTES) return;
+  const details = event.payload.custom_details as Record<string, unknown>;
+  const withLines = (kept: number) => ({
+    ...details,
+    evidence: [...evidence.slice(0, kept), `… ${evidence.length - kept} of ${evidence.length} evidence lines cut to keep the event within PagerDuty's 512 KB`],
+  });
+  const fits = (kept: number) => eventBytes({ ...event, payload: { ...event.payload, custom_details: withLines(kept) } }) <= PAGERDUTY_EVENT_MAX_BYTES;
+  if (fits(0)) {
+    let low = 0;
+    let high = evidence.length - 1;
+    while (low < high) {
+      const mid = Math.ceil((low + high) / 2);
+      if (fits(mid)) low = mid;
+      else high = mid - 1;
+    }
+    event.payload.custom_details = withLines(low);
+    return;
+  }
+  event.payload.custom_details = { truncated: cutChars(JSON.stringify(withLines(0)), 64 * 1024) };
+}
+
 /**
  * PagerDuty Events API v2: one event per alert, `dedup_key` = the alert's fingerprint, so a
  * second fault pages again and a repeat of the same fault updates its incident. 202 ok, 400
@@ -46,10 +75,7 @@ export function pagerdutyChannel(settings: { url: string; routing_key: string },
             custom_details: { action: alert.action, evidence: alert.evidence, labels: alert.labels, ...(r?.errors.length ? { template_errors: r.errors } : {}) } as unknown,
           },
         };
-        // Within 512 KB: the details give way first (as one cut JSON text), never the page itself.
-        if (Buffer.byteLength(JSON.stringify(event)) > PAGERDUTY_EVENT_MAX_BYTES) {
-          event.payload.custom_details = { truncated: cutChars(JSON.stringify(event.payload.custom_details), 64 * 1024) };
-        }
+        fitEvent(event, alert.evidence);
         let result: DeliveryResult;
         try {
           const response = await postJson(settings.url, event, {}, signal);
