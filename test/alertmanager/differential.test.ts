@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../infra/wait-for.ts';
 import { relocatedAlertmanager } from './debian-tool.ts';
-import { startGpualertNotifier, startToolOnFreePort, tempDir, TOKEN, WebhookSink, type Delivery } from './harness.ts';
+import { amtool, startGpualertNotifier, startToolOnFreePort, tempDir, TOKEN, WebhookSink, type Delivery } from './harness.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -73,6 +73,20 @@ receivers:
 `;
 }
 
+/** Debian's Alertmanager 0.25 with this configuration on a loopback port, ready; its URL. */
+async function startAlertmanager(yaml: string): Promise<string> {
+  const dir = tempDir('alertmanager');
+  writeFileSync(join(dir, 'alertmanager.yml'), yaml);
+  const { binary, cwd } = relocatedAlertmanager();
+  const { tool: alertmanager, port } = await startToolOnFreePort(binary, (free) => [
+    `--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, '--cluster.listen-address=', `--web.listen-address=127.0.0.1:${free}`,
+  ], cleanups, cwd);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.ok === true || alertmanager.exitCode !== null, 'Alertmanager', 30_000);
+  expect(alertmanager.exitCode, alertmanager.output()).toBeNull();
+  return url;
+}
+
 /** What was delivered, timing aside: (receiver, group labels, alert, firing/resolved) as one line each. */
 function delivered(deliveries: readonly Delivery[]): string[] {
   const lines = new Set<string>();
@@ -101,15 +115,7 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     await ourSink.start();
     cleanups.push(() => amSink.stop(), () => ourSink.stop());
 
-    const dir = tempDir('alertmanager');
-    writeFileSync(join(dir, 'alertmanager.yml'), config(amSink.base, window));
-    const { binary, cwd } = relocatedAlertmanager();
-    const { tool: alertmanager, port: amPort } = await startToolOnFreePort(binary, (port) => [
-      `--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, '--cluster.listen-address=', `--web.listen-address=127.0.0.1:${port}`,
-    ], cleanups, cwd);
-    const am = `http://127.0.0.1:${amPort}`;
-    await waitFor(async () => (await fetch(`${am}/-/ready`).catch(() => undefined))?.ok === true || alertmanager.exitCode !== null, 'Alertmanager', 30_000);
-    expect(alertmanager.exitCode, alertmanager.output()).toBeNull();
+    const am = await startAlertmanager(config(amSink.base, window));
     const { base: ours } = await startGpualertNotifier(config(ourSink.base, window), cleanups);
 
     const both = async (path: string, body: unknown) => {
@@ -167,5 +173,39 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     // Muted in Tokyo's night (or day), silenced: neither ever reached a receiver.
     expect(ours_.filter((l) => l.includes('NightJob') || l.includes('Quiet'))).toEqual([]);
     expect(ourSink.deliveries.filter((d) => d.path !== '/slack').every((d) => d.body.version === '4')).toBe(true);
+  });
+
+  it("take amtool's alert add and silence update as Alertmanager does: the start set to now, no made-up summary, the alertname, the silence's id kept", async () => {
+    const sink = new WebhookSink();
+    await sink.start();
+    cleanups.push(() => sink.stop());
+    const yaml = `route:\n  receiver: default\n  group_by: [alertname]\nreceivers:\n- name: default\n  webhook_configs: [{ url: '${sink.base}/default' }]\n`;
+    const systems = [['Alertmanager', await startAlertmanager(yaml)], ['gpualert', (await startGpualertNotifier(yaml, cleanups)).base]] as const;
+    const seen: Record<string, unknown>[] = [];
+    for (const [name, base] of systems) {
+      const before = Date.now();
+      // amtool sends Go's zero time as startsAt and no annotations.
+      const added = amtool(base, ['alert', 'add', 'alertname=AmtoolAdded', 'instance=gpu-9:9400']);
+      expect(added.code, `${name}: ${added.out}`).toBe(0);
+      let alert: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string } | undefined;
+      await waitFor(async () => {
+        const list = (await (await fetch(`${base}/api/v2/alerts`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as NonNullable<typeof alert>[];
+        alert = list.find((a) => a.labels.alertname === 'AmtoolAdded');
+        return alert !== undefined;
+      }, `${name}: the alert amtool added`, 30_000);
+      expect(Date.parse(alert!.startsAt), `${name} startsAt ${alert!.startsAt}`).toBeGreaterThanOrEqual(before - 1_000);
+      seen.push({ labels: alert!.labels, annotations: alert!.annotations });
+
+      const created = amtool(base, ['silence', 'add', 'alertname=AmtoolAdded', '--comment=first', '--author=bo', '--duration=1h']);
+      expect(created.code, `${name}: ${created.out}`).toBe(0);
+      const id = created.out.trim();
+      const updated = amtool(base, ['silence', 'update', id, '--comment=second']);
+      expect(updated.code, `${name}: ${updated.out}`).toBe(0);
+      const silences = JSON.parse(amtool(base, ['silence', 'query', '-o', 'json']).out) as { id: string; comment: string; status: { state: string } }[];
+      // An active silence whose matchers and start stay is changed in place: its id is kept.
+      expect(silences.filter((x) => x.status.state === 'active').map((x) => [x.id, x.comment]), name).toEqual([[id, 'second']]);
+    }
+    expect(seen[1]).toEqual(seen[0]);
+    expect(seen[0]).toEqual({ labels: { alertname: 'AmtoolAdded', instance: 'gpu-9:9400' }, annotations: {} });
   });
 });

@@ -7,7 +7,7 @@ import {
 import { Envelope, newEnvelope, stableId, TOPICS, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
-import { addSilence, expireSilence, loadSilences, SilenceError } from './silences.ts';
+import { addSilence, canUpdateInPlace, expireSilence, loadSilences, SilenceError, updateSilence } from './silences.ts';
 
 /**
  * Alertmanager's v2 HTTP API (api/v2/openapi.yaml) over gpualert's own pieces: alerts pushed by
@@ -42,16 +42,22 @@ export function labelsFingerprint(labels: Readonly<Record<string, string>>): str
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
+/** Go's zero time.Time, 0001-01-01T00:00:00Z: what a Go client sends for a time it leaves unset. */
+const GO_ZERO_TIME = Date.parse('0001-01-01T00:00:00Z');
+
 /** One pushed alert as an envelope, or one line saying why not. `endsAt` at or before now resolves it. */
 export function alertEnvelope(alert: PostableAlert, now: number): EnvelopeOf<'alert'> | string {
   const labels = Object.create(null) as Record<string, string>;
   for (const [k, v] of Object.entries(alert.labels)) labels[k] = v;
   if (Object.keys(labels).length === 0) return 'an alert needs at least one label';
-  const starts = alert.startsAt ? Date.parse(alert.startsAt) : now;
+  const given = alert.startsAt ? Date.parse(alert.startsAt) : GO_ZERO_TIME;
   const ends = alert.endsAt ? Date.parse(alert.endsAt) : Number.NaN;
-  if (alert.startsAt && Number.isNaN(starts)) return `startsAt ${JSON.stringify(alert.startsAt.slice(0, 40))} is not a date`;
+  if (alert.startsAt && Number.isNaN(given)) return `startsAt ${JSON.stringify(alert.startsAt.slice(0, 40))} is not a date`;
   if (alert.endsAt && Number.isNaN(ends) && !alert.endsAt.startsWith('0001-01-01')) return `endsAt ${JSON.stringify(alert.endsAt.slice(0, 40))} is not a date`;
-  const resolved = !Number.isNaN(ends) && ends > 0 && ends <= now;
+  const endsGiven = !Number.isNaN(ends) && ends > GO_ZERO_TIME;
+  // No start, or Go's zero time (what `amtool alert add` sends): the end when one is given, else now (api/v2/api.go).
+  const starts = given > GO_ZERO_TIME ? given : endsGiven ? ends : now;
+  const resolved = endsGiven && ends <= now;
   const fingerprint = `am-${labelsFingerprint(labels)}`;
   const annotations = alert.annotations ?? {};
   const instance = labels.instance ?? '';
@@ -64,8 +70,8 @@ export function alertEnvelope(alert: PostableAlert, now: number): EnvelopeOf<'al
       fingerprint, status: resolved ? 'resolved' as const : 'firing' as const, severity: SEVERITY.get((labels.severity ?? '').toLowerCase()) ?? 'warning',
       category: 'other' as const, rule: name, summary: annotations.summary ?? annotations.description ?? name,
       ...(annotations.description ? { description: annotations.description } : {}),
-      // Every annotation as sent (runbook_url, dashboard…): webhooks, templates and GET /api/v2/alerts show them all.
-      ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+      // Every annotation as sent (runbook_url, dashboard…), none when none was: webhooks, templates and GET /api/v2/alerts show them as they came.
+      annotations,
       starts_at: new Date(starts).toISOString(), ...(resolved ? { ends_at: new Date(ends).toISOString() } : {}),
       evidence: alert.generatorURL ? [alert.generatorURL.slice(0, 2048)] : [],
     },
@@ -133,7 +139,10 @@ export async function listSilences(store: StateStore, filter: readonly string[],
   return { status: 200, body: out };
 }
 
-/** `POST /api/v2/silences`: a new silence, or (with an id) the old one expired and replaced, as amtool's update does. */
+/**
+ * `POST /api/v2/silences`: a new silence; with an id, that silence changed in place where
+ * Alertmanager would (the same matchers, an active one's start kept), else expired and replaced.
+ */
 export async function postSilence(store: StateStore, body: unknown, now: number): Promise<{ status: number; body: unknown }> {
   const parsed = PostableSilence.safeParse(body);
   if (!parsed.success) {
@@ -148,11 +157,18 @@ export async function postSilence(store: StateStore, body: unknown, now: number)
     if (typeof matcher === 'string') return { status: 400, body: `matcher ${m.name}: ${matcher}` };
     matchers.push(formatMatcher(matcher));
   }
-  const startsAt = Math.max(Date.parse(b.startsAt), now);
+  const askedStart = Date.parse(b.startsAt);
   const endsAt = Date.parse(b.endsAt);
-  if (Number.isNaN(startsAt) || Number.isNaN(endsAt)) return { status: 400, body: 'startsAt and endsAt must be RFC 3339 times' };
-  if (endsAt <= startsAt) return { status: 400, body: 'end time must not be before start time, nor in the past' };
+  if (Number.isNaN(askedStart) || Number.isNaN(endsAt)) return { status: 400, body: 'startsAt and endsAt must be RFC 3339 times' };
   try {
+    // `amtool silence update` of a silence Alertmanager may change in place keeps its id there: here too.
+    const existing = b.id ? (await loadSilences(store))[b.id] : undefined;
+    if (existing && canUpdateInPlace(existing, { matchers, startsAt: askedStart, endsAt }, now)) {
+      const updated = await updateSilence(store, existing, { matchers, durationMs: endsAt - askedStart, startsAt: askedStart, createdBy: b.createdBy, comment: b.comment }, now);
+      return { status: 200, body: { silenceID: updated.id } };
+    }
+    const startsAt = Math.max(askedStart, now);
+    if (endsAt <= startsAt) return { status: 400, body: 'end time must not be before start time, nor in the past' };
     const silence = await addSilence(store, { matchers, durationMs: endsAt - startsAt, startsAt, createdBy: b.createdBy, comment: b.comment }, now);
     if (b.id) await expireSilence(store, b.id, now);
     return { status: 200, body: { silenceID: silence.id } };

@@ -74,3 +74,24 @@ export async function expireSilence(store: StateStore, id: string, now: number):
   }
   return silence;
 }
+
+/**
+ * Whether Alertmanager would change this silence in place rather than expire it and make a new one
+ * (silence/silence.go, canUpdate): the same matchers, and by its state now: an active one keeps its
+ * start and may not end in the past, a pending one may not start in the past, an expired one never.
+ */
+export function canUpdateInPlace(existing: Silence, next: { readonly matchers: readonly string[]; readonly startsAt: number; readonly endsAt: number }, now: number): boolean {
+  if (existing.matchers.length !== next.matchers.length || existing.matchers.some((m, i) => m !== next.matchers[i])) return false;
+  if (existing.expiredAt !== undefined || existing.endsAt <= now) return false;
+  if (existing.startsAt > now) return next.startsAt >= now;
+  return next.startsAt === existing.startsAt && next.endsAt >= now;
+}
+
+/** Changes a silence in place, keeping its id (the caller checked `canUpdateInPlace`); validated as a new one is. */
+export async function updateSilence(store: StateStore, existing: Silence, input: NewSilence, now: number): Promise<Silence> {
+  const checked = checkSilence(input, now);
+  if (!checked.ok) throw new SilenceError(checked.error);
+  const silence: Silence = { ...existing, ...checked.value, id: existing.id };
+  await store.hashSet(SILENCES_KEY, { [silence.id]: encodeSilence(silence) });
+  return silence;
+}
