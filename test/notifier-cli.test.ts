@@ -97,6 +97,23 @@ describe('gpualert notifier and silences from the command line', () => {
     expect(noEnd.stderr).toMatch(/required option '--for <duration>'/);
   });
 
+  it('says how many firing alerts a silence matches, and makes one that reaches across hosts only with --force', async () => {
+    const keyPrefix = `${uniqueName('silence')}:`;
+    const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: keyPrefix });
+    const store = new RedisStore({ url: inject('redisUrl'), prefix: keyPrefix });
+    await store.hashSet('notifier:firing', Object.fromEntries(['h1', 'h2', 'h3'].map((h) => [`fp-${h}`, JSON.stringify({ version: 1, labels: { host: h, alertname: 'GpuHot' } })])));
+    await store.close();
+    const one = await runCli(['silence', 'add', '--match', 'host=h1', '--for', '1h', '--comment', 'swap', '--author', 'ana'], { env });
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stdout).toMatch(/\(matches 1 of 3 firing alerts on 1 host\)\n$/);
+    const broad = await runCli(['silence', 'add', '--match', 'host=~.+', '--for', '1h', '--comment', 'storm', '--author', 'ana'], { env });
+    expect([broad.code, broad.stderr.trim().split('\n').length]).toEqual([2, 1]);
+    expect(broad.stderr).toMatch(/this silence matches 3 of 3 firing alerts on 3 hosts: .* \(--force/);
+    const forced = await runCli(['silence', 'add', '--match', 'host=~.+', '--for', '1h', '--comment', 'storm', '--author', 'ana', '--force'], { env });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect((await runCli(['silence', 'list'], { env })).stdout.trim().split('\n')).toHaveLength(2);
+  });
+
   it('refuses a silence that is endless, matches everything or runs a non-RE2 regex: exit 2, one line, nothing stored', async () => {
     const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: `${uniqueName('silence')}:` });
     const attempts: [string[], RegExp][] = [

@@ -254,6 +254,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .requiredOption('--for <duration>', 'how long, e.g. 2h')
     .requiredOption('--comment <text>', 'why')
     .option('--author <name>', 'who (default: the user)')
+    .option('--force', 'make it even if it matches more than half of the firing alerts, on more than one host')
     .action(run(silenceAdd));
   withCommonOptions(silence.command('list').description('every silence, active, pending and expired')).action(run(silenceList));
   withCommonOptions(silence.command('expire').description('end a silence now').argument('<id>')).action(run(silenceExpire));

@@ -14,6 +14,7 @@ export { feishuSign } from './channels/feishu.ts';
 export { dingtalkSign } from './channels/dingtalk.ts';
 export { alertmanagerPayload, signWebhook } from './channels/webhook.ts';
 export * from './silence-check.ts';
+export * from './silence-reach.ts';
 export { CompiledTemplate, TemplateError, TemplateSet } from './go-template.ts';
 export { templateData, annotationsOf } from './go-template-data.ts';
 export { renderFields, TEMPLATE_FIELDS, defaultTemplateSet } from './receiver-templates.ts';

@@ -7,7 +7,8 @@ import {
 import { Envelope, newEnvelope, stableId, TOPICS, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
-import { addSilence, canUpdateInPlace, expireSilence, loadSilences, SilenceError, updateSilence } from './silences.ts';
+import { makeSilence } from './silence-guard.ts';
+import { canUpdateInPlace, expireSilence, loadSilences, SilenceError, updateSilence } from './silences.ts';
 
 /**
  * Alertmanager's v2 HTTP API (api/v2/openapi.yaml) over gpualert's own pieces: alerts pushed by
@@ -109,6 +110,8 @@ const PostableSilence = z.object({
   endsAt: z.string(),
   createdBy: z.string(),
   comment: z.string(),
+  /** gpualert's own: make a silence that reaches more than half of what is firing, across hosts (silence-guard.ts). */
+  force: z.boolean().optional(),
 });
 
 function apiMatchers(texts: readonly string[]) {
@@ -169,7 +172,7 @@ export async function postSilence(store: StateStore, body: unknown, now: number)
     }
     const startsAt = Math.max(askedStart, now);
     if (endsAt <= startsAt) return { status: 400, body: 'end time must not be before start time, nor in the past' };
-    const silence = await addSilence(store, { matchers, durationMs: endsAt - startsAt, startsAt, createdBy: b.createdBy, comment: b.comment }, now);
+    const { silence } = await makeSilence(store, { matchers, durationMs: endsAt - startsAt, startsAt, createdBy: b.createdBy, comment: b.comment }, now, b.force === true);
     if (b.id) await expireSilence(store, b.id, now);
     return { status: 200, body: { silenceID: silence.id } };
   } catch (error) {

@@ -9,7 +9,8 @@ import type { RoutesFile } from '@gpualert/notify';
 import {
   alertQuery, deleteSilence, getSilence, listAlertGroups, listAlerts, listSilences, MAX_ALERTS_BODY_BYTES, postAlerts, postSilence, receivers, status, type NotifierView,
 } from './alertmanager-api.ts';
-import { addSilence, expireSilence, loadSilences, SilenceError } from './silences.ts';
+import { makeSilence } from './silence-guard.ts';
+import { expireSilence, loadSilences, SilenceError } from './silences.ts';
 import { GpualertError } from '@gpualert/schema';
 import type { FleetSource } from '@gpualert/schema';
 import { consoleRoute, serveConsole } from './console/console-http.ts';
@@ -82,6 +83,8 @@ const SilenceBody = z.object({
   duration_seconds: z.number({ error: 'duration_seconds must be a number of seconds' }),
   created_by: z.string({ error: 'created_by must be a non-empty string' }),
   comment: z.string({ error: 'comment must be a non-empty string' }),
+  /** Make it even when it reaches more than half of what is firing, across hosts (silence-guard.ts). */
+  force: z.boolean({ error: 'force must be true or false' }).optional(),
 });
 
 class BodyTooLarge extends Error {}
@@ -206,8 +209,8 @@ export function createNotifierServer(
         }
         try {
           const b = body.data;
-          const silence = await addSilence(store, { matchers: b.matchers, durationMs: b.duration_seconds * 1000, createdBy: b.created_by, comment: b.comment }, Date.now());
-          return send(201, silence);
+          const { silence, reach } = await makeSilence(store, { matchers: b.matchers, durationMs: b.duration_seconds * 1000, createdBy: b.created_by, comment: b.comment }, Date.now(), b.force === true);
+          return send(201, { ...silence, reach });
         } catch (error) {
           if (error instanceof SilenceError) return send(400, { error: 'invalid_silence', message: error.message });
           throw error;

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { checkSilence, DEFAULT_ROUTES, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
+import { checkSilence, DEFAULT_ROUTES, describeReach, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
 import { storeFleetSource } from '@gpualert/engine';
-import { addSilence, checkNotifierToken, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
+import { checkNotifierToken, makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
 import { formatRuleError } from '@gpualert/rules';
 import { RedisStore, type StateStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
@@ -86,8 +86,8 @@ export async function silenceAdd(options: Options): Promise<number> {
   if (!checked.ok) throw new CliError(`gpualert silence add: ${checked.error}`);
   const store = sharedStore(options, 'silence add');
   try {
-    const silence = await addSilence(store, input, Date.now());
-    process.stdout.write(`${silence.id}  until ${new Date(silence.endsAt).toISOString()}  ${silence.matchers.join(' ')}  by ${silence.createdBy}: ${silence.comment}\n`);
+    const { silence, reach } = await makeSilence(store, input, Date.now(), options.force === true);
+    process.stdout.write(`${silence.id}  until ${new Date(silence.endsAt).toISOString()}  ${silence.matchers.join(' ')}  by ${silence.createdBy}: ${silence.comment}  (${describeReach(reach)})\n`);
     return EXIT.ok;
   } catch (error) {
     throw new CliError(`gpualert silence add: ${(error as Error).message}`);

@@ -1,0 +1,48 @@
+import { checkSilence, describeReach, silenceMatchers, silenceReach, tooBroad, type Silence, type SilenceReach } from '@gpualert/notify';
+import type { StateStore } from '@gpualert/state';
+import { FIRING_KEY } from './notifier-state-store.ts';
+import { addSilence, SilenceError, type NewSilence } from './silences.ts';
+
+/** At most this many firing alerts are read to judge a silence's reach (a larger set is judged on these). */
+export const MAX_FIRING_JUDGED = 100_000;
+/** Entries read between two turns of the event loop: the API's process keeps answering. */
+const PER_TURN = 5_000;
+
+/** The firing alerts' labels as the notifiers saved them (`notifier:firing`); an entry that does not read as labels is passed over. */
+export async function firingLabels(store: StateStore): Promise<Record<string, string>[]> {
+  const { fields } = await store.hashGetSome(FIRING_KEY, MAX_FIRING_JUDGED);
+  const out: Record<string, string>[] = [];
+  let read = 0;
+  for (const text of Object.values(fields)) {
+    if (++read % PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    let entry: unknown;
+    try {
+      entry = JSON.parse(text);
+    } catch {
+      continue;
+    }
+    const labels = (entry as { labels?: unknown } | null)?.labels;
+    if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) continue;
+    const clean = Object.create(null) as Record<string, string>;
+    for (const [name, value] of Object.entries(labels)) if (typeof value === 'string') clean[name] = value;
+    out.push(clean);
+  }
+  return out;
+}
+
+/**
+ * A new silence from a person (the CLI, the API, the console), told how many firing alerts it
+ * matches, and refused when it reaches more than half of them across hosts unless `force`
+ * (@gpualert/notify's silence-reach.ts says why).
+ */
+export async function makeSilence(store: StateStore, input: NewSilence, now: number, force = false): Promise<{ silence: Silence; reach: SilenceReach }> {
+  const checked = checkSilence(input, now);
+  if (!checked.ok) throw new SilenceError(checked.error);
+  const matchers = silenceMatchers(checked.value.matchers);
+  if (!matchers) throw new SilenceError('a matcher of this silence does not parse');
+  const reach = silenceReach(matchers, await firingLabels(store));
+  if (tooBroad(reach) && !force) {
+    throw new SilenceError(`this silence ${describeReach(reach)}: more than half of what is firing, on more than one host; make it with force (--force, "force": true) if that is meant`);
+  }
+  return { silence: await addSilence(store, input, now), reach };
+}
