@@ -102,6 +102,29 @@ describe('every channel against its vendor\'s published contract', () => {
     expect(sent.at(-1)).toBe(`… ${evidence.length - sent.length + 1} of 640 evidence lines cut to keep the event within PagerDuty's 512 KB`);
   });
 
+  it('a group of 5,000 alerts goes to each chat as one message: the alerts that fit, then a line with how many more, and only those written', async () => {
+    const text: Record<string, (body: any) => string> = {
+      slack: (b) => b.blocks[0].text.text, feishu: (b) => b.content.text, dingtalk: (b) => b.markdown.text, wecom: (b) => b.markdown.content,
+    };
+    for (const [name, settings] of CHANNELS.filter(([n]) => n in text)) {
+      let summariesRead = 0;
+      const alerts = Array.from({ length: 5_000 }, (_, i) => {
+        const a = alert({ fingerprint: `fp-storm-${i}`, host: `gpu-node-${i}` });
+        return Object.defineProperty({ ...a }, 'summary', { get: () => { summariesRead += 1; return a.summary; }, enumerable: true });
+      });
+      const before = vendors.of(name).length;
+      expect(await channel(name, settings()).send(notification(alerts)), name).toEqual({ ok: true });
+      const sent = text[name]!(vendors.of(name).slice(before)[0]!.body);
+      const shown = sent.match(/fp-storm-\d+/g) ?? [];
+      const more = /… ([\d,]+) more alerts of this group not shown: the message holds no more$/.exec(sent);
+      expect(more, `${name}: ${sent.slice(-200)}`).not.toBeNull();
+      expect(shown.length, name).toBeGreaterThan(0);
+      expect(shown.length + Number(more![1]!.replace(/,/g, '')), name).toBe(5_000);
+      // Written no further than the message holds: a summary is read for the title and each alert shown, not 5,000 times.
+      expect(summariesRead, name).toBeLessThanOrEqual(shown.length + 3);
+    }
+  });
+
   it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {
     const message = slackMessage(notification([nasty(0)]));
     const blocks: KnownBlock[] = message.blocks; // compile-time check against @slack/types

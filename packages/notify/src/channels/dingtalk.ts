@@ -3,7 +3,7 @@ import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
 import { escapeChatMarkdown } from './escape.ts';
 import { markdown, title } from './format.ts';
-import { cutChars, cutJsonBytes } from './truncate.ts';
+import { cutChars, cutJsonBytes, jsonBytes } from './truncate.ts';
 
 /** The markdown `title` shows only in the conversation list's preview: 60 characters is what fits there. */
 export const DINGTALK_TITLE_MAX_CHARS = 60;
@@ -45,7 +45,7 @@ export function dingtalkChannel(settings: { url: string; secret?: string }, now:
           url.searchParams.set('timestamp', String(timestamp));
           url.searchParams.set('sign', dingtalkSign(timestamp, settings.secret));
         }
-        const body = { msgtype: 'markdown', markdown: { title: escapeChatMarkdown(cutChars(title(notification), DINGTALK_TITLE_MAX_CHARS)), text: cutJsonBytes(markdown(notification), DINGTALK_TEXT_MAX_BYTES) } };
+        const body = { msgtype: 'markdown', markdown: { title: escapeChatMarkdown(cutChars(title(notification), DINGTALK_TITLE_MAX_CHARS)), text: cutJsonBytes(markdown(notification, { max: DINGTALK_TEXT_MAX_BYTES, size: jsonBytes }), DINGTALK_TEXT_MAX_BYTES) } };
         const response = await postJson(url.toString(), body, {}, signal);
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));

@@ -3,7 +3,7 @@ import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
 import { escapeFeishuText } from './escape.ts';
 import { plainText, title } from './format.ts';
-import { cutJsonBytes } from './truncate.ts';
+import { cutJsonBytes, jsonBytes } from './truncate.ts';
 
 /**
  * A custom bot's request body may be at most 20 KB; the text is cut to leave room for the JSON
@@ -76,7 +76,9 @@ export function feishuChannel(settings: { url: string; secret?: string }, now: (
     async send(notification, signal) {
       const timestamp = Math.floor(now() / 1000);
       // The title is one short line; the summary is in full once, in the alert's lines.
-      const text = cutJsonBytes(escapeFeishuText(`${title(notification)}\n\n${plainText(notification)}`), FEISHU_TEXT_MAX_BYTES);
+      const head = `${title(notification)}\n\n`;
+      const size = (s: string) => jsonBytes(escapeFeishuText(s));
+      const text = cutJsonBytes(escapeFeishuText(`${head}${plainText(notification, { max: FEISHU_TEXT_MAX_BYTES - size(head), size })}`), FEISHU_TEXT_MAX_BYTES);
       const body = {
         ...(settings.secret ? { timestamp: String(timestamp), sign: feishuSign(timestamp, settings.secret) } : {}),
         msg_type: 'text',

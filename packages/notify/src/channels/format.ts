@@ -60,21 +60,58 @@ function header(notification: Notification): string {
   return `${REASON[notification.reason]}: ${notification.alerts.length} alert${notification.alerts.length === 1 ? '' : 's'}${notification.firing > notification.alerts.length ? `, ${notification.firing} firing in the group` : ''}`;
 }
 
-/** The body in one markup: the title in bold, then each alert (its first line in bold, the rest quoted). */
-export function rendered(notification: Notification, markup: Markup): string {
-  return [
-    markup.strong(markup.text(title(notification))), '',
-    ...notification.alerts.flatMap((a) => [...alertLines(a).map((l, i) => (i === 0 ? markup.strong(markup.text(l)) : markup.quote(markup.text(l)))), '']),
-  ].join('\n').trim();
+/**
+ * A message's bound in its channel's own measure (UTF-16 units, UTF-8 bytes, bytes as a JSON
+ * string): alerts are written while they fit, and one line then says how many more the group has.
+ * Writing stops there, so a group of 20,000 alerts costs what its message can hold, not 20,000
+ * alerts' text (the channel's cut at its limit stays the last word).
+ */
+export interface Fit {
+  readonly max: number;
+  readonly size: (text: string) => number;
 }
 
-export function plainText(notification: Notification): string {
-  return [header(notification), '', ...notification.alerts.flatMap((a) => [...alertLines(a), ''])].join('\n').trim();
+/** Room kept for the line that says how many alerts did not fit. */
+const MORE_LINE_ROOM = 160;
+
+/** "… 4,980 more alerts of this group not shown: the message holds no more" */
+export function moreLine(count: number): string {
+  return `… ${count.toLocaleString('en-US')} more alert${count === 1 ? '' : 's'} of this group not shown: the message holds no more`;
+}
+
+/** The head, then each alert's block and an empty line, within `fit` when given. */
+function withAlerts(head: readonly string[], notification: Notification, block: (alert: AlertView) => string[], more: (count: number) => string, fit?: Fit): string {
+  const lines = [...head];
+  let used = fit ? fit.size(lines.join('\n')) : 0;
+  let shown = 0;
+  for (const alert of notification.alerts) {
+    const text = [...block(alert), ''];
+    if (fit) {
+      const cost = fit.size(`\n${text.join('\n')}`);
+      // The first alert is always written (the channel's cut trims one too large); the next ones while the more-line still fits after them.
+      if (shown > 0 && used + cost > fit.max - MORE_LINE_ROOM) break;
+      used += cost;
+    }
+    lines.push(...text);
+    shown += 1;
+  }
+  if (shown < notification.alerts.length) lines.push(more(notification.alerts.length - shown));
+  return lines.join('\n').trim();
+}
+
+/** The body in one markup: the title in bold, then each alert (its first line in bold, the rest quoted). */
+export function rendered(notification: Notification, markup: Markup, fit?: Fit): string {
+  const block = (a: AlertView) => alertLines(a).map((l, i) => (i === 0 ? markup.strong(markup.text(l)) : markup.quote(markup.text(l))));
+  return withAlerts([markup.strong(markup.text(title(notification))), ''], notification, block, (n) => markup.text(moreLine(n)), fit);
+}
+
+export function plainText(notification: Notification, fit?: Fit): string {
+  return withAlerts([header(notification), ''], notification, alertLines, moreLine, fit);
 }
 
 /** DingTalk and WeCom markdown, outside text escaped. */
-export function markdown(notification: Notification): string {
-  return rendered(notification, CHAT_MARKDOWN);
+export function markdown(notification: Notification, fit?: Fit): string {
+  return rendered(notification, CHAT_MARKDOWN, fit);
 }
 
 export function html(notification: Notification): string {

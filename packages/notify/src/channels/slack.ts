@@ -29,7 +29,7 @@ export function slackMessage(notification: Notification, channel?: string, templ
   const text = own?.title !== undefined ? slackSection(own.title) : escapeSlack(title(notification));
   // A template that fails on this message (a bound, a bad regex): gpualert's own text, and the error said in it, never a lost alert.
   const errors = r?.errors.length ? `\n\n_${escapeSlack(r.errors.join('; '))}_` : '';
-  const body = (own?.text !== undefined ? own.text : rendered(notification, SLACK_MRKDWN)) + errors;
+  const body = (own?.text !== undefined ? own.text : rendered(notification, SLACK_MRKDWN, { max: SLACK_SECTION_MAX_CHARS - errors.length, size: (s) => s.length })) + errors;
   // A section's text may not be empty (Slack refuses the message): an empty template leaves only the title.
   return { ...(channel ? { channel } : {}), text, blocks: body.trim() === '' ? [] : [{ type: 'section', text: { type: 'mrkdwn', text: slackSection(body) } }] };
 }

@@ -51,9 +51,10 @@ function fitting(text: string, budget: number, size: (character: string) => numb
   return window.slice(0, end);
 }
 
-const utf8Bytes = (s: string) => Buffer.byteLength(s);
+/** UTF-8 bytes: what WeCom, Feishu and DingTalk count. */
+export const utf8Bytes = (s: string) => Buffer.byteLength(s);
 /** Bytes once written inside a JSON string: JSON escapes each code point alone, so sizes add up. */
-const jsonBytes = (s: string) => Buffer.byteLength(JSON.stringify(s)) - 2;
+export const jsonBytes = (s: string) => Buffer.byteLength(JSON.stringify(s)) - 2;
 
 /**
  * At most `max` characters as JavaScript and Java count them (UTF-16 units, never fewer than code

@@ -1,7 +1,7 @@
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
 import { markdown } from './format.ts';
-import { cutBytes } from './truncate.ts';
+import { cutBytes, utf8Bytes } from './truncate.ts';
 
 /**
  * A markdown message's `content`: at most 4,096 bytes of UTF-8.
@@ -24,7 +24,7 @@ export function wecomChannel(settings: { url: string }): Channel {
     name: 'wecom',
     async send(notification, signal) {
       try {
-        const response = await postJson(settings.url, { msgtype: 'markdown', markdown: { content: cutBytes(markdown(notification), WECOM_CONTENT_MAX_BYTES) } }, {}, signal);
+        const response = await postJson(settings.url, { msgtype: 'markdown', markdown: { content: cutBytes(markdown(notification, { max: WECOM_CONTENT_MAX_BYTES, size: utf8Bytes }), WECOM_CONTENT_MAX_BYTES) } }, {}, signal);
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));
         const answer = JSON.parse(text || '{}') as { errcode?: number; errmsg?: string };
