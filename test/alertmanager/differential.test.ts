@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadRoutes } from '@gpualert/notify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../infra/wait-for.ts';
 import { relocatedAlertmanager } from './debian-tool.ts';
@@ -207,5 +208,25 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     }
     expect(seen[1]).toEqual(seen[0]);
     expect(seen[0]).toEqual({ labels: { alertname: 'AmtoolAdded', instance: 'gpu-9:9400' }, annotations: {} });
+  });
+
+  it('load or refuse the same configurations that amtool check-config accepts or refuses', () => {
+    const receiver = "receivers:\n- name: team\n  webhook_configs: [{ url: 'http://127.0.0.1:9/hook' }]\n";
+    const cases: Record<string, string> = {
+      'a plain tree': `${receiver}route:\n  receiver: team\n  group_by: [alertname]\n`,
+      'a number and a boolean in match': `${receiver}route:\n  receiver: team\n  routes:\n  - match: { test: 2, canary: true }\n    receiver: team\n`,
+      'an invalid group_by label': `${receiver}route:\n  receiver: team\n  group_by: ['-invalid-']\n`,
+      'a duplicated group_by label': `${receiver}route:\n  receiver: team\n  group_by: [a, a]\n`,
+      'an undefined receiver': `${receiver}route:\n  receiver: nobody\n`,
+    };
+    const verdicts = Object.entries(cases).map(([name, yaml]) => {
+      const path = join(tempDir('check-config'), 'alertmanager.yml');
+      writeFileSync(path, yaml);
+      const theirs = amtool('http://127.0.0.1:9', ['check-config', path]);
+      const ours = loadRoutes(path);
+      return [name, theirs.code === 0 ? 'loads' : 'refused', ours.ok ? 'loads' : 'refused'];
+    });
+    expect(verdicts.map(([name, , ours]) => [name, ours])).toEqual(verdicts.map(([name, theirs]) => [name, theirs]));
+    expect(verdicts.filter(([, theirs]) => theirs === 'refused').length).toBe(3); // amtool does refuse: the comparison can fail
   });
 });

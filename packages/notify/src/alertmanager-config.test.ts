@@ -15,7 +15,7 @@ import { inInterval, TimeIntervalSchema } from './time-interval.ts';
  * Alertmanager's own tables, ported (source: github.com/prometheus/alertmanager at v0.25.0):
  *   dispatch/route_test.go TestRouteMatch (the tree and every case),
  *   timeinterval/timeinterval_test.go yamlUnmarshalTestCases (verbatim YAML, messages) and timeIntervalTestCases,
- *   config/config_test.go's validation cases (TestContinueErrorInRouteRoot, TestGroupByHasNoDuplicatedLabels,
+ *   config/config_test.go's validation cases (TestContinueErrorInRouteRoot, TestGroupByHasNoDuplicatedLabels, TestGroupByInvalidLabel,
  *   TestWildcardGroupByWithOtherGroupByLabels, TestRootRouteHasNoMatcher, TestReceiverExists, TestReceiverHasName,
  *   TestMuteTimeExists, TestActiveTimeExists, TestTimeIntervalHasName… TestGroupIntervalIsGreaterThanZero,
  *   TestRepeatIntervalIsGreaterThanZero, TestHideConfigSecrets' shape), with Alertmanager's wording.
@@ -190,6 +190,7 @@ describe("Alertmanager's config checks (config/config_test.go), each at its file
   it.each([
     ['continue on the root', `${ONE_RECEIVER}route:\n  receiver: team\n  continue: true\n`, ':6: route.continue: cannot have continue in root route'],
     ['duplicated group_by label', `${ONE_RECEIVER}route:\n  receiver: team\n  group_by: ['alertname', 'cluster', 'service', 'cluster']\n`, ':6: route.group_by: duplicated label "cluster" in group_by'],
+    ['an invalid group_by label (TestGroupByInvalidLabel)', `${ONE_RECEIVER}route:\n  receiver: team\n  group_by: ['-invalid-']\n`, ':6: route.group_by: invalid label name "-invalid-" in group_by list'],
     ['... with other labels', `${ONE_RECEIVER}route:\n  receiver: team\n  group_by: ['alertname', 'cluster', '...']\n`, ':6: route.group_by: cannot have wildcard group_by (`...`) and other labels at the same time'],
     ['matchers on the root', `${ONE_RECEIVER}route:\n  receiver: team\n  matchers: ['severity="critical"']\n`, ':6: route.matchers: root route must not have any matchers'],
     ['an undefined receiver', `${ONE_RECEIVER}route:\n  receiver: team\n  routes:\n  - receiver: nobody\n`, ':7: route.routes.0.receiver: undefined receiver "nobody" used in route'],
@@ -221,6 +222,12 @@ describe("Alertmanager's config checks (config/config_test.go), each at its file
     expect(config.route.routes[0]!.matchers.map((m) => `${m.label}${m.op}${m.value}`)).toEqual(['severity=~(?i)CRIT.*', 'team=a', 'env!=dev']);
     expect(routesFor(config.route, { severity: 'critical', team: 'a' })[0]!.groupBy).toEqual(['alertname']);
     expect(routesFor(config.route, { severity: 'critical', team: 'a', env: 'dev' })[0]!.id).toBe('root');
+  });
+
+  it('reads a number or a boolean written bare in match as its text, as Go\'s YAML does for Alertmanager', () => {
+    const config = load(`${ONE_RECEIVER}route:\n  receiver: team\n  routes:\n  - match: { test: 2, canary: true }\n    receiver: team\n    group_by: [test]\n`);
+    expect(routesFor(config.route, { test: '2', canary: 'true' })[0]!.groupBy).toEqual(['test']);
+    expect(routesFor(config.route, { test: '2' })[0]!.id).toBe('root');
   });
 });
 

@@ -67,7 +67,11 @@ export interface RouteSpec {
   routes: RouteSpec[];
 }
 
-const LabelMap = z.record(z.string(), z.string());
+/**
+ * `match:`'s values as Go's YAML reads them into Alertmanager's map[string]string: a number or a
+ * boolean written bare (`match: { test: 2 }`) is its text.
+ */
+const LabelMap = z.record(z.string(), z.union([z.string(), z.number().transform(String), z.boolean().transform(String)]));
 
 /** Alertmanager's deprecated `match` (equality) and `match_re` (anchored regex), as matchers. */
 function legacyMatchers(match: Record<string, string> | undefined, re: Record<string, string> | undefined, ctx: z.RefinementCtx, at: string): Matcher[] {
@@ -81,9 +85,13 @@ function legacyMatchers(match: Record<string, string> | undefined, re: Record<st
   return out;
 }
 
+/** A label name as Alertmanager 0.25 takes one in group_by (model.LabelName.IsValid). */
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
 const GroupBy = z.array(z.string()).superRefine((labels, ctx) => {
   const seen = new Set<string>();
   for (const label of labels) {
+    if (label !== '...' && !LABEL_NAME.test(label)) ctx.addIssue({ code: 'custom', message: `invalid label name ${JSON.stringify(label)} in group_by list` });
     if (seen.has(label)) ctx.addIssue({ code: 'custom', message: `duplicated label "${label}" in group_by` });
     seen.add(label);
   }
