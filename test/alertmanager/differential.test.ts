@@ -63,6 +63,8 @@ receivers:
   slack_configs:
   - api_url: '${base}/slack'
     send_resolved: true
+    username: 'gpu-{{ .CommonLabels.team }}'
+    icon_emoji: ':fire:'
     title: '[{{ .Status | toUpper }}{{ if eq .Status "firing" }}:{{ .Alerts.Firing | len }}{{ end }}] {{ .GroupLabels.SortedPairs.Values | join " " }} {{ .CommonLabels.severity | title }}'
     text: |-
       {{ range $i, $a := .Alerts -}}
@@ -158,14 +160,16 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     });
     await both('alerts', [probe('node-b', 'https://runbooks.example/probe'), probe('node-a')]);
     const slack = (sink: WebhookSink) => sink.deliveries.filter((d) => d.path === '/slack').map((d) => {
-      const body = d.body as unknown as { text?: string; blocks?: { text: { text: string } }[]; attachments?: { title: string; text: string }[] };
-      return body.attachments ? { title: body.attachments[0]!.title, text: body.attachments[0]!.text } : { title: body.text ?? '', text: body.blocks?.[0]?.text.text ?? '' };
+      const body = d.body as unknown as { text?: string; blocks?: { text: { text: string } }[]; attachments?: { title: string; text: string }[]; username?: string; icon_emoji?: string };
+      const look = { username: body.username, icon_emoji: body.icon_emoji };
+      return body.attachments ? { title: body.attachments[0]!.title, text: body.attachments[0]!.text, ...look } : { title: body.text ?? '', text: body.blocks?.[0]?.text.text ?? '', ...look };
     });
     for (const [name, sink] of [['Alertmanager', amSink], ['gpualert', ourSink]] as const) {
       await waitFor(() => slack(sink).length > 0, `${name}: the templated Slack message`, 30_000);
     }
     const [theirs] = slack(amSink);
     expect(theirs!.title).toBe('[FIRING:2] TemplateProbe eu-1 Warning');
+    expect(theirs).toMatchObject({ username: 'gpu-gpu', icon_emoji: ':fire:' });
     expect(theirs!.text).toContain('*NODE-A* probe on node-a (no runbook)');
     expect(slack(ourSink)[0]).toEqual(theirs);
 

@@ -217,7 +217,13 @@ export class VendorReceivers {
         reject('section text over 3000 characters or malformed');
         return { status: 400, body: 'invalid_blocks' };
       }
+      // An image block: image_url ≤ 3,000 characters, alt_text ≤ 2,000 (https://api.slack.com/reference/block-kit/blocks#image).
+      if (block.type === 'image' && (typeof block.image_url !== 'string' || !/^https?:\/\//.test(block.image_url) || block.image_url.length > 3000 || typeof block.alt_text !== 'string' || block.alt_text.length > 2000)) {
+        reject('image block malformed');
+        return { status: 400, body: 'invalid_blocks' };
+      }
     }
+    if (['username', 'icon_emoji', 'icon_url'].some((field) => body[field] !== undefined && typeof body[field] !== 'string')) return { status: 400, body: 'invalid_payload' };
     if (this.overRate('slack', [[1, 1_000]])) return { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } };
     for (const text of [body.text, ...blocks.map((b) => b.text?.type === 'mrkdwn' ? b.text.text : undefined)]) {
       if (typeof text === 'string' && /<[^>]*>/.test(text)) ping(text.match(/<[^>]*>/)![0]);

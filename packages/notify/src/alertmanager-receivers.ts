@@ -79,12 +79,19 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
     },
   },
   slack_configs: {
-    channel: 'slack', sendResolved: false, fields: ['api_url', 'channel', 'title', 'text'],
+    channel: 'slack', sendResolved: false, fields: ['api_url', 'channel', 'title', 'text', 'username', 'icon_emoji', 'icon_url', 'image_url'],
     settings: (raw, g, issue) => {
       const url = str(raw.api_url) ?? g.slack_api_url;
       if (!url) issue('api_url', 'no api_url here and no global slack_api_url');
       if (raw.channel !== undefined && !str(raw.channel)) issue('channel', 'expected a channel name, such as #gpu-alerts');
-      return { url: url ?? '', ...(str(raw.channel) ? { channel: str(raw.channel)! } : {}) };
+      // Sent as they are (the message's icon, an image block): a URL, not a template, here.
+      const look: Record<string, string> = {};
+      for (const field of ['icon_url', 'image_url'] as const) {
+        const value = str(raw[field]);
+        if (value !== undefined && !value.includes('{{')) look[field] = value;
+        else if (raw[field] !== undefined) issue(field, 'expected a URL (a template is not supported in this field by gpualert)');
+      }
+      return { url: url ?? '', ...(str(raw.channel) ? { channel: str(raw.channel)! } : {}), ...look };
     },
   },
   email_configs: {

@@ -12,6 +12,12 @@ import { loadRoutes } from './load-routes.ts';
 import type { AlertView, Notification } from './notifier-core.ts';
 import { renderFields } from './receiver-templates.ts';
 
+/** The text of a Slack message's first block, its section. */
+function sectionText(message: ReturnType<typeof slackMessage>): string {
+  const first = message.blocks[0];
+  return first?.type === 'section' ? first.text.text : '';
+}
+
 function dir(): string {
   return mkdtempSync(join(tmpdir(), 'gpualert-templates-'));
 }
@@ -61,10 +67,22 @@ describe("templates: files and receivers' template fields", () => {
     if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
     const slack = loaded.value.receivers.find((r) => r.channel === 'slack')!;
     // A label value with Slack's control sequences is printed inert; the template's own <url|text> link stays a link.
-    const out = slackMessage(message([alert('db-1'), alert('db-2', { note: '<!channel>' })]), undefined, slack.compiled);
+    const out = slackMessage(message([alert('db-1'), alert('db-2', { note: '<!channel>' })]), {}, slack.compiled);
     expect(out.text).toBe('[FIRING:2] DiskFull');
-    expect(out.blocks[0]!.text.text).toBe('*db-1*: disk full on db-1 <https://runbooks.example/disk|runbook>\n*db-2*: disk full on db-2 <https://runbooks.example/disk|runbook>\n');
+    expect(sectionText(out)).toBe('*db-1*: disk full on db-1 <https://runbooks.example/disk|runbook>\n*db-2*: disk full on db-2 <https://runbooks.example/disk|runbook>\n');
     expect(JSON.stringify(slack)).not.toContain('compiled'); // never serialized
+  });
+
+  it("sends Slack's username and icon_emoji (templates) and icon_url and image_url (URLs) as Slack's webhook takes them; a template in a URL field is refused", () => {
+    const config = (extra: string) => `receivers:\n- name: team-db\n  slack_configs:\n  - api_url: 'http://127.0.0.1:9/'\n${extra}route: { receiver: team-db }\n`;
+    const loaded = loadRoutes(setup(config("    username: '{{ .CommonLabels.alertname }} bot'\n    icon_emoji: ':fire:'\n    icon_url: 'https://example.com/gpu.png'\n    image_url: 'https://grafana.example/render/panel.png?from=now-1h&to=now'\n"), {}));
+    if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
+    const slack = loaded.value.receivers[0]!;
+    const out = slackMessage(message([alert('db-1')]), { icon_url: String(slack.settings.icon_url), image_url: String(slack.settings.image_url) }, slack.compiled);
+    expect(out).toMatchObject({ username: 'DiskFull bot', icon_emoji: ':fire:', icon_url: 'https://example.com/gpu.png' });
+    expect(out.blocks.at(-1)).toEqual({ type: 'image', image_url: 'https://grafana.example/render/panel.png?from=now-1h&to=now', alt_text: out.text });
+    const templated = loadRoutes(setup(config("    icon_url: '{{ .CommonLabels.icon }}'\n"), {}));
+    expect(templated.ok ? [] : templated.errors.map(formatRuleError)).toEqual([expect.stringMatching(/:5: receivers\.0\.slack_configs\.0\.icon_url: expected a URL \(a template is not supported in this field by gpualert\)/)]);
   });
 
   it('names the template file and line of a bad define, and the routes file line of a field calling a define that is not there', () => {
@@ -146,11 +164,11 @@ describe('a template that fails on one message', () => {
     const loaded = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace(`text: '{{ template "team.text" . }}'`, `text: '{{ range .Alerts }}{{ reReplaceAll .Labels.pattern "x" "y" }}{{ end }}'`), { 'team.tmpl': TEAM }));
     if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
     const slack = loaded.value.receivers.find((r) => r.channel === 'slack')!;
-    const fine = slackMessage(message([alert('db-1', { pattern: 'a+' })]), undefined, slack.compiled);
-    expect(fine.blocks[0]!.text.text).toBe('y');
-    const bad = slackMessage(message([alert('db-1', { pattern: '(' })]), undefined, slack.compiled);
+    const fine = slackMessage(message([alert('db-1', { pattern: 'a+' })]), {}, slack.compiled);
+    expect(sectionText(fine)).toBe('y');
+    const bad = slackMessage(message([alert('db-1', { pattern: '(' })]), {}, slack.compiled);
     expect(bad.text).toBe('[FIRING:1] DiskFull');
-    expect(bad.blocks[0]!.text.text).toMatch(/db-1[\s\S]*_text: template: not an RE2 regular expression/);
+    expect(sectionText(bad)).toMatch(/db-1[\s\S]*_text: template: not an RE2 regular expression/);
   });
 
   it('a value that grows past the bound (a variable doubled in a range) is the same: own text, the reason said', () => {
@@ -158,9 +176,9 @@ describe('a template that fails on one message', () => {
     const loaded = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace(`text: '{{ template "team.text" . }}'`, `text: '${doubling}'`), { 'team.tmpl': TEAM }));
     if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
     const slack = loaded.value.receivers.find((r) => r.channel === 'slack')!;
-    const out = slackMessage(message([alert('db-1')]), undefined, slack.compiled);
+    const out = slackMessage(message([alert('db-1')]), {}, slack.compiled);
     expect(out.text).toBe('[FIRING:1] DiskFull');
-    expect(out.blocks[0]!.text.text).toMatch(/db-1[\s\S]*_text: template: printf: result longer than 65536 characters/);
+    expect(sectionText(out)).toMatch(/db-1[\s\S]*_text: template: printf: result longer than 65536 characters/);
   });
 
   it('any other error while rendering (a bug in gpualert, not the template) also falls back, never fails the send', () => {

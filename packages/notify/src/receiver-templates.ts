@@ -9,7 +9,7 @@ import type { Notification } from './notifier-core.ts';
  * event's summary), opsgenie `message`/`description`. The webhook has none (as in Alertmanager).
  */
 export const TEMPLATE_FIELDS: Readonly<Record<string, readonly string[]>> = {
-  slack_configs: ['title', 'text'],
+  slack_configs: ['title', 'text', 'username', 'icon_emoji'],
   email_configs: ['subject', 'html', 'text'],
   pagerduty_configs: ['description'],
   opsgenie_configs: ['message', 'description'],

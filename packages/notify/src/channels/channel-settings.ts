@@ -16,12 +16,13 @@ interface Field {
   readonly required: boolean;
 }
 const url: Field = { kind: 'http_url', required: true };
+const mayUrl: Field = { kind: 'http_url', required: false };
 const need: Field = { kind: 'text', required: true };
 const may: Field = { kind: 'text', required: false };
 
 /** Each channel's settings: which keys it needs, which it may take, and which are URLs. */
 export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<string, Field>>>> = {
-  slack: { url, channel: may },
+  slack: { url, channel: may, icon_url: mayUrl, image_url: mayUrl },
   feishu: { url, secret: may },
   dingtalk: { url, secret: may },
   wecom: { url },

@@ -53,7 +53,7 @@ function checkedSettings(receiver: Receiver, env: Readonly<Record<string, string
 export function createChannel(receiver: Receiver, env: Readonly<Record<string, string | undefined>>): Channel {
   const s = checkedSettings(receiver, env);
   switch (receiver.channel) {
-    case 'slack': return slackChannel({ url: s.url!, ...(s.channel ? { channel: s.channel } : {}) }, receiver.compiled);
+    case 'slack': return slackChannel({ url: s.url!, ...(s.channel ? { channel: s.channel } : {}), ...(s.icon_url ? { icon_url: s.icon_url } : {}), ...(s.image_url ? { image_url: s.image_url } : {}) }, receiver.compiled);
     case 'feishu': return feishuChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
     case 'dingtalk': return dingtalkChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}) });
     case 'wecom': return wecomChannel({ url: s.url! });
