@@ -1,6 +1,7 @@
 import type { KnownBlock } from '@slack/types';
 import { channelSettings, createChannel, RoutesFile, type AlertView, type Notification } from '@gpualert/notify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { dingtalkResult } from '../packages/notify/src/channels/dingtalk.ts';
 import { FEISHU_MAX_RESET_MS, feishuHttpFailure, feishuResult } from '../packages/notify/src/channels/feishu.ts';
 import { slackMessage } from '../packages/notify/src/channels/slack.ts';
@@ -123,6 +124,21 @@ describe('every channel against its vendor\'s published contract', () => {
       // Written no further than the message holds: a summary is read for the title and each alert shown, not 5,000 times.
       expect(summariesRead, name).toBeLessThanOrEqual(shown.length + 3);
     }
+  });
+
+  it("pagerduty with Alertmanager's service_key speaks Events API v1: a trigger and a resolve under the alert's incident_key, 403 retried", async () => {
+    const routes = RoutesFile.parse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - service_key: ${SECRETS.routingKey}\n    url: ${vendors.base}/pagerduty/generic/2010-04-15/create_event.json\nroute: { receiver: v1 }\n`));
+    const v1 = createChannel(routes.receivers[0]!, {});
+    const before = vendors.of('pagerduty').length;
+    expect(await v1.send(notification([alert()]))).toEqual({ ok: true });
+    expect(await v1.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
+    const sent = vendors.of('pagerduty').slice(before).map((r) => r.body as Record<string, unknown>);
+    expect(sent.map((e) => [e.event_type, e.incident_key, e.description])).toEqual([
+      ['trigger', 'fp-lost-gpu3', alert().summary], ['resolve', 'fp-lost-gpu3', alert().summary],
+    ]);
+    expect(sent[0]!.details).toMatchObject({ evidence: alert().evidence });
+    const both = RoutesFile.safeParse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - { service_key: a, routing_key: b }\nroute: { receiver: v1 }\n`));
+    expect(both.success ? '' : both.error.issues.map((i) => i.message).join()).toMatch(/one of routing_key \(Events API v2\) and service_key \(Events API v1\), not both/);
   });
 
   it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {

@@ -179,7 +179,7 @@ export class VendorReceivers {
       case 'feishu': return this.feishu(json, body, bytes.length, accept, reject, ping);
       case 'dingtalk': return this.dingtalk(url, json, body, bytes.length, accept, reject, ping);
       case 'wecom': return this.wecom(json, body, accept, reject, ping);
-      case 'pagerduty': return this.pagerduty(json, body, bytes.length, accept, reject);
+      case 'pagerduty': return url.pathname.endsWith('/generic/2010-04-15/create_event.json') ? this.pagerdutyV1(json, body, accept, reject) : this.pagerduty(json, body, bytes.length, accept, reject);
       case 'opsgenie': return this.opsgenie(req.headers, url, json, body, accept, reject);
       case 'webhook': return this.webhook(req.headers, raw, accept, reject);
       case 'jira': return this.jiraApi(req.method ?? 'GET', url, body, accept, reject);
@@ -197,6 +197,31 @@ export class VendorReceivers {
       case 'opsgenie': return { status: 422, body: { message: reason } };
       default: return { status: 400, body: { errors: [reason] } };
     }
+  }
+
+  /**
+   * PagerDuty Events API v1 (`POST /generic/2010-04-15/create_event.json`): `service_key` (the
+   * integration's 32 characters), `event_type` trigger/acknowledge/resolve, `description` required
+   * to trigger and at most 1,024 characters, `incident_key` required to acknowledge or resolve;
+   * 200 `{status: "success", message: "Event processed", incident_key}`, 400 `invalid event`.
+   * Source: https://developer.pagerduty.com/docs/events-api-v1-overview
+   */
+  private pagerdutyV1(json: boolean, body: any, accept: () => void, reject: (r: string) => void): Answer {
+    const errors: string[] = [];
+    if (!json || typeof body !== 'object') errors.push('body is not JSON');
+    else {
+      if (body.service_key !== this.secrets.routingKey || String(body.service_key).length !== 32) errors.push('service_key');
+      if (!['trigger', 'acknowledge', 'resolve'].includes(body.event_type)) errors.push('event_type');
+      if (body.event_type === 'trigger' && (typeof body.description !== 'string' || body.description === '' || body.description.length > 1024)) errors.push('description missing or over 1024');
+      if (body.event_type !== 'trigger' && !body.incident_key) errors.push('incident_key required to acknowledge or resolve');
+      if ('routing_key' in body || 'payload' in body) errors.push('an Events API v2 field sent to v1');
+    }
+    if (errors.length > 0) {
+      reject(errors.join('; '));
+      return { status: 400, body: { status: 'invalid event', message: 'Event object is invalid', errors } };
+    }
+    accept();
+    return { status: 200, body: { status: 'success', message: 'Event processed', incident_key: body.incident_key ?? 'generated' } };
   }
 
   /**

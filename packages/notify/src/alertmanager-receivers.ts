@@ -66,6 +66,8 @@ interface Mapping {
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+/** PagerDuty's Events API v1 endpoint. Source: https://developer.pagerduty.com/docs/events-api-v1-overview (POST …/generic/2010-04-15/create_event.json) */
+const PAGERDUTY_V1_URL = 'https://events.pagerduty.com/generic/2010-04-15/create_event.json';
 
 /** Alertmanager's integrations that map onto a gpualert channel. */
 const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
@@ -111,11 +113,15 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
     },
   },
   pagerduty_configs: {
-    channel: 'pagerduty', sendResolved: true, fields: ['routing_key', 'url', 'description'],
+    channel: 'pagerduty', sendResolved: true, fields: ['routing_key', 'service_key', 'url', 'description'],
     settings: (raw, g, issue) => {
-      if (raw.service_key !== undefined) issue('service_key', 'PagerDuty Events API v1 (service_key) is not supported; use routing_key (Events API v2)');
-      if (!str(raw.routing_key)) issue('routing_key', 'a pagerduty integration needs routing_key');
-      return { url: str(raw.url) ?? g.pagerduty_url ?? 'https://events.pagerduty.com/v2/enqueue', routing_key: str(raw.routing_key) ?? '' };
+      const routing = str(raw.routing_key);
+      const service = str(raw.service_key);
+      if (!routing && !service) issue('routing_key', 'a pagerduty integration needs routing_key (Events API v2) or service_key (Events API v1)');
+      if (routing && service) issue('service_key', 'one of routing_key (Events API v2) and service_key (Events API v1), not both');
+      // Events API v1 at its own endpoint, as Alertmanager sends it (url, when given, is used for either: a proxy or a test double).
+      if (service && !routing) return { url: str(raw.url) ?? PAGERDUTY_V1_URL, service_key: service };
+      return { url: str(raw.url) ?? g.pagerduty_url ?? 'https://events.pagerduty.com/v2/enqueue', routing_key: routing ?? '' };
     },
   },
   opsgenie_configs: {
@@ -176,7 +182,7 @@ export function integrationsOf(receiver: Raw, global: GlobalConfig, ctx: Ctx, pa
       }
       const raw = item as Raw;
       const issue = (field: string, message: string) => ctx.addIssue({ code: 'custom', path: [...at, field], message });
-      const known = mapping ? [...mapping.fields, ...COMMON, 'service_key'] : [...COMMON];
+      const known = mapping ? [...mapping.fields, ...COMMON] : [...COMMON];
       const settingsRaw: Raw = mapping ? raw : Object.fromEntries(Object.entries(raw).filter(([k]) => !COMMON.includes(k)));
       if (mapping) {
         for (const field of Object.keys(raw)) {

@@ -29,7 +29,8 @@ export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<stri
   email: { smtp_url: { kind: 'smtp_url', required: true }, from: need, to: need },
   jira: { url, user: need, token: need, project: need, issue_type: may, done_transition: may, deployment: { kind: 'jira_deployment', required: false } },
   servicenow: { url, user: need, password: need, close_code: may },
-  pagerduty: { url, routing_key: need },
+  // routing_key: Events API v2; service_key: Events API v1 (Alertmanager's older integrations). One of them (alertmanager-receivers.ts and load-routes check which).
+  pagerduty: { url, routing_key: may, service_key: may },
   opsgenie: { url, api_key: need },
   webhook: { url, secret: { kind: 'webhook_secret', required: false }, format: { kind: 'webhook_format', required: false }, max_alerts: { kind: 'count', required: false } },
   console: {},
@@ -94,6 +95,9 @@ export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodT
     }
     for (const [key, field] of Object.entries(fields)) {
       if (field.required && !(Object.hasOwn(out, key) && out[key] !== '')) ctx.addIssue({ code: 'custom', path: [key], message: `${channel} needs settings.${key}` });
+    }
+    if (channel === 'pagerduty' && !out.routing_key === !out.service_key) {
+      ctx.addIssue({ code: 'custom', path: ['routing_key'], message: 'pagerduty needs one of settings.routing_key (Events API v2) and settings.service_key (Events API v1)' });
     }
     return out;
   });

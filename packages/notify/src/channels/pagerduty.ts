@@ -47,11 +47,25 @@ export function fitEvent(event: { payload: { custom_details: unknown } }, eviden
 }
 
 /**
- * PagerDuty Events API v2: one event per alert, `dedup_key` = the alert's fingerprint, so a
- * second fault pages again and a repeat of the same fault updates its incident. 202 ok, 400
- * never retried, 429 and 5xx retried.
+ * An Events API v1 event (`service_key`, Alertmanager's older pagerduty_configs) carrying what the
+ * v2 event says: `incident_key` the dedup key, `description` the summary, `details` the fitted
+ * custom details. Source: https://developer.pagerduty.com/docs/events-api-v1-overview (trigger and
+ * resolve; description ≤ 1,024 characters; 200 with status "success"; 403 is its throttle).
  */
-export function pagerdutyChannel(settings: { url: string; routing_key: string }, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
+export function eventV1(serviceKey: string, v2: { event_action: string; dedup_key: string; payload: { summary: string; custom_details: unknown } }) {
+  return { service_key: serviceKey, event_type: v2.event_action, incident_key: v2.dedup_key, description: v2.payload.summary, client: 'gpualert', details: v2.payload.custom_details };
+}
+
+/** Settings of either API: Events API v2 with `routing_key`, v1 with `service_key`. */
+export type PagerdutySettings = { readonly url: string; readonly routing_key: string } | { readonly url: string; readonly service_key: string };
+
+/**
+ * PagerDuty, one event per alert, its key the alert's fingerprint, so a second fault pages again
+ * and a repeat of the same fault updates its incident. Events API v2: 202 ok, 400 never retried,
+ * 429 and 5xx retried; v1 (`service_key`): 200 ok, 403 (its throttle) and 5xx retried.
+ */
+export function pagerdutyChannel(settings: PagerdutySettings, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
+  const serviceKey = 'service_key' in settings ? settings.service_key : undefined;
   return {
     name: 'pagerduty',
     async send(notification, signal) {
@@ -61,7 +75,7 @@ export function pagerdutyChannel(settings: { url: string; routing_key: string },
       for (const alert of notification.alerts) {
         const field = (s: string) => cutChars(oneLine(s), PAGERDUTY_FIELD_MAX_CHARS);
         const event = {
-          routing_key: settings.routing_key,
+          routing_key: 'routing_key' in settings ? settings.routing_key : '',
           event_action: alert.status === 'resolved' ? 'resolve' : 'trigger',
           dedup_key: cutChars(alert.fingerprint, PAGERDUTY_DEDUP_KEY_MAX_CHARS),
           payload: {
@@ -78,9 +92,13 @@ export function pagerdutyChannel(settings: { url: string; routing_key: string },
         fitEvent(event, alert.evidence);
         let result: DeliveryResult;
         try {
-          const response = await postJson(settings.url, event, {}, signal);
+          const response = await postJson(settings.url, serviceKey !== undefined ? eventV1(serviceKey, event) : event, {}, signal);
           const text = await response.text();
-          result = response.status === 202 || response.ok ? { ok: true } : httpFailure(response.status, text, response.headers.get('retry-after'));
+          if (response.status === 202 || response.ok) result = { ok: true };
+          else {
+            const failure = httpFailure(response.status, text, response.headers.get('retry-after'));
+            result = serviceKey !== undefined && response.status === 403 && !failure.ok ? { ...failure, retriable: true } : failure;
+          }
         } catch (error) {
           result = networkFailure(error);
         }

@@ -60,7 +60,7 @@ export function createChannel(receiver: Receiver, env: Readonly<Record<string, s
     case 'email': return emailChannel({ smtp_url: s.smtp_url!, from: s.from!, to: s.to! }, receiver.compiled);
     case 'jira': return jiraChannel({ url: s.url!, user: s.user!, token: s.token!, project: s.project!, ...(s.issue_type ? { issue_type: s.issue_type } : {}), ...(s.done_transition ? { done_transition: s.done_transition } : {}), ...(s.deployment ? { deployment: s.deployment as JiraDeployment | 'auto' } : {}) });
     case 'servicenow': return servicenowChannel({ url: s.url!, user: s.user!, password: s.password!, ...(s.close_code ? { close_code: s.close_code } : {}) });
-    case 'pagerduty': return pagerdutyChannel({ url: s.url!, routing_key: s.routing_key! }, receiver.compiled);
+    case 'pagerduty': return pagerdutyChannel(s.service_key ? { url: s.url!, service_key: s.service_key } : { url: s.url!, routing_key: s.routing_key ?? '' }, receiver.compiled);
     case 'opsgenie': return opsgenieChannel({ url: s.url!, api_key: s.api_key! }, receiver.compiled);
     case 'webhook': return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}), ...(s.format ? { format: s.format as WebhookFormat } : {}), ...(s.max_alerts ? { max_alerts: Number(s.max_alerts) } : {}) });
     case 'console': return consoleChannel();
