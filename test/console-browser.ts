@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { clockOffsetMs, shiftClock } from './infra/clock-ahead.mjs';
+import { shiftClock } from './infra/clock-shift.mjs';
 
 /**
  * Debian's Chromium, headless, driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`:
@@ -81,8 +81,9 @@ export class Browser {
     await page.send('Log.enable');
     await page.send('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: 1, mobile: false });
     // Under the clock-ahead run the page reads the same shifted clock as the servers it talks to.
-    const offset = clockOffsetMs();
-    if (offset !== 0) await page.send('Page.addScriptToEvaluateOnNewDocument', { source: `(${shiftClock.toString()})(globalThis, ${offset});` });
+    // (set only in that run, by the preload that shifted this process: test/infra/clock-ahead.mjs)
+    const offset = Number(process.env.GPUALERT_CLOCK_OFFSET_MS ?? '0');
+    if (Number.isSafeInteger(offset) && offset !== 0) await page.send('Page.addScriptToEvaluateOnNewDocument', { source: `(${shiftClock.toString()})(globalThis, ${offset});` });
     return page;
   }
 

@@ -5,7 +5,7 @@
  *
  * The clock moves through `test/infra/clock-ahead.mjs`, preloaded into this run's node processes
  * (NODE_OPTIONS reaches the test workers and every `gpualert` process they start)
- * and put into each Chromium page. Left out: the files that compare gpualert with a program whose
+ * and put into each Chromium page (test/infra/clock-shift.mjs). Left out: the files that compare gpualert with a program whose
  * clock cannot be moved (Debian's Go binaries read the kernel's clock directly, so no preload or
  * LD_PRELOAD reaches them): the real Alertmanager, amtool and Prometheus, each named below.
  */
@@ -14,7 +14,7 @@ import { resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** Two years (731 days: one of them a leap year's), so a fixture dated next year is already past. */
-export const CLOCK_AHEAD_MS = 731 * 24 * 60 * 60_000;
+const CLOCK_AHEAD_MS = 731 * 24 * 60 * 60_000;
 const REAL_CLOCK_ONLY = [
   'test/alertmanager/amtool.test.ts', // amtool dates the silences it adds (startsAt: its now)
   'test/alertmanager/differential.test.ts', // Alertmanager 0.25 judges mute intervals and silences beside gpualert
