@@ -33,7 +33,9 @@ function fitting(text: string, budget: number, size: (character: string) => numb
   let end = 0;
   let piece = PIECE;
   while (end < window.length) {
-    // Segmentation may start again at any boundary: no rule of UAX #29 looks back across one.
+    // Segmentation may start again at any boundary: the rules that look back (GB11's emoji ZWJ
+    // sequence, GB9c's conjunct, GB12/13's regional-indicator pairs) never look across one, since a
+    // boundary before a regional indicator means an even count of them before it.
     const start = end;
     const slice = window.slice(start, start + piece + 2);
     const toTheEnd = start + slice.length >= window.length;
