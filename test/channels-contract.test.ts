@@ -86,6 +86,9 @@ describe('every channel against its vendor\'s published contract', () => {
     expect(feishuHttpFailure(400, 'not json', headers('7'))).toMatchObject({ retriable: false });
     expect(feishuHttpFailure(429, limited, headers('99999999'))).toMatchObject({ retryAfterMs: FEISHU_MAX_RESET_MS });
     for (const junk of ['-1', '1e3', '', 'soon', null]) expect(feishuHttpFailure(429, limited, headers(junk))).not.toHaveProperty('retryAfterMs');
+    // The longer wait when Retry-After says more than the reset header (a reset of 0 never shortens it).
+    const both = { get: (name: string) => (name === 'x-ogw-ratelimit-reset' ? '0' : name === 'retry-after' ? '120' : null) };
+    expect(feishuHttpFailure(429, limited, both)).toMatchObject({ retryAfterMs: 120_000 });
   });
 
   it('pagerduty: 600 KB of evidence pages within its 512 KB, keeping the first lines and saying how many were cut', async () => {
@@ -117,12 +120,20 @@ describe('every channel against its vendor\'s published contract', () => {
       expect(await channel(name, settings()).send(notification(alerts)), name).toEqual({ ok: true });
       const sent = text[name]!(vendors.of(name).slice(before)[0]!.body);
       const shown = sent.match(/fp-storm-\d+/g) ?? [];
-      const more = /… ([\d,]+) more alerts of this group not shown: the message holds no more$/.exec(sent);
+      const more = /… ([\d,]+) more alerts not shown: the message holds no more$/.exec(sent);
       expect(more, `${name}: ${sent.slice(-200)}`).not.toBeNull();
       expect(shown.length, name).toBeGreaterThan(0);
       expect(shown.length + Number(more![1]!.replace(/,/g, '')), name).toBe(5_000);
       // Written no further than the message holds: a summary is read for the title and each alert shown, not 5,000 times.
       expect(summariesRead, name).toBeLessThanOrEqual(shown.length + 3);
+      // A first alert too large for the message alone is cut, and the line about the others still ends it.
+      const huge = [alert({ fingerprint: 'fp-huge', summary: `${'告警 GPU 3 '.repeat(4_000)}END` }), ...alerts.slice(1, 1_000)];
+      const at = vendors.of(name).length;
+      expect(await channel(name, settings()).send(notification(huge)), name).toEqual({ ok: true });
+      const cut = text[name]!(vendors.of(name).slice(at)[0]!.body);
+      const rest = /^[^]*?告警 GPU 3[^]*… ([\d,]+) more alerts not shown: the message holds no more$/.exec(cut);
+      expect(rest, `${name}: ${cut.slice(-200)}`).not.toBeNull();
+      expect((cut.match(/fp-storm-\d+/g) ?? []).length + Number(rest![1]!.replace(/,/g, '')), name).toBe(999);
     }
   });
 

@@ -74,9 +74,36 @@ export interface Fit {
 /** Room kept for the line that says how many alerts did not fit. */
 const MORE_LINE_ROOM = 160;
 
-/** "… 4,980 more alerts of this group not shown: the message holds no more" */
+/** "… 4,980 more alerts not shown: the message holds no more" */
 export function moreLine(count: number): string {
-  return `… ${count.toLocaleString('en-US')} more alert${count === 1 ? '' : 's'} of this group not shown: the message holds no more`;
+  return `… ${count.toLocaleString('en-US')} more alert${count === 1 ? '' : 's'} not shown: the message holds no more`;
+}
+
+/** The first lines of a block within `room` (the last one kept cut between whole characters), and their size. */
+function fitLines(block: readonly string[], room: number, size: (text: string) => number): [string[], number] {
+  const kept: string[] = [];
+  let used = 0;
+  for (const line of block) {
+    const cost = size(`\n${line}`);
+    if (used + cost <= room) {
+      kept.push(line);
+      used += cost;
+      continue;
+    }
+    // Each character is at least one unit of every measure: cut to what is left, then shorter by the overshoot's share while over.
+    let budget = room - used - size('\n');
+    let cut = budget > 1 ? cutChars(line, budget) : '';
+    for (let over = size(`\n${cut}`); cut !== '' && over > room - used; over = size(`\n${cut}`)) {
+      budget = Math.min(budget - 1, Math.floor((budget * (room - used)) / over));
+      cut = budget > 1 ? cutChars(line, budget) : '';
+    }
+    if (cut !== '') {
+      kept.push(cut);
+      used += size(`\n${cut}`);
+    }
+    break;
+  }
+  return [kept, used];
 }
 
 /** The head, then each alert's block and an empty line, within `fit` when given. */
@@ -85,11 +112,13 @@ function withAlerts(head: readonly string[], notification: Notification, block: 
   let used = fit ? fit.size(lines.join('\n')) : 0;
   let shown = 0;
   for (const alert of notification.alerts) {
-    const text = [...block(alert), ''];
+    let text = [...block(alert), ''];
     if (fit) {
-      const cost = fit.size(`\n${text.join('\n')}`);
-      // The first alert is always written (the channel's cut trims one too large); the next ones while the more-line still fits after them.
-      if (shown > 0 && used + cost > fit.max - MORE_LINE_ROOM) break;
+      const room = fit.max - (notification.alerts.length > 1 ? MORE_LINE_ROOM : 0) - used;
+      let cost = fit.size(`\n${text.join('\n')}`);
+      if (cost > room && shown > 0) break;
+      // The first alert is always written, cut to leave the more-line its room when it alone is too large.
+      if (cost > room) [text, cost] = fitLines(text, room, fit.size);
       used += cost;
     }
     lines.push(...text);
