@@ -35,14 +35,15 @@ export function feishuResetMs(value: string | null): number | undefined {
 
 /**
  * An answer other than 2xx: a gateway rate limit (HTTP 429, or 400 with code 99991400) is retried
- * after `x-ogw-ratelimit-reset` when Feishu gives it; the rest as any HTTP failure.
+ * after `x-ogw-ratelimit-reset` or Retry-After, the longer when both are given; the rest as any HTTP failure.
  */
 export function feishuHttpFailure(status: number, body: string, headers: { get(name: string): string | null }): DeliveryResult {
   const failure = httpFailure(status, body, headers.get('retry-after'));
   const reset = feishuResetMs(headers.get('x-ogw-ratelimit-reset'));
   const limited = status === 429 || (status === 400 && gatewayCode(body) === GATEWAY_RATE_LIMITED);
   if (failure.ok || !limited) return failure;
-  return { ok: false, retriable: true, error: failure.error, ...(reset !== undefined ? { retryAfterMs: reset } : failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}) };
+  const wait = Math.max(reset ?? 0, failure.retryAfterMs ?? 0);
+  return { ok: false, retriable: true, error: failure.error, ...(reset !== undefined || failure.retryAfterMs !== undefined ? { retryAfterMs: wait } : {}) };
 }
 
 function gatewayCode(body: string): unknown {
@@ -90,9 +91,9 @@ export function feishuChannel(settings: { url: string; secret?: string }, now: (
         if (!response.ok) return feishuHttpFailure(response.status, answerText, response.headers);
         const answer = JSON.parse(answerText || '{}') as { code?: number; msg?: string; StatusCode?: number };
         const result = feishuResult(answer.code ?? answer.StatusCode ?? 0, answer.msg ?? '');
-        // The message service's own limit (11232) waits a minute, or what the gateway says when it says.
+        // The message service's own limit (11232) waits a minute, or longer when the gateway says so.
         const reset = feishuResetMs(response.headers.get('x-ogw-ratelimit-reset'));
-        return !result.ok && result.retriable && reset !== undefined ? { ...result, retryAfterMs: reset } : result;
+        return !result.ok && result.retriable && reset !== undefined ? { ...result, retryAfterMs: Math.max(reset, result.retryAfterMs ?? 0) } : result;
       } catch (error) {
         return networkFailure(error);
       }
