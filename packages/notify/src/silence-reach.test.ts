@@ -28,4 +28,12 @@ describe('how far a silence reaches into what is firing', () => {
     expect(tooBroad(silenceReach(silenceMatchers(['alertname!=""'])!, []))).toBe(false); // nothing fires
     expect(describeReach(reachOf('severity="critical"'))).toBe('matches 2 of 4 firing alerts on 2 hosts');
   });
+
+  it('alerts that name no host each count as a host of their own, and what was not read is said', () => {
+    const hostless = Array.from({ length: 30 }, (_, i) => ({ alertname: 'NodeJob', node: `n${i}` }));
+    const reach = silenceReach(silenceMatchers(['alertname!=""'])!, hostless, 7);
+    expect(reach).toEqual({ matched: 30, firing: 30, hosts: 30, unread: 7 });
+    expect(tooBroad(reach)).toBe(true);
+    expect(describeReach(reach)).toBe('matches 30 of 30 firing alerts read (7 more firing not read) on 30 hosts');
+  });
 });

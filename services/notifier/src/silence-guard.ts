@@ -8,9 +8,13 @@ export const MAX_FIRING_JUDGED = 100_000;
 /** Entries read between two turns of the event loop: the API's process keeps answering. */
 const PER_TURN = 5_000;
 
-/** The firing alerts' labels as the notifiers saved them (`notifier:firing`); an entry that does not read as labels is passed over. */
-export async function firingLabels(store: StateStore): Promise<Record<string, string>[]> {
-  const { fields } = await store.hashGetSome(FIRING_KEY, MAX_FIRING_JUDGED);
+/**
+ * The firing alerts' labels as the notifiers saved them (`notifier:firing`), at most
+ * MAX_FIRING_JUDGED of them, and how many more there are; an entry that does not read as labels is
+ * passed over.
+ */
+export async function firingLabels(store: StateStore): Promise<{ labels: Record<string, string>[]; unread: number }> {
+  const { fields, total } = await store.hashGetSome(FIRING_KEY, MAX_FIRING_JUDGED);
   const out: Record<string, string>[] = [];
   let read = 0;
   for (const text of Object.values(fields)) {
@@ -27,7 +31,7 @@ export async function firingLabels(store: StateStore): Promise<Record<string, st
     for (const [name, value] of Object.entries(labels)) if (typeof value === 'string') clean[name] = value;
     out.push(clean);
   }
-  return out;
+  return { labels: out, unread: Math.max(0, total - read) };
 }
 
 /**
@@ -40,7 +44,8 @@ export async function makeSilence(store: StateStore, input: NewSilence, now: num
   if (!checked.ok) throw new SilenceError(checked.error);
   const matchers = silenceMatchers(checked.value.matchers);
   if (!matchers) throw new SilenceError('a matcher of this silence does not parse');
-  const reach = silenceReach(matchers, await firingLabels(store));
+  const firing = await firingLabels(store);
+  const reach = silenceReach(matchers, firing.labels, firing.unread);
   if (tooBroad(reach) && !force) {
     throw new SilenceError(`this silence ${describeReach(reach)}: more than half of what is firing, on more than one host; make it with force (--force, "force": true) if that is meant`);
   }

@@ -1,7 +1,7 @@
 import { MemoryStore } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { postSilence } from './alertmanager-api.ts';
-import { loadSilences } from './silences.ts';
+import { addSilence, loadSilences } from './silences.ts';
 
 const NOW = Date.parse('2026-06-01T12:00:00Z');
 const HOUR = 3_600_000;
@@ -23,6 +23,13 @@ describe('updating a silence keeps its id where Alertmanager does, and replaces 
     expect((await loadSilences(store))[id]!.expiredAt).toBe(NOW);
     const other = await post(store, { id: moved.body.silenceID, startsAt: iso(NOW - HOUR), endsAt: iso(NOW + HOUR), matchers: [{ ...gpu[0]!, value: 'gpu-node-8' }] });
     expect(other.body.silenceID).not.toBe(moved.body.silenceID);
+  });
+
+  it('the same matchers however written: host=gpu-node-7 from the CLI is host="gpu-node-7" from amtool', async () => {
+    const store = new MemoryStore();
+    const made = await addSilence(store, { matchers: ['host=gpu-node-7'], durationMs: 2 * HOUR, startsAt: NOW - HOUR, createdBy: 'bo', comment: 'swap' }, NOW - HOUR);
+    const updated = await post(store, { id: made.id, startsAt: iso(NOW - HOUR), endsAt: iso(NOW + 2 * HOUR), comment: 'takes longer' });
+    expect(updated.body.silenceID).toBe(made.id);
   });
 
   it('pending: changed in place while it does not start in the past; expired: never', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@gpualert/log';
-import { checkSilence, dict, MAX_SAVED_SILENCES, SILENCE, type Dict, type Silence, type SilenceInput } from '@gpualert/notify';
+import { checkSilence, dict, formatMatcher, MAX_SAVED_SILENCES, SILENCE, silenceMatchers, type Dict, type Silence, type SilenceInput } from '@gpualert/notify';
 import { decodeVersioned, encodeVersioned, GpualertError } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
@@ -81,7 +81,10 @@ export async function expireSilence(store: StateStore, id: string, now: number):
  * start and may not end in the past, a pending one may not start in the past, an expired one never.
  */
 export function canUpdateInPlace(existing: Silence, next: { readonly matchers: readonly string[]; readonly startsAt: number; readonly endsAt: number }, now: number): boolean {
-  if (existing.matchers.length !== next.matchers.length || existing.matchers.some((m, i) => m !== next.matchers[i])) return false;
+  // The same matchers however written (`host=a` from the CLI is `host="a"` from amtool).
+  const was = silenceMatchers(existing.matchers)?.map(formatMatcher);
+  const is = silenceMatchers(next.matchers)?.map(formatMatcher);
+  if (!was || !is || was.length !== is.length || was.some((m, i) => m !== is[i])) return false;
   if (existing.expiredAt !== undefined || existing.endsAt <= now) return false;
   if (existing.startsAt > now) return next.startsAt >= now;
   return next.startsAt === existing.startsAt && next.endsAt >= now;
