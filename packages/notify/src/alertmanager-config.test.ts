@@ -134,8 +134,14 @@ const intervalOf = (ranges: unknown) => {
   return parsed.success ? parsed.data : parsed.error.issues.map((i) => i.message).join('; ');
 };
 
-describe("Alertmanager's routing table (dispatch/route_test.go TestRouteMatch)", () => {
-  const config = load(ROUTE_TEST_CONFIG);
+/** The same table with one receiver a gpualert channel (`channel: record`): an Alertmanager tree still, with Alertmanager's defaults. */
+const MIXED_ROUTE_TEST_CONFIG = ROUTE_TEST_CONFIG.replace(/- name: 'notify-BC'\n[^\n]*\n/, "- name: 'notify-BC'\n  channel: record\n");
+
+describe.each([['as written', ROUTE_TEST_CONFIG], ['with a gpualert receiver among them', MIXED_ROUTE_TEST_CONFIG]])("Alertmanager's routing table (dispatch/route_test.go TestRouteMatch), %s", (_how, text) => {
+  const config = load(text);
+  it('is the file it says', () => {
+    expect(text.includes('channel: record')).toBe(text === MIXED_ROUTE_TEST_CONFIG);
+  });
   it.each([
     [{ owner: 'team-A' }, [{ ...def, receiver: 'notify-A' }]],
     [{ owner: 'team-A', env: 'unset' }, [{ ...def, receiver: 'notify-A' }]],

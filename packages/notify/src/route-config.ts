@@ -157,7 +157,7 @@ export interface RoutesFile {
   inhibit_rules: InhibitRule[];
   time_intervals: TimeInterval[];
   global: GlobalConfig;
-  /** Written in Alertmanager's format (receivers with `*_configs`): its defaults apply (group_by: none). */
+  /** Written in Alertmanager's format (a receiver with `*_configs`, whatever the others): its defaults apply (group_by: none). */
   alertmanager: boolean;
   /** The file's text as loaded, for Alertmanager's status API (`amtool config routes` parses it). */
   original?: string;
@@ -182,7 +182,9 @@ export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
     mute_time_intervals: z.array(TimeIntervalSchema).default([]),
   })
   .transform((file, ctx): RoutesFile => {
-    const alertmanager = !file.receivers.some((r) => Object.hasOwn(r, 'channel'));
+    // Any receiver in Alertmanager's form (`*_configs`) makes it an Alertmanager file: gpualert's own
+    // receivers added to it change none of its defaults. So does a file of receivers with a name alone.
+    const alertmanager = file.receivers.some((r) => Object.keys(r).some((k) => k.endsWith('_configs'))) || !file.receivers.some((r) => Object.hasOwn(r, 'channel'));
     const receivers: Receiver[] = [];
     const integrations = Object.create(null) as Record<string, string[]>;
     file.receivers.forEach((raw, i) => {
