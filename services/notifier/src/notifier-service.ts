@@ -178,7 +178,13 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   const act = async (decisions: Decision[], fingerprints: readonly string[] = []) => {
     const sends = decisions.flatMap((d) => ('send' in d ? [d.send] : []));
     if (sends.length > 0) {
-      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(sends.map((n) => [n.id, encodeVersioned(OUTBOX_ENTRY, { notification: n, queuedAt: Date.now(), owner: instance })])));
+      // One entry at a time, a turn of the event loop between: a storm's notification is megabytes of JSON.
+      const entries: [string, string][] = [];
+      for (const n of sends) {
+        if (entries.length > 0) await new Promise((resolve) => setImmediate(resolve));
+        entries.push([n.id, encodeVersioned(OUTBOX_ENTRY, { notification: n, queuedAt: Date.now(), owner: instance })]);
+      }
+      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(entries));
     }
     for (const d of decisions) {
       if ('suppressed' in d) {

@@ -200,7 +200,7 @@ export class NotifierStateStore {
   private async migrate(state: NotifierState, from: number): Promise<NotifierState> {
     await this.store.delete(GROUPS_KEY, FIRING_KEY);
     for (const saved of [this.groups, this.firing]) {
-      const changes = saved.changes(state);
+      const changes = await saved.changes(state);
       await saved.write(this.store, changes);
       saved.commit(changes);
     }
@@ -215,8 +215,8 @@ export class NotifierStateStore {
 
   /** Ends a step: writes what it changed (the groups and firing alerts first, the rest last) and takes it as committed. */
   async save(state: NotifierState): Promise<SaveFigures> {
-    const groups = this.groups.changes(state);
-    const firing = this.firing.changes(state);
+    const groups = await this.groups.changes(state);
+    const firing = await this.firing.changes(state);
     const stamp = restStamp(state);
     const rest = this.rest === undefined || this.restUncertain || !sameStamp(this.rest.stamp, stamp)
       ? encodeVersioned(LAYOUT.rest, { pages: state.pages, sources: state.sources })
