@@ -51,6 +51,7 @@ const CHANNELS: [string, () => Record<string, string>][] = [
   ['wecom', () => ({ url: `${vendors.base}/wecom/send?key=k` })],
   ['pagerduty', () => ({ url: `${vendors.base}/pagerduty/v2/enqueue`, routing_key: SECRETS.routingKey })],
   ['opsgenie', () => ({ url: `${vendors.base}/opsgenie`, api_key: SECRETS.opsgenie })],
+  ['victorops', () => ({ url: `${vendors.base}/victorops/integrations/generic/20131114/alert/${SECRETS.routingKey}/gpu-team` })],
   ['jira', () => ({ url: `${vendors.base}/jira`, user: 'bot', token: 't', project: 'OPS' })],
   ['servicenow', () => ({ url: `${vendors.base}/snow`, user: 'bot', password: 'p' })],
   ['webhook', () => ({ url: `${vendors.base}/webhook/in`, secret: SECRETS.webhook })],
@@ -150,6 +151,24 @@ describe('every channel against its vendor\'s published contract', () => {
     expect(sent[0]!.details).toMatchObject({ evidence: alert().evidence });
     const both = RoutesFile.safeParse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - { service_key: a, routing_key: b }\nroute: { receiver: v1 }\n`));
     expect(both.success ? '' : both.error.issues.map((i) => i.message).join()).toMatch(/one of routing_key \(Events API v2\) and service_key \(Events API v1\), not both/);
+  });
+
+  it("victorops from Alertmanager's victorops_configs: one event per alert at the REST endpoint, RECOVERY under the same entity_id, its templates rendered", async () => {
+    const routes = RoutesFile.parse(parseYaml([
+      'global: { victorops_api_url: "' + `${vendors.base}/victorops/integrations/generic/20131114/alert/` + '" }',
+      'receivers:', '- name: oncall', '  victorops_configs:', `  - { api_key: ${SECRETS.routingKey}, routing_key: gpu-team, entity_display_name: '{{ .CommonLabels.cluster }} is hot' }`,
+      'route: { receiver: oncall }', '',
+    ].join('\n')));
+    const send = createChannel(routes.receivers[0]!, {});
+    const before = vendors.of('victorops').length;
+    expect(await send.send(notification([alert()]))).toEqual({ ok: true });
+    expect(await send.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
+    const sent = vendors.of('victorops').slice(before).map((r) => r.body as Record<string, unknown>);
+    expect(sent.map((e) => [e.message_type, e.entity_id, e.entity_display_name, e.monitoring_tool])).toEqual([
+      ['CRITICAL', 'fp-lost-gpu3', 'lab is hot', 'gpualert'], ['RECOVERY', 'fp-lost-gpu3', 'lab is hot', 'gpualert'],
+    ]);
+    const bad = RoutesFile.safeParse(parseYaml(`receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, message_type: '{{ .Status }}' }\nroute: { receiver: oncall }\n`));
+    expect(bad.success ? '' : bad.error.issues.map((i) => i.message).join()).toMatch(/message_type|CRITICAL, WARNING or INFO/);
   });
 
   it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {

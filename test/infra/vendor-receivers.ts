@@ -181,6 +181,7 @@ export class VendorReceivers {
       case 'wecom': return this.wecom(json, body, accept, reject, ping);
       case 'pagerduty': return url.pathname.endsWith('/generic/2010-04-15/create_event.json') ? this.pagerdutyV1(json, body, accept, reject) : this.pagerduty(json, body, bytes.length, accept, reject);
       case 'opsgenie': return this.opsgenie(req.headers, url, json, body, accept, reject);
+      case 'victorops': return this.victorops(url, json, body, accept, reject);
       case 'webhook': return this.webhook(req.headers, raw, accept, reject);
       case 'jira': return this.jiraApi(req.method ?? 'GET', url, body, accept, reject);
       case 'snow': return this.snowApi(req.method ?? 'GET', url, body, accept, reject);
@@ -195,8 +196,36 @@ export class VendorReceivers {
       case 'dingtalk': case 'wecom': return { status: 200, body: { errcode: 40035, errmsg: `invalid parameter: ${reason}` } };
       case 'slack': return { status: 400, body: 'invalid_payload' };
       case 'opsgenie': return { status: 422, body: { message: reason } };
+      case 'victorops': return { status: 400, body: { result: 'failure', message: reason } };
       default: return { status: 400, body: { errors: [reason] } };
     }
+  }
+
+  /**
+   * Splunk On-Call (VictorOps) REST endpoint: `POST …/integrations/generic/20131114/alert/{api_key}/{routing_key}`;
+   * `message_type` one of CRITICAL, WARNING, INFO, ACKNOWLEDGEMENT, RECOVERY; `entity_id` names
+   * the incident (required here to resolve); 200 `{result: "success", entity_id}`, else
+   * `{result: "failure", message}`. The api key is the test's routing key secret.
+   * Source: Splunk On-Call's REST endpoint integration guide.
+   */
+  private victorops(url: URL, json: boolean, body: any, accept: () => void, reject: (r: string) => void): Answer {
+    const path = /^\/victorops\/integrations\/generic\/20131114\/alert\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+    const errors: string[] = [];
+    if (!path || decodeURIComponent(path[1]!) !== this.secrets.routingKey) errors.push('unknown api key or path');
+    if (!json || typeof body !== 'object' || body === null) errors.push('body is not JSON');
+    else {
+      if (!['CRITICAL', 'WARNING', 'INFO', 'ACKNOWLEDGEMENT', 'RECOVERY'].includes(body.message_type)) errors.push('message_type');
+      if (body.message_type === 'RECOVERY' && !body.entity_id) errors.push('entity_id required to recover');
+      for (const field of ['entity_id', 'entity_display_name', 'state_message', 'monitoring_tool']) {
+        if (body[field] !== undefined && typeof body[field] !== 'string') errors.push(`${field} is not a string`);
+      }
+    }
+    if (errors.length > 0) {
+      reject(errors.join('; '));
+      return { status: 400, body: { result: 'failure', message: errors.join('; ') } };
+    }
+    accept();
+    return { status: 200, body: { result: 'success', entity_id: body.entity_id } };
   }
 
   /**

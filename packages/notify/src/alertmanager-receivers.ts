@@ -66,6 +66,8 @@ interface Mapping {
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+/** Alertmanager's default victorops api_url; the api key and routing key follow it as path segments. */
+const VICTOROPS_API_URL = 'https://alert.victorops.com/integrations/generic/20131114/alert/';
 /** PagerDuty's Events API v1 endpoint. Source: https://developer.pagerduty.com/docs/events-api-v1-overview (POST …/generic/2010-04-15/create_event.json) */
 const PAGERDUTY_V1_URL = 'https://events.pagerduty.com/generic/2010-04-15/create_event.json';
 
@@ -132,13 +134,26 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
       return { url: str(raw.api_url) ?? g.opsgenie_api_url ?? 'https://api.opsgenie.com/', api_key: key ?? '' };
     },
   },
+  victorops_configs: {
+    channel: 'victorops', sendResolved: true, fields: ['api_key', 'api_url', 'routing_key', 'message_type', 'entity_display_name', 'state_message', 'monitoring_tool'],
+    settings: (raw, g, issue) => {
+      const key = str(raw.api_key) ?? g.victorops_api_key;
+      if (!key) issue('api_key', 'no api_key here and no global victorops_api_key');
+      if (!str(raw.routing_key)) issue('routing_key', 'a victorops integration needs routing_key');
+      const type = str(raw.message_type);
+      if (raw.message_type !== undefined && (!type || type.includes('{{'))) issue('message_type', 'expected CRITICAL, WARNING or INFO (a template is not supported in this field by gpualert)');
+      const base = str(raw.api_url) ?? g.victorops_api_url ?? VICTOROPS_API_URL;
+      const url = `${base.endsWith('/') ? base : `${base}/`}${encodeURIComponent(key ?? '')}/${encodeURIComponent(str(raw.routing_key) ?? '')}`;
+      return { url, ...(type && !type.includes('{{') ? { message_type: type } : {}) };
+    },
+  },
 };
 
 /** Alertmanager integrations with no gpualert channel yet: refused with the reason. */
 const UNSUPPORTED: Readonly<Record<string, string>> = {
   wechat_configs: 'WeChat Work\'s app API (corp_id, api_secret) is not supported; use wecom_configs with a WeCom group robot url',
   msteams_configs: 'Microsoft Teams is not a gpualert channel yet',
-  victorops_configs: 'VictorOps is not a gpualert channel', pushover_configs: 'Pushover is not a gpualert channel',
+  pushover_configs: 'Pushover is not a gpualert channel',
   sns_configs: 'Amazon SNS is not a gpualert channel', telegram_configs: 'Telegram is not a gpualert channel',
   webex_configs: 'Webex is not a gpualert channel', discord_configs: 'Discord is not a gpualert channel',
 };
@@ -147,7 +162,7 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 const COMMON = ['send_resolved', 'per_minute', 'per_second'];
 
 /** gpualert's own channels as extra `<channel>_configs` keys, taking the channel's settings. */
-const OWN = CHANNELS.filter((c) => !['webhook', 'slack', 'email', 'pagerduty', 'opsgenie'].includes(c));
+const OWN = CHANNELS.filter((c) => !['webhook', 'slack', 'email', 'pagerduty', 'opsgenie', 'victorops'].includes(c));
 
 export const RECEIVER_CONFIG_KEYS = [...Object.keys(ALERTMANAGER), ...OWN.map((c) => `${c}_configs`), ...Object.keys(UNSUPPORTED)];
 
@@ -234,6 +249,6 @@ function templateFields(key: string, raw: Raw, at: (string | number)[], issue: (
 /** Our setting's name back to the Alertmanager field it came from, for the error's path. */
 function mapField(mapping: Mapping | undefined, setting: string): string {
   if (!mapping) return setting;
-  const back: Record<string, string> = { url: mapping.channel === 'slack' ? 'api_url' : mapping.channel === 'opsgenie' ? 'api_url' : 'url', smtp_url: 'smarthost' };
+  const back: Record<string, string> = { url: ['slack', 'opsgenie', 'victorops'].includes(mapping.channel) ? 'api_url' : 'url', smtp_url: 'smarthost' };
   return back[setting] ?? setting;
 }

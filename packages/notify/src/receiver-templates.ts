@@ -13,6 +13,7 @@ export const TEMPLATE_FIELDS: Readonly<Record<string, readonly string[]>> = {
   email_configs: ['subject', 'html', 'text'],
   pagerduty_configs: ['description'],
   opsgenie_configs: ['message', 'description'],
+  victorops_configs: ['entity_display_name', 'state_message', 'monitoring_tool'],
 };
 
 /** Fields rendered as HTML (html/template's escaping of printed values). */

@@ -4,7 +4,7 @@ import { JIRA_DEPLOYMENTS } from './jira.ts';
 import { WEBHOOK_FORMATS, webhookSecretProblem } from './webhook.ts';
 
 /** The channels a receiver can use (kept here so the settings schemas and the route file agree). */
-export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'webhook', 'console', 'record'] as const;
+export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'victorops', 'webhook', 'console', 'record'] as const;
 export type ChannelName = (typeof CHANNELS)[number];
 
 /** The longest setting value: URLs and keys are far shorter; a megabyte of YAML in one value is a mistake. */
@@ -32,6 +32,8 @@ export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<stri
   // routing_key: Events API v2; service_key: Events API v1 (Alertmanager's older integrations). One of them (alertmanager-receivers.ts and load-routes check which).
   pagerduty: { url, routing_key: may, service_key: may },
   opsgenie: { url, api_key: need },
+  // url: the REST endpoint with its api key and routing key (…/alert/{api_key}/{routing_key}); message_type: one of CRITICAL, WARNING, INFO.
+  victorops: { url, message_type: may },
   webhook: { url, secret: { kind: 'webhook_secret', required: false }, format: { kind: 'webhook_format', required: false }, max_alerts: { kind: 'count', required: false } },
   console: {},
   record: {},
@@ -95,6 +97,9 @@ export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodT
     }
     for (const [key, field] of Object.entries(fields)) {
       if (field.required && !(Object.hasOwn(out, key) && out[key] !== '')) ctx.addIssue({ code: 'custom', path: [key], message: `${channel} needs settings.${key}` });
+    }
+    if (channel === 'victorops' && out.message_type !== undefined && !['CRITICAL', 'WARNING', 'INFO'].includes(out.message_type)) {
+      ctx.addIssue({ code: 'custom', path: ['message_type'], message: 'expected CRITICAL, WARNING or INFO (a resolve is sent as RECOVERY)' });
     }
     if (channel === 'pagerduty' && !out.routing_key === !out.service_key) {
       ctx.addIssue({ code: 'custom', path: ['routing_key'], message: 'pagerduty needs one of settings.routing_key (Events API v2) and settings.service_key (Events API v1)' });

@@ -23,6 +23,7 @@ export const VENDOR_RATE_LIMITS: Readonly<Record<ChannelName, RateLimit | undefi
   // but a page is never held back here: over the limit PagerDuty answers 429, which is retried with backoff.
   pagerduty: undefined,
   opsgenie: undefined,
+  victorops: undefined,
   jira: undefined,
   servicenow: undefined,
   email: undefined,

@@ -10,6 +10,7 @@ import { opsgenieChannel } from './opsgenie.ts';
 import { pagerdutyChannel } from './pagerduty.ts';
 import { servicenowChannel } from './servicenow.ts';
 import { slackChannel } from './slack.ts';
+import { victoropsChannel } from './victorops.ts';
 import { webhookChannel, type WebhookFormat } from './webhook.ts';
 import { wecomChannel } from './wecom.ts';
 import { GpualertError } from '@gpualert/schema';
@@ -62,6 +63,7 @@ export function createChannel(receiver: Receiver, env: Readonly<Record<string, s
     case 'servicenow': return servicenowChannel({ url: s.url!, user: s.user!, password: s.password!, ...(s.close_code ? { close_code: s.close_code } : {}) });
     case 'pagerduty': return pagerdutyChannel(s.service_key ? { url: s.url!, service_key: s.service_key } : { url: s.url!, routing_key: s.routing_key ?? '' }, receiver.compiled);
     case 'opsgenie': return opsgenieChannel({ url: s.url!, api_key: s.api_key! }, receiver.compiled);
+    case 'victorops': return victoropsChannel({ url: s.url!, ...(s.message_type ? { message_type: s.message_type } : {}) }, receiver.compiled);
     case 'webhook': return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}), ...(s.format ? { format: s.format as WebhookFormat } : {}), ...(s.max_alerts ? { max_alerts: Number(s.max_alerts) } : {}) });
     case 'console': return consoleChannel();
     case 'record': return recordChannel();
