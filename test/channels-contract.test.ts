@@ -52,6 +52,7 @@ const CHANNELS: [string, () => Record<string, string>][] = [
   ['pagerduty', () => ({ url: `${vendors.base}/pagerduty/v2/enqueue`, routing_key: SECRETS.routingKey })],
   ['opsgenie', () => ({ url: `${vendors.base}/opsgenie`, api_key: SECRETS.opsgenie })],
   ['victorops', () => ({ url: `${vendors.base}/victorops/integrations/generic/20131114/alert/${SECRETS.routingKey}/gpu-team` })],
+  ['pushover', () => ({ url: `${vendors.base}/pushover/1/messages.json`, token: SECRETS.routingKey, user_key: 'uQiRzpo4DXghDmr9QzzfQu27cmVRsG' })],
   ['jira', () => ({ url: `${vendors.base}/jira`, user: 'bot', token: 't', project: 'OPS' })],
   ['servicenow', () => ({ url: `${vendors.base}/snow`, user: 'bot', password: 'p' })],
   ['webhook', () => ({ url: `${vendors.base}/webhook/in`, secret: SECRETS.webhook })],
@@ -169,6 +170,26 @@ describe('every channel against its vendor\'s published contract', () => {
     ]);
     const bad = RoutesFile.safeParse(parseYaml(`receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, message_type: '{{ .Status }}' }\nroute: { receiver: oncall }\n`));
     expect(bad.success ? '' : bad.error.issues.map((i) => i.message).join()).toMatch(/message_type|CRITICAL, WARNING or INFO/);
+  });
+
+  it("pushover from Alertmanager's pushover_configs: emergency while firing (retry and expire as Alertmanager's), 0 resolved, a set priority kept", () => {
+    const load = (extra: string) => RoutesFile.safeParse(parseYaml(`receivers:\n- name: phone\n  pushover_configs:\n  - { user_key: u, token: t${extra} }\nroute: { receiver: phone }\n`));
+    const plain = load('');
+    expect(plain.success && plain.data.receivers[0]).toMatchObject({ channel: 'pushover', settings: { url: 'https://api.pushover.net/1/messages.json', token: 't', user_key: 'u' } });
+    expect(load(', priority: 1').success && load(', priority: 1').data?.receivers[0]!.settings.priority).toBe('1');
+    const templated = load(", priority: '{{ if eq .Status \"firing\" }}1{{ end }}'");
+    expect(templated.success ? '' : templated.error.issues.map((i) => i.message).join()).toMatch(/a template is not supported in this field/);
+    const unknown = load(', html: true');
+    expect(unknown.success ? '' : unknown.error.issues.map((i) => i.message).join()).toMatch(/"html" is not supported by gpualert/);
+  });
+
+  it('pushover: a firing message is an emergency with retry and expire, a resolved one priority 0', async () => {
+    const send = channel('pushover', CHANNELS.find(([n]) => n === 'pushover')![1]());
+    const before = vendors.of('pushover').length;
+    expect(await send.send(notification([alert()]))).toEqual({ ok: true });
+    expect(await send.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
+    const sent = vendors.of('pushover').slice(before).map((r) => r.body as Record<string, unknown>);
+    expect(sent.map((m) => [m.priority, m.retry, m.expire])).toEqual([[2, 60, 3600], [0, undefined, undefined]]);
   });
 
   it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {

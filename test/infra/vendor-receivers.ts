@@ -182,6 +182,7 @@ export class VendorReceivers {
       case 'pagerduty': return url.pathname.endsWith('/generic/2010-04-15/create_event.json') ? this.pagerdutyV1(json, body, accept, reject) : this.pagerduty(json, body, bytes.length, accept, reject);
       case 'opsgenie': return this.opsgenie(req.headers, url, json, body, accept, reject);
       case 'victorops': return this.victorops(url, json, body, accept, reject);
+      case 'pushover': return this.pushover(json, body, accept, reject);
       case 'webhook': return this.webhook(req.headers, raw, accept, reject);
       case 'jira': return this.jiraApi(req.method ?? 'GET', url, body, accept, reject);
       case 'snow': return this.snowApi(req.method ?? 'GET', url, body, accept, reject);
@@ -197,8 +198,35 @@ export class VendorReceivers {
       case 'slack': return { status: 400, body: 'invalid_payload' };
       case 'opsgenie': return { status: 422, body: { message: reason } };
       case 'victorops': return { status: 400, body: { result: 'failure', message: reason } };
+      case 'pushover': return { status: 400, body: { status: 0, errors: [reason] } };
       default: return { status: 400, body: { errors: [reason] } };
     }
+  }
+
+  /**
+   * Pushover (`POST /1/messages.json`): `token` and `user` required, `message` 1 to 1,024
+   * characters, `title` at most 250, `priority` -2 to 2, and with 2 `retry` at least 30 and
+   * `expire` at most 10,800; 200 `{status: 1, request}`, 400 `{status: 0, errors}`.
+   * Source: https://pushover.net/api. The token is the test's routing key secret.
+   */
+  private pushover(json: boolean, body: any, accept: () => void, reject: (r: string) => void): Answer {
+    const errors: string[] = [];
+    if (!json || typeof body !== 'object' || body === null) errors.push('body is not JSON');
+    else {
+      if (body.token !== this.secrets.routingKey) errors.push('application token is invalid');
+      if (typeof body.user !== 'string' || body.user === '') errors.push('user identifier is not a valid user');
+      if (typeof body.message !== 'string' || body.message === '' || body.message.length > 1024) errors.push('message cannot be blank and must be at most 1024 characters');
+      if (body.title !== undefined && (typeof body.title !== 'string' || body.title.length > 250)) errors.push('title is too long');
+      const priority = body.priority ?? 0;
+      if (![-2, -1, 0, 1, 2].includes(priority)) errors.push('priority is invalid');
+      if (priority === 2 && !(body.retry >= 30 && body.expire <= 10_800)) errors.push('retry must be at least 30 and expire at most 10800 for emergency priority');
+    }
+    if (errors.length > 0) {
+      reject(errors.join('; '));
+      return { status: 400, body: { status: 0, errors } };
+    }
+    accept();
+    return { status: 200, body: { status: 1, request: 'loopback' } };
   }
 
   /**

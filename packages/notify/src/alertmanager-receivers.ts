@@ -66,6 +66,8 @@ interface Mapping {
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+/** Pushover's message API. Source: https://pushover.net/api */
+const PUSHOVER_URL = 'https://api.pushover.net/1/messages.json';
 /** Alertmanager's default victorops api_url; the api key and routing key follow it as path segments. */
 const VICTOROPS_API_URL = 'https://alert.victorops.com/integrations/generic/20131114/alert/';
 /** PagerDuty's Events API v1 endpoint. Source: https://developer.pagerduty.com/docs/events-api-v1-overview (POST …/generic/2010-04-15/create_event.json) */
@@ -147,13 +149,24 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
       return { url, ...(type && !type.includes('{{') ? { message_type: type } : {}) };
     },
   },
+  pushover_configs: {
+    channel: 'pushover', sendResolved: true, fields: ['user_key', 'token', 'priority', 'sound', 'device'],
+    settings: (raw, _g, issue) => {
+      if (!str(raw.user_key)) issue('user_key', 'a pushover integration needs user_key');
+      if (!str(raw.token)) issue('token', 'a pushover integration needs token');
+      // Alertmanager's priority is a template (2 while firing, 0 resolved, by default); here a number from -2 to 2, or that default.
+      const priority = raw.priority === undefined ? undefined : String(raw.priority);
+      if (priority !== undefined && priority.includes('{{')) issue('priority', 'expected a priority from -2 to 2 (a template is not supported in this field by gpualert; without one: 2 while firing, 0 resolved)');
+      const text = (field: string) => (str(raw[field]) ? { [field]: str(raw[field])! } : {});
+      return { url: PUSHOVER_URL, token: str(raw.token) ?? '', user_key: str(raw.user_key) ?? '', ...(priority !== undefined && !priority.includes('{{') ? { priority } : {}), ...text('sound'), ...text('device') };
+    },
+  },
 };
 
 /** Alertmanager integrations with no gpualert channel yet: refused with the reason. */
 const UNSUPPORTED: Readonly<Record<string, string>> = {
   wechat_configs: 'WeChat Work\'s app API (corp_id, api_secret) is not supported; use wecom_configs with a WeCom group robot url',
   msteams_configs: 'Microsoft Teams is not a gpualert channel yet',
-  pushover_configs: 'Pushover is not a gpualert channel',
   sns_configs: 'Amazon SNS is not a gpualert channel', telegram_configs: 'Telegram is not a gpualert channel',
   webex_configs: 'Webex is not a gpualert channel', discord_configs: 'Discord is not a gpualert channel',
 };
@@ -162,7 +175,7 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 const COMMON = ['send_resolved', 'per_minute', 'per_second'];
 
 /** gpualert's own channels as extra `<channel>_configs` keys, taking the channel's settings. */
-const OWN = CHANNELS.filter((c) => !['webhook', 'slack', 'email', 'pagerduty', 'opsgenie', 'victorops'].includes(c));
+const OWN = CHANNELS.filter((c) => !['webhook', 'slack', 'email', 'pagerduty', 'opsgenie', 'victorops', 'pushover'].includes(c));
 
 export const RECEIVER_CONFIG_KEYS = [...Object.keys(ALERTMANAGER), ...OWN.map((c) => `${c}_configs`), ...Object.keys(UNSUPPORTED)];
 

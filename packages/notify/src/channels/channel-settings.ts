@@ -4,7 +4,7 @@ import { JIRA_DEPLOYMENTS } from './jira.ts';
 import { WEBHOOK_FORMATS, webhookSecretProblem } from './webhook.ts';
 
 /** The channels a receiver can use (kept here so the settings schemas and the route file agree). */
-export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'victorops', 'webhook', 'console', 'record'] as const;
+export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'victorops', 'pushover', 'webhook', 'console', 'record'] as const;
 export type ChannelName = (typeof CHANNELS)[number];
 
 /** The longest setting value: URLs and keys are far shorter; a megabyte of YAML in one value is a mistake. */
@@ -34,6 +34,7 @@ export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<stri
   opsgenie: { url, api_key: need },
   // url: the REST endpoint with its api key and routing key (…/alert/{api_key}/{routing_key}); message_type: one of CRITICAL, WARNING, INFO.
   victorops: { url, message_type: may },
+  pushover: { url, token: need, user_key: need, priority: may, sound: may, device: may },
   webhook: { url, secret: { kind: 'webhook_secret', required: false }, format: { kind: 'webhook_format', required: false }, max_alerts: { kind: 'count', required: false } },
   console: {},
   record: {},
@@ -100,6 +101,9 @@ export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodT
     }
     if (channel === 'victorops' && out.message_type !== undefined && !['CRITICAL', 'WARNING', 'INFO'].includes(out.message_type)) {
       ctx.addIssue({ code: 'custom', path: ['message_type'], message: 'expected CRITICAL, WARNING or INFO (a resolve is sent as RECOVERY)' });
+    }
+    if (channel === 'pushover' && out.priority !== undefined && !['-2', '-1', '0', '1', '2'].includes(out.priority)) {
+      ctx.addIssue({ code: 'custom', path: ['priority'], message: 'expected a priority from -2 to 2' });
     }
     if (channel === 'pagerduty' && !out.routing_key === !out.service_key) {
       ctx.addIssue({ code: 'custom', path: ['routing_key'], message: 'pagerduty needs one of settings.routing_key (Events API v2) and settings.service_key (Events API v1)' });

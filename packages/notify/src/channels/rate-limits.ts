@@ -24,6 +24,7 @@ export const VENDOR_RATE_LIMITS: Readonly<Record<ChannelName, RateLimit | undefi
   pagerduty: undefined,
   opsgenie: undefined,
   victorops: undefined,
+  pushover: undefined,
   jira: undefined,
   servicenow: undefined,
   email: undefined,
