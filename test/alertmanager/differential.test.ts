@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadRoutes } from '@gpualert/notify';
+import { loadRoutes, routesFor } from '@gpualert/notify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../infra/wait-for.ts';
 import { relocatedAlertmanager } from './debian-tool.ts';
@@ -232,5 +232,14 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     });
     expect(verdicts.map(([name, , ours]) => [name, ours])).toEqual(verdicts.map(([name, theirs]) => [name, theirs]));
     expect(verdicts.filter(([, theirs]) => theirs === 'refused').length).toBe(3); // amtool does refuse: the comparison can fail
+    // And where a bare number in match routes: as written, by both.
+    const path = join(tempDir('check-config'), 'alertmanager.yml');
+    writeFileSync(path, `${receiver}- name: v\n  webhook_configs: [{ url: 'http://127.0.0.1:9/v' }]\nroute:\n  receiver: team\n  routes:\n  - { receiver: v, match: { ver: 1.10, hex: 0x1F } }\n`);
+    const ours = loadRoutes(path);
+    if (!ours.ok) throw new Error('the config did not load');
+    for (const labels of [['ver=1.10', 'hex=0x1F'], ['ver=1.1', 'hex=0x1F'], ['ver=1.10', 'hex=31']]) {
+      const theirs = amtool('http://127.0.0.1:9', ['config', 'routes', 'test', `--config.file=${path}`, ...labels]).out.trim().split('\n')[0];
+      expect(routesFor(ours.value.route, Object.fromEntries(labels.map((l) => l.split('=') as [string, string]))).map((r) => r.receiver).join(','), labels.join(' ')).toBe(theirs);
+    }
   });
 });

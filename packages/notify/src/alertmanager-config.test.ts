@@ -230,10 +230,12 @@ describe("Alertmanager's config checks (config/config_test.go), each at its file
     expect(routesFor(config.route, { severity: 'critical', team: 'a', env: 'dev' })[0]!.id).toBe('root');
   });
 
-  it('reads a number or a boolean written bare in match as its text, as Go\'s YAML does for Alertmanager', () => {
-    const config = load(`${ONE_RECEIVER}route:\n  receiver: team\n  routes:\n  - match: { test: 2, canary: true }\n    receiver: team\n    group_by: [test]\n`);
-    expect(routesFor(config.route, { test: '2', canary: 'true' })[0]!.groupBy).toEqual(['test']);
-    expect(routesFor(config.route, { test: '2' })[0]!.id).toBe('root');
+  it('reads a number, a boolean or a null written bare in match as the text written, as Go\'s YAML does for Alertmanager', () => {
+    const config = load(`${ONE_RECEIVER}route:\n  receiver: team\n  routes:\n  - match: { test: 2, ver: 1.10, hex: 0x1F, canary: True, gone: ~ }\n    receiver: team\n    group_by: [test]\n`);
+    expect(routesFor(config.route, { test: '2', ver: '1.10', hex: '0x1F', canary: 'True' })[0]!.groupBy).toEqual(['test']);
+    for (const wrong of [{ ver: '1.1' }, { hex: '31' }, { canary: 'true' }, { gone: 'x' }]) {
+      expect(routesFor(config.route, { test: '2', ver: '1.10', hex: '0x1F', canary: 'True', ...wrong })[0]!.id, JSON.stringify(wrong)).toBe('root');
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { bundledPath, loadYamlFile, type LoadResult, type RuleFileError } from '@gpualert/rules';
-import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, visit } from 'yaml';
+import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { attachTemplates, RoutesFile } from './route-config.ts';
 import { loadTemplateFiles } from './template-files.ts';
 
@@ -37,9 +37,29 @@ export function redactedConfig(text: string): string {
   return doc.toString();
 }
 
+/** Alertmanager's label maps (map[string]string in its Go structs): a value Go's YAML reads as the text written. */
+const LABEL_MAP_KEYS = new Set(['match', 'match_re', 'source_match', 'source_match_re', 'target_match', 'target_match_re']);
+
+/**
+ * A plain scalar in one of those maps is its text as written, as Go's YAML decodes it into a string:
+ * `match: {ver: 1.10}` matches "1.10" (not "1.1"), `0x1F` "0x1F", `True` "True", `~` "".
+ */
+export function labelMapsAsWritten(document: Document): void {
+  visit(document, {
+    Pair(_key, pair) {
+      if (!isPair(pair) || !isScalar(pair.key) || !LABEL_MAP_KEYS.has(String(pair.key.value)) || !isMap(pair.value)) return;
+      for (const item of pair.value.items) {
+        if (!isScalar(item.value) || typeof item.value.value === 'string') continue;
+        const written = item.value.source;
+        item.value.value = item.value.value === null ? '' : typeof written === 'string' ? written : String(item.value.value);
+      }
+    },
+  });
+}
+
 /** The routes file, with its text (credentials redacted) kept for Alertmanager's status API: `amtool config routes` reads it there. */
 export function loadRoutes(file: string = DEFAULT_ROUTES): LoadResult<RoutesFile> {
-  const loaded = loadYamlFile(file, RoutesFile);
+  const loaded = loadYamlFile(file, RoutesFile, labelMapsAsWritten);
   if (!loaded.ok) return loaded;
   const text = readFileSync(file, 'utf8');
   loaded.value.original = redactedConfig(text);

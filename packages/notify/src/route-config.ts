@@ -67,11 +67,8 @@ export interface RouteSpec {
   routes: RouteSpec[];
 }
 
-/**
- * `match:`'s values as Go's YAML reads them into Alertmanager's map[string]string: a number or a
- * boolean written bare (`match: { test: 2 }`) is its text.
- */
-const LabelMap = z.record(z.string(), z.union([z.string(), z.number().transform(String), z.boolean().transform(String)]));
+/** `match:`'s values: text (a number or boolean written bare is read as written, by load-routes.ts's labelMapsAsWritten). */
+const LabelMap = z.record(z.string(), z.string());
 
 /** Alertmanager's deprecated `match` (equality) and `match_re` (anchored regex), as matchers. */
 function legacyMatchers(match: Record<string, string> | undefined, re: Record<string, string> | undefined, ctx: z.RefinementCtx, at: string): Matcher[] {

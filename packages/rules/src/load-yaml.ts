@@ -27,10 +27,15 @@ export const MAX_YAML_ALIASES = 100;
 /** The largest rules or routes file read: the bundled catalog, the largest, is under 100 KB. */
 export const MAX_YAML_BYTES = 4 * 1024 * 1024;
 
-/** Parses YAML text against a schema; every error names the file, the line and the field. */
-export function parseYamlText<S extends z.ZodType>(file: string, text: string, schema: S): YamlLoadResult<z.infer<S>> {
+/**
+ * Parses YAML text against a schema; every error names the file, the line and the field. `prepare`
+ * may change the parsed document before it becomes values (the routes file reads some scalars as
+ * the text written, as Go's YAML does for Alertmanager).
+ */
+export function parseYamlText<S extends z.ZodType>(file: string, text: string, schema: S, prepare?: (document: Document) => void): YamlLoadResult<z.infer<S>> {
   const lines = new LineCounter();
   const document = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  if (document.errors.length === 0) prepare?.(document);
   if (document.errors.length > 0) {
     return {
       ok: false,
@@ -62,7 +67,7 @@ export function parseYamlText<S extends z.ZodType>(file: string, text: string, s
   };
 }
 
-export function loadYamlFile<S extends z.ZodType>(file: string, schema: S): YamlLoadResult<z.infer<S>> {
+export function loadYamlFile<S extends z.ZodType>(file: string, schema: S, prepare?: (document: Document) => void): YamlLoadResult<z.infer<S>> {
   let text: string;
   try {
     const size = statSync(file).size;
@@ -71,7 +76,7 @@ export function loadYamlFile<S extends z.ZodType>(file: string, schema: S): Yaml
   } catch (error) {
     return { ok: false, errors: [{ file, line: 0, field: '', message: `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}` }] };
   }
-  return parseYamlText(file, text, schema);
+  return parseYamlText(file, text, schema, prepare);
 }
 
 /** The line of the deepest node on the path that exists (a missing field points at its parent). */
