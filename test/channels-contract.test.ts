@@ -51,7 +51,7 @@ const CHANNELS: [string, () => Record<string, string>][] = [
   ['wecom', () => ({ url: `${vendors.base}/wecom/send?key=k` })],
   ['pagerduty', () => ({ url: `${vendors.base}/pagerduty/v2/enqueue`, routing_key: SECRETS.routingKey })],
   ['opsgenie', () => ({ url: `${vendors.base}/opsgenie`, api_key: SECRETS.opsgenie })],
-  ['victorops', () => ({ url: `${vendors.base}/victorops/integrations/generic/20131114/alert/${SECRETS.routingKey}/gpu-team` })],
+  ['victorops', () => ({ url: `${vendors.base}/victorops/integrations/generic/20131114/alert/`, api_key: SECRETS.routingKey, routing_key: 'gpu-team' })],
   ['pushover', () => ({ url: `${vendors.base}/pushover/1/messages.json`, token: SECRETS.routingKey, user_key: 'uQiRzpo4DXghDmr9QzzfQu27cmVRsG' })],
   ['jira', () => ({ url: `${vendors.base}/jira`, user: 'bot', token: 't', project: 'OPS' })],
   ['servicenow', () => ({ url: `${vendors.base}/snow`, user: 'bot', password: 'p' })],
@@ -140,8 +140,13 @@ describe('every channel against its vendor\'s published contract', () => {
   });
 
   it("pagerduty with Alertmanager's service_key speaks Events API v1: a trigger and a resolve under the alert's incident_key, 403 retried", async () => {
-    const routes = RoutesFile.parse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - service_key: ${SECRETS.routingKey}\n    url: ${vendors.base}/pagerduty/generic/2010-04-15/create_event.json\nroute: { receiver: v1 }\n`));
-    const v1 = createChannel(routes.receivers[0]!, {});
+    // As Alertmanager loads it: Events API v1 at v1's own endpoint, and a url beside service_key refused (Alertmanager ignores it).
+    const am = RoutesFile.parse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - service_key: ${SECRETS.routingKey}\nroute: { receiver: v1 }\n`));
+    expect(am.receivers[0]!.settings).toEqual({ url: 'https://events.pagerduty.com/generic/2010-04-15/create_event.json', service_key: SECRETS.routingKey });
+    const withUrl = RoutesFile.safeParse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - { service_key: k, url: 'https://events.pagerduty.com/v2/enqueue' }\nroute: { receiver: v1 }\n`));
+    expect(withUrl.success ? '' : withUrl.error.issues.map((i) => i.message).join()).toMatch(/ignores url/);
+    // Sent to the loopback PagerDuty as the same settings point it there.
+    const v1 = channel('pagerduty', { url: `${vendors.base}/pagerduty/generic/2010-04-15/create_event.json`, service_key: SECRETS.routingKey });
     const before = vendors.of('pagerduty').length;
     expect(await v1.send(notification([alert()]))).toEqual({ ok: true });
     expect(await v1.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
@@ -165,11 +170,19 @@ describe('every channel against its vendor\'s published contract', () => {
     expect(await send.send(notification([alert()]))).toEqual({ ok: true });
     expect(await send.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
     const sent = vendors.of('victorops').slice(before).map((r) => r.body as Record<string, unknown>);
+    expect(await send.send(notification([alert({ fingerprint: 'fp-warm', severity: 'warning' })]))).toEqual({ ok: true });
     expect(sent.map((e) => [e.message_type, e.entity_id, e.entity_display_name, e.monitoring_tool])).toEqual([
       ['CRITICAL', 'fp-lost-gpu3', 'lab is hot', 'gpualert'], ['RECOVERY', 'fp-lost-gpu3', 'lab is hot', 'gpualert'],
     ]);
+    // Alertmanager's default message_type is CRITICAL whatever the severity; the api key is never in a settings URL.
+    expect((vendors.of('victorops').at(-1)!.body as Record<string, unknown>).message_type).toBe('CRITICAL');
+    expect(routes.receivers[0]!.settings.url).not.toContain(SECRETS.routingKey);
+    for (const field of ['routing_key: "{{ .CommonLabels.team }}"', 'message_type: 5']) {
+      const bad = RoutesFile.safeParse(parseYaml(`receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, ${field} }\nroute: { receiver: oncall }\n`.replace('routing_key: r, routing_key', 'routing_key')));
+      expect(bad.success, field).toBe(false);
+    }
     const bad = RoutesFile.safeParse(parseYaml(`receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, message_type: '{{ .Status }}' }\nroute: { receiver: oncall }\n`));
-    expect(bad.success ? '' : bad.error.issues.map((i) => i.message).join()).toMatch(/message_type|CRITICAL, WARNING or INFO/);
+    expect(bad.success ? '' : bad.error.issues.map((i) => i.message).join()).toMatch(/a template is not supported in this field/);
   });
 
   it("pushover from Alertmanager's pushover_configs: emergency while firing (retry and expire as Alertmanager's), 0 resolved, a set priority kept", () => {

@@ -13,6 +13,7 @@ describe('redactSecrets', () => {
     ['a broker password without scheme', 'got "user:KAFKAPW@broker1:9092,broker2:9092"', 'KAFKAPW'],
     ['a bearer token', 'authorization: Bearer abc.DEF-token', 'abc.DEF-token'],
     ['a webhook secret', 'secret whsec_QUJDREVGR0g=', 'QUJDREVGR0g='],
+    ['a VictorOps api key in its path', 'expected a URL (got "alert.victorops.com/integrations/generic/20131114/alert/VOSECRETKEY/gpu-team")', 'VOSECRETKEY'],
   ];
   it.each(cases)('hides %s', (_, text, secret) => {
     const out = redactSecrets(text);

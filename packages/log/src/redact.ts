@@ -14,6 +14,8 @@ const TOKEN_PATHS: readonly RegExp[] = [
   /(discord(?:app)?\.com\/api\/webhooks\/)[^\s"'<>?#]+/gi,
   /(\.webhook\.office\.com\/webhookb2\/)[^\s"'<>?#]+/gi,
   /(events\.pagerduty\.com\/integration\/)[^\s"'<>?#]+/gi,
+  // Splunk On-Call's REST endpoint carries its api key as a path segment: …/alert/{api_key}/{routing_key}.
+  /(\/integrations\/generic\/\d+\/alert\/)[^\s"'<>?#]+/gi,
 ];
 
 /** Names whose values are secrets wherever they appear as `name=value` or `"name": "value"`. */

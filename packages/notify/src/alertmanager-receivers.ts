@@ -66,6 +66,13 @@ interface Mapping {
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+/** Fields Alertmanager templates but gpualert sends as written: a template there is refused, never sent as text. */
+function untemplated(raw: Raw, fields: readonly string[], issue: (field: string, message: string) => void): void {
+  for (const field of fields) {
+    if (str(raw[field])?.includes('{{')) issue(field, 'a template is not supported in this field by gpualert (it would be sent as written)');
+  }
+}
 /** Pushover's message API. Source: https://pushover.net/api */
 const PUSHOVER_URL = 'https://api.pushover.net/1/messages.json';
 /** Alertmanager's default victorops api_url; the api key and routing key follow it as path segments. */
@@ -123,8 +130,10 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
       const service = str(raw.service_key);
       if (!routing && !service) issue('routing_key', 'a pagerduty integration needs routing_key (Events API v2) or service_key (Events API v1)');
       if (routing && service) issue('service_key', 'one of routing_key (Events API v2) and service_key (Events API v1), not both');
-      // Events API v1 at its own endpoint, as Alertmanager sends it (url, when given, is used for either: a proxy or a test double).
-      if (service && !routing) return { url: str(raw.url) ?? PAGERDUTY_V1_URL, service_key: service };
+      untemplated(raw, ['routing_key', 'service_key'], issue);
+      // Events API v1 at its own endpoint, as Alertmanager sends it: Alertmanager ignores url there, so a url given with it is refused rather than ignored.
+      if (service && raw.url !== undefined) issue('url', 'Alertmanager sends Events API v1 (service_key) to its own endpoint and ignores url; remove url, or use routing_key (Events API v2)');
+      if (service && !routing) return { url: PAGERDUTY_V1_URL, service_key: service };
       return { url: str(raw.url) ?? g.pagerduty_url ?? 'https://events.pagerduty.com/v2/enqueue', routing_key: routing ?? '' };
     },
   },
@@ -142,11 +151,11 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
       const key = str(raw.api_key) ?? g.victorops_api_key;
       if (!key) issue('api_key', 'no api_key here and no global victorops_api_key');
       if (!str(raw.routing_key)) issue('routing_key', 'a victorops integration needs routing_key');
-      const type = str(raw.message_type);
-      if (raw.message_type !== undefined && (!type || type.includes('{{'))) issue('message_type', 'expected CRITICAL, WARNING or INFO (a template is not supported in this field by gpualert)');
-      const base = str(raw.api_url) ?? g.victorops_api_url ?? VICTOROPS_API_URL;
-      const url = `${base.endsWith('/') ? base : `${base}/`}${encodeURIComponent(key ?? '')}/${encodeURIComponent(str(raw.routing_key) ?? '')}`;
-      return { url, ...(type && !type.includes('{{') ? { message_type: type } : {}) };
+      untemplated(raw, ['routing_key', 'message_type'], issue);
+      if (raw.message_type !== undefined && !str(raw.message_type)) issue('message_type', 'expected CRITICAL, WARNING or INFO');
+      // Alertmanager's default message_type: CRITICAL for every firing group, whatever its severity.
+      const type = str(raw.message_type) ?? 'CRITICAL';
+      return { url: str(raw.api_url) ?? g.victorops_api_url ?? VICTOROPS_API_URL, api_key: key ?? '', routing_key: str(raw.routing_key) ?? '', message_type: type };
     },
   },
   pushover_configs: {
@@ -154,6 +163,7 @@ const ALERTMANAGER: Readonly<Record<string, Mapping>> = {
     settings: (raw, _g, issue) => {
       if (!str(raw.user_key)) issue('user_key', 'a pushover integration needs user_key');
       if (!str(raw.token)) issue('token', 'a pushover integration needs token');
+      untemplated(raw, ['user_key', 'token'], issue);
       // Alertmanager's priority is a template (2 while firing, 0 resolved, by default); here a number from -2 to 2, or that default.
       const priority = raw.priority === undefined ? undefined : String(raw.priority);
       if (priority !== undefined && priority.includes('{{')) issue('priority', 'expected a priority from -2 to 2 (a template is not supported in this field by gpualert; without one: 2 while firing, 0 resolved)');

@@ -7,7 +7,7 @@ import { loadTemplateFiles } from './template-files.ts';
 export const DEFAULT_ROUTES = bundledPath('rules/routes.yaml');
 
 /** Keys whose values are credentials (Alertmanager's Secret and SecretURL fields, and ours): shown as Alertmanager shows them, `<secret>`. */
-const SECRET_KEY = /(password|secret|api_key|routing_key|service_key|token|credentials|api_url|^url$|smtp_auth_identity)$/i;
+const SECRET_KEY = /(password|secret|api_key|routing_key|service_key|user_key|token|credentials|api_url|^url$|smtp_auth_identity)$/i;
 
 /** A URL keeps its origin (amtool parses webhook URLs and wants a scheme); path, query and anything else go. */
 function maskSecret(value: string): string {

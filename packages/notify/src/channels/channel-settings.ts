@@ -32,8 +32,8 @@ export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<stri
   // routing_key: Events API v2; service_key: Events API v1 (Alertmanager's older integrations). One of them (alertmanager-receivers.ts and load-routes check which).
   pagerduty: { url, routing_key: may, service_key: may },
   opsgenie: { url, api_key: need },
-  // url: the REST endpoint with its api key and routing key (…/alert/{api_key}/{routing_key}); message_type: one of CRITICAL, WARNING, INFO.
-  victorops: { url, message_type: may },
+  // url: the REST endpoint up to its api key (…/integrations/generic/20131114/alert/); message_type: one of CRITICAL, WARNING, INFO.
+  victorops: { url, api_key: need, routing_key: need, message_type: may },
   pushover: { url, token: need, user_key: need, priority: may, sound: may, device: may },
   webhook: { url, secret: { kind: 'webhook_secret', required: false }, format: { kind: 'webhook_format', required: false }, max_alerts: { kind: 'count', required: false } },
   console: {},

@@ -64,7 +64,7 @@ export function createChannel(receiver: Receiver, env: Readonly<Record<string, s
     case 'servicenow': return servicenowChannel({ url: s.url!, user: s.user!, password: s.password!, ...(s.close_code ? { close_code: s.close_code } : {}) });
     case 'pagerduty': return pagerdutyChannel(s.service_key ? { url: s.url!, service_key: s.service_key } : { url: s.url!, routing_key: s.routing_key ?? '' }, receiver.compiled);
     case 'opsgenie': return opsgenieChannel({ url: s.url!, api_key: s.api_key! }, receiver.compiled);
-    case 'victorops': return victoropsChannel({ url: s.url!, ...(s.message_type ? { message_type: s.message_type } : {}) }, receiver.compiled);
+    case 'victorops': return victoropsChannel({ url: s.url!, api_key: s.api_key!, routing_key: s.routing_key!, ...(s.message_type ? { message_type: s.message_type } : {}) }, receiver.compiled);
     case 'pushover': return pushoverChannel({ url: s.url!, token: s.token!, user_key: s.user_key!, ...(s.priority ? { priority: s.priority } : {}), ...(s.sound ? { sound: s.sound } : {}), ...(s.device ? { device: s.device } : {}) });
     case 'webhook': return webhookChannel({ url: s.url!, ...(s.secret ? { secret: s.secret } : {}), ...(s.format ? { format: s.format as WebhookFormat } : {}), ...(s.max_alerts ? { max_alerts: Number(s.max_alerts) } : {}) });
     case 'console': return consoleChannel();

@@ -7,7 +7,8 @@ import { plainText } from './format.ts';
 import { cutChars } from './truncate.ts';
 
 /**
- * Splunk On-Call (VictorOps) REST endpoint: `POST …/integrations/generic/20131114/alert/{api_key}/{routing_key}`
+ * Splunk On-Call (VictorOps) REST endpoint: `POST {url}{api_key}/{routing_key}`, url by default
+ * `https://alert.victorops.com/integrations/generic/20131114/alert/`,
  * with `message_type` (CRITICAL, WARNING, INFO, ACKNOWLEDGEMENT, RECOVERY), `entity_id` (the
  * incident: a RECOVERY with the same id resolves it), `entity_display_name`, `state_message`,
  * `state_start_time` (unix seconds) and `monitoring_tool`; 200 `{"result":"success"}`.
@@ -24,10 +25,17 @@ const MESSAGE_TYPE = { critical: 'CRITICAL', error: 'CRITICAL', warning: 'WARNIN
  * receiver names one; Alertmanager's entity_display_name, state_message and monitoring_tool
  * templates fill those fields.
  */
-export function victoropsChannel(settings: { url: string; message_type?: string }, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
+export function victoropsChannel(settings: { url: string; api_key: string; routing_key: string; message_type?: string }, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
+  const base = settings.url.endsWith('/') ? settings.url : `${settings.url}/`;
   return {
     name: 'victorops',
     async send(notification, signal) {
+      let endpoint: string;
+      try {
+        endpoint = `${base}${encodeURIComponent(settings.api_key)}/${encodeURIComponent(settings.routing_key)}`;
+      } catch {
+        return { ok: false, retriable: false, error: 'victorops: the api key or the routing key is not well-formed text' };
+      }
       const r = renderFields(templates, notification);
       const own = r?.fields;
       const errors = r?.errors.length ? `\n\n${r.errors.join('\n')}` : '';
@@ -42,7 +50,7 @@ export function victoropsChannel(settings: { url: string; message_type?: string 
         };
         let result: DeliveryResult;
         try {
-          const response = await postJson(settings.url, event, {}, signal);
+          const response = await postJson(endpoint, event, {}, signal);
           const text = await response.text();
           if (!response.ok) result = httpFailure(response.status, text, response.headers.get('retry-after'));
           else result = victoropsAnswer(text);
