@@ -134,8 +134,17 @@ describe('the live console against a fixture fleet, in headless Chromium', () =>
     const refusal = await page.waitFor<string>('document.getElementById("s-result").className === "error" && document.getElementById("s-result").textContent', 'the refusal');
     expect(refusal).toMatch(/^400: .*would silence every alert/);
     expect(Object.keys(await loadSilences(store))).toEqual([]);
+    // One that reaches across what fires is refused with its count (the form's force box would make it).
+    const firing = (host: string) => JSON.stringify({ version: 1, labels: { host, alertname: 'GpuHot' } });
+    await store.hashSet('notifier:firing', { 'fp-hot-2': firing('syn-node-0002'), 'fp-hot-3': firing('syn-node-0003') });
+    await page.evaluate(`document.getElementById('s-result').textContent = ''; document.getElementById('s-matchers').value = 'alertname="GpuHot"'; document.getElementById('silence-form').requestSubmit(); true`);
+    const broad = await page.waitFor<string>('document.getElementById("s-result").textContent.includes("firing") && document.getElementById("s-result").textContent', 'the broad silence refused');
+    expect(broad).toMatch(/^400: this silence matches 2 of 2 firing alerts on 2 hosts: .*force/);
+    expect(await page.evaluate('document.getElementById("s-force").checked')).toBe(false);
+    expect(Object.keys(await loadSilences(store))).toEqual([]);
     await page.evaluate(`document.getElementById('s-matchers').value = 'host="syn-node-0001"\\ngpu="3"'; document.getElementById('s-comment').value = 'swapping the card'; document.getElementById('silence-form').requestSubmit(); true`);
     const id = await page.waitFor<string>('document.querySelector("tr[data-silence][data-state=active]")?.dataset.silence', 'the new silence listed');
+    expect(await page.evaluate('document.getElementById("status").textContent')).toBe(`created ${id}: matches 0 of 2 firing alerts on 0 hosts`);
     const stored = await loadSilences(store);
     expect(Object.keys(stored)).toEqual([id]);
     expect(stored[id]).toMatchObject({ matchers: ['host="syn-node-0001"', 'gpu="3"'], createdBy: 'ops', comment: 'swapping the card' });
@@ -143,8 +152,8 @@ describe('the live console against a fixture fleet, in headless Chromium', () =>
     await page.evaluate(`document.querySelector('button[data-expire]').click(); true`);
     await page.waitFor(`document.querySelector('tr[data-silence="${id}"]')?.dataset.state === 'expired'`, 'the silence expired');
     expect((await loadSilences(store))[id]!.expiredAt).toBeTypeOf('number');
-    // the one refusal, and nothing else
-    expect(page.errors).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+    // the two refusals, and nothing else
+    expect(page.errors).toEqual(new Array(2).fill('Failed to load resource: the server responded with a status of 400 (Bad Request)'));
   });
 
   it('shows the open maintenance window, and asks again for a token the server refuses', async () => {

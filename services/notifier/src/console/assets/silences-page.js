@@ -33,6 +33,7 @@ export async function drawSilences(main, prefill, redraw) {
 <label for="s-for">for</label><input id="s-for" value="2h" placeholder="90m, 2h, 1d">
 <label for="s-by">created by</label><input id="s-by" value="${esc(sessionStorage.getItem('gpualert.author') ?? '')}">
 <label for="s-comment">comment</label><input id="s-comment" placeholder="why: a ticket, a window">
+<label for="s-force">force</label><span class="check"><input type="checkbox" id="s-force"><span>even if it matches more than half of what is firing, on more than one host</span></span>
 <span></span><div><button type="submit">Create silence</button> <span id="s-result" role="status"></span></div>
 </form>
 <h2>All silences</h2>
@@ -47,6 +48,7 @@ ${rows ? `<table id="silences"><tr><th>id</th><th>state</th><th>matchers</th><th
       duration_seconds: seconds(main.querySelector('#s-for').value),
       created_by: author,
       comment: main.querySelector('#s-comment').value,
+      ...(main.querySelector('#s-force').checked ? { force: true } : {}),
     };
     if (!Number.isFinite(body.duration_seconds)) {
       result.className = 'error';
@@ -56,7 +58,8 @@ ${rows ? `<table id="silences"><tr><th>id</th><th>state</th><th>matchers</th><th
     call('POST', '/v1/silences', body).then((s) => {
       result.className = '';
       result.dataset.created = s.id;
-      return redraw(`created ${s.id}`);
+      const reach = s.reach ? `: matches ${s.reach.matched} of ${s.reach.firing} firing alerts on ${s.reach.hosts} host${s.reach.hosts === 1 ? '' : 's'}` : '';
+      return redraw(`created ${s.id}${reach}`);
     }).catch((error) => {
       result.className = 'error';
       result.textContent = error.message;
