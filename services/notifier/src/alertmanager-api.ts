@@ -8,7 +8,7 @@ import { Envelope, newEnvelope, stableId, TOPICS, type EnvelopeOf, type Severity
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
 import { makeSilence } from './silence-guard.ts';
-import { canUpdateInPlace, expireSilence, loadSilences, SilenceError, updateSilence } from './silences.ts';
+import { canUpdateInPlace, expireSilence, loadSilences, readSilence, SilenceError, updateSilence } from './silences.ts';
 
 /**
  * Alertmanager's v2 HTTP API (api/v2/openapi.yaml) over gpualert's own pieces: alerts pushed by
@@ -165,7 +165,7 @@ export async function postSilence(store: StateStore, body: unknown, now: number)
   if (Number.isNaN(askedStart) || Number.isNaN(endsAt)) return { status: 400, body: 'startsAt and endsAt must be RFC 3339 times' };
   try {
     // `amtool silence update` of a silence Alertmanager may change in place keeps its id there: here too.
-    const existing = b.id ? (await loadSilences(store))[b.id] : undefined;
+    const existing = b.id ? await readSilence(store, b.id) : undefined;
     if (existing && canUpdateInPlace(existing, { matchers, startsAt: askedStart, endsAt }, now)) {
       const updated = await updateSilence(store, existing, { matchers, durationMs: endsAt - askedStart, startsAt: askedStart, createdBy: b.createdBy, comment: b.comment }, now);
       return { status: 200, body: { silenceID: updated.id } };

@@ -60,13 +60,18 @@ export async function addSilence(store: StateStore, input: NewSilence, now: numb
   return silence;
 }
 
-/** Ends a silence now; undefined when there is none by that id (or what is stored under it does not read as one). */
-export async function expireSilence(store: StateStore, id: string, now: number): Promise<Silence | undefined> {
+/** One silence by its id, read alone; undefined when there is none (or what is stored under it does not read as one). */
+export async function readSilence(store: StateStore, id: string): Promise<Silence | undefined> {
   const text = await store.hashGet(SILENCES_KEY, id);
   if (!text) return undefined;
   const loaded = decodeVersioned(SILENCE, text);
-  if (!loaded.ok) return undefined;
-  const silence = loaded.value;
+  return loaded.ok && loaded.value.id === id ? loaded.value : undefined;
+}
+
+/** Ends a silence now; undefined when there is none by that id (or what is stored under it does not read as one). */
+export async function expireSilence(store: StateStore, id: string, now: number): Promise<Silence | undefined> {
+  const silence = await readSilence(store, id);
+  if (!silence) return undefined;
   if (silence.expiredAt === undefined) {
     silence.expiredAt = now;
     silence.endsAt = Math.min(silence.endsAt, now);

@@ -14,6 +14,8 @@ type Kind = 'http_url' | 'smtp_url' | 'text' | 'webhook_secret' | 'jira_deployme
 interface Field {
   readonly kind: Kind;
   readonly required: boolean;
+  /** The values a text setting may take, and how the refusal says them. */
+  readonly oneOf?: { readonly values: readonly string[]; readonly expected: string };
 }
 const url: Field = { kind: 'http_url', required: true };
 const mayUrl: Field = { kind: 'http_url', required: false };
@@ -33,8 +35,8 @@ export const CHANNEL_SETTINGS: Readonly<Record<ChannelName, Readonly<Record<stri
   pagerduty: { url, routing_key: may, service_key: may },
   opsgenie: { url, api_key: need },
   // url: the REST endpoint up to its api key (…/integrations/generic/20131114/alert/); message_type: one of CRITICAL, WARNING, INFO.
-  victorops: { url, api_key: need, routing_key: need, message_type: may },
-  pushover: { url, token: need, user_key: need, priority: may, sound: may, device: may },
+  victorops: { url, api_key: need, routing_key: need, message_type: { kind: 'text', required: false, oneOf: { values: ['CRITICAL', 'WARNING', 'INFO'], expected: 'CRITICAL, WARNING or INFO (a resolve is sent as RECOVERY)' } } },
+  pushover: { url, token: need, user_key: need, priority: { kind: 'text', required: false, oneOf: { values: ['-2', '-1', '0', '1', '2'], expected: 'a priority from -2 to 2' } }, sound: may, device: may },
   webhook: { url, secret: { kind: 'webhook_secret', required: false }, format: { kind: 'webhook_format', required: false }, max_alerts: { kind: 'count', required: false } },
   console: {},
   record: {},
@@ -91,6 +93,8 @@ export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodT
         if (!(WEBHOOK_FORMATS as readonly string[]).includes(value)) ctx.addIssue({ code: 'custom', path: [key], message: `expected one of ${WEBHOOK_FORMATS.join(', ')}` });
       } else if (field.kind === 'count') {
         if (!/^\d{1,9}$/.test(value)) ctx.addIssue({ code: 'custom', path: [key], message: 'expected a whole number, 0 or more' });
+      } else if (field.oneOf) {
+        if (!field.oneOf.values.includes(value)) ctx.addIssue({ code: 'custom', path: [key], message: `expected ${field.oneOf.expected}` });
       } else if (field.kind !== 'text') {
         const problem = urlProblem(value, field.kind);
         if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
@@ -98,12 +102,6 @@ export function channelSettings(channel: ChannelName, allowEnv: boolean): z.ZodT
     }
     for (const [key, field] of Object.entries(fields)) {
       if (field.required && !(Object.hasOwn(out, key) && out[key] !== '')) ctx.addIssue({ code: 'custom', path: [key], message: `${channel} needs settings.${key}` });
-    }
-    if (channel === 'victorops' && out.message_type !== undefined && !['CRITICAL', 'WARNING', 'INFO'].includes(out.message_type)) {
-      ctx.addIssue({ code: 'custom', path: ['message_type'], message: 'expected CRITICAL, WARNING or INFO (a resolve is sent as RECOVERY)' });
-    }
-    if (channel === 'pushover' && out.priority !== undefined && !['-2', '-1', '0', '1', '2'].includes(out.priority)) {
-      ctx.addIssue({ code: 'custom', path: ['priority'], message: 'expected a priority from -2 to 2' });
     }
     if (channel === 'pagerduty' && !out.routing_key === !out.service_key) {
       ctx.addIssue({ code: 'custom', path: ['routing_key'], message: 'pagerduty needs one of settings.routing_key (Events API v2) and settings.service_key (Events API v1)' });
