@@ -37,20 +37,33 @@ function hostOf(labels: Readonly<Record<string, string>>): string | undefined {
   return labels.host ?? labels.instance?.replace(/:\d+$/, '');
 }
 
-export function silenceReach(matchers: readonly Matcher[], firing: Iterable<Readonly<Record<string, string>>>, unread = 0): SilenceReach {
-  let matched = 0;
-  let count = 0;
-  let hostless = 0;
-  const hosts = new Set<string>();
-  for (const labels of firing) {
-    count += 1;
-    if (!matchesAll(matchers, labels)) continue;
-    matched += 1;
+/** A silence's reach counted alert by alert, so that a caller reading many may give the event loop turns between them. */
+export class ReachCounter {
+  private matched = 0;
+  private firing = 0;
+  private hostless = 0;
+  private readonly hosts = new Set<string>();
+
+  constructor(private readonly matchers: readonly Matcher[]) {}
+
+  add(labels: Readonly<Record<string, string>>): void {
+    this.firing += 1;
+    if (!matchesAll(this.matchers, labels)) return;
+    this.matched += 1;
     const host = hostOf(labels);
-    if (host === undefined) hostless += 1;
-    else hosts.add(host);
+    if (host === undefined) this.hostless += 1;
+    else this.hosts.add(host);
   }
-  return { matched, firing: count, hosts: hosts.size + hostless, ...(unread > 0 ? { unread } : {}) };
+
+  reach(unread = 0): SilenceReach {
+    return { matched: this.matched, firing: this.firing, hosts: this.hosts.size + this.hostless, ...(unread > 0 ? { unread } : {}) };
+  }
+}
+
+export function silenceReach(matchers: readonly Matcher[], firing: Iterable<Readonly<Record<string, string>>>, unread = 0): SilenceReach {
+  const counter = new ReachCounter(matchers);
+  for (const labels of firing) counter.add(labels);
+  return counter.reach(unread);
 }
 
 export function tooBroad(reach: SilenceReach): boolean {
