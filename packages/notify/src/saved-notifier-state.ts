@@ -113,18 +113,31 @@ function migrateState(raw: unknown, from: number): unknown {
 }
 
 /*
- * The layout from version 2 on: a step writes what it changed, not the whole state. Each group is
- * one field of a hash (field = the group's key), each firing alert's labels and text one field of
- * another (field = its fingerprint), and the rest (pages, the inhibition index) is one document at
+ * The layout from version 2 on: a step writes what it changed, not the whole state. Each group's
+ * head is one field of a hash (field = the group's key), each of its alerts one field of another
+ * (field = the JSON array [group key, fingerprint]), each firing alert's labels and text one field
+ * of a third (field = its fingerprint), and the rest (pages, the inhibition index) is one document at
  * `notifier:state`, version 2, which a gpualert of version 1 reads as newer and does not misread.
  * Silences are not in it: each is saved on its own in the silences hash.
  */
 
-type SavedGroupValue = NotifierState['groups'][string];
+/**
+ * A group's head: what the group is, without its alerts (version 2). Each alert of the group and
+ * what was told about it is a field of its own (SAVED_GROUP_ALERT): a storm's group of 20,000
+ * alerts was one field of megabytes, written again whole at every step that touched one of them.
+ * A version 1 group (the first saved alone, alerts inside) reads as a head that still carries them, to be split.
+ */
+const GroupHead = Group.omit({ alerts: true, told: true }).extend({ alerts: z.exactOptional(Group.shape.alerts), told: z.exactOptional(Group.shape.told) });
+export type SavedGroupHead = z.infer<typeof GroupHead>;
+export const SAVED_GROUP_HEAD: VersionedState<SavedGroupHead> = {
+  name: 'notifier group', version: 2, schema: GroupHead, migrate: (raw, from) => (from === 1 ? raw : undefined), maxChars: MAX_SAVED_ENTRY_CHARS,
+};
 
-/** One alert group, alone (version 1: the first saved alone; before, groups were inside the one document). */
-export const SAVED_GROUP: VersionedState<SavedGroupValue> = {
-  name: 'notifier group', version: 1, schema: Group, migrate: () => undefined, maxChars: MAX_SAVED_ENTRY_CHARS,
+/** One alert of a group (version 1): the alert as the group holds it and what this group's receiver was told of it; either may be absent. */
+const GroupAlert = z.object({ group: z.string(), fingerprint: z.string(), alert: z.exactOptional(SavedAlertView), told: z.exactOptional(Told) });
+export type SavedGroupAlert = z.infer<typeof GroupAlert>;
+export const SAVED_GROUP_ALERT: VersionedState<SavedGroupAlert> = {
+  name: 'notifier group alert', version: 1, schema: GroupAlert, migrate: () => undefined, maxChars: MAX_SAVED_ENTRY_CHARS,
 };
 
 /** A firing alert as the state indexes it: its labels (an inhibition source) and what the alert list shows of it. */
@@ -133,7 +146,7 @@ export interface FiringAlert {
   readonly about?: AlertAbout;
 }
 
-/** One firing alert, alone (version 1, as SAVED_GROUP). */
+/** One firing alert, alone (version 1). */
 export const SAVED_FIRING_ALERT: VersionedState<FiringAlert> = {
   name: 'notifier firing alert', version: 1, schema: z.object({ labels, about: z.exactOptional(About) }), migrate: () => undefined, maxChars: MAX_SAVED_ENTRY_CHARS,
 };
@@ -152,10 +165,10 @@ export const NOTIFIER_STATE_REST: VersionedState<NotifierStateRest> = {
  * tools). `layout` carries that layout's specs, so they reach the service through this export.
  */
 export const NOTIFIER_STATE: VersionedState<NotifierState> & {
-  readonly layout: { readonly group: typeof SAVED_GROUP; readonly firingAlert: typeof SAVED_FIRING_ALERT; readonly rest: typeof NOTIFIER_STATE_REST };
+  readonly layout: { readonly group: typeof SAVED_GROUP_HEAD; readonly groupAlert: typeof SAVED_GROUP_ALERT; readonly firingAlert: typeof SAVED_FIRING_ALERT; readonly rest: typeof NOTIFIER_STATE_REST };
 } = {
   name: 'notifier state', version: 1, schema: SavedNotifierState, migrate: migrateState, maxChars: MAX_SAVED_STATE_CHARS,
-  layout: { group: SAVED_GROUP, firingAlert: SAVED_FIRING_ALERT, rest: NOTIFIER_STATE_REST },
+  layout: { group: SAVED_GROUP_HEAD, groupAlert: SAVED_GROUP_ALERT, firingAlert: SAVED_FIRING_ALERT, rest: NOTIFIER_STATE_REST },
 };
 
 /** A silence is stored alone, per id, in the silences hash; version 0 had the same fields. */

@@ -17,3 +17,4 @@ export * from './inert-record.ts';
 export * from './gpualert-error.ts';
 export * from './versioned-state.ts';
 export * from './fleet-view.ts';
+export * from './paced-json.ts';

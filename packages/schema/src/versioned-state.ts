@@ -1,3 +1,4 @@
+import { stringifyPaced } from './paced-json.ts';
 import { z } from 'zod';
 
 /**
@@ -30,6 +31,11 @@ export type LoadedState<T> =
 /** The text to save: the value's fields and the version, `version` first. */
 export function encodeVersioned<T extends object>(spec: VersionedState<T>, value: T): string {
   return JSON.stringify({ version: spec.version, ...value });
+}
+
+/** `encodeVersioned` for a value that may be megabytes (a storm's notification): written in slices, yielding to the event loop between (paced-json.ts). */
+export function encodeVersionedPaced<T extends object>(spec: VersionedState<T>, value: T): Promise<string> {
+  return stringifyPaced({ version: spec.version, ...value });
 }
 
 /** Like `encodeVersioned`, for state whose value is not an object (a cursor's number): `{version, value}`. */

@@ -6,7 +6,8 @@ import { encodeVersioned, TOPICS } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { expect, it } from 'vitest';
 import { waitFor } from '../../../test/infra/wait-for.ts';
-import { OUTBOX_ENTRY, startNotifier } from './notifier-service.ts';
+import { startNotifier } from './notifier-service.ts';
+import { OUTBOX_ENTRY } from './outbox.ts';
 
 const routes = RoutesFile.parse({
   receivers: [{ name: 'pager', channel: 'record' }],

@@ -6,3 +6,4 @@ export * from './notifier-http.ts';
 export * from './alertmanager-api.ts';
 export * from './console/index.ts';
 export * from './notifier-state-store.ts';
+export * from './outbox.ts';

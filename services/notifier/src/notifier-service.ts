@@ -1,13 +1,12 @@
 import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import {
-  createChannel, dict, MAX_SAVED_ENTRY_CHARS, rateLimitOf, NotifierCore, SavedNotification, type Channel, type Decision, type Notification,
+  createChannel, dict, rateLimitOf, NotifierCore, type Channel, type Decision, type Notification,
   type NotifierState, type RoutesFile, type Silence,
 } from '@gpualert/notify';
 import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { DEADLETTER_HEADERS } from '@gpualert/bus';
-import { decodeVersioned, encodeVersioned, newEnvelope, TOPICS, type NotificationData, type VersionedState } from '@gpualert/schema';
-import { z } from 'zod';
+import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } from './delivery.ts';
 import type { NotifierView } from './alertmanager-api.ts';
@@ -17,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { SharedPageLog } from './shared-page-log.ts';
 import { NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
 import { ReceiverQueues } from './receiver-queues.ts';
+import { NOTIFIER_HEARTBEAT_MS, Outbox, type Outgoing } from './outbox.ts';
 
 export interface NotifierOptions {
   readonly bus: Bus;
@@ -31,36 +31,7 @@ export interface NotifierOptions {
   readonly metrics?: NotifierMetrics;
 }
 
-const OUTBOX_KEY = 'notifier:outbox';
-/** Set by each running notifier, with a TTL: an outbox entry whose owner's key is gone is taken over by a live notifier. */
-const ALIVE_KEY = (instance: string) => `notifier:alive:${instance}`;
-/** Who takes over an orphaned outbox entry: the first to set this. */
-const CLAIM_KEY = (id: string) => `notifier:outbox-claim:${id}`;
-/** How often a notifier says it is alive and looks for orphaned entries; how long it counts as alive after. */
-export const NOTIFIER_HEARTBEAT_MS = 2_000;
-/** Shorter than the consumer group's session (10 s): a dead notifier's queued pages are taken over before its partitions, and so before their resolves. */
-export const NOTIFIER_ALIVE_TTL_MS = 6_000;
 const SOURCE = 'notifier/0.1.0';
-
-interface Outgoing {
-  readonly notification: Notification;
-  readonly queuedAt: number;
-  /** The notifier instance that queued it (absent in entries written before failover): it alone sends it while alive. */
-  readonly owner?: string | undefined;
-}
-
-/** At most this many outbox entries are loaded at start, oldest first; the rest stay in the store for the next start. */
-export const MAX_OUTBOX_LOADED = 100_000;
-
-/** An outbox entry as saved: version 1 adds the version to what version 0 (before versioned state) wrote. */
-export const OUTBOX_ENTRY: VersionedState<Outgoing> = {
-  name: 'outbox entry',
-  version: 1,
-  schema: z.object({ notification: SavedNotification, queuedAt: z.number().finite(), owner: z.string().max(64).optional() }),
-  migrate: (raw, from) => (from === 0 ? raw : undefined),
-  maxChars: MAX_SAVED_ENTRY_CHARS,
-};
-
 /** How many unreadable entries one warning line names (the count is always whole). */
 const MAX_NAMED_IN_WARNING = 5;
 
@@ -76,8 +47,8 @@ export interface RunningNotifier extends RunningService, NotifierView {}
 export async function startNotifier(options: NotifierOptions): Promise<RunningNotifier> {
   const core = new NotifierCore(options.routes);
   /** This run of the notifier: its outbox entries carry it, and its heartbeat key says it is alive. */
-  const instance = randomUUID().slice(0, 12);
-  await options.store.set(ALIVE_KEY(instance), '1', { ttlMs: NOTIFIER_ALIVE_TTL_MS });
+  const outbox = new Outbox(options.store, randomUUID().slice(0, 12), options.log);
+  await outbox.alive();
   const pageLog = new SharedPageLog(options.store, options.routes.receivers.map((r) => r.name));
   /** Each step saves what it changed; what the last step committed is what a failed one goes back to. */
   const saved = new NotifierStateStore(options.store, options.log);
@@ -145,7 +116,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
           headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
         }]);
       }
-      await options.store.hashDelete(OUTBOX_KEY, ...batch.map((b) => b.notification.id));
+      await outbox.remove(batch.map((b) => b.notification.id));
     }
   };
   // Nothing a channel does may reject a runner: it is not awaited where it starts.
@@ -165,10 +136,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       ...n, id: `${n.id}:resolve`, reason: 'page_resolve', alerts, firing: 0,
       ...(n.alertmanager ? { alertmanager: { ...n.alertmanager, alerts } } : {}),
     };
-    const entry: Outgoing = { notification: resolve, queuedAt: Date.now(), owner: instance };
-    await options.store.hashSet(OUTBOX_KEY, { [resolve.id]: encodeVersioned(OUTBOX_ENTRY, entry) });
+    const queuedAt = Date.now();
+    await outbox.put([resolve], queuedAt);
     options.log.info({ id: resolve.id, receiver: resolve.receiver }, 'outbox_resolve_requeued');
-    enqueue(resolve, entry.queuedAt);
+    enqueue(resolve, queuedAt);
   };
 
   const enqueue = (notification: Notification, queuedAt: number) => {
@@ -177,15 +148,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
 
   const act = async (decisions: Decision[], fingerprints: readonly string[] = []) => {
     const sends = decisions.flatMap((d) => ('send' in d ? [d.send] : []));
-    if (sends.length > 0) {
-      // One entry at a time, a turn of the event loop between: a storm's notification is megabytes of JSON.
-      const entries: [string, string][] = [];
-      for (const n of sends) {
-        if (entries.length > 0) await new Promise((resolve) => setImmediate(resolve));
-        entries.push([n.id, encodeVersioned(OUTBOX_ENTRY, { notification: n, queuedAt: Date.now(), owner: instance })]);
-      }
-      await options.store.hashSet(OUTBOX_KEY, Object.fromEntries(entries));
-    }
+    await outbox.put(sends);
     for (const d of decisions) {
       if ('suppressed' in d) {
         await record({ receiver: d.suppressed.receiver, channel: channelOf(d.suppressed.receiver), fingerprints: [...d.suppressed.fingerprints], reason: `${d.suppressed.reason}: ${d.suppressed.detail}`, outcome: 'suppressed', attempt: 0 }, 'notifier');
@@ -198,34 +161,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   };
 
   // Whatever was in flight when the last run stopped goes out first.
-  // An entry that does not read (damaged, hostile, from a newer gpualert) is dropped with one warning line.
-  const pendings: Outgoing[] = [];
-  const unreadable: { id: string; reason: string; newer: boolean }[] = [];
-  for (const [id, text] of Object.entries(await options.store.hashGetAll(OUTBOX_KEY))) {
-    const entry = decodeVersioned(OUTBOX_ENTRY, text);
-    if (entry.ok && entry.value.notification.id === id) {
-      // Another notifier's, while it runs, is its to send; a dead one's is taken over.
-      const owner = entry.value.owner;
-      if (owner !== undefined && (await options.store.get(ALIVE_KEY(owner))) !== null) continue;
-      if (owner !== undefined && !(await options.store.compareAndSet(CLAIM_KEY(id), null, instance, { ttlMs: 10 * NOTIFIER_ALIVE_TTL_MS }))) continue;
-      // Re-owned, so that no live notifier takes it over while this one sends it.
-      const adopted: Outgoing = { ...entry.value, owner: instance };
-      await options.store.hashSet(OUTBOX_KEY, { [id]: encodeVersioned(OUTBOX_ENTRY, adopted) });
-      pendings.push(adopted);
-    }
-    else unreadable.push({ id, reason: entry.ok ? 'its notification has another id' : entry.reason, newer: !entry.ok && entry.newer === true });
-  }
-  if (unreadable.length > 0) {
-    // One a newer gpualert queued (a rolling upgrade) is left for it to send.
-    const dropped = unreadable.filter((u) => !u.newer).map((u) => u.id);
-    if (dropped.length > 0) await options.store.hashDelete(OUTBOX_KEY, ...dropped);
-    options.log.warn({
-      key: OUTBOX_KEY, unreadable: unreadable.length, examples: unreadable.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.id.slice(0, 80)}: ${u.reason}`),
-    }, 'state_rebuilt');
-  }
-  pendings.sort((a, b) => a.queuedAt - b.queuedAt);
-  if (pendings.length > MAX_OUTBOX_LOADED) options.log.warn({ key: OUTBOX_KEY, pending: pendings.length, loaded: MAX_OUTBOX_LOADED }, 'outbox_over_bound');
-  for (const pending of pendings.slice(0, MAX_OUTBOX_LOADED)) {
+  for (const pending of await outbox.load()) {
     options.log.info({ id: pending.notification.id, receiver: pending.notification.receiver }, 'outbox_resend');
     enqueue(pending.notification, pending.queuedAt);
     await resolveIfOver(pending);
@@ -325,23 +261,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     }).catch((error: unknown) => options.log.error({ error: String(error) }, 'notifier_flush_failed'));
   }, options.flushEveryMs ?? 1_000);
   timer.unref();
-  /**
-   * Failover: this notifier says it is alive, and takes over what a dead one left in the outbox
-   * (its owner's key expired): claimed once (the first live notifier to claim it), re-owned, sent.
-   */
+  /** Failover: this notifier says it is alive, and sends what a dead one left in the outbox. */
   const adoptOrphans = async () => {
-    await options.store.set(ALIVE_KEY(instance), '1', { ttlMs: NOTIFIER_ALIVE_TTL_MS });
-    const owners = new Map<string, boolean>();
-    for (const [id, text] of Object.entries(await options.store.hashGetAll(OUTBOX_KEY))) {
-      const entry = decodeVersioned(OUTBOX_ENTRY, text);
-      if (!entry.ok || entry.value.notification.id !== id || entry.value.owner === undefined || entry.value.owner === instance) continue;
-      const owner = entry.value.owner;
-      if (!owners.has(owner)) owners.set(owner, (await options.store.get(ALIVE_KEY(owner))) !== null);
-      if (owners.get(owner)) continue;
-      if (!(await options.store.compareAndSet(CLAIM_KEY(id), null, instance, { ttlMs: 10 * NOTIFIER_ALIVE_TTL_MS }))) continue;
-      const adopted: Outgoing = { ...entry.value, owner: instance };
-      await options.store.hashSet(OUTBOX_KEY, { [id]: encodeVersioned(OUTBOX_ENTRY, adopted) });
-      options.log.info({ id, receiver: adopted.notification.receiver, from: owner }, 'outbox_adopted');
+    await outbox.alive();
+    for (const adopted of await outbox.orphans()) {
       enqueue(adopted.notification, adopted.queuedAt);
       await resolveIfOver(adopted);
     }
@@ -350,7 +273,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     if (!stopped) adoptOrphans().catch((error: unknown) => options.log.error({ error: redactSecrets(String(error)) }, 'notifier_heartbeat_failed'));
   }, NOTIFIER_HEARTBEAT_MS);
   heartbeat.unref();
-  options.log.info({ receivers: [...channels.keys()], instance }, 'notifier_started');
+  options.log.info({ receivers: [...channels.keys()], instance: outbox.instance }, 'notifier_started');
 
   return {
     name: 'notifier',
@@ -368,7 +291,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       stopping.abort();
       await outgoing.idle();
       // What it leaves in the outbox is taken over by another notifier at once rather than after the TTL.
-      await options.store.delete(ALIVE_KEY(instance)).catch(() => 0);
+      await outbox.gone();
     },
   };
 }

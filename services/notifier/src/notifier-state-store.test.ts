@@ -6,10 +6,11 @@ import { newEnvelope, parseEnvelope, TOPICS, type AlertData, type EnvelopeOf, ty
 import { MemoryStore, MemoryStoreData } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startNotifier } from './notifier-service.ts';
-import { FIRING_KEY, GROUPS_KEY, LEGACY_STATE_KEY, NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
+import { FIRING_KEY, GROUP_ALERTS_KEY, GROUPS_KEY, LEGACY_STATE_KEY, NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
+import { groupAlertField } from './saved-groups.ts';
 import { SILENCES_KEY } from './silences.ts';
 
-const STATE_KEYS = new Set([STATE_KEY, GROUPS_KEY, FIRING_KEY]);
+const STATE_KEYS = new Set([STATE_KEY, GROUPS_KEY, GROUP_ALERTS_KEY, FIRING_KEY]);
 
 /** The embedded store, counting what is written to the notifier's state keys, and failing one write on demand. */
 class CountingStore extends MemoryStore {
@@ -128,7 +129,9 @@ describe('the notifier saves what a step changed', () => {
     store.reset();
     await bus.publish(TOPICS.alerts, [envelopeMessage(alert('gpu-node-new'))]);
     await until(() => Object.hasOwn(notifier.state().groups, 'root|chat|host="gpu-node-new"'), 'the new group committed');
-    expect(store.written).toEqual([`${GROUPS_KEY} root|chat|host="gpu-node-new"`, `${FIRING_KEY} fp-gpu-node-new-warning`]);
+    expect(store.written).toEqual([
+      `${GROUPS_KEY} root|chat|host="gpu-node-new"`, `${GROUP_ALERTS_KEY} ${groupAlertField('root|chat|host="gpu-node-new"', 'fp-gpu-node-new-warning')}`, `${FIRING_KEY} fp-gpu-node-new-warning`,
+    ]);
     // What the step wrote, against the whole state the notifier saved at every step before.
     expect(store.chars).toBeLessThan(whole / 100);
     expect(Object.keys(notifier.state().groups)).toHaveLength(1_001);
@@ -187,12 +190,74 @@ describe('the notifier saves what a step changed', () => {
   });
 });
 
+describe('a group is saved as a head and a field per alert', () => {
+  const quiet = createLogger({ name: 't', level: 'silent' });
+  const storm = RoutesFile.parse({ receivers: [{ name: 'chat', channel: 'record' }], route: { receiver: 'chat', group_by: ['cluster'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h' } });
+
+  it('one more alert in a group of 1,000 writes that alert alone, not the group again', async () => {
+    const core = new NotifierCore(storm);
+    const store = new CountingStore();
+    const saved = new NotifierStateStore(store, quiet);
+    const state = await saved.load();
+    const t = Date.parse('2026-11-30T10:00:00Z');
+    for (const h of hosts(1_000)) core.ingest(state, alert(h), t);
+    await saved.save(state);
+    expect(Object.keys(state.groups)).toEqual(['root|chat|cluster="lab"']);
+    const group = JSON.stringify(state.groups['root|chat|cluster="lab"']).length;
+    store.reset();
+    core.ingest(state, alert('gpu-node-new'), t + 1_000);
+    await saved.save(state);
+    expect(store.written).toEqual([`${GROUP_ALERTS_KEY} ${groupAlertField('root|chat|cluster="lab"', 'fp-gpu-node-new-warning')}`, `${FIRING_KEY} fp-gpu-node-new-warning`]);
+    expect(store.chars).toBeLessThan(group / 100);
+    // The flush that tells all 1,001 writes each alert's told record, and the head for its times.
+    store.reset();
+    core.flush(state, t + 31_000);
+    await saved.save(state);
+    expect(store.written.filter((w) => w.startsWith(GROUP_ALERTS_KEY))).toHaveLength(1_001);
+    expect(store.written.filter((w) => w.startsWith(`${GROUPS_KEY} `))).toEqual([`${GROUPS_KEY} root|chat|cluster="lab"`]);
+    const reread = await new NotifierStateStore(store, quiet).load();
+    expect(JSON.parse(saveNotifierState(reread))).toEqual(JSON.parse(saveNotifierState(state)));
+  });
+
+  it('groups saved whole (a field per group, as the release before wrote them) are split once, load as they were, and notify nothing again', async () => {
+    const core = new NotifierCore(routes);
+    const store = new CountingStore();
+    const saved = new NotifierStateStore(store, quiet);
+    const state = await saved.load();
+    const t = Date.now() - 60_000;
+    for (const h of hosts(30)) core.ingest(state, alert(h), t);
+    core.flush(state, t + 31_000);
+    await saved.save(state);
+    // The layout before: each group one field of version 1, its alerts and told records inside, no alert fields.
+    await store.delete(GROUP_ALERTS_KEY);
+    await store.hashSet(GROUPS_KEY, Object.fromEntries(Object.entries(state.groups).map(([key, g]) => [key, JSON.stringify({ version: 1, ...g })])));
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger({ name: 't', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
+    const loaded = await new NotifierStateStore(store, log).load();
+    expect(lines.map((l) => l.msg)).toEqual(['state_migrated']);
+    expect(lines[0]).toMatchObject({ key: GROUPS_KEY, to: GROUP_ALERTS_KEY, groups: 30, alerts: 30 });
+    expect(JSON.parse(saveNotifierState(loaded))).toEqual(JSON.parse(saveNotifierState(state)));
+    expect(Object.values(await store.hashGetAll(GROUPS_KEY)).every((text) => JSON.parse(text).version === 2 && !('alerts' in JSON.parse(text)))).toBe(true);
+    expect(Object.keys(await store.hashGetAll(GROUP_ALERTS_KEY))).toHaveLength(30);
+    // Loaded again: as it is, no second migration; and the told records kept: nothing is news.
+    lines.length = 0;
+    const again = await new NotifierStateStore(store, log).load();
+    expect(lines).toEqual([]);
+    expect(JSON.parse(saveNotifierState(again))).toEqual(JSON.parse(saveNotifierState(state)));
+    for (const h of hosts(30)) core.ingest(again, alert(h), t + 40_000);
+    expect(core.flush(again, t + 60_000).filter((d) => 'send' in d)).toEqual([]);
+  });
+});
+
 describe('what a step changed is found without serialising the rest, and a failed step goes back', () => {
   const quiet = createLogger({ name: 't', level: 'silent' });
   /** Every group and firing alert as text, to diff the slow way. */
   const texts = (state: NotifierState) => {
     const out = new Map<string, string>();
-    for (const [key, g] of Object.entries(state.groups)) out.set(`g ${key}`, JSON.stringify(g));
+    for (const [key, g] of Object.entries(state.groups)) {
+      out.set(`g ${key}`, JSON.stringify([g.key, g.route, g.nextFlush, g.lastSent]));
+      for (const fp of new Set([...Object.keys(g.alerts), ...Object.keys(g.told)])) out.set(`a ${groupAlertField(key, fp)}`, JSON.stringify([g.alerts[fp], g.told[fp]]));
+    }
     for (const [fp, labels] of Object.entries(state.firing)) out.set(`f ${fp}`, JSON.stringify([labels, state.about[fp]]));
     out.set(`r ${STATE_KEY}`, JSON.stringify([state.pages, state.sources]));
     return out;
@@ -269,13 +334,18 @@ describe('what a step changed is found without serialising the rest, and a faile
     core.ingest(state, { ...hostile, data: { ...hostile.data, fingerprint: '__proto__' } }, t);
     await saved.save(state);
     const [victim] = Object.keys(state.groups);
-    await store.hashSet(GROUPS_KEY, { [victim!]: '{"version":1,"key":"not this one"}', 'root|chat|host="gpu-node-99"': '{"version":1,"key":7' });
+    await store.hashSet(GROUPS_KEY, { [victim!]: '{"version":2,"key":"not this one"}', 'root|chat|host="gpu-node-99"': '{"version":2,"key":7' });
     const lines: Record<string, unknown>[] = [];
     const log = createLogger({ name: 't', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
     const loaded = await new NotifierStateStore(store, log).load();
-    expect(lines.filter((l) => l.msg === 'state_rebuilt')).toEqual([expect.objectContaining({ key: GROUPS_KEY, unreadable: 2 })]);
+    // The victim's alert is left without its group: dropped too, and said so.
+    expect(lines.filter((l) => l.msg === 'state_rebuilt')).toEqual([
+      expect.objectContaining({ key: GROUPS_KEY, unreadable: 2 }),
+      expect.objectContaining({ key: GROUP_ALERTS_KEY, unreadable: 1, examples: [expect.stringContaining('its group is not saved')] }),
+    ]);
     expect(Object.keys(loaded.groups).sort()).toEqual(Object.keys(state.groups).filter((k) => k !== victim).sort());
     expect(Object.keys(await store.hashGetAll(GROUPS_KEY))).toHaveLength(9);
+    expect(Object.keys(await store.hashGetAll(GROUP_ALERTS_KEY)).some((f) => f.includes(victim!))).toBe(false);
     expect(Object.hasOwn(loaded.firing, '__proto__')).toBe(true);
     expect(Object.getPrototypeOf(loaded.firing)).toBeNull();
     expect(({} as Record<string, unknown>).cluster).toBeUndefined();

@@ -2,7 +2,8 @@ import type { Logger } from '@gpualert/log';
 import { dict, emptyNotifierState, MAX_SAVED_ALERTS, MAX_SAVED_GROUPS, NOTIFIER_STATE, type Dict, type NotifierState, type Silence } from '@gpualert/notify';
 import { decodeVersioned, encodeVersioned, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
-import { SavedSection, sameValues, type Section, type SectionChanges } from './saved-sections.ts';
+import { GROUP_ALERTS_KEY, GROUPS_KEY, SavedGroups, type GroupChanges, type Unreadable } from './saved-groups.ts';
+import { SavedSection, type Section, type SectionChanges } from './saved-sections.ts';
 import { loadSilences } from './silences.ts';
 
 /**
@@ -11,15 +12,13 @@ import { loadSilences } from './silences.ts';
  * whole state there, and must neither be read as this layout nor make a new notifier migrate again.
  */
 export const STATE_KEY = 'notifier:state:rest';
+export { GROUP_ALERTS_KEY, GROUPS_KEY } from './saved-groups.ts';
 /** Up to version 1 the whole state, one document: migrated once, when no notifier of this layout has run. */
 export const LEGACY_STATE_KEY = 'notifier:state';
-/** One field per alert group, keyed by the group's key. */
-export const GROUPS_KEY = 'notifier:groups';
 /** One field per firing alert (its labels and what the alert list shows), keyed by fingerprint. */
 export const FIRING_KEY = 'notifier:firing';
 
 const LAYOUT = NOTIFIER_STATE.layout;
-type Group = NotifierState['groups'][string];
 type FiringAlert = typeof LAYOUT.firingAlert extends VersionedState<infer T> ? T : never;
 type Rest = typeof LAYOUT.rest extends VersionedState<infer T> ? T : never;
 
@@ -27,26 +26,6 @@ type Rest = typeof LAYOUT.rest extends VersionedState<infer T> ? T : never;
 const MAX_STATE_CHARS = LAYOUT.rest.maxChars;
 /** How many unreadable fields one warning line names (the count is always whole). */
 const MAX_NAMED_IN_WARNING = 5;
-
-const GROUPS: Section<Group> = {
-  key: GROUPS_KEY, spec: LAYOUT.group, bound: MAX_SAVED_GROUPS,
-  fields: (state) => Object.keys(state.groups),
-  has: (state, field) => Object.hasOwn(state.groups, field),
-  // The told records are not looked at: the core writes them only in a flush that tells (which moves
-  // lastSent: group_interval is never zero) or drops them with their alert (which the alerts show).
-  stamp: (state, field) => {
-    const g = state.groups[field]!;
-    return [g, g.nextFlush, g.lastSent, ...Object.values(g.alerts)];
-  },
-  same: (state, field, stamp) => {
-    const g = state.groups[field]!;
-    return stamp[0] === g && stamp[1] === g.nextFlush && stamp[2] === g.lastSent && sameValues(stamp, 3, g.alerts) === stamp.length;
-  },
-  value: (state, field) => state.groups[field]!,
-  put: (state, field, value) => { state.groups[field] = value; },
-  remove: (state, field) => { delete state.groups[field]; },
-  belongs: (field, value) => value.key === field,
-};
 
 const FIRING: Section<FiringAlert> = {
   key: FIRING_KEY, spec: LAYOUT.firingAlert, bound: MAX_SAVED_ALERTS,
@@ -97,7 +76,7 @@ export interface SaveFigures {
  * rolled back from those texts alone, and the API reads the state as last committed.
  */
 export class NotifierStateStore {
-  private readonly groups = new SavedSection(GROUPS);
+  private readonly groups = new SavedGroups();
   private readonly firing = new SavedSection(FIRING);
   private rest: { text: string; stamp: unknown[]; view?: Rest } | undefined;
   /** Whether what the store holds at STATE_KEY is unknown (a failed write): written at the next step. */
@@ -108,7 +87,7 @@ export class NotifierStateStore {
    * these again; a rollback puts back copies.
    */
   private silences: Dict<Silence> = dict();
-  private inFlight: { groups: SectionChanges; firing: SectionChanges; rest: string | undefined } | undefined;
+  private inFlight: { groups: GroupChanges; firing: SectionChanges; rest: string | undefined } | undefined;
   private view: { generation: number; state: NotifierState } | undefined;
   private generation = 0;
 
@@ -137,14 +116,17 @@ export class NotifierStateStore {
     const state: NotifierState = { ...emptyNotifierState(), ...rest };
     let chars = text?.length ?? 0;
     const groups = Object.entries(await this.store.hashGetAll(GROUPS_KEY));
+    const groupAlerts = Object.entries(await this.store.hashGetAll(GROUP_ALERTS_KEY));
     const firing = Object.entries(await this.store.hashGetAll(FIRING_KEY));
-    for (const [key, fields, bound] of [[GROUPS_KEY, groups, GROUPS.bound], [FIRING_KEY, firing, FIRING.bound]] as const) {
+    for (const [key, fields, bound] of [[GROUPS_KEY, groups, MAX_SAVED_GROUPS], [GROUP_ALERTS_KEY, groupAlerts, MAX_SAVED_ALERTS], [FIRING_KEY, firing, FIRING.bound]] as const) {
       if (fields.length > bound) return this.fresh(`${key}: ${fields.length} fields, over the bound of ${bound}`);
       for (const [, t] of fields) chars += t.length;
     }
     if (chars > MAX_STATE_CHARS) return this.fresh(`${chars} characters, over the bound of ${MAX_STATE_CHARS}`);
-    await this.loadFields(state, this.groups, groups);
+    const read = this.groups.load(state, groups, groupAlerts);
+    await this.dropUnreadable(read.unreadable);
     await this.loadFields(state, this.firing, firing);
+    if (read.split > 0) await this.splitGroups(state, read.split);
     // An inhibition source whose firing alert was dropped would inhibit until it resolved, which it never would here.
     let pruned = false;
     for (const key of Object.keys(state.sources)) {
@@ -165,23 +147,37 @@ export class NotifierStateStore {
 
   private async loadFields<V>(state: NotifierState, saved: SavedSection<V>, fields: [string, string][]): Promise<void> {
     const s = saved.section;
-    const unreadable: { field: string; reason: string; newer: boolean }[] = [];
+    const unreadable: Unreadable[] = [];
     for (const [field, text] of fields) {
       const loaded = decodeVersioned(s.spec, text);
       if (loaded.ok && s.belongs(field, loaded.value)) {
         s.put(state, field, loaded.value);
         saved.adopt(state, field, text);
       } else {
-        unreadable.push({ field, reason: loaded.ok ? 'saved under another key' : loaded.reason, newer: !loaded.ok && loaded.newer === true });
+        unreadable.push({ key: s.key, field, reason: loaded.ok ? 'saved under another key' : loaded.reason, newer: !loaded.ok && loaded.newer === true });
       }
     }
-    if (unreadable.length === 0) return;
-    // One a newer gpualert wrote is skipped but left for it, as the outbox and silences do.
-    const dropped = unreadable.filter((u) => !u.newer).map((u) => u.field);
-    if (dropped.length > 0) await this.store.hashDelete(s.key, ...dropped);
-    this.log.warn({
-      key: s.key, unreadable: unreadable.length, examples: unreadable.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.field.slice(0, 80)}: ${u.reason}`),
-    }, 'state_rebuilt');
+    await this.dropUnreadable(unreadable);
+  }
+
+  /** Fields that did not read: deleted, with one warning line per key. One a newer gpualert wrote is skipped but left for it, as the outbox and silences do. */
+  private async dropUnreadable(unreadable: readonly Unreadable[]): Promise<void> {
+    for (const key of new Set(unreadable.map((u) => u.key))) {
+      const these = unreadable.filter((u) => u.key === key);
+      const dropped = these.filter((u) => !u.newer).map((u) => u.field);
+      if (dropped.length > 0) await this.store.hashDelete(key, ...dropped);
+      this.log.warn({
+        key, unreadable: these.length, examples: these.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.field.slice(0, 80)}: ${u.reason}`),
+      }, 'state_rebuilt');
+    }
+  }
+
+  /** Groups saved whole in one field (up to this layout): written once as a head and a field per alert. */
+  private async splitGroups(state: NotifierState, split: number): Promise<void> {
+    const changes = await this.groups.changes(state);
+    await this.groups.write(this.store, changes);
+    this.groups.commit(changes);
+    this.log.info({ key: GROUPS_KEY, to: GROUP_ALERTS_KEY, groups: split, alerts: changes.entries.length }, 'state_migrated');
   }
 
   /** A state that does not read: an empty one, and no field left over from it. */
@@ -189,7 +185,7 @@ export class NotifierStateStore {
     // Rebuilt: groups, pages and the notification log start empty, so what still fires is told
     // again once (pages carry their dedup key: the pager folds them).
     this.log.warn({ key, reason }, 'state_rebuilt');
-    await this.store.delete(GROUPS_KEY, FIRING_KEY);
+    await this.store.delete(GROUPS_KEY, GROUP_ALERTS_KEY, FIRING_KEY);
     const state = emptyNotifierState();
     state.silences = await loadSilences(this.store);
     this.commitSilences(state);
@@ -198,12 +194,13 @@ export class NotifierStateStore {
 
   /** The whole document of gpualert up to version 1, written once in this layout: every field, then the rest (which marks it done). */
   private async migrate(state: NotifierState, from: number): Promise<NotifierState> {
-    await this.store.delete(GROUPS_KEY, FIRING_KEY);
-    for (const saved of [this.groups, this.firing]) {
-      const changes = await saved.changes(state);
-      await saved.write(this.store, changes);
-      saved.commit(changes);
-    }
+    await this.store.delete(GROUPS_KEY, GROUP_ALERTS_KEY, FIRING_KEY);
+    const groups = await this.groups.changes(state);
+    await this.groups.write(this.store, groups);
+    this.groups.commit(groups);
+    const firing = await this.firing.changes(state);
+    await this.firing.write(this.store, firing);
+    this.firing.commit(firing);
     const text = encodeVersioned(LAYOUT.rest, { pages: state.pages, sources: state.sources });
     await this.store.set(STATE_KEY, text);
     this.rest = { text, stamp: restStamp(state) };
@@ -234,8 +231,14 @@ export class NotifierStateStore {
     this.commitSilences(state);
     this.generation += 1;
     let chars = writeRest ? rest.length : 0;
-    for (const c of [groups, firing]) for (const { text } of c.set.values()) chars += text.length;
-    return { fields: groups.set.size + firing.set.size + (writeRest ? 1 : 0), deleted: groups.gone.length + firing.gone.length, chars };
+    for (const { text } of firing.set.values()) chars += text.length;
+    for (const { text } of groups.heads.values()) chars += text.length;
+    for (const { entry } of groups.entries) chars += entry.text.length;
+    return {
+      fields: groups.heads.size + groups.entries.length + firing.set.size + (writeRest ? 1 : 0),
+      deleted: groups.goneHeads.length + groups.goneEntries.length + firing.gone.length,
+      chars,
+    };
   }
 
   /**
@@ -250,7 +253,8 @@ export class NotifierStateStore {
       if (this.inFlight.rest !== undefined) this.restUncertain = true;
       this.inFlight = undefined;
     }
-    const reasons = [...this.groups.rollback(state), ...this.firing.rollback(state)];
+    this.groups.rollback(state);
+    const reasons = this.firing.rollback(state);
     if (!this.rest || !sameStamp(this.rest.stamp, restStamp(state))) {
       const back = this.rest ? decodeVersioned(LAYOUT.rest, this.rest.text) : undefined;
       if (back && !back.ok) reasons.push(`${STATE_KEY}: ${back.reason}`);

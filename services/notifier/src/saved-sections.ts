@@ -1,4 +1,4 @@
-import { dict, type Dict, type NotifierState } from '@gpualert/notify';
+import { dict, type NotifierState } from '@gpualert/notify';
 import { decodeVersioned, encodeVersioned, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
@@ -7,8 +7,8 @@ import type { StateStore } from '@gpualert/state';
  * entries it changed and deletes the ones it removed; a failed step gets back only those.
  *
  * Which entries a step changed is found without serialising the others: the core replaces an
- * entry's objects (an alert, a told record, the group itself) rather than editing them, and sets
- * its times, so an entry whose objects and times are those of the last commit is unchanged (the
+ * entry's objects (a firing alert's labels, its text) rather than editing them, so an entry whose
+ * objects are those of the last commit is unchanged (the
  * test "writes every group and alert whose text changed" in notifier-state-store.test.ts holds the
  * core to that against a diff of the texts).
  */
@@ -156,14 +156,4 @@ export class SavedSection<V> {
       yield [field, committed.view] as const;
     }
   }
-}
-
-/** Compares a record's values, in order, with the stamp from index `at`: the index after them, or -1 at the first that differs. */
-export function sameValues(stamp: readonly unknown[], at: number, record: Dict<unknown>): number {
-  let i = at;
-  for (const key in record) {
-    if (stamp[i] !== record[key]) return -1;
-    i += 1;
-  }
-  return i;
 }

@@ -1,4 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
+import { stringifyPaced } from '@gpualert/schema';
 import { annotationsOf } from '../go-template-data.ts';
 import type { Notification } from '../notifier-core.ts';
 import type { Channel } from './channel.ts';
@@ -80,7 +81,8 @@ export function webhookChannel(settings: { url: string; secret?: string; format?
   return {
     name: 'webhook',
     async send(notification, signal) {
-      const body = JSON.stringify(settings.format === 'alertmanager' ? alertmanagerPayload(notification, settings.max_alerts ?? 0) : { type: 'gpualert.notification', notification });
+      // A storm's group is megabytes: written in slices that yield to the event loop.
+      const body = await stringifyPaced(settings.format === 'alertmanager' ? alertmanagerPayload(notification, settings.max_alerts ?? 0) : { type: 'gpualert.notification', notification });
       const id = `msg_${notification.id ?? randomUUID()}`;
       const timestamp = Math.floor(now() / 1000);
       const headers: Record<string, string> = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp) };
