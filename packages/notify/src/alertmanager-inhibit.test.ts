@@ -18,12 +18,31 @@ function pushed(fingerprint: string, labels: Record<string, string>): EnvelopeOf
   });
 }
 
+/**
+ * Whether the rules mute a target, asked of the one inhibitor both ways: the API's markers
+ * (inhibitedBy), and the decision path (the target pushed into its own group and flushed: held
+ * back, or told). The two must agree, or the answer is thrown as a disagreement.
+ */
 function inhibitor(rules: unknown[]) {
-  const core = new NotifierCore(RoutesFile.parse({ receivers: [{ name: 'r' }], route: { receiver: 'r' }, inhibit_rules: rules }));
+  const core = new NotifierCore(RoutesFile.parse({ receivers: [{ name: 'r', channel: 'record' }], route: { receiver: 'r', group_by: ['...'], group_wait: '0s' }, inhibit_rules: rules }));
   const state = emptyNotifierState();
   core.ingest(state, pushed('source1', { s1: '1', t1: '2', e: '1' }), T);
   core.ingest(state, pushed('source2', { s2: '1', t2: '1', e: '1' }), T);
-  return (target: Record<string, string>) => core.markers(state, 'target', target, T).inhibitedBy.length > 0;
+  core.flush(state, T);
+  // Each target a group_interval later than the last: one that joins a source's group is flushed too.
+  let now = T;
+  return (target: Record<string, string>) => {
+    now += 600_000;
+    const fp = `target-${now}`;
+    const marked = core.markers(state, fp, target, now).inhibitedBy.length > 0;
+    const decided = [...core.ingest(state, pushed(fp, target), now), ...core.flush(state, now)];
+    const told = decided.some((d) => 'send' in d && d.send.alerts.some((a) => a.fingerprint === fp));
+    const held = decided.some((d) => 'suppressed' in d && d.suppressed.reason === 'inhibited' && d.suppressed.fingerprints.includes(fp));
+    const resolved = pushed(fp, target);
+    core.ingest(state, { ...resolved, data: { ...resolved.data, status: 'resolved', ends_at: new Date(now).toISOString() } }, now);
+    if (marked !== held || held === told) throw new Error(`${JSON.stringify(target)}: markers say ${marked ? '' : 'not '}inhibited, the decision path ${told ? 'told it' : held ? 'held it' : 'did neither'}`);
+    return marked;
+  };
 }
 
 const TARGETS: readonly Record<string, string>[] = [
@@ -31,7 +50,7 @@ const TARGETS: readonly Record<string, string>[] = [
   { t1: '0', e: '1' }, { s1: '1', t1: '1', e: '1' }, { s2: '1', t2: '1', e: '1' }, { t1: '1', e: '0' },
 ];
 
-describe("Alertmanager's inhibit_test.go", () => {
+describe("Alertmanager's inhibit_test.go, through the API's markers and the decision path alike", () => {
   it('TestInhibitRuleMatches: source_match/target_match, a source matching both sides does not inhibit a target matching both', () => {
     const mutes = inhibitor([
       { source_match: { s1: '1' }, target_match: { t1: '1' }, equal: ['e'] },

@@ -1,11 +1,13 @@
 import { decodeVersioned, encodeVersioned, stableId, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import { alertLabels } from './alert-labels.ts';
-import { labelValue, matchesAll, parseMatchers, type Matcher } from './matchers.ts';
+import { labelValue, parseMatchers, type Matcher } from './matchers.ts';
 import type { ResolvedRoute, RoutesFile } from './route-config.ts';
 import { routesFor } from './routing.ts';
 import { SilenceIndex } from './silence-index.ts';
 import { NOTIFIER_STATE } from './saved-notifier-state.ts';
-import { inInterval } from './time-interval.ts';
+import { Inhibitor } from './stages/inhibitor.ts';
+import { activeTimeStage, held, inhibitStage, muteTimeStage, silenceStage, type Hold, type MuteStage } from './stages/mute-stages.ts';
+import { dedup, due, recordSent, settle, view as groupView } from './stages/group-stages.ts';
 
 /** What a message says about one alert. */
 export interface AlertView {
@@ -192,7 +194,17 @@ export class NotifierCore {
   /** Each silences object's index (silence-index.ts): the state's `silences` is replaced wholesale when the service reloads it, and a new one is indexed at its first lookup. */
   private readonly indexes = new WeakMap<Record<string, Silence>, SilenceIndex>();
 
-  constructor(private readonly config: RoutesFile) {}
+  private readonly inhibitor: Inhibitor;
+  /** The mute stages in Alertmanager's order: inhibit, active time, mute time, silence (stages/mute-stages.ts). */
+  private readonly stages: readonly MuteStage[];
+
+  constructor(private readonly config: RoutesFile) {
+    this.inhibitor = new Inhibitor(config.inhibit_rules);
+    this.stages = [
+      inhibitStage(this.inhibitor), activeTimeStage(config.time_intervals), muteTimeStage(config.time_intervals),
+      silenceStage((state) => this.silenceIndex(state.silences)),
+    ];
+  }
 
   /** An alert transition arrives. */
   ingest(state: NotifierState, alert: EnvelopeOf<'alert'>, now: number): Decision[] {
@@ -244,49 +256,46 @@ export class NotifierCore {
   /** Groups whose time has come send what changed. */
   flush(state: NotifierState, now: number): Decision[] {
     const decisions: Decision[] = [];
-    for (const group of Object.values(state.groups)) {
-      if (now < group.nextFlush) continue;
-      const changed: AlertView[] = [];
-      const firing = Object.values(group.alerts).filter((a) => a.status === 'firing');
-      /** What fires and is not held back: the group as Alertmanager's webhook shows it. */
-      const shown: AlertView[] = [];
-      for (const alert of Object.values(group.alerts)) {
-        const told = group.told[alert.fingerprint];
-        if (alert.status === 'firing') {
-          if (this.suppressedBy(state, group.route, alert, now)) continue;
-          shown.push(alert);
-          if (!told || told.status !== 'firing' || told.severity !== alert.severity) changed.push(alert);
-        } else if (told?.status === 'firing') {
-          changed.push(alert); // always resolve what was sent
-        }
-      }
-      let reason: Reason | undefined;
-      let alerts: AlertView[] = changed;
-      if (changed.length > 0) {
-        const resolvedOnly = changed.every((a) => a.status === 'resolved');
-        reason = group.lastSent === 0 ? 'first' : resolvedOnly ? 'resolved' : changed.some((a) => !group.told[a.fingerprint]) ? 'new_alerts' : 'changed';
-      } else if (firing.length > 0 && group.lastSent > 0 && now - group.lastSent >= group.route.repeatInterval) {
-        reason = 'repeat';
-        alerts = shown;
-        if (alerts.length === 0) reason = undefined;
-      }
-      if (reason) {
-        const all = [...shown, ...changed.filter((a) => a.status === 'resolved')];
-        decisions.push(...this.notifications(group.route, group.key, reason, alerts, firing.length, all, all[0]?.labels ?? dict()));
-        group.lastSent = now;
-        for (const alert of alerts) group.told[alert.fingerprint] = { status: alert.status, severity: alert.severity, at: now };
-      }
-      for (const alert of Object.values(group.alerts)) {
-        if (alert.status === 'resolved') {
-          delete group.alerts[alert.fingerprint];
-          delete group.told[alert.fingerprint];
-        }
-      }
-      group.nextFlush = now + group.route.groupInterval;
-      if (Object.keys(group.alerts).length === 0) delete state.groups[group.key];
-    }
+    for (const key of this.dueGroups(state, now)) decisions.push(...this.flushGroup(state, key, now));
     this.expireSilences(state, now);
     return decisions;
+  }
+
+  /** The keys of the groups whose time has come (the wait stage), for a caller that flushes them one at a time. */
+  dueGroups(state: Readonly<NotifierState>, now: number): string[] {
+    return Object.keys(state.groups).filter((key) => due(state.groups[key]!, now));
+  }
+
+  /**
+   * One group's flush, through the stages: each firing alert through the mute stages, the rest
+   * deduplicated against the notification log, a message per integration when there is news,
+   * and the log set to what was sent.
+   */
+  flushGroup(state: NotifierState, key: string, now: number): Decision[] {
+    const group = state.groups[key];
+    if (!group || !due(group, now)) return [];
+    const seen = groupView(group, (alert) => this.suppressedBy(state, group.route, alert, now));
+    const news = dedup(group, seen, now);
+    const decisions: Decision[] = [];
+    if (news) {
+      const all = [...seen.shown, ...seen.changed.filter((a) => a.status === 'resolved')];
+      decisions.push(...this.notifications(group.route, group.key, news.reason, news.alerts, seen.firing, all, all[0]?.labels ?? dict()));
+      recordSent(group, news.alerts, now);
+    }
+    settle(state, group, now);
+    return decisions;
+  }
+
+  /** After the groups of a flush: silences past their end expire, and a day after that are forgotten. */
+  expireSilences(state: NotifierState, now: number): void {
+    for (const silence of Object.values(state.silences)) {
+      if (silence.expiredAt === undefined && silence.endsAt <= now) silence.expiredAt = silence.endsAt;
+      // Expired silences are kept a day for the timeline, then forgotten.
+      if (silence.expiredAt !== undefined && now - silence.expiredAt > 86_400_000) {
+        delete state.silences[silence.id];
+        this.indexes.get(state.silences)?.remove(silence.id);
+      }
+    }
   }
 
   addSilence(state: NotifierState, silence: Silence): void {
@@ -306,56 +315,18 @@ export class NotifierCore {
     return true;
   }
 
-  private expireSilences(state: NotifierState, now: number): void {
-    for (const silence of Object.values(state.silences)) {
-      if (silence.expiredAt === undefined && silence.endsAt <= now) silence.expiredAt = silence.endsAt;
-      // Expired silences are kept a day for the timeline, then forgotten.
-      if (silence.expiredAt !== undefined && now - silence.expiredAt > 86_400_000) {
-        delete state.silences[silence.id];
-        this.indexes.get(state.silences)?.remove(silence.id);
-      }
-    }
-  }
-
   /**
    * Every active silence (one for all receivers) and every firing alert that inhibits this one now:
    * Alertmanager's silencedBy and inhibitedBy. Read-only: the API shows it, decisions use suppressedBy.
    */
   markers(state: Readonly<NotifierState>, fingerprint: string, labels: Readonly<Record<string, string>>, now: number): AlertMarkers {
     const silencedBy = this.silenceIndex(state.silences).all(labels, now).map((s) => s.id);
-    const inhibitedBy = new Set<string>();
-    for (const [i, rule] of this.config.inhibit_rules.entries()) {
-      if (!matchesAll(rule.target, labels)) continue;
-      const twoSided = matchesAll(rule.source, labels);
-      for (const fp of state.sources[`${i}|${rule.equal.map((l) => labelValue(labels, l)).join('\u0000')}`] ?? []) {
-        if (fp !== fingerprint && !(twoSided && matchesAll(rule.target, state.firing[fp] ?? dict<string>()))) inhibitedBy.add(fp);
-      }
-    }
-    return { silencedBy: silencedBy.sort(), inhibitedBy: [...inhibitedBy].sort() };
+    return { silencedBy: silencedBy.sort(), inhibitedBy: this.inhibitor.all(state, fingerprint, labels) };
   }
 
-  private suppressedBy(state: NotifierState, route: ResolvedRoute, alert: AlertView, now: number): Omit<Suppression, 'receiver' | 'fingerprints'> | undefined {
-    const silence = this.silenceIndex(state.silences).first(alert.labels, now, route.receiver);
-    if (silence) return { reason: 'silenced', detail: `silence ${silence.id} by ${silence.createdBy}: ${silence.comment}` };
-    for (const [i, rule] of this.config.inhibit_rules.entries()) {
-      if (!matchesAll(rule.target, alert.labels)) continue;
-      const sources = state.sources[`${i}|${rule.equal.map((l) => labelValue(alert.labels, l)).join('\u0000')}`] ?? [];
-      // Alertmanager's rule: when the target also matches the source side, a source that matches both sides does not count.
-      const twoSided = matchesAll(rule.source, alert.labels);
-      const source = sources.find((fp) => fp !== alert.fingerprint && !(twoSided && matchesAll(rule.target, state.firing[fp] ?? dict<string>())));
-      if (source) {
-        const labels = state.firing[source] ?? dict<string>();
-        return { reason: 'inhibited', detail: `inhibited by ${labelValue(labels, 'category') || 'an alert'} ${source} on ${labelValue(labels, 'host')}` };
-      }
-    }
-    const intervals = this.config.time_intervals;
-    const inside = (name: string) => intervals.some((i) => i.name === name && inInterval(i, now));
-    const mutedBy = route.mute.find(inside);
-    if (mutedBy) return { reason: 'muted', detail: `inside mute time interval ${mutedBy}` };
-    if (route.active.length > 0 && !route.active.some(inside)) {
-      return { reason: 'muted', detail: 'outside the route\'s active time intervals' };
-    }
-    return undefined;
+  /** The first mute stage that holds this alert back from the route's receiver, and why. */
+  private suppressedBy(state: NotifierState, route: ResolvedRoute, alert: AlertView, now: number): Hold | undefined {
+    return held(this.stages, { state, route, alert, now });
   }
 
   /**
@@ -384,14 +355,8 @@ export class NotifierCore {
     state.sources ??= dict();
     state.about ??= dict();
     const before = state.firing[alert.fingerprint];
-    const keys = (labels: Readonly<Record<string, string>>) =>
-      this.config.inhibit_rules.flatMap((rule, i) => (matchesAll(rule.source, labels) ? [`${i}|${rule.equal.map((l) => labelValue(labels, l)).join('\u0000')}`] : []));
     if (before) {
-      for (const key of keys(before)) {
-        const list = (state.sources[key] ?? []).filter((fp) => fp !== alert.fingerprint);
-        if (list.length > 0) state.sources[key] = list;
-        else delete state.sources[key];
-      }
+      this.inhibitor.forget(state, alert.fingerprint, before);
       delete state.firing[alert.fingerprint];
       delete state.about[alert.fingerprint];
     }
@@ -401,7 +366,7 @@ export class NotifierCore {
         startsAt: alert.startsAt, updatedAt: now, summary: alert.summary, ...(alert.description ? { description: alert.description } : {}), ...(alert.evidence.length > 0 ? { evidence: alert.evidence } : {}),
         ...(alert.annotations ? { annotations: alert.annotations } : {}),
       };
-      for (const key of keys(alert.labels)) (state.sources[key] ??= []).push(alert.fingerprint);
+      this.inhibitor.remember(state, alert.fingerprint, alert.labels);
     }
   }
 
