@@ -280,6 +280,28 @@ function mimeParts(eml: string): { type: string; text: string }[] {
 }
 
 describe('email against a real SMTP server', () => {
+  it("an Alertmanager email_configs requires STARTTLS as Alertmanager does: refused by a server without it unless require_tls is false, and says hello as set", async () => {
+    const { SmtpSink } = await import('./infra/smtp-sink.ts');
+    const smtp = new SmtpSink(); // offers no STARTTLS
+    await smtp.start();
+    try {
+      const receiver = (extra: string, global = '') => RoutesFile.parse(parseYaml(
+        `${global}receivers:\n- name: mail\n  email_configs:\n  - { to: oncall@example.com, from: am@example.com, smarthost: '127.0.0.1:${smtp.port}'${extra} }\nroute: { receiver: mail }\n`,
+      )).receivers[0]!;
+      const required = await createChannel(receiver(''), {}).send(notification([alert()]));
+      expect(required).toMatchObject({ ok: false });
+      expect(!required.ok && required.error).toMatch(/STARTTLS|TLS/i);
+      expect(smtp.mails()).toHaveLength(0);
+      for (const [extra, global] of [[', require_tls: false, hello: gpu-alerts.example.org', ''], ['', 'global:\n  smtp_require_tls: false\n']] as const) {
+        expect(await createChannel(receiver(extra, global), {}).send(notification([alert()]))).toEqual({ ok: true });
+      }
+      expect(smtp.mails()).toHaveLength(2);
+      expect(receiver(', hello: gpu-alerts.example.org').settings?.smtp_url).toMatch(/[?&]name=gpu-alerts\.example\.org/);
+    } finally {
+      await smtp.stop();
+    }
+  });
+
   it('a nasty alert arrives as one well-formed mail: one-line subject, escaped HTML, no character cut in half', async () => {
     const { SmtpSink } = await import('./infra/smtp-sink.ts');
     const smtp = new SmtpSink();

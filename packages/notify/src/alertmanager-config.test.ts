@@ -207,8 +207,12 @@ describe("Alertmanager's config checks (config/config_test.go), each at its file
     ['a duplicate time interval', `${ONE_RECEIVER}route: { receiver: team }\ntime_intervals:\n- name: x\n  time_intervals: [{ weekdays: [monday] }]\n- name: x\n  time_intervals: [{ weekdays: [tuesday] }]\n`, ':8: time_intervals.1.name: time interval "x" is not unique'],
     ['a zero group_interval', `${ONE_RECEIVER}route:\n  receiver: team\n  group_interval: 0s\n`, ':6: route.group_interval: group_interval cannot be zero'],
     ['a zero repeat_interval', `${ONE_RECEIVER}route:\n  receiver: team\n  repeat_interval: 0s\n`, ':6: route.repeat_interval: repeat_interval cannot be zero'],
-    ['an unknown key in a route (`labels`)', `${ONE_RECEIVER}route:\n  receiver: team\n  routes:\n  - receiver: team\n    labels: { team: a }\n`, ':7: route.routes.0: Unrecognized key: "labels"'],
-    ['a nested time_intervals key misplaced', `${ONE_RECEIVER}route: { receiver: team }\ntime_intervals:\n- name: x\n  time_intervals:\n  - weekday: [monday]\n`, ':8: time_intervals.0.time_intervals.0: Unrecognized key: "weekday"'],
+    ['an unknown key in a route (`labels`)', `${ONE_RECEIVER}route:\n  receiver: team\n  routes:\n  - receiver: team\n    labels: { team: a }\n`, ':8: route.routes.0.labels: unknown key "labels"'],
+    ['a nested time_intervals key misplaced', `${ONE_RECEIVER}route: { receiver: team }\ntime_intervals:\n- name: x\n  time_intervals:\n  - weekday: [monday]\n`, ':8: time_intervals.0.time_intervals.0.weekday: unknown key "weekday"'],
+    ['a key of later Alertmanager releases (tracing)', `${ONE_RECEIVER}route: { receiver: team }\ntracing:\n  endpoint: localhost:4317\n`, ':5: tracing: tracing is a key of Alertmanager releases after 0.25 (exporting traces of notifications); gpualert exports no traces, so it is refused'],
+    ['global: written with no value, and routes: with only a comment (Go reads both as absent)', `global:\n${ONE_RECEIVER}route:\n  receiver: team\n  routes:\n  # none yet\n`, 'LOADS'],
+    ['a global http_config key Alertmanager 0.25 does not know', `global:\n  http_config:\n    proxy_from_environment: true\n${ONE_RECEIVER}route: { receiver: team }\n`, ':3: global.http_config.proxy_from_environment: field proxy_from_environment not found in http_config'],
+    ['a global secret in a file', `global:\n  smtp_auth_password_file: /run/secrets/smtp\n${ONE_RECEIVER}route: { receiver: team }\n`, ':2: global.smtp_auth_password_file: smtp_auth_password_file: a secret in a file is not read by gpualert'],
     ['a fractional duration', `${ONE_RECEIVER}route:\n  receiver: team\n  group_wait: 1.5h\n`, ':6: route.group_wait: not a valid duration string: "1.5h"'],
     ['a template function outside the subset', "receivers:\n- name: team\n  slack_configs:\n  - api_url: 'https://hooks.slack.com/services/T/B/x'\n    text: '{{ .CommonAnnotations | toJson }}'\nroute: { receiver: team }\n", ':5: receivers.0.slack_configs.0.text: template: function "toJson" is not supported'],
     ['a template field Alertmanager has not', "receivers:\n- name: team\n  slack_configs:\n  - api_url: 'https://hooks.slack.com/services/T/B/x'\n    title: |\n      {{ .Status }}\n      {{ .Alerts.Firing.Labels }}\nroute: { receiver: team }\n", ':5: receivers.0.slack_configs.0.title: template: can\'t evaluate field Labels in type Alerts (line 2 of the template)'],
@@ -218,7 +222,8 @@ describe("Alertmanager's config checks (config/config_test.go), each at its file
     ['WeChat', "receivers:\n- name: team\n  wechat_configs: [{ corp_id: x }]\nroute: { receiver: team }\n", ':3: receivers.0.wechat_configs: WeChat Work'],
   ])('%s', (_name, text, want) => {
     const found = errorsOf(text).join('\n');
-    expect(found).toContain(want);
+    if (want === 'LOADS') expect(found).toBe('');
+    else expect(found).toContain(want);
   });
 
   it('takes Prometheus durations (1h30m, 1w) and every matcher syntax of a route', () => {

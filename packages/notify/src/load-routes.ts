@@ -57,9 +57,29 @@ export function labelMapsAsWritten(document: Document): void {
   });
 }
 
+/**
+ * A key written with no value (`global:`, `routes:` followed only by comments, `global: null`) is
+ * absent, as Go's YAML leaves such a field at its zero value for Alertmanager: the defaults apply.
+ * Label maps are read first (labelMapsAsWritten), where `~` is the empty text, not absence.
+ */
+export function nullsAsAbsent(document: Document): void {
+  visit(document, {
+    Pair(_key, pair) {
+      if (isPair(pair) && (pair.value === null || (isScalar(pair.value) && pair.value.value === null))) return visit.REMOVE;
+      return undefined;
+    },
+  });
+}
+
+/** Alertmanager's YAML as Go reads it: label maps as written, then empty keys absent. */
+export function asAlertmanagerReads(document: Document): void {
+  labelMapsAsWritten(document);
+  nullsAsAbsent(document);
+}
+
 /** The routes file, with its text (credentials redacted) kept for Alertmanager's status API: `amtool config routes` reads it there. */
 export function loadRoutes(file: string = DEFAULT_ROUTES): LoadResult<RoutesFile> {
-  const loaded = loadYamlFile(file, RoutesFile, labelMapsAsWritten);
+  const loaded = loadYamlFile(file, RoutesFile, asAlertmanagerReads);
   if (!loaded.ok) return loaded;
   const text = readFileSync(file, 'utf8');
   loaded.value.original = redactedConfig(text);

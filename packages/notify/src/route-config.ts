@@ -177,6 +177,13 @@ export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
     time_intervals: z.array(TimeIntervalSchema).default([]),
     /** Alertmanager's older name for time_intervals. */
     mute_time_intervals: z.array(TimeIntervalSchema).default([]),
+    /** A key of Alertmanager releases after 0.25: named, to be refused with why (below), not as an unknown key. */
+    tracing: z.unknown().optional(),
+  })
+  .superRefine((file, ctx) => {
+    if (file.tracing !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['tracing'], message: 'tracing is a key of Alertmanager releases after 0.25 (exporting traces of notifications); gpualert exports no traces, so it is refused' });
+    }
   })
   .transform((file, ctx): RoutesFile => {
     // Any receiver in Alertmanager's form (`*_configs`) makes it an Alertmanager file: gpualert's own

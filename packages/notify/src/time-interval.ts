@@ -158,7 +158,11 @@ export const TimeIntervalSchema: z.ZodType<TimeInterval, unknown> = z.unknown().
   const legacy = !!value && typeof value === 'object' && !Object.hasOwn(value, 'time_intervals') && (Object.hasOwn(value, 'weekdays') || Object.hasOwn(value, 'times'));
   const parsed = (legacy ? LegacyInterval : AlertmanagerInterval).safeParse(value);
   if (parsed.success) return parsed.data as TimeInterval;
-  for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', path: issue.path.map(String), message: issue.message });
+  for (const issue of parsed.error.issues) {
+    // Passed on as they are: an unknown key stays one (named and placed at its line by the loader).
+    if (issue.code === 'unrecognized_keys') ctx.addIssue({ code: 'unrecognized_keys', keys: issue.keys, path: issue.path.map(String) });
+    else ctx.addIssue({ code: 'custom', path: issue.path.map(String), message: issue.message });
+  }
   return z.NEVER;
 }) as never;
 

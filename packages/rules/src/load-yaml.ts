@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { isNode, LineCounter, parseDocument, type Document } from 'yaml';
+import { isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 
 /** One problem in a rules file, located for the person who fixes it. */
@@ -58,12 +58,13 @@ export function parseYamlText<S extends z.ZodType>(file: string, text: string, s
   if (result.success) return { ok: true, value: result.data, lineOf: (path) => lineOf(document, lines, path) };
   return {
     ok: false,
-    errors: result.error.issues.map((issue) => ({
-      file,
-      line: lineOf(document, lines, issue.path),
-      field: issue.path.map(String).join('.'),
-      message: withNearest(issue, valueAt(value, issue.path)),
-    })),
+    errors: result.error.issues.flatMap((issue) => {
+      // A key the schema does not know: one error per key, at the key's own line, named by its path.
+      if (issue.code === 'unrecognized_keys') {
+        return issue.keys.map((key) => ({ file, line: keyLine(document, lines, issue.path, key), field: [...issue.path, key].map(String).join('.'), message: `unknown key "${key}"` }));
+      }
+      return [{ file, line: lineOf(document, lines, issue.path), field: issue.path.map(String).join('.'), message: withNearest(issue, valueAt(value, issue.path)) }];
+    }),
   };
 }
 
@@ -79,13 +80,32 @@ export function loadYamlFile<S extends z.ZodType>(file: string, schema: S, prepa
   return parseYamlText(file, text, schema, prepare);
 }
 
-/** The line of the deepest node on the path that exists (a missing field points at its parent). */
+/**
+ * The line of the deepest node on the path that exists (a missing field points at its parent); a
+ * field of a mapping is at its key's line (a block mapping's value starts on the line after).
+ */
 function lineOf(document: Document, lines: LineCounter, path: readonly PropertyKey[]): number {
   for (let depth = path.length; depth >= 0; depth -= 1) {
     const node = document.getIn(path.slice(0, depth) as unknown[], true);
-    if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
+    if (!isNode(node) || !node.range) continue;
+    if (depth > 0 && isMap(node) && node.items.length > 0) {
+      const parent = depth === 1 ? document.contents : document.getIn(path.slice(0, depth - 1) as unknown[], true);
+      const pair = isMap(parent) ? parent.items.find((item) => isScalar(item.key) && String(item.key.value) === String(path[depth - 1])) : undefined;
+      if (pair && isNode(pair.key) && pair.key.range) return lines.linePos(pair.key.range[0]).line;
+    }
+    return lines.linePos(node.range[0]).line;
   }
   return 1;
+}
+
+/** The line where `key` is written in the mapping at `path` (the mapping's line when it cannot be found). */
+function keyLine(document: Document, lines: LineCounter, path: readonly PropertyKey[], key: string): number {
+  const node = path.length === 0 ? document.contents : document.getIn(path as unknown[], true);
+  if (isMap(node)) {
+    const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === key);
+    if (pair && isNode(pair.key) && pair.key.range) return lines.linePos(pair.key.range[0]).line;
+  }
+  return lineOf(document, lines, path);
 }
 
 /** An enum's "expected one of" with the nearest valid value named: `kinds: [xdi]` → did you mean "xid"? */
