@@ -1,0 +1,126 @@
+import { DEADLETTER_HEADERS, envelopeMessage, type Bus } from '@gpualert/bus';
+import { redactSecrets, type Logger } from '@gpualert/log';
+import { createChannel, rateLimitOf, type Channel, type Notification, type RoutesFile } from '@gpualert/notify';
+import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
+import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } from './delivery.ts';
+import type { NotifierMetrics } from './notifier-http.ts';
+import type { Outbox, Outgoing } from './outbox.ts';
+import { ReceiverQueues } from './receiver-queues.ts';
+
+const SOURCE = 'notifier/0.1.0';
+
+export interface DeliveryLoopOptions {
+  readonly routes: RoutesFile;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly bus: Bus;
+  readonly log: Logger;
+  readonly outbox: Outbox;
+  readonly retry?: RetryPolicy | undefined;
+  readonly metrics?: NotifierMetrics | undefined;
+}
+
+/**
+ * The delivery loop: one queue per receiver, sent in order at the receiver's rate (what waits over
+ * it folded into one digest), each message retried by the delivery's policy, recorded on
+ * gpualert.notifications, dead-lettered when it cannot go, and taken out of the outbox once done.
+ */
+export class DeliveryLoop {
+  private readonly channels = new Map<string, Channel>();
+  private readonly buckets = new Map<string, RateLimiter>();
+  /** Receivers whose last attempt failed: warned about once until one gets through. */
+  private readonly failing = new Set<string>();
+  private stopped = false;
+  /** Aborted on stop: ends every backoff, rate-limit wait and in-flight send at once (the outbox keeps what is unsent). */
+  private readonly stopping = new AbortController();
+  private readonly queues: ReceiverQueues<Outgoing>;
+
+  constructor(private readonly options: DeliveryLoopOptions) {
+    for (const receiver of options.routes.receivers) {
+      this.channels.set(receiver.name, createChannel(receiver, options.env));
+      const limit = rateLimitOf(receiver);
+      if (limit) this.buckets.set(receiver.name, new RateLimiter(limit));
+    }
+    // Nothing a channel does may reject a runner: it is not awaited where it starts.
+    this.queues = new ReceiverQueues<Outgoing>(
+      (receiver, queue) => this.send(receiver, queue),
+      (receiver, error) => options.log.error({ receiver, error: redactSecrets(String(error)) }, 'notification_drain_failed'),
+      () => this.stopped,
+    );
+  }
+
+  get receivers(): string[] {
+    return [...this.channels.keys()];
+  }
+
+  channelOf(receiver: string): string {
+    return this.options.routes.receivers.find((r) => r.name === receiver)?.channel ?? 'record';
+  }
+
+  /** One line of gpualert.notifications (sent, failed, suppressed, a silence made or expired). */
+  async record(data: NotificationData, host: string): Promise<void> {
+    this.options.metrics?.notifications.inc({ receiver: data.receiver, outcome: data.outcome });
+    await this.options.bus.publish(TOPICS.notifications, [envelopeMessage(newEnvelope({ type: 'notification', host, source: SOURCE, data }))]);
+  }
+
+  /** Queues a notification already in the outbox (the same id twice is queued once). */
+  enqueue(notification: Notification, queuedAt: number): void {
+    this.queues.push(notification.receiver, { notification, queuedAt }, (q) => q.notification.id === notification.id);
+  }
+
+  /** Gives up at once (backoffs, rate waits and sends abort; the outbox keeps what is unsent) and waits for the queues to stop. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopping.abort();
+    await this.queues.idle();
+  }
+
+  /** Sends what waits for one receiver, in order, until none is left or the loop stops. */
+  private async send(receiver: string, queue: Outgoing[]): Promise<void> {
+    const { log, metrics, bus, outbox } = this.options;
+    while (queue.length > 0 && !this.stopped) {
+      const bucket = this.buckets.get(receiver);
+      if (bucket && !bucket.take(Date.now())) {
+        await sleep(bucket.waitMs(), this.stopping.signal);
+        continue;
+      }
+      // Over the destination's rate, what waits is folded into one digest rather than dropped.
+      const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(0, 1);
+      const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : batch[0]!.notification;
+      const host = notification.alerts[0]?.host ?? 'notifier';
+      const fingerprints = notification.alerts.map((a) => a.fingerprint);
+      const result = await deliver(this.channels.get(receiver) ?? goneReceiver(receiver), notification, this.options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
+        // One warning when a receiver starts failing and one line when it is back: a person sees
+        // that pages are not getting through without a line per retry.
+        if (!r.ok && !this.failing.has(receiver)) {
+          this.failing.add(receiver);
+          log.warn({ receiver, attempt, error: redactSecrets(r.error) }, 'receiver_failing');
+        } else if (r.ok && this.failing.delete(receiver)) {
+          log.info({ receiver, attempt }, 'receiver_recovered');
+        }
+        await this.record({
+          receiver, channel: this.channelOf(receiver), fingerprints, reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
+          outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: redactSecrets(r.error) }),
+        }, host).catch((error: unknown) => log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'));
+      }, () => this.stopped, Math.random, this.stopping.signal);
+      if (this.stopped && !result.ok) return; // stays in the outbox for the next start
+      if (!result.ok) {
+        const error = redactSecrets(result.error);
+        log.error({ receiver, fingerprints, error }, 'notification_dead_lettered');
+        metrics?.notifications.inc({ receiver, outcome: 'dead_lettered' });
+        await bus.publish(TOPICS.deadletter, [{
+          key: host, value: JSON.stringify(notification),
+          headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
+        }]);
+      }
+      await outbox.remove(batch.map((b) => b.notification.id));
+    }
+  }
+}
+
+/** An outbox entry queued for a receiver the routes no longer have (renamed, removed): a permanent failure, dead-lettered with why. */
+function goneReceiver(receiver: string): Channel {
+  return {
+    name: 'record',
+    send: () => Promise.resolve({ ok: false, retriable: false, error: `receiver ${JSON.stringify(receiver.slice(0, 200))} is not in the routes (renamed or removed since this was queued)` }),
+  };
+}
