@@ -1,5 +1,5 @@
 import { createLogger, defaultLogFormat, type Logger } from '@gpualert/log';
-import { exitAfterStop, openInfrastructure, stopWithin, untilSignal, type Infrastructure } from '@gpualert/runtime';
+import { exitAfterStop, listenForStop, openInfrastructure, stopWithin, type Infrastructure } from '@gpualert/runtime';
 import { EXIT } from './cli-error.ts';
 import { commonConfig } from './common-options.ts';
 
@@ -19,14 +19,17 @@ export async function runService(
   const config = commonConfig(options);
   const log = createLogger({ name, level: config.logLevel, format: config.logFormat ?? defaultLogFormat() });
   const infra = await openInfrastructure(config, log, infraOptions);
+  // Listened for before the service says it is ready (its start logs that), not after.
+  const stop = listenForStop();
   let service: { stop(): Promise<void> };
   try {
     service = await start(infra, log);
   } catch (error) {
+    stop.release();
     await infra.close();
     throw error;
   }
-  const signal = await untilSignal();
+  const signal = await stop.signalled;
   const event = name.replace(/-/g, '_');
   log.info({ signal, limit_ms: SERVICE_STOP_LIMIT_MS }, `${event}_stopping`);
   const stopped = await stopWithin(SERVICE_STOP_LIMIT_MS, async () => {

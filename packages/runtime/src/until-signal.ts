@@ -1,16 +1,36 @@
-/** Resolves with the first of SIGINT or SIGTERM; a second signal exits at once. */
-export function untilSignal(signals: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
+/** A stop signal listened for: `signalled` resolves with the first of SIGINT or SIGTERM; `release` stops listening (a start that failed). */
+export interface StopSignal {
+  readonly signalled: Promise<NodeJS.Signals>;
+  release(): void;
+}
+
+/**
+ * Listens for SIGINT and SIGTERM from now on; a second signal exits at once. Call it before a
+ * service says it is ready: a supervisor that stops it on seeing the ready line must find the
+ * handler in place, or the signal's default action kills the process without a clean stop.
+ */
+export function listenForStop(signals: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): StopSignal {
+  let release = () => {};
+  const signalled = new Promise<NodeJS.Signals>((resolve) => {
     // Signal handlers alone do not keep Node's event loop alive; an idle embedded mode would exit.
     const keepAlive = setInterval(() => {}, 1 << 30);
     const onSignal = (signal: NodeJS.Signals) => {
-      clearInterval(keepAlive);
-      for (const s of signals) process.off(s, onSignal);
+      release();
       for (const s of signals) process.once(s, () => process.exit(130));
       resolve(signal);
     };
+    release = () => {
+      clearInterval(keepAlive);
+      for (const s of signals) process.off(s, onSignal);
+    };
     for (const s of signals) process.on(s, onSignal);
   });
+  return { signalled, release: () => release() };
+}
+
+/** Resolves with the first of SIGINT or SIGTERM; a second signal exits at once. */
+export function untilSignal(signals: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): Promise<NodeJS.Signals> {
+  return listenForStop(signals).signalled;
 }
 
 /**

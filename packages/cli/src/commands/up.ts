@@ -7,7 +7,7 @@ import { checkNotifierToken, createNotifierServer, NotifierConfigError, Notifier
 import { ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
-import { embeddedDataDir, exitAfterStop, openInfrastructure, stopWithin, untilSignal, type RunningService, type ServiceContext, type ServiceDefinition } from '@gpualert/runtime';
+import { embeddedDataDir, exitAfterStop, listenForStop, openInfrastructure, stopWithin, type RunningService, type ServiceContext, type ServiceDefinition } from '@gpualert/runtime';
 import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
 import { CliError } from '../cli-error.ts';
@@ -153,6 +153,8 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const dataDir = embeddedDataDir(options.dataDir);
   const infra = await openInfrastructure(config, log, { dataDir });
   const printer = await printAlerts(infra.bus);
+  // Listened for before `gpualert_up` says it is ready: a supervisor's stop right after that line finds the handler in place.
+  const stop = listenForStop();
   const running: RunningService[] = [];
   const lines: ServiceLine[] = [];
   for (const service of services) {
@@ -167,6 +169,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
         for (const started of running.reverse()) await started.stop();
         await printer.stop();
         await infra.close();
+        stop.release();
         throw new CliError(`gpualert up: ${error.message}`);
       }
       // One service that cannot start (a port in use) must not take the others down.
@@ -208,7 +211,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
         if (n > 0) log.info({ envelopes: n }, 'demo_played');
       })
     : Promise.resolve();
-  const signal = await untilSignal();
+  const signal = await stop.signalled;
   stopping = true;
   log.info({ signal }, 'gpualert_stopping');
   if (format === 'pretty') process.stdout.write(`stopping (${signal}); at most ${UP_STOP_LIMIT_MS / 1000} s…\n`);
