@@ -103,6 +103,51 @@ describe('engine service on the wall clock', () => {
     await bus.close();
   }, 60_000);
 
+  it("a tick whose alert cannot be published is undone: its hosts are read again from the store, and the silent host is called down once the bus is back, once", async () => {
+    /** The bus, failing every publish to the alerts topic while `failing` (Kafka away). */
+    class FailingBus extends MemoryBus {
+      failing = false;
+      failed = 0;
+      override async publish(...args: Parameters<MemoryBus['publish']>): ReturnType<MemoryBus['publish']> {
+        if (this.failing && args[0] === TOPICS.alerts) {
+          this.failed += 1;
+          throw new Error('the bus went away');
+        }
+        return super.publish(...args);
+      }
+    }
+    const bus = new FailingBus({ partitions: 2 });
+    const { alerts, watch } = await watchAlerts(bus);
+    const fleet = [...syntheticFleet({ hosts: 4, gpusPerHost: 1, start: Date.now(), minutes: 1, intervalMs: 200, seed: 9 })];
+    await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
+    const samples = fleet.filter((e) => e.type === 'gpu.sample');
+    const dead = new Set<string>();
+    let next = 0;
+    const live = setInterval(() => {
+      const due = [];
+      while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) {
+        const sample = samples[next++]!;
+        if (!dead.has(sample.host)) due.push(envelopeMessage(sample));
+      }
+      if (due.length > 0) void bus.publish(TOPICS.gpuSamples, due);
+    }, 50);
+    const service = await startEngineService({ bus, store: new MemoryStore(), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
+    await pause(3_000); // the scrape interval is learned
+    bus.failing = true;
+    dead.add('gpu-node-002');
+    // The tick that calls it down fails (its alert is not published): the tick is undone, and keeps failing while the bus is away.
+    await waitFor(() => bus.failed >= 3, 'ticks failing to publish', 20_000);
+    expect(alerts.filter((a) => a.data.rule === 'host-absent')).toEqual([]);
+    bus.failing = false;
+    const down = () => alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing').map((a) => a.host);
+    await waitFor(() => down().length > 0, 'the silent host called down once the bus is back', 20_000);
+    await pause(1_000);
+    clearInterval(live);
+    expect(down()).toEqual(['gpu-node-002']);
+    await Promise.all([service.stop(), watch.stop()]);
+    await bus.close();
+  }, 60_000);
+
   it('calls down a host that went silent while no engine ran, once one starts again', async () => {
     const bus = new MemoryBus({ partitions: 4 });
     const data = new MemoryStoreData();

@@ -1,5 +1,7 @@
-import { deadletterOf, envelopeMessage, type Batch, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
-import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, engineHostKey, enginePartitionKey, parseFleetState, parseHostState, StreamClock, type EngineState, type RuleSet } from '@gpualert/engine';
+import { deadletterOf, envelopeMessage, type Batch, type BatchContext, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
+import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, parseFleetState, type EngineState, type RuleSet } from '@gpualert/engine';
+import { AbsenceGate } from './absence-gate.ts';
+import { OwnedHosts } from './owned-hosts.ts';
 import { FleetShares } from './fleet-sharing.ts';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
@@ -35,102 +37,101 @@ export interface EngineServiceOptions {
 }
 
 const OPERATOR_KEY = 'engine:operator-resolve';
-/**
- * A samples partition that has delivered nothing this long after an assignment counts as caught up,
- * and input stalled this long no longer holds absence back.
- */
-const UNHEARD_PARTITION_MS = 60_000;
 
 /**
  * The engine as a service: one consumer group over the input topics, partitioned by host.
  * Each batch judges its hosts in order, publishes the alerts, and saves the hosts' state before
  * the wrapper commits; a redelivered message is recognised by its
  * offset and not judged twice, and alert ids are deterministic, so a restart repeats nothing.
+ *
+ * Its parts: the hosts this instance owns (owned-hosts.ts, which also holds the one rollback
+ * style: a failed step's hosts leave memory and are read again from the store), whether absence
+ * may be judged (absence-gate.ts), the fleet's shared facts (fleet-sharing.ts), forgetting hosts
+ * (host-forgetting.ts); here, the batch step and the tick's steps, one at a time.
  */
 export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void> }> {
+  const { store, log } = options;
   const engine = new Engine(options.ruleSet, options.catalog, false);
   const state: EngineState = emptyEngineState();
   options.metrics?.attach(state);
-  // One clock per partition: a partition is one ordered stream of its hosts, as a recording is.
-  const clocks = new Map<number, StreamClock>();
-  const partitionHosts = new Map<number, Set<string>>();
-  const hostsOf = (partition: number) => {
-    let hosts = partitionHosts.get(partition);
-    if (!hosts) partitionHosts.set(partition, (hosts = new Set()));
-    return hosts;
-  };
-  const clockOf = (partition: number) => {
-    let clock = clocks.get(partition);
-    if (!clock) clocks.set(partition, (clock = new StreamClock(engine, options.clock, hostsOf(partition))));
-    return clock;
-  };
+  const owned = new OwnedHosts(state, engine, options.clock, store, log);
+  const gate = new AbsenceGate();
+  const mayJudgeAbsence = () => options.clock === 'wall' && gate.open(state);
   // The training jobs this instance follows are one document; each host's share of the stragglers'
   // and clusters' facts is a field of its own, written by its owner and read by every engine (fleet-sharing.ts).
-  const saved = await options.store.get(ENGINE_FLEET_KEY);
+  const saved = await store.get(ENGINE_FLEET_KEY);
   // Only its training jobs: the stragglers' and clusters' entries an older gpualert kept there come from the shares now.
-  if (saved) state.fleet = { ...parseFleetState(saved, (note) => options.log.warn({ note }, 'engine_state_loaded_with_changes')), jobs: dict(), clusters: dict() };
+  if (saved) state.fleet = { ...parseFleetState(saved, (note) => log.warn({ note }, 'engine_state_loaded_with_changes')), jobs: dict(), clusters: dict() };
   // Shares left out are said in the service's log; on the event clock a share's time is not bounded, as no event's is.
-  const shares = new FleetShares(options.store, engine, state, { log: options.log, now: options.clock === 'wall' ? Date.now : () => Infinity });
+  const shares = new FleetShares(store, engine, state, { log, now: options.clock === 'wall' ? Date.now : () => Infinity });
   await shares.refresh(); // no host is this instance's yet: the whole fleet as the others shared it
   // One piece of work at a time; a fault's batch goes before the sample batches waiting (the fast lane).
   const queue = priorityQueue();
   const serial = <T>(work: () => Promise<T>, urgent = false): Promise<T> => queue.run(work, urgent);
-  // The hosts this instance owns are held in memory for as long as its assignment lasts: the store
-  // is read once per host per assignment (and for every host of its partitions when it is
-  // assigned, so a host that went silent while no engine owned it is still judged), and written
-  // after every batch. A batch that fails drops its hosts from memory, so its retry starts from
-  // what the store holds; a store that lost its data is written again from memory.
-  // The wall clock judges absence only while this instance is caught up on its samples
-  // partitions: a host whose samples wait in a backlog (after an outage or a restart) has not
-  // gone silent, and calling it down would page for the pipeline rather than the host.
-  const loaded = new Set<string>();
-  const behind = new Map<string, number>();
-  let samplesPartitions: string[] = [];
-  let assignedAt = Date.now();
-  const catchingUp = () => samplesPartitions.some((position) => (behind.get(position) ?? (Date.now() - assignedAt < UNHEARD_PARTITION_MS ? 1 : 0)) > 0);
-  // Nor while no samples come at all (Kafka away, the group rejoining): with many hosts, batches
-  // arrive far more often than any one host reports, so two of the fastest host's intervals with
-  // none means the input stopped, not the hosts. After a minute of nothing, hosts are judged again:
-  // a fleet (or a pipeline) silent that long deserves the alerts.
-  let lastSamplesAt = Date.now();
-  const inputStalled = () => {
-    const quiet = Date.now() - lastSamplesAt;
-    let fastest = Infinity; // a loop, not Math.min(...): tens of thousands of hosts overflow the argument list
-    for (const host of Object.values(state.hosts)) fastest = Math.min(fastest, host.intervalMs);
-    return quiet > 2 * fastest && quiet < UNHEARD_PARTITION_MS;
-  };
-  const isUrgent = (batch: Batch) => inFastLane(batch, (host) => (loaded.has(host) ? state.hosts[host] : undefined));
-  const saveHosts = (hosts: readonly string[]) => Promise.all(hosts.map((host) => options.store.set(engineHostKey(host), JSON.stringify(state.hosts[host]))));
-  const load = async (host: string) => {
-    const saved = await options.store.get(engineHostKey(host));
-    // What an older gpualert wrote is migrated; what cannot be read is judged afresh, with a line saying so.
-    const parsed = saved ? parseHostState(saved, (note) => options.log.warn({ host, note }, 'engine_state_loaded_with_changes')) : undefined;
-    if (parsed) state.hosts[host] = parsed;
-    else delete state.hosts[host]; // let the engine bind a template on first sight
-    loaded.add(host);
-  };
+  const isUrgent = (batch: Batch) => inFastLane(batch, (host) => (owned.isLoaded(host) ? state.hosts[host] : undefined));
 
   // Forgetting hosts (host-forgetting.ts): asked for by `gpualert host forget`, or unheard for GPUALERT_FORGET_AFTER
   // (on the event clock, by the partitions' latest sample time). Resolves go out first; then the store forgets too.
-  const forgetting = new HostForgetting(options.store, options.log, options.forgetAfterMs ?? forgetAfterFromEnv(process.env));
+  const forgetting = new HostForgetting(store, log, options.forgetAfterMs ?? forgetAfterFromEnv(process.env));
   const forgetDue = async () => {
     const wall = options.clock === 'wall';
-    const now = wall ? Date.now() : Math.max(-Infinity, ...[...clocks.values()].map((c) => c.now));
-    const { hosts, alerts, undo } = await forgetting.due(state, now, wall ? !catchingUp() && !inputStalled() : true);
+    const { hosts, alerts, undo } = await forgetting.due(state, wall ? Date.now() : owned.latestEventTime(), wall ? gate.open(state) : true);
     if (hosts.length === 0) return;
-    const partitionsOf = (host: string) => [...partitionHosts].filter(([, set]) => set.has(host)).map(([p]) => p);
     try {
       if (alerts.length > 0) await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-      await forgetting.commit(hosts, partitionsOf);
+      await forgetting.commit(hosts, (host) => owned.partitionsOf(host));
       await shares.forget(hosts);
     } catch (error) {
       undo();
       throw error;
     }
-    for (const host of hosts) {
-      loaded.delete(host);
-      for (const set of partitionHosts.values()) set.delete(host);
+    owned.forget(hosts);
+  };
+
+  /** The batch step: its hosts judged in order, the alerts and dead letters published, the hosts saved; all before the batch commits. */
+  const judgeBatch = async (batch: Batch, context: BatchContext) => {
+    const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
+    for (const host of hosts) owned.hostsOf(batch.partition).add(host);
+    await owned.ensureLoaded(hosts);
+    const position = `${batch.topic}/${batch.partition}`;
+    const batchStarted = performance.now();
+    // A partition's clock can tick its silent hosts too: their alerts and state go with the batch.
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    try {
+      const deadletters: OutgoingMessage[] = [];
+      const receivedAt = Date.now();
+      for (const { envelope, message } of batch.items) {
+        const host = state.hosts[envelope.host];
+        if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
+        // On the wall clock, an event dated far from now is a wrong clock, not judged: one dated
+        // ahead would hold its host's clock there and hide the host going down.
+        const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : undefined;
+        if (problem !== undefined) {
+          deadletters.push(deadletterOf(message, group, problem));
+          options.metrics?.deadletters.inc({ topic: message.topic });
+          log.warn({ topic: message.topic, partition: message.partition, offset: message.offset, reason: problem }, 'event_time_out_of_window');
+          continue;
+        }
+        alerts.push(...owned.clockOf(batch.partition).judge(state, envelope));
+        state.hosts[envelope.host]!.offsets[position] = message.offset;
+        if (envelope.type === 'gpu.sample') options.metrics?.noteSample(envelope.host, envelope.data);
+      }
+      if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
+      if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+      // Not a host whose only message was dead-lettered.
+      const judged = [...new Set([...hosts, ...alerts.map((a) => a.host)])].filter((host) => state.hosts[host] !== undefined);
+      await owned.save(judged, batch.partition);
+      // Saved before the batch commits, like the hosts, from the topics whose judging changes it.
+      if (TRAINING_TOPICS.has(batch.topic)) await shares.saveTraining();
+      shares.touched(judged);
+      if (alerts.length > 0) log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
+    } catch (error) {
+      owned.drop(new Set([...hosts, ...alerts.map((a) => a.host)]));
+      throw error;
     }
+    gate.judged(batch.topic, batch.partition, batch.lag);
+    options.metrics?.lag.set({ topic: batch.topic, partition: String(batch.partition) }, batch.lag);
+    options.metrics?.batchDuration.observe({ topic: batch.topic }, (performance.now() - batchStarted) / 1000);
   };
 
   const group = options.group ?? 'gpualert-engine';
@@ -142,127 +143,66 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     // Behind (after an outage, at a burst), several samples of each host share one state save.
     maxBatchBytes: 2 * 1024 * 1024,
     onAssignment: (partitions) => {
-      samplesPartitions = partitions.filter((p) => p.topic === TOPICS.gpuSamples).map((p) => `${p.topic}/${p.partition}`);
-      assignedAt = Date.now();
-      behind.clear();
+      gate.assigned(partitions);
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
-        await shares.flush().catch((error: unknown) => options.log.warn({ error: String(error) }, 'engine_fleet_share_failed'));
-        const before = Object.values(state.hosts);
-        state.hosts = dict();
+        await shares.flush().catch((error: unknown) => log.warn({ error: String(error) }, 'engine_fleet_share_failed'));
         options.metrics?.forgetSamples();
-        clocks.clear();
-        partitionHosts.clear();
-        loaded.clear();
-        for (const partition of new Set(partitions.map((p) => p.partition))) {
-          const hosts = Object.keys(await options.store.hashGetAll(enginePartitionKey(partition)));
-          for (const host of hosts) hostsOf(partition).add(host);
-          await Promise.all(hosts.map((host) => load(host)));
-        }
+        const before = await owned.assign(partitions.map((p) => p.partition));
         // The hosts it no longer owns leave its view (the store has their shares); the ones it kept stay as they were.
         shares.release(before.filter((host) => state.hosts[host.host] === undefined));
-      }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_assignment_load_failed'));
+      }).catch((error: unknown) => log.error({ error: String(error) }, 'engine_assignment_load_failed'));
     },
     // A whole fetch at once (every partition of it): the queue, not the fetch's order, says what is judged first.
     concurrentBatches: FETCH_BATCHES_AT_ONCE,
-    handler: (batch, context) =>
-      serial(async () => {
-        const hosts = [...new Set(batch.items.map((i) => i.envelope.host))];
-        for (const host of hosts) hostsOf(batch.partition).add(host);
-        await Promise.all(hosts.filter((host) => !loaded.has(host)).map((host) => load(host)));
-        const position = `${batch.topic}/${batch.partition}`;
-        const batchStarted = performance.now();
-        // A partition's clock can tick its silent hosts too: their alerts and state go with the batch.
-        const alerts: EnvelopeOf<'alert'>[] = [];
-        try {
-          const deadletters: OutgoingMessage[] = [];
-          const receivedAt = Date.now();
-          for (const { envelope, message } of batch.items) {
-            const host = state.hosts[envelope.host];
-            if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
-            // On the wall clock, an event dated far from now is a wrong clock, not judged: one dated
-            // ahead would hold its host's clock there and hide the host going down.
-            const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : undefined;
-            if (problem !== undefined) {
-              deadletters.push(deadletterOf(message, group, problem));
-              options.metrics?.deadletters.inc({ topic: message.topic });
-              options.log.warn({ topic: message.topic, partition: message.partition, offset: message.offset, reason: problem }, 'event_time_out_of_window');
-              continue;
-            }
-            alerts.push(...clockOf(batch.partition).judge(state, envelope));
-            state.hosts[envelope.host]!.offsets[position] = message.offset;
-            if (envelope.type === 'gpu.sample') options.metrics?.noteSample(envelope.host, envelope.data);
-          }
-          if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
-          if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-          // Not a host whose only message was dead-lettered.
-          const judged = [...new Set([...hosts, ...alerts.map((a) => a.host)])].filter((host) => state.hosts[host] !== undefined);
-          await saveHosts(judged);
-          // Saved before the batch commits, like the hosts, from the topics whose judging changes it.
-          if (TRAINING_TOPICS.has(batch.topic)) await shares.saveTraining();
-          shares.touched(judged);
-          // Written with every batch, so the index comes back by itself if the store loses its data.
-          if (judged.length > 0) await options.store.hashSet(enginePartitionKey(batch.partition), Object.fromEntries(judged.map((host) => [host, '1'])));
-          if (alerts.length > 0) options.log.info({ alerts: alerts.length, hosts: hosts.length }, 'alerts_published');
-        } catch (error) {
-          for (const host of new Set([...hosts, ...alerts.map((a) => a.host)])) {
-            loaded.delete(host);
-            delete state.hosts[host];
-          }
-          throw error;
-        }
-        behind.set(position, batch.lag);
-        options.metrics?.lag.set({ topic: batch.topic, partition: String(batch.partition) }, batch.lag);
-        options.metrics?.batchDuration.observe({ topic: batch.topic }, (performance.now() - batchStarted) / 1000);
-        if (batch.topic === TOPICS.gpuSamples) lastSamplesAt = Date.now();
-      }, isUrgent(batch)),
+    handler: (batch, context) => serial(() => judgeBatch(batch, context), isUrgent(batch)),
   });
 
-  // Wall-clock ticks: absence, quiet periods, escalation; and operators' resolves.
+  /** The fleet-wide facts: this instance's hosts' shares out, the other instances' in, and the hosts whose cluster changed under them judged again (their alerts go out like a tick's). */
+  const shareFleet = async () => {
+    await shares.flush();
+    await shares.saveTraining();
+    const { alerts, undo } = await shares.refresh();
+    if (alerts.length === 0) return;
+    try {
+      await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+      await owned.save([...new Set(alerts.map((a) => a.host))]);
+    } catch (error) {
+      undo();
+      throw error;
+    }
+  };
+
+  /**
+   * The wall clock's step: absence, quiet periods, escalation, and operators' resolves. Should its
+   * alerts not go out, its hosts are dropped (read again from the store before the next tick) and
+   * the resolves asked for again: kept, a host that has gone silent would be marked as alerted
+   * with its alert lost, and no later sample of it would come to correct that.
+   */
+  const tick = async () => {
+    await owned.reloadDropped();
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const now = Date.now();
+    const resolves = await takeOperatorResolves(store);
+    for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
+    if (mayJudgeAbsence()) alerts.push(...engine.tick(state, now));
+    options.onTick?.();
+    if (alerts.length === 0) return;
+    const hosts = [...new Set(alerts.map((a) => a.host))];
+    try {
+      await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+      await owned.save(hosts);
+    } catch (error) {
+      owned.drop(hosts);
+      await Promise.all(resolves.map((fingerprint) => requestOperatorResolve(store, fingerprint, now))).catch(() => {});
+      throw error;
+    }
+  };
+
   const timer = setInterval(() => {
-    void serial(forgetDue).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_forget_failed'));
-    // The fleet-wide facts: this instance's hosts' shares out, the other instances' in, and the
-    // hosts whose cluster changed under them judged again (their alerts go out like a tick's).
-    void serial(async () => {
-      await shares.flush();
-      await shares.saveTraining();
-      const { alerts, undo } = await shares.refresh();
-      if (alerts.length === 0) return;
-      try {
-        await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-        const hosts = [...new Set(alerts.map((a) => a.host))];
-        await saveHosts(hosts);
-      } catch (error) {
-        undo();
-        throw error;
-      }
-    }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_fleet_share_failed'));
-    void serial(async () => {
-      const alerts: EnvelopeOf<'alert'>[] = [];
-      const now = Date.now();
-      // What each host was before this tick: if its alerts cannot be published, the tick is undone
-      // and the next one decides again; kept, a host that has gone silent would be marked as
-      // alerted with its alert lost, and no later sample of it would come to correct that.
-      const resolves = await takeOperatorResolves(options.store);
-      const judging = options.clock === 'wall' && !catchingUp() && !inputStalled();
-      const before = judging || resolves.length > 0 ? new Map(Object.entries(state.hosts).map(([host, s]) => [host, JSON.stringify(s)])) : new Map<string, string>();
-      for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
-      if (judging) alerts.push(...engine.tick(state, now));
-      options.onTick?.();
-      if (alerts.length === 0) return;
-      const hosts = [...new Set(alerts.map((a) => a.host))];
-      try {
-        await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
-        await saveHosts(hosts);
-      } catch (error) {
-        for (const host of hosts) {
-          const restored = before.has(host) ? parseHostState(before.get(host)!) : undefined;
-          if (restored) state.hosts[host] = restored;
-        }
-        await Promise.all(resolves.map((fingerprint) => requestOperatorResolve(options.store, fingerprint, now))).catch(() => {});
-        throw error;
-      }
-    }).catch((error: unknown) => options.log.error({ error: String(error) }, 'engine_tick_failed'));
+    void serial(forgetDue).catch((error: unknown) => log.error({ error: String(error) }, 'engine_forget_failed'));
+    void serial(shareFleet).catch((error: unknown) => log.error({ error: String(error) }, 'engine_fleet_share_failed'));
+    void serial(tick).catch((error: unknown) => log.error({ error: String(error) }, 'engine_tick_failed'));
   }, options.tickMs ?? 2_000);
   timer.unref();
 
