@@ -144,6 +144,35 @@ describe('engine service on the real Kafka and Redis', () => {
   }, 180_000);
 });
 
+describe('gpualert engine\'s probes on the real Kafka and Redis', () => {
+  it('/readyz is 200 once its consumer is in the group, naming each check; /healthz answers all along', async () => {
+    const prefix = `${uniqueName('ready')}.`;
+    const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 1 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const env = cleanEnv({
+      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${uniqueName('ready')}:`,
+      GPUALERT_PARTITIONS: '1', GPUALERT_ENGINE_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1', GPUALERT_LOG_FORMAT: 'json',
+    });
+    const service = startCli(['engine'], env);
+    try {
+      await waitFor(() => /"metrics_port":\d+/.test(service.output()) || service.exitCode !== null, 'the engine started', 60_000);
+      const port = /"metrics_port":(\d+)/.exec(service.output())?.[1];
+      expect(port, service.output()).toBeDefined();
+      const readyz = async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        return { status: res.status, body: await res.json() as { status: string; checks: Record<string, string> } };
+      };
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      await waitFor(async () => (await readyz()).status === 200, 'the engine ready', 60_000);
+      expect((await readyz()).body).toEqual({ status: 'ready', checks: { bus: 'ok', 'input consumer': 'ok', store: 'ok' } });
+    } finally {
+      service.kill('SIGTERM');
+      if (service.exitCode === null) await once(service, 'exit');
+      await bus.close();
+    }
+  });
+});
+
 describe('gpualert replay and rules check', () => {
   it('replays the example recording to alert envelopes', async () => {
     const { runCli } = await import('./infra/run-cli.ts');

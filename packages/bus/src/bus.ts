@@ -108,6 +108,8 @@ export interface ReadOptions {
 export interface Subscription {
   /** Stops fetching, lets the batch in flight finish and commit, and leaves the group. */
   stop(): Promise<void>;
+  /** Whether the consumer is in its group now (joined, not joining or rebalancing): readiness. */
+  joined(): boolean;
 }
 
 /**
@@ -127,6 +129,8 @@ export interface Bus {
    * oldest when absent) up to what it held when the call began, without joining a group.
    */
   read(topic: string, options?: ReadOptions): Promise<IncomingMessage[]>;
+  /** Whether the bus answers now: undefined, or why not (readiness; bounded by the caller). */
+  ready(): Promise<string | undefined>;
   close(): Promise<void>;
 }
 

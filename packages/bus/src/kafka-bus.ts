@@ -161,7 +161,12 @@ export class KafkaBus implements Bus {
     });
     await consumer.connect();
     await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
+    let joined = false;
+    consumer.on(consumer.events.REBALANCING, () => (joined = false));
+    consumer.on(consumer.events.CRASH, () => (joined = false));
+    consumer.on(consumer.events.STOP, () => (joined = false));
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+      joined = true;
       this.options.log?.('info', 'group_joined', { group: payload.groupId, partitions: Object.values(payload.memberAssignment).flat().length });
       options.onAssignment?.(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
         partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition }))));
@@ -189,6 +194,7 @@ export class KafkaBus implements Bus {
       },
     });
     const subscription: Subscription = {
+      joined: () => joined,
       stop: async () => {
         clearInterval(watchTimer);
         running = false;
@@ -307,6 +313,17 @@ export class KafkaBus implements Bus {
     });
     // No explicit heartbeat here: the runner sends one between fetches at the configured interval,
     // and one more round trip per batch halves the rate of small batches.
+  }
+
+  /** Kafka answers: a broker describes the cluster (the caller bounds the wait). */
+  async ready(): Promise<string | undefined> {
+    try {
+      await this.connect();
+      const cluster = await this.admin.describeCluster();
+      return cluster.brokers.length > 0 ? undefined : 'Kafka answered with no brokers';
+    } catch (error) {
+      return `Kafka not reachable: ${error instanceof Error ? error.message : String(error)}`;
+    }
   }
 
   async close(): Promise<void> {

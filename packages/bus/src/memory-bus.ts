@@ -168,6 +168,8 @@ export class MemoryBus implements Bus {
     this.rebalance(group);
     const loop = this.run(group, member);
     return {
+      // In the process, a member is in its group from the moment it joins until it stops.
+      joined: () => member.alive && !this.closed,
       stop: async () => {
         member.alive = false;
         this.notify();
@@ -175,6 +177,10 @@ export class MemoryBus implements Bus {
         this.leave(group, member);
       },
     };
+  }
+
+  async ready(): Promise<string | undefined> {
+    return this.closed ? 'the bus is closed' : undefined;
   }
 
   async close(): Promise<void> {

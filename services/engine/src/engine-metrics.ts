@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
 import { renderFleetMetricsCounted, type EngineState, type FleetMetricsInput, type RuleSet } from '@gpualert/engine';
+import type { Readiness } from '@gpualert/runtime';
 import { TOPICS, type GpuSampleData } from '@gpualert/schema';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -116,12 +117,13 @@ export class EngineMetrics {
 }
 
 /**
- * `GET /metrics` and `GET /healthz` on `port` (0 picks a free one); resolves once listening. A
+ * `GET /metrics`, `GET /healthz` (liveness) and `GET /readyz` (readiness, from `ready`) on `port` (0 picks a free one); resolves once listening. A
  * request with a body is refused unread (413, connection closed); headers must arrive within
  * `headersTimeoutMs`, the request within `requestTimeoutMs`.
  */
 export async function startEngineMetricsServer(
   metrics: EngineMetrics, port: number, host = '0.0.0.0', limits: { headersTimeoutMs?: number; requestTimeoutMs?: number } = {},
+  ready?: () => Promise<Readiness>,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer({ connectionsCheckingInterval: 1_000 }, (request, response) => {
     const declared = request.headers['content-length'];
@@ -130,8 +132,17 @@ export async function startEngineMetricsServer(
       return;
     }
     const path = (request.url ?? '/').split('?')[0];
+    // Liveness: the event loop answered.
     if (request.method === 'GET' && path === '/healthz') {
       response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      return;
+    }
+    // Readiness: Kafka, the consumer group and the store answer; the reason when not.
+    if (request.method === 'GET' && path === '/readyz') {
+      (ready ? ready() : Promise.resolve({ ready: true, checks: {} })).then(
+        (state) => response.writeHead(state.ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: state.ready ? 'ready' : 'not ready', checks: state.checks })),
+        (error: unknown) => response.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'not ready', error: String(error) })),
+      );
       return;
     }
     if (request.method === 'GET' && path === '/metrics') {
@@ -141,7 +152,7 @@ export async function startEngineMetricsServer(
       );
       return;
     }
-    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics or /healthz\n');
+    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics, /healthz or /readyz\n');
   });
   server.headersTimeout = limits.headersTimeoutMs ?? METRICS_HEADERS_TIMEOUT_MS;
   server.requestTimeout = limits.requestTimeoutMs ?? METRICS_REQUEST_TIMEOUT_MS;

@@ -6,7 +6,7 @@ import { FleetShares } from './fleet-sharing.ts';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import { priorityQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { busReady, consumerReady, priorityQueue, readiness, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 import { inFastLane } from './fast-lane.ts';
@@ -49,7 +49,7 @@ const OPERATOR_KEY = 'engine:operator-resolve';
  * may be judged (absence-gate.ts), the fleet's shared facts (fleet-sharing.ts), forgetting hosts
  * (host-forgetting.ts); here, the batch step and the tick's steps, one at a time.
  */
-export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void> }> {
+export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void>; ready(): Promise<Readiness> }> {
   const { store, log } = options;
   const engine = new Engine(options.ruleSet, options.catalog, false);
   const state: EngineState = emptyEngineState();
@@ -207,6 +207,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   timer.unref();
 
   return {
+    // Ready when it can judge: Kafka answers, its consumer is in the group, the store answers.
+    ready: () => readiness([busReady(options.bus), consumerReady('input consumer', subscription), storeReady(store)]),
     async stop() {
       clearInterval(timer);
       await subscription.stop();
@@ -239,7 +241,7 @@ const FETCH_BATCHES_AT_ONCE = 256;
 /** Every topic the engine reads, each keyed by host (one consumer group: partition p of each to one instance). */
 export const ENGINE_INPUT_TOPICS = [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.hostSamples, TOPICS.bmcEvents, TOPICS.jobEvents] as const;
 
-/** The engine as one of `gpualert up`'s services; with `metrics`, its `/metrics` and `/healthz` on that port. */
+/** The engine as one of `gpualert up`'s services; with `metrics`, its `/metrics`, `/healthz` and `/readyz` on that port. */
 export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event', metrics?: EngineMetricsServing): ServiceDefinition {
   return {
     name: 'engine',
@@ -248,7 +250,7 @@ export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wal
       const service = await startEngineService({ bus: context.bus, store: context.store, log: context.log, ruleSet, catalog, clock, ...(served ? { metrics: served } : {}) });
       if (!metrics || !served) return { name: 'engine', stop: () => service.stop() };
       try {
-        const server = await startEngineMetricsServer(served, metrics.port, metrics.listen);
+        const server = await startEngineMetricsServer(served, metrics.port, metrics.listen, {}, () => service.ready());
         return { name: 'engine', metricsPort: server.port, stop: async () => { await server.close(); await service.stop(); } } as RunningService;
       } catch (error) {
         // A busy metrics port must not stop the judging: the engine runs on without /metrics.

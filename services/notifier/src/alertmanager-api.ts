@@ -1,3 +1,4 @@
+import type { Readiness } from '@gpualert/runtime';
 import { createHash } from 'node:crypto';
 import { envelopeMessage, type Bus } from '@gpualert/bus';
 import {
@@ -213,6 +214,8 @@ export { ALERTMANAGER_API_SOURCE };
 export interface NotifierView {
   readonly routes: RoutesFile;
   state(): Readonly<NotifierState>;
+  /** Whether the notifier can do its work now (`/readyz`, `/-/ready`); absent: ready when it answers. */
+  ready?(): Promise<Readiness>;
 }
 
 /** `GET /api/v2/alerts` and `/alerts/groups` filters: the state flags (all true unless said), label matchers, a receiver regex. */

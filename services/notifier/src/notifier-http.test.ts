@@ -1,9 +1,13 @@
 import { request, type Server } from 'node:http';
+import { MemoryBus } from '@gpualert/bus';
+import { createLogger } from '@gpualert/log';
+import { RoutesFile } from '@gpualert/notify';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { slowClient } from '../../../test/infra/slow-client.ts';
 import { waitFor } from '../../../test/infra/wait-for.ts';
 import { createNotifierServer, MAX_BODY_BYTES, NotifierConfigError, NotifierMetrics } from './notifier-http.ts';
+import { startNotifier } from './notifier-service.ts';
 import { loadSilences } from './silences.ts';
 
 const TOKEN = 'notifier-token-0123456789';
@@ -104,5 +108,43 @@ describe('the notifier HTTP server', () => {
     for (let i = 0; i < 50; i += 1) await fetch(`${base}/v1/events/${Math.random().toString(36).slice(2)}`);
     const series = (await metrics.registry.getSingleMetric('gpualert_notifier_http_requests_total')!.get()).values;
     expect(series.map((v) => `${v.labels.route} ${v.labels.method} ${v.labels.status}`).sort()).toEqual(['/v1/silences/{id} DELETE 401', 'other GET 404']);
+  });
+});
+
+describe('the notifier\'s probes', () => {
+  it('/healthz says the process answers; /readyz and /-/ready say whether it can work, with the reason when the store stops answering', async () => {
+    /** The embedded store, its reads failing while `away` (Redis gone). */
+    class FlakyStore extends MemoryStore {
+      away = false;
+      override async get(key: string): Promise<string | null> {
+        if (this.away) throw new Error('connect ECONNREFUSED 127.0.0.1:6379');
+        return super.get(key);
+      }
+    }
+    const store = new FlakyStore();
+    const bus = new MemoryBus();
+    const routes = RoutesFile.parse({ receivers: [{ name: 'r', channel: 'record' }], route: { receiver: 'r' } });
+    const notifier = await startNotifier({ bus, store, log: createLogger({ name: 't', level: 'silent' }), routes, env: {} });
+    const server = createNotifierServer(store, new NotifierMetrics(), TOKEN, bus, {}, routes, notifier);
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const ready = await fetch(`${base}/readyz`);
+      expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready', checks: { bus: 'ok', 'alerts consumer': 'ok', store: 'ok' } }]);
+      expect((await fetch(`${base}/-/ready`)).status).toBe(200);
+      store.away = true;
+      const notReady = await fetch(`${base}/readyz`);
+      expect([notReady.status, await notReady.json()]).toEqual([503, { status: 'not ready', checks: { bus: 'ok', 'alerts consumer': 'ok', store: 'connect ECONNREFUSED 127.0.0.1:6379' } }]);
+      const am = await fetch(`${base}/-/ready`);
+      expect([am.status, await am.text()]).toEqual([503, expect.stringContaining('ECONNREFUSED')]);
+      // Alive all the while: liveness is the process answering, not its dependencies.
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect((await fetch(`${base}/-/healthy`)).status).toBe(200);
+    } finally {
+      store.away = false;
+      await notifier.stop();
+      await bus.close();
+    }
   });
 });

@@ -58,7 +58,7 @@ const METHODS = new Set(['GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIO
 export function routeTemplate(pathname: string): string {
   const page = consoleRoute(pathname);
   if (page) return page;
-  if (pathname === '/healthz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline') return pathname;
+  if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline') return pathname;
   if (/^\/v1\/silences\/[\w-]+$/.test(pathname)) return '/v1/silences/{id}';
   if (['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready'].includes(pathname)) return pathname;
   if (/^\/api\/v2\/silence\/[\w-]+$/.test(pathname)) return '/api/v2/silence/{id}';
@@ -125,9 +125,15 @@ export function createNotifierServer(
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
     void (async () => {
+      // Liveness: the event loop answered. Readiness: what the notifier needs answers (the reason when not).
       if (url.pathname === '/healthz') return send(200, { status: 'ok' });
+      if (url.pathname === '/readyz' || url.pathname === '/-/ready') {
+        const state = view?.ready ? await view.ready() : { ready: true, checks: {} };
+        if (url.pathname === '/-/ready') return send(state.ready ? 200 : 503, state.ready ? 'OK' : `not ready: ${JSON.stringify(state.checks)}`, 'text/plain');
+        return send(state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not ready', checks: state.checks });
+      }
       if (url.pathname === '/metrics') return send(200, await metrics.registry.metrics(), 'text/plain; version=0.0.4');
-      if (url.pathname === '/-/healthy' || url.pathname === '/-/ready') return send(200, 'OK', 'text/plain');
+      if (url.pathname === '/-/healthy') return send(200, 'OK', 'text/plain');
       // The live console: its page, its assets, and the fleet and alerts it draws (src/console/).
       const page = consoleRoute(url.pathname) && await serveConsole(req, res, url, { view, fleet, authorized: !!apiToken && authorized(req.headers.authorization, apiToken) });
       if (page) return send(page.status, page.body, page.type);

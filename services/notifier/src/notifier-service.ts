@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Bus, Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { NotifierCore, type Decision, type Notification, type NotifierState, type RoutesFile } from '@gpualert/notify';
-import { serialQueue, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { busReady, consumerReady, readiness, serialQueue, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { TOPICS } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import type { NotifierView } from './alertmanager-api.ts';
@@ -32,8 +32,10 @@ const MAX_NAMED_IN_WARNING = 5;
 /** Flushing done between two turns of the event loop, in ms (one group is never split). */
 const FLUSH_SLICE_MS = 10;
 
-/** The running notifier: stop it, or read its routes and state (as last saved) for the API. */
-export interface RunningNotifier extends RunningService, NotifierView {}
+/** The running notifier: stop it, or read its routes and state (as last saved) for the API, and whether it can do its work (`/readyz`). */
+export interface RunningNotifier extends RunningService, NotifierView {
+  ready(): Promise<Readiness>;
+}
 
 /**
  * The notifier as a service. Decisions come from the pure core (its stages); each message to send
@@ -203,6 +205,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     routes: options.routes,
     // The API reads the state as the last step saved it: never half a step, never a step rolled back.
     state: () => saved.snapshot(),
+    // Ready when it can read alerts and keep its outbox: Kafka answers, its consumer is in the group, the store answers.
+    ready: () => readiness([busReady(options.bus), consumerReady('alerts consumer', subscription), storeReady(store)]),
     async stop() {
       clearInterval(timer);
       clearInterval(heartbeat);

@@ -62,7 +62,7 @@ export async function engine(options: Options): Promise<number> {
     const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock, metrics });
     let server: Awaited<ReturnType<typeof startEngineMetricsServer>>;
     try {
-      server = await startEngineMetricsServer(metrics, port, process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0');
+      server = await startEngineMetricsServer(metrics, port, process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0', {}, () => service.ready());
     } catch (error) {
       await service.stop();
       throw new CliError(`gpualert engine: port ${port} for /metrics ${(error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'is in use' : 'cannot be opened'}; choose another with --metrics-port or GPUALERT_ENGINE_PORT (0 picks a free one)`);

@@ -1,0 +1,49 @@
+import type { Bus, Subscription } from '@gpualert/bus';
+import type { StateStore } from '@gpualert/state';
+
+/** One thing a service needs to do its work: undefined when it has it, else why not. */
+export interface ReadinessCheck {
+  readonly name: string;
+  check(): Promise<string | undefined>;
+}
+
+/** What `/readyz` answers: ready only when every check is; each check's `ok` or its reason. */
+export interface Readiness {
+  readonly ready: boolean;
+  readonly checks: Readonly<Record<string, string>>;
+}
+
+/** How long one check may take before it counts as not answering (a probe's own timeout is longer). */
+export const READINESS_CHECK_MS = 2_000;
+
+/** Runs the checks at once, each bounded by READINESS_CHECK_MS. */
+export async function readiness(checks: readonly ReadinessCheck[], timeoutMs = READINESS_CHECK_MS): Promise<Readiness> {
+  const results = await Promise.all(checks.map(async (c) => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
+      timer.unref();
+    });
+    try {
+      return [c.name, (await Promise.race([c.check().catch((error: unknown) => (error instanceof Error ? error.message : String(error))), late])) ?? 'ok'] as const;
+    } finally {
+      clearTimeout(timer);
+    }
+  }));
+  return { ready: results.every(([, r]) => r === 'ok'), checks: Object.fromEntries(results) };
+}
+
+/** The state store answers a read. */
+export function storeReady(store: StateStore): ReadinessCheck {
+  return { name: 'store', check: async () => void (await store.get('gpualert:readiness-probe')) };
+}
+
+/** The bus answers (Kafka: its cluster is described by a broker). */
+export function busReady(bus: Bus): ReadinessCheck {
+  return { name: 'bus', check: () => bus.ready() };
+}
+
+/** A consumer is in its group: joined, with its partitions (none is legitimate: more members than partitions), not joining or rebalancing. */
+export function consumerReady(name: string, subscription: Subscription): ReadinessCheck {
+  return { name, check: () => Promise.resolve(subscription.joined() ? undefined : 'not in its consumer group yet (joining or rebalancing)') };
+}
