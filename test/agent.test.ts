@@ -15,6 +15,31 @@ afterEach(async () => {
 });
 
 describe('gpualert agent: every collector of a GPU host in one process', () => {
+  it('on a broker without its topics (no auto-creation) it says so at start, and still stops within its limit on SIGTERM', async () => {
+    const smi = new FakeNvidiaSmi();
+    const agent = startCli(
+      ['agent', '--host', 'gpu-node-7', '--nvidia-smi', smi.path, '--gpu-interval', '200ms', '--kernel-source', 'none', '--metadata', 'none', '--port', '0', '--listen', '127.0.0.1', '--log-format', 'json'],
+      cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), GPUALERT_TOPIC_PREFIX: `${uniqueName('no-topics')}.` }),
+    );
+    cleanups.push(async () => {
+      if (agent.exitCode === null) {
+        agent.kill('SIGKILL');
+        await once(agent, 'exit');
+      }
+    });
+    await waitFor(() => agent.output().includes('"msg":"topics_missing"') || agent.exitCode !== null, 'the missing topics said', 30_000);
+    const said = JSON.parse(agent.output().split('\n').find((l) => l.includes('"msg":"topics_missing"'))!) as { topics: string[]; waiting: boolean };
+    expect(said.topics).toEqual(expect.arrayContaining([expect.stringMatching(/gpu\.samples$/), expect.stringMatching(/host\.inventory$/)]));
+    expect(said.waiting).toBe(true);
+    // Publishes failing for a while, then SIGTERM: out within the stop limit (20 s) and its grace (2 s).
+    await new Promise((r) => setTimeout(r, 3_000));
+    const asked = Date.now();
+    agent.kill('SIGTERM');
+    const [code] = await once(agent, 'exit');
+    expect(Date.now() - asked, agent.output().slice(-2000)).toBeLessThan(25_000);
+    expect(code === 0 || code === 1, `exit ${String(code)}`).toBe(true);
+  }, 60_000);
+
   it('publishes samples, kernel events and the inventory over one connection, and answers /healthz and /metrics', async () => {
     const prefix = `${uniqueName('agent')}.`;
     const bus: Bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });

@@ -315,6 +315,13 @@ export class KafkaBus implements Bus {
     // and one more round trip per batch halves the rate of small batches.
   }
 
+  /** Of these topics, the ones the cluster does not have (their full names, prefix included). */
+  async missingTopics(topics: readonly string[]): Promise<string[]> {
+    await this.connect();
+    const existing = new Set(await this.admin.listTopics());
+    return topics.map((t) => this.topicName(t)).filter((name) => !existing.has(name));
+  }
+
   /** Kafka answers: a broker describes the cluster (the caller bounds the wait). */
   async ready(): Promise<string | undefined> {
     try {

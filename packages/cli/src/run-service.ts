@@ -19,21 +19,26 @@ export async function runService(
   const config = commonConfig(options);
   const log = createLogger({ name, level: config.logLevel, format: config.logFormat ?? defaultLogFormat() });
   const infra = await openInfrastructure(config, log, infraOptions);
-  // Listened for before the service says it is ready (its start logs that), not after.
+  // Listened for before the service says it is ready (its start logs that), not after; a stop
+  // asked for while it starts is not held back by a start that takes long (a collector waiting
+  // on its device, Kafka away): the limit runs from the signal, whatever the start is doing.
   const stop = listenForStop();
-  let service: { stop(): Promise<void> };
-  try {
-    service = await start(infra, log);
-  } catch (error) {
+  const starting = start(infra, log);
+  const first = await Promise.race([
+    starting.then((service) => ({ service }), (error: unknown) => ({ error })),
+    stop.signalled.then((signal) => ({ signal })),
+  ]);
+  if ('error' in first) {
     stop.release();
     await infra.close();
-    throw error;
+    throw first.error;
   }
-  const signal = await stop.signalled;
+  const signal = 'signal' in first ? first.signal : await stop.signalled;
   const event = name.replace(/-/g, '_');
-  log.info({ signal, limit_ms: SERVICE_STOP_LIMIT_MS }, `${event}_stopping`);
+  log.info({ signal, limit_ms: SERVICE_STOP_LIMIT_MS, ...('signal' in first ? { while: 'starting' } : {}) }, `${event}_stopping`);
   const stopped = await stopWithin(SERVICE_STOP_LIMIT_MS, async () => {
-    await service.stop();
+    const service = await starting.catch(() => undefined);
+    await service?.stop();
     await infra.close();
   });
   if (!stopped) log.error({ deadline_ms: SERVICE_STOP_LIMIT_MS }, `${event}_stop_timed_out`);

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
+import { KafkaBus } from '@gpualert/bus';
 import { loadConfig } from '@gpualert/config';
 import { createAgentServer, dcgmSource, nvidiaSmiSource, startAgent, type AgentPlan, type MetadataProvider } from '@gpualert/collectors';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
+import { TOPICS } from '@gpualert/schema';
 import { AGENT_SOURCES, AgentConfig } from '../agent-config.ts';
 import { CliError } from '../cli-error.ts';
 import { runService } from '../run-service.ts';
@@ -49,6 +51,16 @@ export async function agent(options: Record<string, unknown>): Promise<number> {
         ? { provider: { name: config.provider, intervalMs: config.providerInterval, timeoutMs: config.gpuTimeout, ...(config.providerEndpoint ? { endpoint: config.providerEndpoint } : {}) } }
         : {}),
     };
+    // A GPU host only produces, into topics the services create: where they do not exist yet (a
+    // broker without auto-creation, the services not started), say so at once, and that the
+    // publishes wait for them (retried; what a collector cannot hand over meanwhile is dropped, and
+    // /healthz says samples are not getting through). Not awaited: the agent starts regardless.
+    if (bus instanceof KafkaBus) {
+      const writes = [...(plan.gpu ? [TOPICS.gpuSamples] : []), ...(plan.kernel ? [TOPICS.kernelEvents] : []), TOPICS.hostInventory, ...(plan.provider ? [TOPICS.providerEvents] : [])];
+      void bus.missingTopics(writes).then((missing) => {
+        if (missing.length > 0) log.warn({ topics: missing, waiting: true }, 'topics_missing');
+      }, (error: unknown) => log.warn({ error: String(error) }, 'topics_unchecked'));
+    }
     const running = await startAgent(plan, { bus, store, log });
     const server = createAgentServer(running);
     try {
