@@ -89,7 +89,7 @@ export async function startGpualertNotifier(routesYaml: string, cleanups: (() =>
   await waitFor(() => /notifier_listening/.test(notifier.output()) || notifier.exitCode !== null, 'gpualert notifier', 60_000);
   const port = /"port":(\d+)[^\n]*notifier_listening|notifier_listening[^\n]*"port":(\d+)/.exec(notifier.output());
   if (!port) throw new Error(`gpualert notifier did not start:\n${notifier.output()}`);
-  return { base: `http://127.0.0.1:${port[1] ?? port[2]}`, bus, notifier };
+  return { base: `http://127.0.0.1:${port[1] ?? port[2]}`, bus, notifier, file };
 }
 
 /** amtool 0.25 (Debian's) against `url`, the bearer token through --http.config.file. */

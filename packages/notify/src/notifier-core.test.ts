@@ -145,3 +145,39 @@ describe('notifier decisions with the default routes', () => {
     expect(sent(n.flush(state, T + 30 * S))).toEqual([['record', 'first', 'i:firing']]);
   });
 });
+
+describe('a reload: a new core adopts the state the old one built', () => {
+  const first = RoutesFile.parse({
+    receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }],
+    route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h' },
+  });
+  const second = RoutesFile.parse({
+    receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }],
+    route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h', routes: [{ receiver: 'gpu-team', matchers: ['host="h1"'] }] },
+    inhibit_rules: [{ source_matchers: ['severity="critical"'], target_matchers: ['severity="warning"'], equal: ['host'] }],
+  });
+
+  it('keeps what an unchanged group told and its timers, tells a moved alert to its new receiver after group_wait, and indexes the new inhibit rules', () => {
+    const before = new NotifierCore(first);
+    const state = emptyNotifierState();
+    before.ingest(state, alert('a', 'firing', 'warning', { host: 'h1' }), T);
+    before.ingest(state, alert('b', 'firing', 'warning', { host: 'h2' }), T);
+    before.ingest(state, alert('c', 'firing', 'critical', { host: 'h2' }), T);
+    expect(sent(before.flush(state, T + 30 * S))).toEqual([['chat', 'first', 'a:firing'], ['chat', 'first', 'b:firing,c:firing']]);
+    expect(before.markers(state, 'b', state.firing.b!, T + 30 * S).inhibitedBy).toEqual([]); // no rule yet
+    const h2 = state.groups['root|chat|host="h2"']!;
+    const told = h2.told.b;
+
+    const after = new NotifierCore(second);
+    const reloadAt = T + 60 * S;
+    expect(after.adopt(state, reloadAt)).toEqual({ kept: 2, moved: 1, groups: 2 });
+    expect(Object.keys(state.groups).sort()).toEqual(['root.0|gpu-team|host="h1"', 'root|chat|host="h2"']);
+    // h2's group is as it was: the same told record, the same next flush; nothing is news.
+    expect(state.groups['root|chat|host="h2"']!.told.b).toBe(told);
+    expect(state.groups['root|chat|host="h2"']!.nextFlush).toBe(h2.nextFlush);
+    expect(sent(after.flush(state, reloadAt + 29 * S))).toEqual([]);
+    expect(sent(after.flush(state, reloadAt + 30 * S))).toEqual([['gpu-team', 'first', 'a:firing']]);
+    // The new rule's index holds what fired before the reload: the critical alert inhibits its host's warning.
+    expect(after.markers(state, 'b', state.firing.b!, reloadAt + 40 * S).inhibitedBy).toEqual(['c']);
+  });
+});

@@ -253,6 +253,48 @@ export class NotifierCore {
     return decisions;
   }
 
+  /**
+   * Takes over a state another core (the routes before a reload) built, as Alertmanager rebuilds
+   * its aggregation groups on reload and keeps its notification log: every alert of every group
+   * is routed again through these routes. A group whose key is unchanged keeps its timers and what
+   * it told; an alert whose route changed joins its new group as news (its new receiver is told
+   * after group_wait; its old one is not told it resolved). The inhibition index is rebuilt for
+   * these rules. Pages and silences are kept as they are. Returns what moved, for one log line.
+   */
+  adopt(state: NotifierState, now: number): { kept: number; moved: number; groups: number } {
+    const before = state.groups;
+    state.groups = dict();
+    let kept = 0;
+    let moved = 0;
+    for (const old of Object.values(before)) {
+      for (const alert of Object.values(old.alerts)) {
+        for (const route of routesFor(this.config.route, alert.labels)) {
+          if (route.page) continue;
+          const key = `${route.id}|${route.receiver}|${groupLabels(route, alert.labels)}`;
+          const same = key === old.key;
+          // A resolved alert its old group never told of, or that moves, is nothing to its new group.
+          if (alert.status === 'resolved' && (!same || old.told[alert.fingerprint] === undefined)) continue;
+          let group = state.groups[key];
+          if (!group) {
+            const previous = before[key];
+            group = previous
+              ? { key, route, alerts: dict(), told: dict(), nextFlush: previous.nextFlush, lastSent: previous.lastSent }
+              : { key, route, alerts: dict(), told: dict(), nextFlush: now + route.groupWait, lastSent: 0 };
+            state.groups[key] = group;
+          }
+          group.alerts[alert.fingerprint] = alert;
+          const told = before[key]?.told[alert.fingerprint];
+          if (told) group.told[alert.fingerprint] = told;
+          if (same) kept += 1;
+          else moved += 1;
+        }
+      }
+    }
+    state.sources = dict();
+    for (const fingerprint of Object.keys(state.firing)) this.inhibitor.remember(state, fingerprint, state.firing[fingerprint]!);
+    return { kept, moved, groups: Object.keys(state.groups).length };
+  }
+
   /** Groups whose time has come send what changed. */
   flush(state: NotifierState, now: number): Decision[] {
     const decisions: Decision[] = [];

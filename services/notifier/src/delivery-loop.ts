@@ -25,8 +25,9 @@ export interface DeliveryLoopOptions {
  * gpualert.notifications, dead-lettered when it cannot go, and taken out of the outbox once done.
  */
 export class DeliveryLoop {
-  private readonly channels = new Map<string, Channel>();
-  private readonly buckets = new Map<string, RateLimiter>();
+  private channels = new Map<string, Channel>();
+  private buckets = new Map<string, RateLimiter>();
+  private routes: RoutesFile;
   /** Receivers whose last attempt failed: warned about once until one gets through. */
   private readonly failing = new Set<string>();
   private stopped = false;
@@ -35,11 +36,8 @@ export class DeliveryLoop {
   private readonly queues: ReceiverQueues<Outgoing>;
 
   constructor(private readonly options: DeliveryLoopOptions) {
-    for (const receiver of options.routes.receivers) {
-      this.channels.set(receiver.name, createChannel(receiver, options.env));
-      const limit = rateLimitOf(receiver);
-      if (limit) this.buckets.set(receiver.name, new RateLimiter(limit));
-    }
+    this.routes = options.routes;
+    this.reconfigure(options.routes);
     // Nothing a channel does may reject a runner: it is not awaited where it starts.
     this.queues = new ReceiverQueues<Outgoing>(
       (receiver, queue) => this.send(receiver, queue),
@@ -48,12 +46,31 @@ export class DeliveryLoop {
     );
   }
 
+  /**
+   * The receivers of these routes from now on (a reload): every channel is built first, so one
+   * that cannot be (a setting's variable unset) throws and leaves the running ones as they were.
+   * What waits in a queue is sent with its receiver's new settings; a receiver gone is dead-lettered.
+   */
+  reconfigure(routes: RoutesFile): void {
+    const channels = new Map<string, Channel>();
+    const buckets = new Map<string, RateLimiter>();
+    for (const receiver of routes.receivers) {
+      channels.set(receiver.name, createChannel(receiver, this.options.env));
+      const limit = rateLimitOf(receiver);
+      const kept = this.buckets.get(receiver.name);
+      if (limit) buckets.set(receiver.name, kept && this.routes.receivers.some((r) => r.name === receiver.name && JSON.stringify(rateLimitOf(r)) === JSON.stringify(limit)) ? kept : new RateLimiter(limit));
+    }
+    this.channels = channels;
+    this.buckets = buckets;
+    this.routes = routes;
+  }
+
   get receivers(): string[] {
     return [...this.channels.keys()];
   }
 
   channelOf(receiver: string): string {
-    return this.options.routes.receivers.find((r) => r.name === receiver)?.channel ?? 'record';
+    return this.routes.receivers.find((r) => r.name === receiver)?.channel ?? 'record';
   }
 
   /** One line of gpualert.notifications (sent, failed, suppressed, a silence made or expired). */

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Bus } from '@gpualert/bus';
 import type { StateStore } from '@gpualert/state';
 import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
-import { Counter, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
 import type { RoutesFile } from '@gpualert/notify';
 import {
@@ -29,8 +29,33 @@ export class NotifierConfigError extends GpualertError {
 }
 
 /** The notifier's Prometheus metrics. */
+/** What a reload (SIGHUP, POST /-/reload) came to: the routes in use, or why the file was kept out. */
+export type ReloadResult = { readonly ok: true; readonly kept: number; readonly moved: number; readonly groups: number } | { readonly ok: false; readonly errors: readonly string[] };
+
 export class NotifierMetrics {
   readonly registry = new Registry();
+  /** Named as Alertmanager and Prometheus name theirs: 1 when the last reload took, 0 when it was refused. */
+  readonly reloadSuccessful = new Gauge({
+    name: 'gpualert_config_last_reload_successful',
+    help: 'Whether the last configuration reload (routes and templates) succeeded.',
+    registers: [this.registry],
+  });
+  readonly reloadSuccessTime = new Gauge({
+    name: 'gpualert_config_last_reload_success_timestamp_seconds',
+    help: 'When the configuration was last loaded successfully (at start, or a reload).',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    this.reloaded(true);
+  }
+
+  /** A load (at start) or a reload, and whether it took. */
+  reloaded(ok: boolean, at = Date.now()): void {
+    this.reloadSuccessful.set(ok ? 1 : 0);
+    if (ok) this.reloadSuccessTime.set(at / 1000);
+  }
+
   readonly notifications = new Counter({
     name: 'gpualert_notifier_notifications_total',
     help: 'Delivery attempts and decisions by receiver and outcome (sent, failed, suppressed, dead_lettered).',
@@ -60,7 +85,7 @@ export function routeTemplate(pathname: string): string {
   if (page) return page;
   if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline') return pathname;
   if (/^\/v1\/silences\/[\w-]+$/.test(pathname)) return '/v1/silences/{id}';
-  if (['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready'].includes(pathname)) return pathname;
+  if (['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready', '/-/reload'].includes(pathname)) return pathname;
   if (/^\/api\/v2\/silence\/[\w-]+$/.test(pathname)) return '/api/v2/silence/{id}';
   return 'other';
 }
@@ -110,7 +135,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
  */
 export function createNotifierServer(
   store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}, routes?: RoutesFile, view?: NotifierView,
-  fleet?: FleetSource,
+  fleet?: FleetSource, reload?: () => Promise<ReloadResult>,
 ): Server {
   const apiToken = checkNotifierToken(token);
   const maxBody = limits.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -134,6 +159,14 @@ export function createNotifierServer(
       }
       if (url.pathname === '/metrics') return send(200, await metrics.registry.metrics(), 'text/plain; version=0.0.4');
       if (url.pathname === '/-/healthy') return send(200, 'OK', 'text/plain');
+      // Alertmanager's reload, behind the bearer token: the routes file read again; a bad one is refused with its file:line, the running routes kept.
+      if (url.pathname === '/-/reload') {
+        if (req.method !== 'POST') return send(405, { error: 'POST /-/reload' });
+        if (!apiToken || !authorized(req.headers.authorization, apiToken)) return send(401, { error: 'a bearer token is required' });
+        if (!reload) return send(501, { error: 'this notifier has no routes file to reload' });
+        const result = await reload();
+        return result.ok ? send(200, { status: 'reloaded', kept: result.kept, moved: result.moved, groups: result.groups }) : send(400, { error: 'the configuration was not reloaded', errors: result.errors });
+      }
       // The live console: its page, its assets, and the fleet and alerts it draws (src/console/).
       const page = consoleRoute(url.pathname) && await serveConsole(req, res, url, { view, fleet, authorized: !!apiToken && authorized(req.headers.authorization, apiToken) });
       if (page) return send(page.status, page.body, page.type);
@@ -165,8 +198,8 @@ export function createNotifierServer(
           const one = /^\/api\/v2\/silence\/([\w-]+)$/.exec(url.pathname);
           if (one && req.method === 'GET') return await answer(getSilence(store, one[1]!, now));
           if (one && req.method === 'DELETE') return await answer(deleteSilence(store, one[1]!, now));
-          if (url.pathname === '/api/v2/status' && req.method === 'GET') return send(200, status(routes, '0.25.0-gpualert'));
-          if (url.pathname === '/api/v2/receivers' && req.method === 'GET') return send(200, receivers(routes));
+          if (url.pathname === '/api/v2/status' && req.method === 'GET') return send(200, status(view?.routes ?? routes, '0.25.0-gpualert'));
+          if (url.pathname === '/api/v2/receivers' && req.method === 'GET') return send(200, receivers(view?.routes ?? routes));
           return send(404, { code: 404, message: `no ${req.method ?? ''} ${url.pathname}` });
         } catch (error) {
           if (error instanceof BodyTooLarge) return send(413, { code: 413, message: 'the body is too large' }, 'application/json', true);

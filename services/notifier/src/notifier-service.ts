@@ -35,6 +35,12 @@ const FLUSH_SLICE_MS = 10;
 /** The running notifier: stop it, or read its routes and state (as last saved) for the API, and whether it can do its work (`/readyz`). */
 export interface RunningNotifier extends RunningService, NotifierView {
   ready(): Promise<Readiness>;
+  /**
+   * Runs on these routes from the next step on (SIGHUP, POST /-/reload): channels built first (one
+   * that cannot be throws and nothing changes), then between two steps the groups routed again
+   * (NotifierCore.adopt), the state saved. Groups, silences and pages survive.
+   */
+  reload(routes: RoutesFile): Promise<{ kept: number; moved: number; groups: number }>;
 }
 
 /**
@@ -50,11 +56,12 @@ export interface RunningNotifier extends RunningService, NotifierView {
  */
 export async function startNotifier(options: NotifierOptions): Promise<RunningNotifier> {
   const { store, log } = options;
-  const core = new NotifierCore(options.routes);
+  let routes = options.routes;
+  let core = new NotifierCore(routes);
   /** This run of the notifier: its outbox entries carry it, and its heartbeat key says it is alive. */
   const outbox = new Outbox(store, randomUUID().slice(0, 12), log);
   await outbox.alive();
-  const pageLog = new SharedPageLog(store, options.routes.receivers.map((r) => r.name));
+  const pageLog = new SharedPageLog(store, routes.receivers.map((r) => r.name));
   /** Each step saves what it changed; what the last step committed is what a failed one goes back to. */
   const saved = new NotifierStateStore(store, log);
   const state: NotifierState = await saved.load();
@@ -202,7 +209,25 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
 
   return {
     name: 'notifier',
-    routes: options.routes,
+    get routes() {
+      return routes;
+    },
+    reload: (next) => transact(async () => {
+      const candidate = new NotifierCore(next);
+      deliveries.reconfigure(next);
+      const moved = candidate.adopt(state, Date.now());
+      try {
+        await saved.save(state);
+      } catch (error) {
+        deliveries.reconfigure(routes);
+        throw error;
+      }
+      core = candidate;
+      routes = next;
+      pageLog.setReceivers(next.receivers.map((r) => r.name));
+      log.info({ receivers: deliveries.receivers, ...moved }, 'config_reloaded');
+      return moved;
+    }),
     // The API reads the state as the last step saved it: never half a step, never a step rolled back.
     state: () => saved.snapshot(),
     // Ready when it can read alerts and keep its outbox: Kafka answers, its consumer is in the group, the store answers.

@@ -26,8 +26,13 @@ export class SharedPageLog {
   constructor(
     private readonly store: StateStore,
     /** The receivers that page (every receiver of a route with `page: true`). */
-    private readonly receivers: readonly string[],
+    private receivers: readonly string[],
   ) {}
+
+  /** The routes were reloaded: their receivers from now on. */
+  setReceivers(receivers: readonly string[]): void {
+    this.receivers = receivers;
+  }
 
   /**
    * At start, once: a deployment whose log is still empty (upgraded from a single notifier, or

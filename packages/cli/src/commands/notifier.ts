@@ -3,7 +3,8 @@ import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { checkSilence, DEFAULT_ROUTES, describeReach, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
 import { storeFleetSource } from '@gpualert/engine';
-import { checkNotifierToken, makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
+import { checkNotifierToken, makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier, type ReloadResult, type RunningNotifier } from '@gpualert/notifier';
+import { redactSecrets, type Logger } from '@gpualert/log';
 import { formatRuleError } from '@gpualert/rules';
 import { RedisStore, type StateStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
@@ -28,7 +29,8 @@ export function routesIn(dir: string): string | undefined {
 
 /** `gpualert notifier`: routes, groups, dedups and delivers; silences over HTTP with a bearer token. */
 export async function notifier(options: Options): Promise<number> {
-  const routes = loadRoutesOrExit(options.routes as string | undefined, 'notifier');
+  const routesFile = (options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? DEFAULT_ROUTES;
+  const routes = loadRoutesOrExit(routesFile, 'notifier');
   let token: string | undefined;
   try {
     token = checkNotifierToken(process.env.GPUALERT_NOTIFIER_TOKEN);
@@ -53,7 +55,12 @@ export async function notifier(options: Options): Promise<number> {
     // notifier sees every host.
     const latest = await new LatestSamples().watch(infra.bus, `gpualert-console-samples-${hostname()}-${process.pid}`);
     const fleet = storeFleetSource(infra.store, latest.hosts, ruleSet, partitions);
-    const server = createNotifierServer(infra.store, metrics, token, infra.bus, {}, routes, service, fleet);
+    const running = service;
+    const reload = () => reloadRoutes(routesFile, running, metrics, log);
+    const server = createNotifierServer(infra.store, metrics, token, infra.bus, {}, routes, service, fleet, reload);
+    // SIGHUP reloads, as it does Alertmanager (it would otherwise end the process).
+    const onHangup = () => void reload();
+    process.on('SIGHUP', onHangup);
     const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -63,12 +70,38 @@ export async function notifier(options: Options): Promise<number> {
     log.info({ port: typeof address === 'object' && address ? address.port : port, silences_api: token !== undefined }, 'notifier_listening');
     return {
       async stop() {
+        process.off('SIGHUP', onHangup);
         server.close();
         await latest.stop();
         await service.stop();
       },
     };
   });
+}
+
+/**
+ * The routes file read again and, when it loads, put in place in the running notifier; when it
+ * does not, every error with its file:line is logged (`config_reload_failed`), the metric says so,
+ * and the running routes stay.
+ */
+export async function reloadRoutes(file: string, service: RunningNotifier, metrics: NotifierMetrics, log: Logger): Promise<ReloadResult> {
+  const loaded = loadRoutes(file);
+  if (!loaded.ok) {
+    const errors = loaded.errors.map(formatRuleError);
+    metrics.reloaded(false);
+    log.error({ file, errors }, 'config_reload_failed');
+    return { ok: false, errors };
+  }
+  try {
+    const moved = await service.reload(loaded.value);
+    metrics.reloaded(true);
+    return { ok: true, ...moved };
+  } catch (error) {
+    const errors = [redactSecrets(error instanceof Error ? error.message : String(error))];
+    metrics.reloaded(false);
+    log.error({ file, errors }, 'config_reload_failed');
+    return { ok: false, errors };
+  }
 }
 
 function sharedStore(options: Options, command: string): StateStore {

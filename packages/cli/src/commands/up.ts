@@ -15,7 +15,7 @@ import { commonConfig } from '../common-options.ts';
 import { DEMO_RECORDINGS, playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
 import { bundledPrices, enginePort, loadJudgement } from './engine.ts';
-import { loadRoutesOrExit } from './notifier.ts';
+import { loadRoutesOrExit, reloadRoutes } from './notifier.ts';
 import { usageServiceFor } from './report.ts';
 
 const EMBEDDED_ROUTES = bundledPath('rules/routes.embedded.yaml');
@@ -75,21 +75,26 @@ export function consoleAddress(running: readonly RunningService[], env: Readonly
 }
 
 /** The notifier with its HTTP server on a port of its own when the API is on: Prometheus, amtool and Grafana talk to `up` too. */
-function notifierWithApi(routes: RoutesFile, env: Readonly<Record<string, string | undefined>>, port: number, api: ReturnType<typeof notifierApi>, fleetFor?: FleetFor): ServiceDefinition {
+function notifierWithApi(routesFile: string, routes: RoutesFile, env: Readonly<Record<string, string | undefined>>, port: number, api: ReturnType<typeof notifierApi>, fleetFor?: FleetFor): ServiceDefinition {
   return {
     name: 'notifier',
     async start(context) {
       const metrics = new NotifierMetrics();
       const service = await startNotifier({ ...context, routes, env, metrics });
-      if (!('token' in api)) return service;
+      // SIGHUP reloads the routes, as it does Alertmanager (it would otherwise end `up`).
+      const reload = () => reloadRoutes(routesFile, service, metrics, context.log);
+      const onHangup = () => void reload();
+      process.on('SIGHUP', onHangup);
+      if (!('token' in api)) return { name: 'notifier', stop: async () => { process.off('SIGHUP', onHangup); await service.stop(); } };
       const fleet = await fleetFor?.(context);
-      const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service, fleet?.source);
+      const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service, fleet?.source, reload);
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
           server.listen(port, env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0', resolve);
         });
       } catch (error) {
+        process.off('SIGHUP', onHangup);
         await fleet?.stop();
         await service.stop();
         throw Object.assign(error as Error, { port });
@@ -99,6 +104,7 @@ function notifierWithApi(routes: RoutesFile, env: Readonly<Record<string, string
         name: 'notifier',
         port: typeof address === 'object' && address ? address.port : port,
         async stop() {
+          process.off('SIGHUP', onHangup);
           server.closeAllConnections();
           server.close();
           await fleet?.stop();
@@ -147,7 +153,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     // The demo's recording lives in the past: only its own event time may move the clock.
     engineService(ruleSet, catalog, demo ? 'event' : 'wall', { port: enginePort(options.enginePort, 'up'), listen: process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0', prices: bundledPrices('up') }),
     { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {}), context) },
-    notifierWithApi(loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api, engineFleet(ruleSet, config.partitions)),
+    notifierWithApi(routesFile, loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api, engineFleet(ruleSet, config.partitions)),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];
   const dataDir = embeddedDataDir(options.dataDir);
