@@ -1,5 +1,5 @@
 import type { HostFault, Severity } from '@gpualert/schema';
-import type { Classified, ClassifiedEvent } from './classify.ts';
+import type { Classified, ClassifiedEvent } from './classified.ts';
 
 const EDAC_COUNT = /^EDAC (?:[\w-]+ )?MC\d+: (?:\d+ )?(UE|CE)\b/;
 const GHES_SEVERITY = /^\{(\d+)\}\[Hardware Error\]: event severity: (\w+)/;

@@ -1,5 +1,5 @@
 import { GoKV, GoList, GoStruct, GoTime, byteOrder, type Value } from './go-template-values.ts';
-import type { AlertView, Notification } from './notifier-core.ts';
+import type { AlertView, Notification } from './notifier-types.ts';
 
 /** Go's zero time, which Alertmanager's firing alerts carry as EndsAt in a notification. */
 const GO_ZERO_MS = -62135596800000;

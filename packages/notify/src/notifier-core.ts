@@ -1,7 +1,8 @@
-import { decodeVersioned, encodeVersioned, stableId, type EnvelopeOf, type Severity } from '@gpualert/schema';
+import { decodeVersioned, encodeVersioned, stableId, type EnvelopeOf } from '@gpualert/schema';
 import { alertLabels } from './alert-labels.ts';
 import { labelValue, parseMatchers, type Matcher } from './matchers.ts';
-import type { ResolvedRoute, RoutesFile } from './route-config.ts';
+import type { RoutesFile } from './route-config.ts';
+import { dict, type AlertView, type AlertmanagerGroup, type NotifierState, type Notification, type Reason, type ResolvedRoute, type Silence, type Suppression, type AlertMarkers } from './notifier-types.ts';
 import { routesFor } from './routing.ts';
 import { SilenceIndex } from './silence-index.ts';
 import { NOTIFIER_STATE } from './saved-notifier-state.ts';
@@ -9,123 +10,9 @@ import { Inhibitor } from './stages/inhibitor.ts';
 import { activeTimeStage, held, inhibitStage, muteTimeStage, silenceStage, type Hold, type MuteStage } from './stages/mute-stages.ts';
 import { dedup, due, recordSent, settle, view as groupView } from './stages/group-stages.ts';
 
-/** What a message says about one alert. */
-export interface AlertView {
-  readonly id: string;
-  readonly fingerprint: string;
-  readonly host: string;
-  readonly status: 'firing' | 'resolved';
-  readonly severity: Severity;
-  readonly category: string;
-  readonly summary: string;
-  readonly description?: string;
-  readonly action?: string;
-  readonly gpu?: number;
-  readonly startsAt: string;
-  readonly endsAt?: string;
-  readonly expected: boolean;
-  readonly evidence: readonly string[];
-  readonly labels: Readonly<Record<string, string>>;
-  /** Every annotation a pushed alert carries (runbook_url, dashboard…), for webhooks, templates and the API. */
-  readonly annotations?: Readonly<Record<string, string>>;
-}
-
-export type Reason = 'first' | 'new_alerts' | 'changed' | 'resolved' | 'repeat' | 'page' | 'page_resolve';
-
-export interface Notification {
-  readonly id: string;
-  readonly receiver: string;
-  readonly group: string;
-  readonly reason: Reason;
-  /** The alerts the message is about: what changed (or, for a repeat, what still fires). */
-  readonly alerts: readonly AlertView[];
-  /** Still firing in the group, for context. */
-  readonly firing: number;
-  /** The group as Alertmanager's webhook shows it (absent in notifications queued by older versions). */
-  readonly alertmanager?: AlertmanagerGroup;
-}
-
-/** What Alertmanager's webhook payload says besides the changes: the receiver (not the integration), the group labels, every alert of the group. */
-export interface AlertmanagerGroup {
-  readonly receiver: string;
-  readonly groupLabels: Readonly<Record<string, string>>;
-  /** Every alert of the group now: what fires (not silenced, inhibited or muted) and what resolved since the last message. */
-  readonly alerts: readonly AlertView[];
-}
-
-export interface Suppression {
-  readonly receiver: string;
-  readonly fingerprints: readonly string[];
-  readonly reason: 'silenced' | 'inhibited' | 'muted';
-  readonly detail: string;
-}
-
-export interface Silence {
-  readonly id: string;
-  readonly matchers: readonly string[];
-  /** Only these receivers are silenced (a maintenance window's own silence spares chat). */
-  readonly receivers?: readonly string[];
-  readonly startsAt: number;
-  endsAt: number;
-  readonly createdBy: string;
-  readonly comment: string;
-  expiredAt?: number;
-}
-
-interface Told {
-  status: 'firing' | 'resolved';
-  severity: Severity;
-  at: number;
-}
-
-interface Group {
-  key: string;
-  route: ResolvedRoute;
-  alerts: Record<string, AlertView>;
-  /** The notification log of this (group, receiver): what was told about each alert. */
-  told: Record<string, Told>;
-  nextFlush: number;
-  lastSent: number;
-}
-
+export type { AlertAbout, AlertMarkers, AlertmanagerGroup, AlertView, Group, Notification, NotifierState, Reason, Silence, Suppression, Told } from './notifier-types.ts';
+export { dict, type Dict } from './notifier-types.ts';
 export { MAX_SAVED_ALERTS, MAX_SAVED_ALERTS_PER_GROUP, MAX_SAVED_ENTRY_CHARS, MAX_SAVED_GROUPS, MAX_SAVED_SILENCES, NOTIFIER_STATE, SavedNotification, SILENCE } from './saved-notifier-state.ts';
-
-export interface NotifierState {
-  groups: Record<string, Group>;
-  /** Page per fault: what each pager receiver was told per fingerprint. */
-  pages: Record<string, Told>;
-  silences: Record<string, Silence>;
-  /** Firing alerts' labels, as inhibition sources. */
-  firing: Record<string, Record<string, string>>;
-  /** Inhibition index: `rule|equal values` → the firing sources' fingerprints. */
-  sources: Record<string, string[]>;
-  /** Firing alerts' text and times, for the API's alert list (silenced and paged ones are in no group). */
-  about: Record<string, AlertAbout>;
-}
-
-/** What the alert list shows of a firing alert besides its labels. */
-export interface AlertAbout {
-  readonly startsAt: string;
-  readonly updatedAt: number;
-  readonly summary: string;
-  readonly description?: string;
-  readonly evidence?: readonly string[];
-  readonly annotations?: Readonly<Record<string, string>>;
-}
-
-/** What holds a firing alert back now, as Alertmanager's API reports it: every silence and every inhibiting alert. */
-export interface AlertMarkers {
-  readonly silencedBy: string[];
-  readonly inhibitedBy: string[];
-}
-
-/** A map keyed by outside data (fingerprints, label values, receivers): no prototype to collide with. */
-export type Dict<T> = Record<string, T>;
-export function dict<T>(entries: Iterable<readonly [string, T]> = []): Dict<T> {
-  const out = Object.create(null) as Dict<T>;
-  for (const [key, value] of entries) out[key] = value;
-  return out;
-}
 
 export function emptyNotifierState(): NotifierState {
   return { groups: dict(), pages: dict(), silences: dict(), firing: dict(), sources: dict(), about: dict() };

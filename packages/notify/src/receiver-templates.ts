@@ -1,7 +1,7 @@
 import { ALERTMANAGER_DEFAULT_TEMPLATES } from './alertmanager-default-templates.ts';
 import { templateData } from './go-template-data.ts';
 import { CompiledTemplate, TemplateError, TemplateSet } from './go-template.ts';
-import type { Notification } from './notifier-core.ts';
+import type { Notification } from './notifier-types.ts';
 
 /**
  * The fields Alertmanager templates in the integrations gpualert maps, and what each becomes:

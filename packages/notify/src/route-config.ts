@@ -260,17 +260,4 @@ function validate(file: RoutesFile, firstMuteIndex: number, ctx: z.RefinementCtx
   walk(root, ['route']);
 }
 
-/** A route as it applies to an alert: the receiver and every inherited setting resolved. */
-export interface ResolvedRoute {
-  readonly id: string;
-  readonly receiver: string;
-  readonly groupBy: readonly string[];
-  readonly groupByAll: boolean;
-  readonly groupWait: number;
-  readonly groupInterval: number;
-  readonly repeatInterval: number;
-  readonly page: boolean;
-  readonly criticalWithoutWait: boolean;
-  readonly mute: readonly string[];
-  readonly active: readonly string[];
-}
+export type { ResolvedRoute } from './notifier-types.ts';

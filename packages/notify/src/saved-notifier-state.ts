@@ -1,6 +1,6 @@
 import { savedRecord, Severity, type VersionedState } from '@gpualert/schema';
 import { z } from 'zod';
-import type { AlertAbout, AlertView, Notification, NotifierState, Silence } from './notifier-core.ts';
+import type { AlertAbout, AlertView, Notification, NotifierState, Silence } from './notifier-types.ts';
 
 /**
  * The notifier's saved state as it is read back: schemas, versions and bounds. Version 1 is the

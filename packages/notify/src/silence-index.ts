@@ -1,5 +1,5 @@
 import { labelValue, matchesAll, type Matcher } from './matchers.ts';
-import type { Silence } from './notifier-core.ts';
+import type { Silence } from './notifier-types.ts';
 
 interface Entry {
   readonly silence: Silence;

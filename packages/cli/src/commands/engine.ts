@@ -1,26 +1,16 @@
-import { Engine, loadRuleSet, RecordingError, replay as replayRecording, type RuleSet } from '@gpualert/engine';
+import { Engine, RecordingError, replay as replayRecording } from '@gpualert/engine';
 import { loadJobPatterns } from '@gpualert/collectors';
 import { DEFAULT_ENGINE_PORT, EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startEngineService } from '@gpualert/engine-service';
-import { bundledPath, formatRuleError, loadXidCatalog, type XidCatalog } from '@gpualert/rules';
+import { bundledPath, formatRuleError } from '@gpualert/rules';
 import { existsSync } from 'node:fs';
 import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
 import { runService } from '../run-service.ts';
-import { loadRoutesOrExit, routesIn } from './notifier.ts';
-import { loadPrices } from './report.ts';
+import { loadJudgement, loadPrices, loadRoutesOrExit, routesIn } from './load-files.ts';
 
 type Options = Record<string, unknown>;
-
-/** Rules and catalog, or one clear line per problem and exit 2. */
-export function loadJudgement(dir: string | undefined, command: string): { ruleSet: RuleSet; catalog: XidCatalog } {
-  const rules = loadRuleSet(dir);
-  if (!rules.ok) throw new CliError(rules.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
-  const catalog = loadXidCatalog(dir ? `${dir}/xid-catalog.yaml` : undefined);
-  if (!catalog.ok) throw new CliError(catalog.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
-  return { ruleSet: rules.value, catalog: catalog.value };
-}
 
 /** `gpualert rules check [DIR]`: every error with file, line and field; exit 2 if any. */
 export async function rulesCheck(dir: string): Promise<number> {

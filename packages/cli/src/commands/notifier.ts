@@ -1,7 +1,5 @@
-import { existsSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
-import { join } from 'node:path';
-import { checkSilence, DEFAULT_ROUTES, describeReach, loadRoutes, ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
+import { checkSilence, DEFAULT_ROUTES, describeReach, loadRoutes, ReceiverConfigError } from '@gpualert/notify';
 import { storeFleetSource } from '@gpualert/engine';
 import { checkNotifierToken, makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier, type ReloadResult, type RunningNotifier } from '@gpualert/notifier';
 import { redactSecrets, type Logger } from '@gpualert/log';
@@ -11,21 +9,9 @@ import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
-import { loadJudgement } from './engine.ts';
+import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
 
 type Options = Record<string, unknown>;
-
-export function loadRoutesOrExit(file: string | undefined, command: string): RoutesFile {
-  const routes = loadRoutes(file ?? process.env.GPUALERT_ROUTES ?? DEFAULT_ROUTES);
-  if (!routes.ok) throw new CliError(routes.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
-  return routes.value;
-}
-
-/** The routes next to the rules, when a rules directory has them. */
-export function routesIn(dir: string): string | undefined {
-  const file = join(dir, 'routes.yaml');
-  return existsSync(file) ? file : undefined;
-}
 
 /** `gpualert notifier`: routes, groups, dedups and delivers; silences over HTTP with a bearer token. */
 export async function notifier(options: Options): Promise<number> {

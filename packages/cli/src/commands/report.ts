@@ -4,17 +4,17 @@ import { createInterface } from 'node:readline';
 import { gunzipSync } from 'node:zlib';
 import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
 import type { RuleSet } from '@gpualert/engine';
-import { bundledPath, formatRuleError, loadYamlFile } from '@gpualert/rules';
+import { bundledPath } from '@gpualert/rules';
 import { embeddedDataDir, type ServiceDefinition } from '@gpualert/runtime';
 import { TOPICS, validateEnvelope } from '@gpualert/schema';
 import {
-  AlertBook, BILL_FORMATS, DEFAULT_BUSY_THRESHOLD_PCT, GROUP_BY, NO_PRICES, parseBill, priceLookup, PricesFile, readRollup, reconcile, renderUsage,
-  startUsageService, USAGE_FORMATS, UsageReportBuilder, usageService, type BillFormat, type GroupBy, type PriceLookup, type UsageFormat,
+  AlertBook, BILL_FORMATS, DEFAULT_BUSY_THRESHOLD_PCT, GROUP_BY, NO_PRICES, parseBill, readRollup, reconcile, renderUsage,
+  startUsageService, USAGE_FORMATS, UsageReportBuilder, usageService, type BillFormat, type GroupBy, type UsageFormat,
 } from '@gpualert/timeline';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { runService } from '../run-service.ts';
-import { loadJudgement } from './engine.ts';
+import { loadJudgement, loadPrices } from './load-files.ts';
 
 type Options = Record<string, unknown>;
 
@@ -29,13 +29,6 @@ function time(option: string, value: unknown): number {
   const at = Date.parse(String(value));
   if (Number.isNaN(at)) throw new CliError(`gpualert report usage: --${option} expects an ISO-8601 time like 2026-06-01T00:00:00Z (got "${String(value)}")`);
   return at;
-}
-
-/** Prices from a YAML file, or one line per mistake with file:line: field and exit 2. */
-export function loadPrices(file: string, command: string): PriceLookup {
-  const loaded = loadYamlFile(file, PricesFile);
-  if (!loaded.ok) throw new CliError(loaded.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
-  return priceLookup(loaded.value);
 }
 
 /** The idle-cost rule's `util_below`: busy is at or above it. */

@@ -1,6 +1,6 @@
 import { formatMatcher, parseMatchers, routesFor, walkRoutes, type ResolvedRoute, type RoutesFile, type RouteSpec } from '@gpualert/notify';
 import { CliError, EXIT } from '../cli-error.ts';
-import { loadRoutesOrExit } from './notifier.ts';
+import { loadRoutesOrExit } from './load-files.ts';
 
 type Options = Record<string, unknown>;
 

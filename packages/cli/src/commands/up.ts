@@ -14,8 +14,9 @@ import { CliError } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { DEMO_RECORDINGS, playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
-import { bundledPrices, enginePort, loadJudgement } from './engine.ts';
-import { loadRoutesOrExit, reloadRoutes } from './notifier.ts';
+import { bundledPrices, enginePort } from './engine.ts';
+import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
+import { reloadRoutes } from './notifier.ts';
 import { usageServiceFor } from './report.ts';
 
 const EMBEDDED_ROUTES = bundledPath('rules/routes.embedded.yaml');

@@ -1,11 +1,11 @@
 import { redactUrl } from '@gpualert/log';
 import { z } from 'zod';
+import type { ChannelName } from './channel-names.ts';
 import { JIRA_DEPLOYMENTS } from './jira.ts';
 import { WEBHOOK_FORMATS, webhookSecretProblem } from './webhook.ts';
 
-/** The channels a receiver can use (kept here so the settings schemas and the route file agree). */
-export const CHANNELS = ['slack', 'feishu', 'dingtalk', 'wecom', 'email', 'jira', 'servicenow', 'pagerduty', 'opsgenie', 'victorops', 'pushover', 'webhook', 'console', 'record'] as const;
-export type ChannelName = (typeof CHANNELS)[number];
+/** The channels a receiver can use (channel-names.ts), for the settings schemas and the route file alike. */
+export { CHANNELS, type ChannelName } from './channel-names.ts';
 
 /** The longest setting value: URLs and keys are far shorter; a megabyte of YAML in one value is a mistake. */
 export const MAX_SETTING_LENGTH = 2048;

@@ -1,6 +1,6 @@
 import { redactSecrets } from '@gpualert/log';
-import type { Notification } from '../notifier-core.ts';
-import type { ChannelName } from '../route-config.ts';
+import type { Notification } from '../notifier-types.ts';
+import type { ChannelName } from './channel-names.ts';
 
 /** How one delivery attempt ended; the shell retries what is retriable. */
 export type DeliveryResult =

@@ -1,4 +1,4 @@
-import type { AlertView, Notification } from '../notifier-core.ts';
+import type { AlertView, Notification } from '../notifier-types.ts';
 import { escapeChatMarkdown, escapeHtml, escapeSlack, oneLine } from './escape.ts';
 import { cutChars } from './truncate.ts';
 

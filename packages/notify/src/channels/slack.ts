@@ -1,5 +1,5 @@
 import type { CompiledTemplate } from '../go-template.ts';
-import type { Notification } from '../notifier-core.ts';
+import type { Notification } from '../notifier-types.ts';
 import { renderFields } from '../receiver-templates.ts';
 import type { Channel } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { stringifyPaced } from '@gpualert/schema';
 import { annotationsOf } from '../go-template-data.ts';
-import type { Notification } from '../notifier-core.ts';
+import type { Notification } from '../notifier-types.ts';
 import type { Channel } from './channel.ts';
 import { httpFailure, networkFailure, sendSignal } from './channel.ts';
 

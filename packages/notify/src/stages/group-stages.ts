@@ -1,4 +1,4 @@
-import type { AlertView, NotifierState, Reason } from '../notifier-core.ts';
+import type { AlertView, NotifierState, Reason } from '../notifier-types.ts';
 import type { Hold } from './mute-stages.ts';
 
 type Group = NotifierState['groups'][string];

@@ -1,5 +1,5 @@
 import { labelValue, matchesAll } from '../matchers.ts';
-import type { NotifierState } from '../notifier-core.ts';
+import type { NotifierState } from '../notifier-types.ts';
 import type { InhibitRule } from '../route-config.ts';
 
 type Labels = Readonly<Record<string, string>>;

@@ -1,6 +1,6 @@
 import { labelValue } from '../matchers.ts';
-import type { AlertView, NotifierState, Suppression } from '../notifier-core.ts';
-import type { ResolvedRoute } from '../route-config.ts';
+import type { AlertView, NotifierState, Suppression } from '../notifier-types.ts';
+import type { ResolvedRoute } from '../notifier-types.ts';
 import type { SilenceIndex } from '../silence-index.ts';
 import { inInterval, type TimeInterval } from '../time-interval.ts';
 import type { Inhibitor } from './inhibitor.ts';

@@ -1,0 +1,91 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+
+/**
+ * The import graph of the project's source (packages/ and services/, tests aside): every file's
+ * imports and re-exports, type-only ones included, resolved to files (a relative path, or an
+ * `@gpualert/*` package to its entry). `circles` finds the import circles in it (issue 30: none).
+ */
+export type ImportGraph = ReadonlyMap<string, readonly string[]>;
+
+const SOURCE_ROOTS = ['packages', 'services'];
+
+function sourceFiles(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name === 'fixtures') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) sourceFiles(path, out);
+    else if (path.endsWith('.ts') && !path.endsWith('.test.ts') && !path.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** Each workspace package's name and the file its `exports` (or `main`) points at. */
+function packageEntries(root: string): Map<string, string> {
+  const entries = new Map<string, string>();
+  for (const top of SOURCE_ROOTS) {
+    for (const dir of readdirSync(join(root, top))) {
+      const manifest = join(root, top, dir, 'package.json');
+      if (!existsSync(manifest)) continue;
+      const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string; exports?: unknown; main?: string };
+      const entry = typeof pkg.exports === 'string' ? pkg.exports : pkg.main ?? './src/index.ts';
+      entries.set(pkg.name, resolve(root, top, dir, entry));
+    }
+  }
+  return entries;
+}
+
+/** The project's import graph, file paths relative to `root`. */
+export function importGraph(root: string): ImportGraph {
+  const entries = packageEntries(root);
+  const graph = new Map<string, string[]>();
+  for (const top of SOURCE_ROOTS) {
+    for (const file of sourceFiles(join(root, top))) {
+      const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, false);
+      const targets = importedFiles.flatMap(({ fileName }) => {
+        const target = fileName.startsWith('.') ? resolve(dirname(file), fileName) : entries.get(fileName);
+        return target && existsSync(target) ? [relative(root, target)] : [];
+      });
+      graph.set(relative(root, file), [...new Set(targets)]);
+    }
+  }
+  return graph;
+}
+
+/** Every import circle (a strongly connected set of two or more files, or a file importing itself), each sorted. */
+export function circles(graph: ImportGraph): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, next);
+    low.set(file, next);
+    next += 1;
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file) ?? []) {
+      if (!graph.has(target)) continue;
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) {
+        low.set(file, Math.min(low.get(file)!, index.get(target)!));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const members: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      members.push(member);
+    } while (member !== file);
+    if (members.length > 1 || (graph.get(file) ?? []).includes(file)) found.push(members.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return found;
+}
