@@ -161,12 +161,23 @@ export class KafkaBus implements Bus {
     });
     await consumer.connect();
     await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
+    // In the group: joined, or rebalancing after it was (a rebalance counts as in for REBALANCE_GRACE_MS).
     let joined = false;
-    consumer.on(consumer.events.REBALANCING, () => (joined = false));
-    consumer.on(consumer.events.CRASH, () => (joined = false));
-    consumer.on(consumer.events.STOP, () => (joined = false));
+    let rebalancingSince: number | undefined;
+    consumer.on(consumer.events.REBALANCING, () => {
+      if (joined) rebalancingSince ??= Date.now();
+    });
+    consumer.on(consumer.events.CRASH, () => {
+      joined = false;
+      rebalancingSince = undefined;
+    });
+    consumer.on(consumer.events.STOP, () => {
+      joined = false;
+      rebalancingSince = undefined;
+    });
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       joined = true;
+      rebalancingSince = undefined;
       this.options.log?.('info', 'group_joined', { group: payload.groupId, partitions: Object.values(payload.memberAssignment).flat().length });
       options.onAssignment?.(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
         partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition }))));
@@ -194,7 +205,7 @@ export class KafkaBus implements Bus {
       },
     });
     const subscription: Subscription = {
-      joined: () => joined,
+      joined: () => joined && (rebalancingSince === undefined || Date.now() - rebalancingSince < REBALANCE_GRACE_MS),
       stop: async () => {
         clearInterval(watchTimer);
         running = false;
@@ -357,6 +368,8 @@ export class KafkaBus implements Bus {
 const MAX_REQUEST_BYTES = 512 * 1024;
 /** How often a consumer's watch looks (CONSUMER_STALL_MS is how long it lets a stall go). */
 const CONSUMER_WATCH_EVERY_MS = 5_000;
+/** A rebalance of a group the consumer was in counts as in for this long (readiness): longer, it is stuck, not rebalancing. */
+const REBALANCE_GRACE_MS = 30_000;
 /** The most batches a handler is given at once (`concurrentBatches`). */
 const MAX_CONCURRENT_BATCHES = 256;
 

@@ -37,8 +37,8 @@ export function redactedConfig(text: string): string {
   return doc.toString();
 }
 
-/** Alertmanager's label maps (map[string]string in its Go structs): a value Go's YAML reads as the text written. */
-const LABEL_MAP_KEYS = new Set(['match', 'match_re', 'source_match', 'source_match_re', 'target_match', 'target_match_re']);
+/** Alertmanager's string maps (map[string]string in its Go structs: label maps, headers, details): a value Go's YAML reads as the text written. */
+const LABEL_MAP_KEYS = new Set(['match', 'match_re', 'source_match', 'source_match_re', 'target_match', 'target_match_re', 'headers', 'details']);
 
 /**
  * A plain scalar in one of those maps is its text as written, as Go's YAML decodes it into a string:

@@ -180,4 +180,24 @@ describe('a reload: a new core adopts the state the old one built', () => {
     // The new rule's index holds what fired before the reload: the critical alert inhibits its host's warning.
     expect(after.markers(state, 'b', state.firing.b!, reloadAt + 40 * S).inhibitedBy).toEqual(['c']);
   });
+
+  it('a route inserted above a group (its place in the file moves) keeps the group: nothing is told again, its resolve still goes out', () => {
+    const one = RoutesFile.parse({
+      receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }, { name: 'db', channel: 'record' }],
+      route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h', routes: [{ receiver: 'gpu-team', matchers: ['host="h1"'] }] },
+    });
+    const two = RoutesFile.parse({
+      receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }, { name: 'db', channel: 'record' }],
+      route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h', routes: [{ receiver: 'db', matchers: ['host="zzz"'] }, { receiver: 'gpu-team', matchers: ['host="h1"'] }] },
+    });
+    const before = new NotifierCore(one);
+    const state = emptyNotifierState();
+    before.ingest(state, alert('a', 'firing', 'warning', { host: 'h1' }), T);
+    expect(sent(before.flush(state, T + 30 * S))).toEqual([['gpu-team', 'first', 'a:firing']]);
+    before.ingest(state, alert('a', 'resolved', 'warning', { host: 'h1', at: T + 60 * S }), T + 60 * S);
+    const after = new NotifierCore(two);
+    expect(after.adopt(state, T + 61 * S)).toEqual({ kept: 1, moved: 0, groups: 1 });
+    expect(Object.keys(state.groups)).toEqual(['root.1|gpu-team|host="h1"']);
+    expect(sent(after.flush(state, T + 400 * S))).toEqual([['gpu-team', 'resolved', 'a:resolved']]);
+  });
 });

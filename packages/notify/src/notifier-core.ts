@@ -157,20 +157,26 @@ export class NotifierCore {
       for (const alert of Object.values(old.alerts)) {
         for (const route of routesFor(this.config.route, alert.labels)) {
           if (route.page) continue;
-          const key = `${route.id}|${route.receiver}|${groupLabels(route, alert.labels)}`;
-          const same = key === old.key;
+          const labels = groupLabels(route, alert.labels);
+          const key = `${route.id}|${route.receiver}|${labels}`;
+          // The same receiver and group labels is the same group, though its route's place in the
+          // file moved (a route inserted above it): its log and timers come along, nothing is news.
+          const same = key === old.key || (route.receiver === old.route.receiver && labels === groupLabels(old.route, alert.labels));
           // A resolved alert its old group never told of, or that moves, is nothing to its new group.
           if (alert.status === 'resolved' && (!same || old.told[alert.fingerprint] === undefined)) continue;
+          const previous = before[key] ?? (same ? old : undefined);
           let group = state.groups[key];
           if (!group) {
-            const previous = before[key];
+            const wait = route.criticalWithoutWait && alert.severity === 'critical' ? 0 : route.groupWait;
             group = previous
               ? { key, route, alerts: dict(), told: dict(), nextFlush: previous.nextFlush, lastSent: previous.lastSent }
-              : { key, route, alerts: dict(), told: dict(), nextFlush: now + route.groupWait, lastSent: 0 };
+              : { key, route, alerts: dict(), told: dict(), nextFlush: now + wait, lastSent: 0 };
             state.groups[key] = group;
+          } else if (!previous && route.criticalWithoutWait && alert.severity === 'critical') {
+            group.nextFlush = Math.min(group.nextFlush, now);
           }
           group.alerts[alert.fingerprint] = alert;
-          const told = before[key]?.told[alert.fingerprint];
+          const told = previous?.told[alert.fingerprint];
           if (told) group.told[alert.fingerprint] = told;
           if (same) kept += 1;
           else moved += 1;

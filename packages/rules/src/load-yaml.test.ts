@@ -40,4 +40,16 @@ describe('an enum value misspelt', () => {
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.errors.map(formatRuleError)).toEqual(['rules/x.yaml:1: kinds.0: "thermal" is not one of xid, sxid, nvlink']);
   });
+
+  it('an unknown key is named at its own line; thousands of them are twenty named and the rest counted (no look per key through thousands)', () => {
+    const Strict = z.strictObject({ route: z.strictObject({ receiver: z.string() }) });
+    const one = parseYamlText('routes.yaml', 'route:\n  receiver: team\n  # a comment\n  recevier: typo\n', Strict);
+    expect(one.ok ? [] : one.errors.map(formatRuleError)).toEqual(['routes.yaml:4: route.recevier: unknown key "recevier"']);
+    const keys = Array.from({ length: 5_000 }, (_, i) => `  k${i}: v`).join('\n');
+    const many = parseYamlText('routes.yaml', `route:\n  receiver: team\n${keys}\n`, Strict);
+    const errors = many.ok ? [] : many.errors.map(formatRuleError);
+    expect(errors).toHaveLength(21);
+    expect(errors[0]).toBe('routes.yaml:3: route.k0: unknown key "k0"');
+    expect(errors[20]).toBe('routes.yaml:1: route: and 4980 more unknown keys');
+  });
 });

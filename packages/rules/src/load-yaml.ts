@@ -60,8 +60,11 @@ export function parseYamlText<S extends z.ZodType>(file: string, text: string, s
     ok: false,
     errors: result.error.issues.flatMap((issue) => {
       // A key the schema does not know: one error per key, at the key's own line, named by its path.
+      // At most MAX_NAMED_KEYS of them named (each found by a look through its mapping), the rest counted.
       if (issue.code === 'unrecognized_keys') {
-        return issue.keys.map((key) => ({ file, line: keyLine(document, lines, issue.path, key), field: [...issue.path, key].map(String).join('.'), message: `unknown key "${key}"` }));
+        const named = issue.keys.slice(0, MAX_NAMED_KEYS).map((key) => ({ file, line: keyLine(document, lines, issue.path, key), field: [...issue.path, key].map(String).join('.'), message: `unknown key "${key}"` }));
+        const more = issue.keys.length - named.length;
+        return more > 0 ? [...named, { file, line: lineOf(document, lines, issue.path), field: issue.path.map(String).join('.'), message: `and ${more} more unknown keys` }] : named;
       }
       return [{ file, line: lineOf(document, lines, issue.path), field: issue.path.map(String).join('.'), message: withNearest(issue, valueAt(value, issue.path)) }];
     }),
@@ -97,6 +100,9 @@ function lineOf(document: Document, lines: LineCounter, path: readonly PropertyK
   }
   return 1;
 }
+
+/** Unknown keys of one mapping named one by one; past this, counted. */
+const MAX_NAMED_KEYS = 20;
 
 /** The line where `key` is written in the mapping at `path` (the mapping's line when it cannot be found). */
 function keyLine(document: Document, lines: LineCounter, path: readonly PropertyKey[], key: string): number {

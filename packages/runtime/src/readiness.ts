@@ -1,4 +1,5 @@
 import type { Bus, Subscription } from '@gpualert/bus';
+import { redactSecrets } from '@gpualert/log';
 import type { StateStore } from '@gpualert/state';
 
 /** One thing a service needs to do its work: undefined when it has it, else why not. */
@@ -30,7 +31,8 @@ export async function readiness(checks: readonly ReadinessCheck[], timeoutMs = R
       clearTimeout(timer);
     }
   }));
-  return { ready: results.every(([, r]) => r === 'ok'), checks: Object.fromEntries(results) };
+  // A reason names what failed, never a credential in it (a URL's password, a token).
+  return { ready: results.every(([, r]) => r === 'ok'), checks: Object.fromEntries(results.map(([name, r]) => [name, redactSecrets(r)])) };
 }
 
 /** The state store answers a read. */
@@ -43,7 +45,11 @@ export function busReady(bus: Bus): ReadinessCheck {
   return { name: 'bus', check: () => bus.ready() };
 }
 
-/** A consumer is in its group: joined, with its partitions (none is legitimate: more members than partitions), not joining or rebalancing. */
+/**
+ * A consumer is in its group: joined, with its partitions (none is legitimate: more members than
+ * partitions). A rebalance of a group it was in counts as in for a while (Subscription.joined):
+ * every replica rebalances at once when one joins, and none should leave its Service for that.
+ */
 export function consumerReady(name: string, subscription: Subscription): ReadinessCheck {
   return { name, check: () => Promise.resolve(subscription.joined() ? undefined : 'not in its consumer group yet (joining or rebalancing)') };
 }

@@ -193,7 +193,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       await options.bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
       await owned.save(hosts);
     } catch (error) {
-      owned.drop(hosts);
+      owned.drop(hosts, true);
       await Promise.all(resolves.map((fingerprint) => requestOperatorResolve(store, fingerprint, now))).catch(() => {});
       throw error;
     }

@@ -10,14 +10,16 @@ import type { StateStore } from '@gpualert/state';
  *
  * One rollback style for every step (a batch, a tick): a step that fails `drop`s the hosts it
  * touched from memory, and the next step reads them from the store, which holds what the last
- * step that succeeded saved. A tick reloads what a failed step dropped before it judges, so a
- * silent host is not left unjudged.
+ * step that succeeded saved: a failed batch's hosts come back with the batch's redelivery, a
+ * failed tick's are read again before the next tick judges, so a silent host is not left unjudged.
  */
 export class OwnedHosts {
   /** One clock per partition: a partition is one ordered stream of its hosts, as a recording is. */
   private readonly clocks = new Map<number, StreamClock>();
   private readonly partitionHosts = new Map<number, Set<string>>();
   private readonly loaded = new Set<string>();
+  /** Hosts a failed tick dropped: read again before the next tick judges (a batch's come back with its redelivery). */
+  private readonly toReload = new Set<string>();
 
   constructor(
     private readonly state: EngineState,
@@ -62,11 +64,16 @@ export class OwnedHosts {
     }));
   }
 
-  /** Every host of this instance's partitions that a failed step dropped: read again before a tick judges them. */
+  /**
+   * The hosts a failed tick dropped, read again before the next tick judges: a silent host has no
+   * batch to bring it back. Not a failed batch's: until its batch is delivered again, the store
+   * holds an older state of them, and judging absence on it could call a reporting host down.
+   */
   async reloadDropped(): Promise<void> {
-    const dropped = new Set<string>();
-    for (const hosts of this.partitionHosts.values()) for (const host of hosts) if (!this.loaded.has(host)) dropped.add(host);
-    if (dropped.size > 0) await this.ensureLoaded(dropped);
+    if (this.toReload.size === 0) return;
+    const hosts = [...this.toReload].filter((host) => this.partitionsOf(host).length > 0);
+    this.toReload.clear();
+    await this.ensureLoaded(hosts);
   }
 
   /** Saves the hosts' state and indexes them under their partition (written with every step, so the index comes back by itself if the store loses its data). */
@@ -76,11 +83,12 @@ export class OwnedHosts {
     if (partition !== undefined && present.length > 0) await this.store.hashSet(enginePartitionKey(partition), Object.fromEntries(present.map((host) => [host, '1'])));
   }
 
-  /** The rollback: a failed step's hosts leave memory, and the next step reads them from the store. */
-  drop(hosts: Iterable<string>): void {
+  /** The rollback: a failed step's hosts leave memory, and the next step reads them from the store (a tick's: the next tick, `reloadDropped`). */
+  drop(hosts: Iterable<string>, reloadBeforeTick = false): void {
     for (const host of hosts) {
       this.loaded.delete(host);
       delete this.state.hosts[host];
+      if (reloadBeforeTick) this.toReload.add(host);
     }
   }
 
@@ -108,6 +116,7 @@ export class OwnedHosts {
     this.clocks.clear();
     this.partitionHosts.clear();
     this.loaded.clear();
+    this.toReload.clear();
     for (const partition of new Set(partitions)) {
       const hosts = Object.keys(await this.store.hashGetAll(enginePartitionKey(partition)));
       for (const host of hosts) this.hostsOf(partition).add(host);

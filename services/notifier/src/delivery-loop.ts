@@ -1,7 +1,7 @@
 import { DEADLETTER_HEADERS, envelopeMessage, type Bus } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { createChannel, rateLimitOf, type Channel, type Notification, type RoutesFile } from '@gpualert/notify';
-import { newEnvelope, TOPICS, type NotificationData } from '@gpualert/schema';
+import { newEnvelope, stringifyPaced, TOPICS, type NotificationData } from '@gpualert/schema';
 import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } from './delivery.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
 import type { Outbox, Outgoing } from './outbox.ts';
@@ -17,6 +17,13 @@ export interface DeliveryLoopOptions {
   readonly outbox: Outbox;
   readonly retry?: RetryPolicy | undefined;
   readonly metrics?: NotifierMetrics | undefined;
+}
+
+/** A reload's channels, built ahead (DeliveryLoop.prepare) and put in use once the reload holds (apply). */
+export interface PreparedChannels {
+  readonly routes: RoutesFile;
+  readonly channels: Map<string, Channel>;
+  readonly buckets: Map<string, RateLimiter>;
 }
 
 /**
@@ -37,7 +44,7 @@ export class DeliveryLoop {
 
   constructor(private readonly options: DeliveryLoopOptions) {
     this.routes = options.routes;
-    this.reconfigure(options.routes);
+    this.apply(this.prepare(options.routes));
     // Nothing a channel does may reject a runner: it is not awaited where it starts.
     this.queues = new ReceiverQueues<Outgoing>(
       (receiver, queue) => this.send(receiver, queue),
@@ -47,22 +54,28 @@ export class DeliveryLoop {
   }
 
   /**
-   * The receivers of these routes from now on (a reload): every channel is built first, so one
-   * that cannot be (a setting's variable unset) throws and leaves the running ones as they were.
-   * What waits in a queue is sent with its receiver's new settings; a receiver gone is dead-lettered.
+   * The channels of these routes, built but not yet in use (a reload): one that cannot be built
+   * (a setting's variable unset) throws here, before anything changed.
    */
-  reconfigure(routes: RoutesFile): void {
+  prepare(routes: RoutesFile): PreparedChannels {
     const channels = new Map<string, Channel>();
     const buckets = new Map<string, RateLimiter>();
     for (const receiver of routes.receivers) {
       channels.set(receiver.name, createChannel(receiver, this.options.env));
       const limit = rateLimitOf(receiver);
+      // A receiver whose rate is unchanged keeps its bucket: a reload is no way around a vendor's limit.
       const kept = this.buckets.get(receiver.name);
-      if (limit) buckets.set(receiver.name, kept && this.routes.receivers.some((r) => r.name === receiver.name && JSON.stringify(rateLimitOf(r)) === JSON.stringify(limit)) ? kept : new RateLimiter(limit));
+      const same = this.routes.receivers.some((r) => r.name === receiver.name && JSON.stringify(rateLimitOf(r)) === JSON.stringify(limit));
+      if (limit) buckets.set(receiver.name, kept && same ? kept : new RateLimiter(limit));
     }
-    this.channels = channels;
-    this.buckets = buckets;
-    this.routes = routes;
+    return { routes, channels, buckets };
+  }
+
+  /** Sends with these channels from now on: what waits in a queue goes with its receiver's new settings; a receiver gone is dead-lettered. */
+  apply(prepared: PreparedChannels): void {
+    this.channels = prepared.channels;
+    this.buckets = prepared.buckets;
+    this.routes = prepared.routes;
   }
 
   get receivers(): string[] {
@@ -125,7 +138,7 @@ export class DeliveryLoop {
         log.error({ receiver, fingerprints, error }, 'notification_dead_lettered');
         metrics?.notifications.inc({ receiver, outcome: 'dead_lettered' });
         await bus.publish(TOPICS.deadletter, [{
-          key: host, value: JSON.stringify(notification),
+          key: host, value: await stringifyPaced(notification),
           headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
         }]);
       }

@@ -213,15 +213,13 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       return routes;
     },
     reload: (next) => transact(async () => {
+      // Built first: a channel that cannot be built refuses the reload before anything changed.
+      const channels = deliveries.prepare(next);
       const candidate = new NotifierCore(next);
-      deliveries.reconfigure(next);
       const moved = candidate.adopt(state, Date.now());
-      try {
-        await saved.save(state);
-      } catch (error) {
-        deliveries.reconfigure(routes);
-        throw error;
-      }
+      // Should the save fail, the step rolls the state back and the old routes and channels stay.
+      await saved.save(state);
+      deliveries.apply(channels);
       core = candidate;
       routes = next;
       pageLog.setReceivers(next.receivers.map((r) => r.name));

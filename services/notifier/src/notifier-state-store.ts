@@ -22,6 +22,11 @@ const LAYOUT = NOTIFIER_STATE.layout;
 type FiringAlert = typeof LAYOUT.firingAlert extends VersionedState<infer T> ? T : never;
 type Rest = typeof LAYOUT.rest extends VersionedState<infer T> ? T : never;
 
+/**
+ * Alert fields of all groups loaded at most: an alert routed to k receivers is k fields, so ten
+ * times the firing alerts' bound (the characters' bound below holds the memory whatever the count).
+ */
+const MAX_GROUP_ALERT_FIELDS = 10 * MAX_SAVED_ALERTS;
 /** Whole part of the largest state loaded, over every field (the one document's bound before). */
 const MAX_STATE_CHARS = LAYOUT.rest.maxChars;
 /** How many unreadable fields one warning line names (the count is always whole). */
@@ -118,7 +123,7 @@ export class NotifierStateStore {
     const groups = Object.entries(await this.store.hashGetAll(GROUPS_KEY));
     const groupAlerts = Object.entries(await this.store.hashGetAll(GROUP_ALERTS_KEY));
     const firing = Object.entries(await this.store.hashGetAll(FIRING_KEY));
-    for (const [key, fields, bound] of [[GROUPS_KEY, groups, MAX_SAVED_GROUPS], [GROUP_ALERTS_KEY, groupAlerts, MAX_SAVED_ALERTS], [FIRING_KEY, firing, FIRING.bound]] as const) {
+    for (const [key, fields, bound] of [[GROUPS_KEY, groups, MAX_SAVED_GROUPS], [GROUP_ALERTS_KEY, groupAlerts, MAX_GROUP_ALERT_FIELDS], [FIRING_KEY, firing, FIRING.bound]] as const) {
       if (fields.length > bound) return this.fresh(`${key}: ${fields.length} fields, over the bound of ${bound}`);
       for (const [, t] of fields) chars += t.length;
     }
@@ -175,7 +180,7 @@ export class NotifierStateStore {
   /** Groups saved whole in one field (up to this layout): written once as a head and a field per alert. */
   private async splitGroups(state: NotifierState, split: number): Promise<void> {
     const changes = await this.groups.changes(state);
-    await this.groups.write(this.store, changes);
+    await this.groups.write(this.store, changes, true);
     this.groups.commit(changes);
     this.log.info({ key: GROUPS_KEY, to: GROUP_ALERTS_KEY, groups: split, alerts: changes.entries.length }, 'state_migrated');
   }

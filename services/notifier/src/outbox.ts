@@ -1,6 +1,6 @@
 import type { Logger } from '@gpualert/log';
 import { dict, MAX_SAVED_ENTRY_CHARS, SavedNotification, type Notification } from '@gpualert/notify';
-import { decodeVersioned, encodeVersioned, encodeVersionedPaced, type VersionedState } from '@gpualert/schema';
+import { decodeVersioned, encodeVersionedPaced, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
 
@@ -64,8 +64,10 @@ export class Outbox {
     if (notifications.length === 0) return;
     const entries: [string, string][] = [];
     for (const n of notifications) entries.push([n.id, await encodeVersionedPaced(OUTBOX_ENTRY, { notification: n, queuedAt, owner: this.instance })]);
-    await this.store.hashSet(OUTBOX_KEY, dict(entries));
+    // The index first: cut short between the two, an index entry without its entry is cleared by a
+    // heartbeat, where an entry without its index would never be seen by one.
     await this.store.hashSet(OUTBOX_OWNERS_KEY, dict(notifications.map((n) => [n.id, this.instance] as const)));
+    await this.store.hashSet(OUTBOX_KEY, dict(entries));
   }
 
   /** Sent or dead-lettered: gone from the outbox. */
@@ -143,7 +145,7 @@ export class Outbox {
   private async adopt(id: string, entry: Outgoing): Promise<Outgoing | undefined> {
     if (entry.owner !== undefined && !(await this.store.compareAndSet(CLAIM_KEY(id), null, this.instance, { ttlMs: 10 * NOTIFIER_ALIVE_TTL_MS }))) return undefined;
     const adopted: Outgoing = { ...entry, owner: this.instance };
-    await this.store.hashSet(OUTBOX_KEY, { [id]: encodeVersioned(OUTBOX_ENTRY, adopted) });
+    await this.store.hashSet(OUTBOX_KEY, { [id]: await encodeVersionedPaced(OUTBOX_ENTRY, adopted) });
     await this.store.hashSet(OUTBOX_OWNERS_KEY, { [id]: this.instance });
     return adopted;
   }

@@ -180,13 +180,23 @@ export class SavedGroups {
     return out;
   }
 
-  /** Writes heads first and deletes them last: a step cut short leaves at worst a head without its alerts, never alerts without their head. */
-  async write(store: StateStore, changes: GroupChanges): Promise<void> {
+  /**
+   * Writes heads first and deletes them last: a step cut short leaves at worst a head without its
+   * alerts, never alerts without their head. A split (`alertsFirst`) writes the alerts before the
+   * heads that replace the whole groups: cut short, the whole group is still there, its alert
+   * fields are dropped at the next load and the group split again; heads first, a head without
+   * alerts would have overwritten it and the alerts been lost.
+   */
+  async write(store: StateStore, changes: GroupChanges, alertsFirst = false): Promise<void> {
     const heads = [...changes.heads].map(([key, head]) => [key, head.text] as const);
-    for (let i = 0; i < heads.length; i += FIELDS_PER_CALL) await store.hashSet(GROUPS_KEY, dict(heads.slice(i, i + FIELDS_PER_CALL)));
+    const writeHeads = async () => {
+      for (let i = 0; i < heads.length; i += FIELDS_PER_CALL) await store.hashSet(GROUPS_KEY, dict(heads.slice(i, i + FIELDS_PER_CALL)));
+    };
+    if (!alertsFirst) await writeHeads();
     for (let i = 0; i < changes.entries.length; i += FIELDS_PER_CALL) {
       await store.hashSet(GROUP_ALERTS_KEY, dict(changes.entries.slice(i, i + FIELDS_PER_CALL).map(({ entry }) => [entry.field, entry.text] as const)));
     }
+    if (alertsFirst) await writeHeads();
     for (let i = 0; i < changes.goneEntries.length; i += FIELDS_PER_CALL) {
       await store.hashDelete(GROUP_ALERTS_KEY, ...changes.goneEntries.slice(i, i + FIELDS_PER_CALL).map((g) => g.field));
     }

@@ -71,14 +71,15 @@ export async function notifier(options: Options): Promise<number> {
  * and the running routes stay.
  */
 export async function reloadRoutes(file: string, service: RunningNotifier, metrics: NotifierMetrics, log: Logger): Promise<ReloadResult> {
-  const loaded = loadRoutes(file);
-  if (!loaded.ok) {
-    const errors = loaded.errors.map(formatRuleError);
-    metrics.reloaded(false);
-    log.error({ file, errors }, 'config_reload_failed');
-    return { ok: false, errors };
-  }
+  // Never throws: a SIGHUP's reload is not awaited by anyone, and a rejection there would end the process.
   try {
+    const loaded = loadRoutes(file);
+    if (!loaded.ok) {
+      const errors = loaded.errors.map(formatRuleError);
+      metrics.reloaded(false);
+      log.error({ file, errors }, 'config_reload_failed');
+      return { ok: false, errors };
+    }
     const moved = await service.reload(loaded.value);
     metrics.reloaded(true);
     return { ok: true, ...moved };
