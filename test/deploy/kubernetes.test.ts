@@ -94,8 +94,9 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  it('probes /healthz where a service serves it, and the intake has a Service on 9468', () => {
+  it('probes liveness on /healthz and readiness on /readyz where a service serves it (/healthz where it has only that), and the intake has a Service on 9468', () => {
     const expected = new Map([['gpualert-agent', 9469], ['gpualert-notifier', 9095], ['gpualert-intake', 9468], ['gpualert-engine', 9470]]);
+    const readiness = new Map([['gpualert-notifier', '/readyz'], ['gpualert-engine', '/readyz']]);
     for (const workload of workloads) {
       const [container] = containersOf(workload);
       const port = expected.get(workload.metadata.name);
@@ -104,8 +105,10 @@ describe('deploy/kubernetes', () => {
         continue;
       }
       expect(container!.ports).toContainEqual({ name: 'http', containerPort: port });
-      expect(container!.readinessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+      expect(container!.readinessProbe.httpGet, workload.metadata.name).toEqual({ path: readiness.get(workload.metadata.name) ?? '/healthz', port: 'http' });
+      // Liveness never on /readyz: a Kafka or Redis away must not restart every pod (the agent's is a TCP probe: its /healthz says whether samples get through).
       expect(container!.livenessProbe, workload.metadata.name).toBeDefined();
+      if (container!.livenessProbe.httpGet) expect(container!.livenessProbe.httpGet, workload.metadata.name).toEqual({ path: '/healthz', port: 'http' });
     }
     expect(byName('Service', 'gpualert-intake').spec.ports).toEqual([{ name: 'http', port: 9468, targetPort: 'http' }]);
   });
