@@ -31,6 +31,18 @@ describe('gpualert command line', () => {
     expect(badConfig.code).toBe(2);
     expect(badConfig.stderr.trim().split('\n')).toHaveLength(1);
     expect(badConfig.stderr).toMatch(/^error\[GA-CONFIG-INVALID\]: invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
+    // Every service's own settings too, checked before anything starts: never a service quietly left out.
+    for (const [args, env, said] of [
+      [['up'], { GPUALERT_NOTIFIER_PORT: 'abc' }, 'invalid config: GPUALERT_NOTIFIER_PORT (environment): expected a port 0-65535 for gpualert up (got "abc")'],
+      [['up', '--engine-port', '70000'], {}, 'invalid config: --engine-port (flag): expected a port 0-65535 for gpualert up (got "70000")'],
+      [['up'], { GPUALERT_INTAKE_PORT: 'abc' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
+      [['intake'], { GPUALERT_INTAKE_PORT: 'abc', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
+      [['up'], { GPUALERT_NOTIFIER_TOKEN: 'short' }, 'invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got 5)'],
+    ] as const) {
+      const result = await runCli([...args], { env: cleanEnv(env) });
+      expect([result.code, result.stderr.trim().split('\n').length], `${args.join(' ')} ${JSON.stringify(env)}: ${result.stderr}`).toEqual([2, 1]);
+      expect(result.stderr).toContain(`error[GA-CONFIG-INVALID]: ${said}`);
+    }
   });
 
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {

@@ -44,6 +44,12 @@ export const IntakeConfig = z.object({
 export type IntakeConfig = z.infer<typeof IntakeConfig>;
 
 /** Reads the intake's settings from the environment and an optional secrets file (YAML). */
+/** The environment variable of each intake setting, to name where a bad value came from. */
+const INTAKE_VARIABLES: Readonly<Record<string, string>> = {
+  port: 'GPUALERT_INTAKE_PORT', listen: 'GPUALERT_INTAKE_LISTEN', secrets: 'GPUALERT_INTAKE_SECRETS', token: 'GPUALERT_INTAKE_TOKEN', tokenHeader: 'GPUALERT_INTAKE_TOKEN_HEADER',
+  maxBodyBytes: 'GPUALERT_INTAKE_MAX_BODY_BYTES', snsTopicArns: 'GPUALERT_INTAKE_SNS_TOPICS', pubsubAudience: 'GPUALERT_INTAKE_PUBSUB_AUDIENCE', pubsubServiceAccounts: 'GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS',
+};
+
 export function intakeConfigFrom(env: Readonly<Record<string, string | undefined>>, flags: { port?: string; listen?: string; secretsFile?: string }): IntakeConfig {
   const file = flags.secretsFile ?? env.GPUALERT_INTAKE_SECRETS_FILE;
   let fromFile: Record<string, unknown> = {};
@@ -70,8 +76,12 @@ export function intakeConfigFrom(env: Readonly<Record<string, string | undefined
   const result = IntakeConfig.safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0]!;
-    // Never echo a value here: it may be a secret.
-    throw new Error(`invalid config: intake ${issue.path.join('.')}: ${issue.message}`);
+    const field = String(issue.path[0] ?? '');
+    // Where the value came from: the flag, else the variable, else the secrets file. Never echo a value here: it may be a secret.
+    const flag = field === 'port' || field === 'listen' ? flags[field] : undefined;
+    const variable = INTAKE_VARIABLES[field];
+    const where = flag !== undefined ? `--${field} (flag)` : variable && env[variable] !== undefined ? `${variable} (environment)` : file ? `${field} (${file})` : field;
+    throw new Error(`invalid config: ${where}${issue.path.length > 1 ? ` ${issue.path.slice(1).join('.')}` : ''}: ${issue.message} (the intake's)`);
   }
   return result.data;
 }

@@ -5,6 +5,7 @@ import { bundledPath, formatRuleError } from '@gpualert/rules';
 import { existsSync } from 'node:fs';
 import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
+import { portSetting } from '../port-setting.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
 import { runService } from '../run-service.ts';
@@ -79,10 +80,7 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
 
 /** The engine's metrics port: the flag, else GPUALERT_ENGINE_PORT, else 9470; one clear line when it is not a port. */
 export function enginePort(flag: unknown, command: string): number {
-  const given = flag ?? process.env.GPUALERT_ENGINE_PORT;
-  const port = given === undefined ? DEFAULT_ENGINE_PORT : Number(given);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`gpualert ${command}: the engine port must be 0–65535 (got "${String(given)}")`);
-  return port;
+  return portSetting(command, { name: command === 'up' ? '--engine-port' : '--metrics-port', value: flag }, 'GPUALERT_ENGINE_PORT', DEFAULT_ENGINE_PORT);
 }
 
 /** The bundled price list, to price idle GPU-hours in /metrics (none when it is absent). */

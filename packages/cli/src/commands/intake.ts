@@ -1,4 +1,5 @@
 import { intakeConfigFrom, startIntake } from '@gpualert/intake';
+import { ConfigError } from '@gpualert/config';
 import { CliError } from '../cli-error.ts';
 import { runService } from '../run-service.ts';
 
@@ -8,7 +9,7 @@ export async function intake(options: Record<string, unknown>): Promise<number> 
   try {
     intakeConfig = intakeConfigFrom(process.env, options as { port?: string; listen?: string; secretsFile?: string });
   } catch (error) {
-    throw new CliError(`gpualert intake: ${(error as Error).message}`);
+    throw new ConfigError((error as Error).message);
   }
   return runService('intake', options, async ({ bus, store }, log) => {
     try {

@@ -8,6 +8,7 @@ import { RedisStore, type StateStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
+import { portSetting } from '../port-setting.ts';
 import { runService } from '../run-service.ts';
 import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
 
@@ -24,6 +25,7 @@ export async function notifier(options: Options): Promise<number> {
     if (error instanceof NotifierConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
     throw error;
   }
+  const port = portSetting('notifier', { name: '--port', value: options.port }, 'GPUALERT_NOTIFIER_PORT', 9095);
   // The console's fleet: the rules give each GPU's baseline band, as the engine judges it.
   const { ruleSet } = loadJudgement(options.rules as string | undefined, 'notifier');
   const { partitions } = commonConfig(options);
@@ -47,7 +49,6 @@ export async function notifier(options: Options): Promise<number> {
     // SIGHUP reloads, as it does Alertmanager (it would otherwise end the process).
     const onHangup = () => void reload();
     process.on('SIGHUP', onHangup);
-    const port = Number(options.port ?? process.env.GPUALERT_NOTIFIER_PORT ?? 9095);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, String(options.listen ?? process.env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0'), resolve);

@@ -5,12 +5,14 @@ import type { FleetSource } from '@gpualert/schema';
 import type { Server } from 'node:http';
 import { checkNotifierToken, createNotifierServer, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
 import { ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
-import { intakeConfigFrom, startIntake } from '@gpualert/intake';
+import { intakeConfigFrom, startIntake, type IntakeConfig } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
 import { embeddedDataDir, exitAfterStop, listenForStop, openInfrastructure, stopWithin, type RunningService, type ServiceContext, type ServiceDefinition } from '@gpualert/runtime';
 import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
 import { CliError } from '../cli-error.ts';
+import { portSetting } from '../port-setting.ts';
+import { ConfigError } from '@gpualert/config';
 import { commonConfig } from '../common-options.ts';
 import { DEMO_RECORDINGS, playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
@@ -47,12 +49,14 @@ export const DEFAULT_NOTIFIER_PORT = 9095;
 
 /** Whether `up` serves the notifier's API (Alertmanager's v2 and the silences), and if not, why: the banner says it. */
 export function notifierApi(env: Readonly<Record<string, string | undefined>>): { token: string } | { off: string } {
+  let token: string | undefined;
   try {
-    const token = checkNotifierToken(env.GPUALERT_NOTIFIER_TOKEN);
-    return token ? { token } : { off: 'off: set GPUALERT_NOTIFIER_TOKEN (16+ characters) to serve Alertmanager\'s v2 API and the silences (the API takes no request without a token)' };
+    token = checkNotifierToken(env.GPUALERT_NOTIFIER_TOKEN);
   } catch (error) {
-    return { off: `off: ${(error as Error).message}` };
+    // A token set but too short is a mistake to fix, not an API to leave off in silence.
+    throw new ConfigError(`invalid config: GPUALERT_NOTIFIER_TOKEN (environment): ${(error as Error).message.replace(/^GPUALERT_NOTIFIER_TOKEN /, '')}`);
   }
+  return token ? { token } : { off: 'off: set GPUALERT_NOTIFIER_TOKEN (16+ characters) to serve Alertmanager\'s v2 API and the silences (the API takes no request without a token)' };
 }
 
 /** The console's fleet, made when the notifier starts and stopped with it. */
@@ -148,12 +152,19 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'up');
   const routesFile = (options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES;
   const intakePort = options.intakePort as string | undefined;
-  const notifierPort = Number(options.notifierPort ?? process.env.GPUALERT_NOTIFIER_PORT ?? DEFAULT_NOTIFIER_PORT);
+  // Every setting checked before anything starts: a bad one is one GA-CONFIG-INVALID line, not a service quietly left out.
+  let intakeConfig: IntakeConfig;
+  try {
+    intakeConfig = intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {});
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  const notifierPort = portSetting('up', { name: '--notifier-port', value: options.notifierPort }, 'GPUALERT_NOTIFIER_PORT', DEFAULT_NOTIFIER_PORT);
   const api = notifierApi(process.env);
   const services: ServiceDefinition[] = [
     // The demo's recording lives in the past: only its own event time may move the clock.
     engineService(ruleSet, catalog, demo ? 'event' : 'wall', { port: enginePort(options.enginePort, 'up'), listen: process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0', prices: bundledPrices('up') }),
-    { name: 'intake', start: (context) => startIntake(intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {}), context) },
+    { name: 'intake', start: (context) => startIntake(intakeConfig, context) },
     notifierWithApi(routesFile, loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api, engineFleet(ruleSet, config.partitions)),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];
