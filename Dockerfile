@@ -34,8 +34,8 @@ COPY deploy/docker/healthcheck.mjs /usr/local/lib/gpualert/healthcheck.mjs
 USER 10001:10001
 # intake, agent, notifier (API, console and /metrics), engine (/metrics and /healthz)
 EXPOSE 9468 9469 9095 9470
-# GPUALERT_HEALTH_URL names the service's /healthz (set per service in docker-compose.yml); the
-# engine serves no HTTP and leaves it unset, and then the check passes while the process lives.
+# GPUALERT_HEALTH_URL names the service's /healthz (set per service in docker-compose.yml); left
+# unset, the check passes while the process lives.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["node", "/usr/local/lib/gpualert/healthcheck.mjs"]
 ENTRYPOINT ["gpualert"]

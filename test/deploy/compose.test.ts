@@ -95,6 +95,14 @@ describe('docker-compose.yml', () => {
     expect(targets.sort()).toEqual([...SERVICES_WITH_HEALTHZ].map(([name, port]) => `${name}:${port}`).sort());
   });
 
+  it('mounts the dashboards where the Grafana provisioning shipped beside them reads them', () => {
+    const provider = parse(readFileSync(join(ROOT, 'deploy/grafana/provisioning/dashboards/gpualert.yaml'), 'utf8')) as { providers: { options: { path: string } }[] };
+    const mounts = (compose.services.grafana?.volumes ?? []).map((v) => String(v).split(':'));
+    const dashboards = mounts.find(([from]) => from === './deploy/grafana/dashboards');
+    expect(dashboards?.[1]).toBe(provider.providers[0]!.options.path);
+    expect(mounts.find(([from]) => from === './deploy/grafana/provisioning')?.[1]).toBe('/etc/grafana/provisioning');
+  });
+
   it('writes no secret into the file: each comes from the environment', () => {
     for (const [, service] of gpualert) {
       for (const [key, value] of Object.entries(service.environment ?? {})) {

@@ -113,6 +113,16 @@ describe('deploy/kubernetes', () => {
     expect(byName('Service', 'gpualert-intake').spec.ports).toEqual([{ name: 'http', port: 9468, targetPort: 'http' }]);
   });
 
+  it('lets Prometheus scrape every engine pod, whose /metrics every dashboard draws from (a headless Service and the scrape annotations)', () => {
+    const engine = byName('Service', 'gpualert-engine');
+    expect(engine.spec).toMatchObject({ clusterIP: 'None', selector: { 'app.kubernetes.io/name': 'gpualert-engine' }, ports: [{ name: 'http', port: 9470, targetPort: 'http' }] });
+    for (const name of ['gpualert-engine', 'gpualert-notifier']) {
+      const workload = byName('Deployment', name);
+      const port = String((containersOf(workload)[0]!.ports as Obj[]).find((p) => p.name === 'http')!.containerPort);
+      expect(workload.spec.template.metadata.annotations, name).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': port, 'prometheus.io/path': '/metrics' });
+    }
+  });
+
   it('the engine runs with the rules ConfigMaps laid out as rules/, every template included', () => {
     const templates = readdirSync(join(ROOT, 'rules/templates')).filter((f) => f.endsWith('.yaml')).sort();
     const generator = kustomization.configMapGenerator.find((g) => g.name === 'gpualert-rule-templates')!;
