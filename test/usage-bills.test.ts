@@ -101,6 +101,20 @@ describe('hostile and odd input', () => {
     expect(html).not.toContain('<script');
   });
 
+  it('a bill of 200,000 rows renders in Markdown, and what a bill says is shown there, never obeyed (HTML, links)', () => {
+    const rows = Array.from({ length: 200_000 }, (_, i) => `i-${i},2026-06-10T00:00:00Z,2026-06-10T01:00:00Z,1`);
+    rows.push('<img src=x onerror=alert(1)>,2026-06-10T00:00:00Z,2026-06-10T01:00:00Z,1', '[click](javascript:alert(1)),2026-06-10T00:00:00Z,2026-06-10T01:00:00Z,1');
+    const bill = parseBill('csv', `instance_id,start,end,hours\n${rows.join('\n')}\n`, 'big.csv');
+    const builder = new UsageReportBuilder({ from: DAY10, to: DAY10 + 24 * HOUR, by: 'host' }, undefined, true);
+    const rec = reconcile(bill, builder.hostHours, { from: DAY10, to: DAY10 + 24 * HOUR });
+    expect(rec.orphans).toHaveLength(200_002);
+    const markdown = renderUsage(builder.build(), rec, 'md');
+    expect(markdown.split('\n').filter((l) => /^\| i-\d+ \|/.test(l))).toHaveLength(200_000);
+    expect(markdown).not.toMatch(/<img|\]\(javascript/);
+    expect(markdown).toContain('&lt;img src=x onerror=alert\\(1\\)&gt;');
+    expect(markdown).toContain('\\[click\\]\\(javascript:alert\\(1\\)\\)');
+  });
+
   it('a rollup whose states do not add up to its up minutes is refused, with the reason', () => {
     const bad = { type: 'usage.rollup', id: 'x', ts: iso(DAY10), host: 'h', labels: {}, source: 't', data: { gpu: 0, hour: iso(DAY10), minutes: { up: 10, busy: 60, idle: 0, broken: 0, maintenance: 0 }, busy_threshold_pct: 2, evidence: { alerts: [], provider_events: [] } } };
     const read = readRollup(JSON.stringify(bad));

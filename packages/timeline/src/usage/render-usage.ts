@@ -22,8 +22,12 @@ export function renderUsage(report: UsageReport, reconciliation: Reconciliation 
 
 const h2 = (v: number) => v.toFixed(2);
 const money = (v: number, currency: string) => `${v.toFixed(2)} ${currency}`;
-/** A cell for Markdown: one line, no pipe that would split the table. */
-const cell = (v: string) => v.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|');
+/**
+ * A cell for Markdown, from a bill or a label (anyone's text): one line, no pipe that would split
+ * the table, and nothing a renderer would obey: HTML (`<img onerror>`) is shown as text, and the
+ * inline syntax (links, emphasis, code) is escaped.
+ */
+const cell = (v: string) => v.replace(/[\r\n]+/g, ' ').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/[\\`*_[\]()|!#~]/g, '\\$&');
 
 function markdown(r: UsageReport, rec: Reconciliation | undefined): string {
   const out: string[] = [];
@@ -38,7 +42,11 @@ function markdown(r: UsageReport, rec: Reconciliation | undefined): string {
   for (const t of r.top_idle_hosts) out.push(`| ${cell(t.key)} | ${h2(t.idle_hours)} | ${money(t.idle_cost, r.currency)} |`);
   out.push('', '## Top idle jobs', '', '| job | user | idle GPU-hours | idle cost |', '|---|---|---:|---:|');
   for (const t of r.top_idle_jobs) out.push(`| ${cell(t.key)} | ${cell(t.user ?? '')} | ${h2(t.idle_hours)} | ${money(t.idle_cost, r.currency)} |`);
-  if (rec) out.push('', ...reconciliationMarkdown(rec, r.currency));
+  // Line by line: a bill of 200,000 rows spread into one push overflowed the stack.
+  if (rec) {
+    out.push('');
+    for (const line of reconciliationMarkdown(rec, r.currency)) out.push(line);
+  }
   return `${out.join('\n')}\n`;
 }
 
