@@ -175,9 +175,21 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const stop = listenForStop();
   const running: RunningService[] = [];
   const lines: ServiceLine[] = [];
+  // A stop asked for while a service starts (Kafka away, a start that hangs) is not held back by it:
+  // the services not started yet are skipped, and one still starting is stopped once it has.
+  let stopAsked = false;
+  void stop.signalled.then(() => (stopAsked = true));
+  let stillStarting: Promise<RunningService | undefined> | undefined;
   for (const service of services) {
+    if (stopAsked) break;
     try {
-      const started = await service.start({ bus: infra.bus, store: infra.store, log: loggerFor(service.name) });
+      const starting = service.start({ bus: infra.bus, store: infra.store, log: loggerFor(service.name) });
+      const first = await Promise.race([starting.then((started) => ({ started })), stop.signalled.then(() => undefined)]);
+      if (!first) {
+        stillStarting = starting.catch(() => undefined);
+        break;
+      }
+      const { started } = first;
       running.push(started);
       lines.push({ name: service.name, state: describe(started) });
     } catch (error) {
@@ -236,6 +248,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const stopped = await stopWithin(UP_STOP_LIMIT_MS, async () => {
     await demoRun.catch(() => {});
     await printer.stop();
+    await (await stillStarting)?.stop();
     for (const service of running.reverse()) await service.stop();
     await infra.close();
   });
