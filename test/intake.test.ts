@@ -147,8 +147,10 @@ describe('intake over real HTTP, Kafka and Redis', () => {
     expect(provider.status).toBe(404);
   });
 
-  it('serves /healthz and /metrics with requests by outcome', async () => {
+  it('serves /healthz, /readyz (the real Kafka and Redis answering) and /metrics with requests by outcome', async () => {
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${url}/readyz`);
+    expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready', checks: { bus: 'ok', store: 'ok' } }]);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     expect(metrics).toMatch(/gpualert_intake_requests_total\{provider="azure",outcome="accepted"\} 2/);
     expect(metrics).toMatch(/gpualert_intake_requests_total\{provider="generic",outcome="unauthorized"\} 6/);

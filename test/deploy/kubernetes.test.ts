@@ -96,7 +96,7 @@ describe('deploy/kubernetes', () => {
 
   it('probes liveness on /healthz and readiness on /readyz where a service serves it (/healthz where it has only that), and the intake has a Service on 9468', () => {
     const expected = new Map([['gpualert-agent', 9469], ['gpualert-notifier', 9095], ['gpualert-intake', 9468], ['gpualert-engine', 9470]]);
-    const readiness = new Map([['gpualert-notifier', '/readyz'], ['gpualert-engine', '/readyz']]);
+    const readiness = new Map([['gpualert-notifier', '/readyz'], ['gpualert-engine', '/readyz'], ['gpualert-intake', '/readyz']]);
     for (const workload of workloads) {
       const [container] = containersOf(workload);
       const port = expected.get(workload.metadata.name);

@@ -1,3 +1,4 @@
+import { busReady, readiness, storeReady } from '@gpualert/runtime';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
@@ -98,7 +99,7 @@ function logOutcome(log: Logger, where: Record<string, string>, result: IntakeRe
   else if (result.status >= 400) log.info({ ...where, status: result.status, message: result.body.message }, 'intake_delivery_refused');
 }
 
-/** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `POST /v1/job-events`, `GET /healthz`, `GET /metrics`. */
+/** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `POST /v1/job-events`, `GET /healthz`, `GET /readyz`, `GET /metrics`. */
 export function createIntakeServer(options: IntakeServerOptions): { server: Server; metrics: IntakeMetrics } {
   const metrics = new IntakeMetrics();
   const deliveries = createDeliveryRuntime(options.deliveries ?? { snsTopicArns: [] }, options.now);
@@ -116,7 +117,12 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
     };
     void (async () => {
       const url = new URL(request.url ?? '/', 'http://intake');
+      // Liveness: the event loop answered. Readiness: Kafka and the store answer (what a delivery needs), the reason when not.
       if (request.method === 'GET' && url.pathname === '/healthz') return send(response, 200, { status: 'ok' });
+      if (request.method === 'GET' && url.pathname === '/readyz') {
+        const state = await readiness([busReady(options.bus), storeReady(options.store)]);
+        return send(response, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not ready', checks: state.checks });
+      }
       if (request.method === 'GET' && url.pathname === '/metrics') return send(response, 200, `${await metrics.registry.metrics()}${await BUS_METRICS.metrics()}`);
       if (JOB_EVENTS_ROUTE.test(url.pathname)) {
         if (request.method !== 'POST') {
