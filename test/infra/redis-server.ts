@@ -55,20 +55,21 @@ export async function ensureRedis(): Promise<{ url: string; stop: () => Promise<
 export class OwnRedis {
   private child: ChildProcess | undefined;
 
-  private constructor(readonly port: number) {}
+  private constructor(readonly port: number, private readonly extra: readonly string[] = []) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  static async start(port: number): Promise<OwnRedis> {
-    const redis = new OwnRedis(port);
+  /** `extra`: more arguments for redis-server (a replica's `--replicaof host port`). */
+  static async start(port: number, extra: readonly string[] = []): Promise<OwnRedis> {
+    const redis = new OwnRedis(port, extra);
     await redis.start();
     return redis;
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extra], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let said = '';
     const keep = (chunk: Buffer) => void (said = (said + chunk.toString()).slice(-4_000));

@@ -12,7 +12,7 @@ const brokerList = z
  */
 export const CommonConfig = z.object({
   kafkaBrokers: brokerList.optional(),
-  redisUrl: z.string().regex(/^rediss?:\/\//, 'expected a redis:// or rediss:// URL').optional(),
+  redisUrl: z.string().regex(/^(rediss?|redis\+sentinel):\/\//, 'expected a redis://, rediss:// or redis+sentinel:// URL').optional(),
   topicPrefix: z.string().regex(/^[A-Za-z0-9._-]*$/, 'expected letters, digits, ".", "_" or "-"').default(''),
   keyPrefix: z.string().default('gpualert:'),
   partitions: z.coerce.number().int().min(1).max(1024).default(6),

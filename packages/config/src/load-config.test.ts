@@ -36,7 +36,7 @@ describe('loadConfig', () => {
   it('names the variable and where it came from in one line', () => {
     const attempt = () => loadConfig(CommonConfig, COMMON_SOURCES, { env: { REDIS_URL: 'localhost:6379' } });
     expect(attempt).toThrow(ConfigError);
-    expect(attempt).toThrow('invalid config: REDIS_URL (environment): expected a redis:// or rediss:// URL (got a value of 14 characters, not shown)');
+    expect(attempt).toThrow('invalid config: REDIS_URL (environment): expected a redis://, rediss:// or redis+sentinel:// URL (got a value of 14 characters, not shown)');
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { flags: { kafkaBrokers: 'nohostport' } })).toThrow(
       /^invalid config: --kafka-brokers \(flag\): expected host:port/,
     );
@@ -52,7 +52,7 @@ describe('loadConfig', () => {
       return 'accepted';
     };
     const redis = attempt({ REDIS_URL: 'default:REDISPASSWORD@redis:6379' });
-    expect(redis).toMatch(/^invalid config: REDIS_URL \(environment\): expected a redis:\/\/ or rediss:\/\/ URL/);
+    expect(redis).toMatch(/^invalid config: REDIS_URL \(environment\): expected a redis:\/\/, rediss:\/\/ or redis\+sentinel:\/\/ URL/);
     expect(redis).not.toContain('REDISPASSWORD');
     const kafka = attempt({ KAFKA_BROKERS: 'sasl://user:KAFKAPASSWORD@broker:9092' });
     expect(kafka).toMatch(/^invalid config: KAFKA_BROKERS \(environment\): expected host:port/);

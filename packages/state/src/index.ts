@@ -1,3 +1,3 @@
 export * from './state-store.ts';
 export { MemoryStore, MemoryStoreData, type MemoryStoreOptions } from './memory-store.ts';
-export { RedisStore, type RedisStoreOptions } from './redis-store.ts';
+export { redisConnection, RedisStore, type RedisStoreOptions } from './redis-store.ts';

@@ -27,6 +27,36 @@ return value`;
 /** Fields asked for per HSCAN round trip when a hash is read within a bound. */
 const HSCAN_PAGE = 1_000;
 
+/**
+ * Where Redis is: `redis://` or `rediss://` for one server, or `redis+sentinel://` for a Sentinel
+ * deployment, `redis+sentinel://[:password@]host:26379[,host:26379…]/master-name[/db]`: ioredis
+ * asks the Sentinels which server is the master, and asks again when it fails over. The password
+ * is the master's (and its replicas'); the Sentinels are reached without one.
+ */
+export function redisConnection(url: string): { url: string } | { options: RedisOptions } {
+  if (!url.startsWith('redis+sentinel://')) return { url };
+  const rest = url.slice('redis+sentinel://'.length);
+  const at = rest.lastIndexOf('@', rest.indexOf('/') === -1 ? rest.length : rest.indexOf('/'));
+  const auth = at === -1 ? '' : rest.slice(0, at);
+  const [hosts = '', name = '', db = ''] = rest.slice(at + 1).split('/');
+  const sentinels = hosts.split(',').filter((h) => h !== '').map((h) => {
+    const [host = '', port = '26379'] = h.split(':');
+    return { host, port: Number(port) };
+  });
+  if (sentinels.length === 0 || sentinels.some((s) => s.host === '' || !Number.isInteger(s.port) || s.port < 1 || s.port > 65_535)) {
+    throw new Error('REDIS_URL: expected redis+sentinel://host:port[,host:port…]/master-name');
+  }
+  if (!/^[\w.-]+$/.test(decodeURIComponent(name))) throw new Error('REDIS_URL: a redis+sentinel:// URL names its master after the hosts (…/mymaster)');
+  const password = auth.includes(':') ? decodeURIComponent(auth.slice(auth.indexOf(':') + 1)) : '';
+  const username = auth.includes(':') ? decodeURIComponent(auth.slice(0, auth.indexOf(':'))) : decodeURIComponent(auth);
+  return {
+    options: {
+      sentinels, name: decodeURIComponent(name), ...(password ? { password } : {}), ...(username ? { username } : {}),
+      ...(/^\d+$/.test(db) ? { db: Number(db) } : {}),
+    },
+  };
+}
+
 export interface RedisStoreOptions {
   readonly url: string;
   /** Scopes every key to one deployment, e.g. `gpualert:prod:`. */
@@ -53,7 +83,8 @@ export class RedisStore implements StateStore {
       maxRetriesPerRequest: 3,
       enableOfflineQueue: true,
     };
-    this.redis = new Redis(options.url, redisOptions);
+    const where = redisConnection(options.url);
+    this.redis = 'url' in where ? new Redis(where.url, redisOptions) : new Redis({ ...where.options, ...redisOptions });
     // Connection errors surface on the commands that hit them; the client keeps reconnecting.
     this.redis.on('error', () => {});
     this.redis.defineCommand('gpualertCompareAndSet', { numberOfKeys: 1, lua: COMPARE_AND_SET });
