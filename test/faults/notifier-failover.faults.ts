@@ -25,10 +25,10 @@ function alert(i: number, status: 'firing' | 'resolved'): EnvelopeOf<'alert'> {
   });
 }
 
-/** The partitions a notifier holds, as its last `group_joined` line says. */
+/** The alerts partitions a notifier holds, as its last `group_joined` line for the notifiers' group says (its console's samples consumer joins a group of its own). */
 function partitionsOf(service: Service): number {
-  const joins = service.output().split('\n').filter((l) => l.includes('"group_joined"')).map((l) => JSON.parse(l) as { partitions: number });
-  return joins.at(-1)?.partitions ?? 0;
+  const joins = service.output().split('\n').filter((l) => l.includes('"group_joined"')).map((l) => JSON.parse(l) as { partitions: number; group: string });
+  return joins.filter((j) => j.group.endsWith('gpualert-notifier')).at(-1)?.partitions ?? 0;
 }
 
 describe('notifier failover', () => {
