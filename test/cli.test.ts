@@ -37,6 +37,8 @@ describe('gpualert command line', () => {
       [['up', '--engine-port', '70000'], {}, 'invalid config: --engine-port (flag): expected a port 0-65535 for gpualert up (got "70000")'],
       [['up'], { GPUALERT_INTAKE_PORT: 'abc' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
       [['intake'], { GPUALERT_INTAKE_PORT: 'abc', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
+      [['intake'], { GPUALERT_INTAKE_PORT: '0x1F91', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): expected a port 0-65535 (got "0x1F91")'],
+      [['up', '--intake-port=-1'], {}, 'invalid config: --intake-port (flag): expected a port 0-65535 (got "-1")'],
       [['up'], { GPUALERT_NOTIFIER_TOKEN: 'short' }, 'invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got 5)'],
     ] as const) {
       const result = await runCli([...args], { env: cleanEnv(env) });
@@ -49,6 +51,13 @@ describe('gpualert command line', () => {
     const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_DATA_DIR: mkdtempSync(join(tmpdir(), 'gpualert-up-')) }));
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 20_000);
     expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake","notifier","usage"\]/);
+    // Where each listens, a port of 0 included: the intake here (the engine's /metrics too, on its default or the one given).
+    const ports = (JSON.parse(up.output().split('\n').find((l) => l.includes('"msg":"gpualert_up"'))!) as { ports: Record<string, number> }).ports;
+    expect(ports.intake).toBeGreaterThan(0);
+    // A SIGHUP asks for a reload (none here: no token, no API), never an exit.
+    up.kill('SIGHUP');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(up.exitCode).toBeNull();
     up.kill('SIGINT');
     const [code] = await once(up, 'exit');
     expect(code).toBe(0);

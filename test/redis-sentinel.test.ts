@@ -43,10 +43,10 @@ describe('the state store when Sentinel fails over', () => {
 describe('a redis+sentinel:// URL', () => {
   it('names the Sentinels, the master, its password and database; a plain URL passes through; a broken one is one line without the password', () => {
     expect(redisConnection('redis+sentinel://:s3cret@10.0.0.1:26379,10.0.0.2,sentinel-3:26380/gpualert/2')).toEqual({
-      options: { sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '10.0.0.2', port: 26379 }, { host: 'sentinel-3', port: 26380 }], name: 'gpualert', password: 's3cret', db: 2 },
+      options: { commandTimeout: 15_000, sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '10.0.0.2', port: 26379 }, { host: 'sentinel-3', port: 26380 }], name: 'gpualert', password: 's3cret', db: 2 },
     });
     expect(redisConnection('redis://127.0.0.1:6379')).toEqual({ url: 'redis://127.0.0.1:6379' });
-    for (const bad of ['redis+sentinel://:s3cret@/gpualert', 'redis+sentinel://:s3cret@host:99999/gpualert', 'redis+sentinel://:s3cret@host:26379']) {
+    for (const bad of ['redis+sentinel://:s3cret@/gpualert', 'redis+sentinel://:s3cret@host:99999/gpualert', 'redis+sentinel://:s3cret@host:26379', 'redis+sentinel://:s3cret@host:0x50/gpualert', 'redis+sentinel://:s3cret@host:1:2/gpualert']) {
       expect(() => redisConnection(bad), bad).toThrow(/^REDIS_URL: /);
       try {
         redisConnection(bad);
@@ -55,4 +55,17 @@ describe('a redis+sentinel:// URL', () => {
       }
     }
   });
+});
+
+describe('Sentinels nobody answers', () => {
+  it('a command fails within its bound rather than waiting for a master without end', async () => {
+    const store = new RedisStore({ url: 'redis+sentinel://127.0.0.1:9/gpualert', prefix: 'x:' });
+    try {
+      const started = Date.now();
+      await expect(store.get('k')).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(60_000);
+    } finally {
+      await store.close();
+    }
+  }, 90_000);
 });

@@ -38,6 +38,10 @@ describe('deploy/systemd', () => {
     cpSync('/usr/lib/systemd/system', join(root, 'usr/lib/systemd/system'), { recursive: true });
     writeFileSync(join(root, BIN), '#!/bin/sh\n');
     chmodSync(join(root, BIN), 0o755);
+    // A stand-in for kill, which the notifier's ExecReload sends SIGHUP with.
+    mkdirSync(join(root, 'bin'), { recursive: true });
+    writeFileSync(join(root, 'bin/kill'), '#!/bin/sh\n');
+    chmodSync(join(root, 'bin/kill'), 0o755);
     for (const unit of UNITS) cpSync(join(UNITS_DIR, unit), join(root, 'etc/systemd/system', unit));
     const run = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, ...UNITS.map((u) => join(root, 'etc/systemd/system', u))], { encoding: 'utf8' });
     // verify exits 0 on an unknown key and only warns, so any output at all fails the test.

@@ -18,11 +18,17 @@ export async function runService(
 ): Promise<number> {
   const config = commonConfig(options);
   const log = createLogger({ name, level: config.logLevel, format: config.logFormat ?? defaultLogFormat() });
-  const infra = await openInfrastructure(config, log, infraOptions);
   // Listened for before the service says it is ready (its start logs that), not after; a stop
   // asked for while it starts is not held back by a start that takes long (a collector waiting
   // on its device, Kafka away): the limit runs from the signal, whatever the start is doing.
   const stop = listenForStop();
+  let infra: Infrastructure;
+  try {
+    infra = await openInfrastructure(config, log, infraOptions);
+  } catch (error) {
+    stop.release();
+    throw error;
+  }
   const starting = start(infra, log);
   const first = await Promise.race([
     starting.then((service) => ({ service }), (error: unknown) => ({ error })),

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { bundledPath, loadYamlFile, type LoadResult, type RuleFileError } from '@gpualert/rules';
+import { bundledPath, parseYamlText, readYamlText, type LoadResult, type RuleFileError } from '@gpualert/rules';
 import { isMap, isNode, isPair, isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { attachTemplates, RoutesFile } from './route-config.ts';
 import { loadTemplateFiles } from './template-files.ts';
@@ -79,9 +78,12 @@ export function asAlertmanagerReads(document: Document): void {
 
 /** The routes file, with its text (credentials redacted) kept for Alertmanager's status API: `amtool config routes` reads it there. */
 export function loadRoutes(file: string = DEFAULT_ROUTES): LoadResult<RoutesFile> {
-  const loaded = loadYamlFile(file, RoutesFile, asAlertmanagerReads);
+  // Read once: the text shown by the status API is the text that was checked, even when the file is swapped meanwhile.
+  const read = readYamlText(file);
+  if (!read.ok) return read;
+  const { text } = read;
+  const loaded = parseYamlText(file, text, RoutesFile, asAlertmanagerReads);
   if (!loaded.ok) return loaded;
-  const text = readFileSync(file, 'utf8');
   loaded.value.original = redactedConfig(text);
   const globs = loaded.value.templates ?? [];
   if (globs.length === 0) return loaded;

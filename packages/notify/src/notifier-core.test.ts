@@ -157,7 +157,7 @@ describe('a reload: a new core adopts the state the old one built', () => {
     inhibit_rules: [{ source_matchers: ['severity="critical"'], target_matchers: ['severity="warning"'], equal: ['host'] }],
   });
 
-  it('keeps what an unchanged group told and its timers, tells a moved alert to its new receiver after group_wait, and indexes the new inhibit rules', () => {
+  it('keeps what an unchanged group told and its timers, tells a moved alert to its new receiver after group_wait, and indexes the new inhibit rules', async () => {
     const before = new NotifierCore(first);
     const state = emptyNotifierState();
     before.ingest(state, alert('a', 'firing', 'warning', { host: 'h1' }), T);
@@ -170,7 +170,7 @@ describe('a reload: a new core adopts the state the old one built', () => {
 
     const after = new NotifierCore(second);
     const reloadAt = T + 60 * S;
-    expect(after.adopt(state, reloadAt)).toEqual({ kept: 2, moved: 1, groups: 2 });
+    expect(await after.adopt(state, reloadAt)).toEqual({ kept: 2, moved: 1, groups: 2 });
     expect(Object.keys(state.groups).sort()).toEqual(['root.0|gpu-team|host="h1"', 'root|chat|host="h2"']);
     // h2's group is as it was: the same told record, the same next flush; nothing is news.
     expect(state.groups['root|chat|host="h2"']!.told.b).toBe(told);
@@ -181,7 +181,7 @@ describe('a reload: a new core adopts the state the old one built', () => {
     expect(after.markers(state, 'b', state.firing.b!, reloadAt + 40 * S).inhibitedBy).toEqual(['c']);
   });
 
-  it('a route inserted above a group (its place in the file moves) keeps the group: nothing is told again, its resolve still goes out', () => {
+  it('a route inserted above a group (its place in the file moves) keeps the group: nothing is told again, its resolve still goes out', async () => {
     const one = RoutesFile.parse({
       receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }, { name: 'db', channel: 'record' }],
       route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h', routes: [{ receiver: 'gpu-team', matchers: ['host="h1"'] }] },
@@ -196,7 +196,7 @@ describe('a reload: a new core adopts the state the old one built', () => {
     expect(sent(before.flush(state, T + 30 * S))).toEqual([['gpu-team', 'first', 'a:firing']]);
     before.ingest(state, alert('a', 'resolved', 'warning', { host: 'h1', at: T + 60 * S }), T + 60 * S);
     const after = new NotifierCore(two);
-    expect(after.adopt(state, T + 61 * S)).toEqual({ kept: 1, moved: 0, groups: 1 });
+    expect(await after.adopt(state, T + 61 * S)).toEqual({ kept: 1, moved: 0, groups: 1 });
     expect(Object.keys(state.groups)).toEqual(['root.1|gpu-team|host="h1"']);
     expect(sent(after.flush(state, T + 400 * S))).toEqual([['gpu-team', 'resolved', 'a:resolved']]);
   });

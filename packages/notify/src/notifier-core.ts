@@ -76,6 +76,9 @@ function view(alert: EnvelopeOf<'alert'>): AlertView {
  * group_interval and repeat_interval, page per fault, and a notification log that decides
  * whether to send and says why. Delivery is the shell's job.
  */
+/** Routing done between two pauses of a reload's adopt, in ms. */
+const ADOPT_SLICE_MS = 10;
+
 export class NotifierCore {
   private readonly compiled = new Map<string, Matcher[]>();
   /** Each silences object's index (silence-index.ts): the state's `silences` is replaced wholesale when the service reloads it, and a new one is indexed at its first lookup. */
@@ -148,13 +151,20 @@ export class NotifierCore {
    * after group_wait; its old one is not told it resolved). The inhibition index is rebuilt for
    * these rules. Pages and silences are kept as they are. Returns what moved, for one log line.
    */
-  adopt(state: NotifierState, now: number): { kept: number; moved: number; groups: number } {
+  async adopt(state: NotifierState, now: number, pause: () => Promise<void> = () => Promise.resolve()): Promise<{ kept: number; moved: number; groups: number }> {
     const before = state.groups;
     state.groups = dict();
     let kept = 0;
     let moved = 0;
+    // Every grouped alert through the whole tree: `pause` is awaited every 10 ms of it, so a large
+    // state or tree does not hold the caller's event loop (the service yields there; probes answer).
+    let slice = performance.now();
     for (const old of Object.values(before)) {
       for (const alert of Object.values(old.alerts)) {
+        if (performance.now() - slice > ADOPT_SLICE_MS) {
+          await pause();
+          slice = performance.now();
+        }
         for (const route of routesFor(this.config.route, alert.labels)) {
           if (route.page) continue;
           const labels = groupLabels(route, alert.labels);

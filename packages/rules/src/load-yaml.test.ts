@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,5 +52,12 @@ describe('an enum value misspelt', () => {
     expect(errors).toHaveLength(21);
     expect(errors[0]).toBe('routes.yaml:3: route.k0: unknown key "k0"');
     expect(errors[20]).toBe('routes.yaml:1: route: and 4980 more unknown keys');
+  });
+
+  it('a FIFO (or any file that is not a regular one) is refused without being opened: reading one would block the process', () => {
+    const fifo = join(mkdtempSync(join(tmpdir(), 'gpualert-fifo-')), 'routes.yaml');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const result = loadYamlFile(fifo, Anything);
+    expect(result.ok ? [] : result.errors.map(formatRuleError)).toEqual([`${fifo}:0: not a regular file`]);
   });
 });

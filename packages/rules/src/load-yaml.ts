@@ -71,16 +71,21 @@ export function parseYamlText<S extends z.ZodType>(file: string, text: string, s
   };
 }
 
-export function loadYamlFile<S extends z.ZodType>(file: string, schema: S, prepare?: (document: Document) => void): YamlLoadResult<z.infer<S>> {
-  let text: string;
+/** A YAML file's text, read once within its bound; a FIFO or a device is refused (reading one could block the process). */
+export function readYamlText(file: string): { ok: true; text: string } | { ok: false; errors: RuleFileError[] } {
   try {
-    const size = statSync(file).size;
-    if (size > MAX_YAML_BYTES) return { ok: false, errors: [{ file, line: 0, field: '', message: `too large: ${size} bytes (at most ${MAX_YAML_BYTES})` }] };
-    text = readFileSync(file, 'utf8');
+    const stat = statSync(file);
+    if (!stat.isFile()) return { ok: false, errors: [{ file, line: 0, field: '', message: 'not a regular file' }] };
+    if (stat.size > MAX_YAML_BYTES) return { ok: false, errors: [{ file, line: 0, field: '', message: `too large: ${stat.size} bytes (at most ${MAX_YAML_BYTES})` }] };
+    return { ok: true, text: readFileSync(file, 'utf8') };
   } catch (error) {
     return { ok: false, errors: [{ file, line: 0, field: '', message: `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}` }] };
   }
-  return parseYamlText(file, text, schema, prepare);
+}
+
+export function loadYamlFile<S extends z.ZodType>(file: string, schema: S, prepare?: (document: Document) => void): YamlLoadResult<z.infer<S>> {
+  const read = readYamlText(file);
+  return read.ok ? parseYamlText(file, read.text, schema, prepare) : read;
 }
 
 /**

@@ -14,6 +14,9 @@ export function listenForStop(signals: readonly NodeJS.Signals[] = ['SIGINT', 'S
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     // Signal handlers alone do not keep Node's event loop alive; an idle embedded mode would exit.
     const keepAlive = setInterval(() => {}, 1 << 30);
+    // SIGHUP asks a service to reload (the notifier adds its handler): never to die, whatever
+    // part of the process is running or has failed to start.
+    const onHangup = () => {};
     const onSignal = (signal: NodeJS.Signals) => {
       release();
       for (const s of signals) process.once(s, () => process.exit(130));
@@ -21,8 +24,10 @@ export function listenForStop(signals: readonly NodeJS.Signals[] = ['SIGINT', 'S
     };
     release = () => {
       clearInterval(keepAlive);
+      process.off('SIGHUP', onHangup);
       for (const s of signals) process.off(s, onSignal);
     };
+    process.on('SIGHUP', onHangup);
     for (const s of signals) process.on(s, onSignal);
   });
   return { signalled, release: () => release() };

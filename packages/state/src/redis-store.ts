@@ -33,6 +33,9 @@ const HSCAN_PAGE = 1_000;
  * asks the Sentinels which server is the master, and asks again when it fails over. The password
  * is the master's (and its replicas'); the Sentinels are reached without one.
  */
+/** How long a command waits through Sentinels for a master before it fails (a failover takes seconds). */
+export const SENTINEL_COMMAND_TIMEOUT_MS = 15_000;
+
 export function redisConnection(url: string): { url: string } | { options: RedisOptions } {
   if (!url.startsWith('redis+sentinel://')) return { url };
   const rest = url.slice('redis+sentinel://'.length);
@@ -40,8 +43,9 @@ export function redisConnection(url: string): { url: string } | { options: Redis
   const auth = at === -1 ? '' : rest.slice(0, at);
   const [hosts = '', name = '', db = ''] = rest.slice(at + 1).split('/');
   const sentinels = hosts.split(',').filter((h) => h !== '').map((h) => {
-    const [host = '', port = '26379'] = h.split(':');
-    return { host, port: Number(port) };
+    const parts = h.split(':');
+    const port = parts[1] ?? '26379';
+    return { host: parts.length > 2 ? '' : parts[0] ?? '', port: /^\d{1,5}$/.test(port) ? Number(port) : Number.NaN };
   });
   if (sentinels.length === 0 || sentinels.some((s) => s.host === '' || !Number.isInteger(s.port) || s.port < 1 || s.port > 65_535)) {
     throw new Error('REDIS_URL: expected redis+sentinel://host:port[,host:port…]/master-name');
@@ -51,6 +55,9 @@ export function redisConnection(url: string): { url: string } | { options: Redis
   const username = auth.includes(':') ? decodeURIComponent(auth.slice(0, auth.indexOf(':'))) : decodeURIComponent(auth);
   return {
     options: {
+      // Through Sentinels a command waits for a master without end: bounded, so an unreachable
+      // deployment (or a master name nobody knows) is an error a step retries, not a silent hang.
+      commandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
       sentinels, name: decodeURIComponent(name), ...(password ? { password } : {}), ...(username ? { username } : {}),
       ...(/^\d+$/.test(db) ? { db: Number(db) } : {}),
     },

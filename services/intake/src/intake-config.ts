@@ -50,7 +50,13 @@ const INTAKE_VARIABLES: Readonly<Record<string, string>> = {
   maxBodyBytes: 'GPUALERT_INTAKE_MAX_BODY_BYTES', snsTopicArns: 'GPUALERT_INTAKE_SNS_TOPICS', pubsubAudience: 'GPUALERT_INTAKE_PUBSUB_AUDIENCE', pubsubServiceAccounts: 'GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS',
 };
 
-export function intakeConfigFrom(env: Readonly<Record<string, string | undefined>>, flags: { port?: string; listen?: string; secretsFile?: string }): IntakeConfig {
+export function intakeConfigFrom(env: Readonly<Record<string, string | undefined>>, flags: { port?: string; listen?: string; secretsFile?: string }, portFlag = '--port'): IntakeConfig {
+  // A port is digits (as every command's port is): " 80", "0x50" or "1e3" would otherwise be coerced into one.
+  const port = flags.port ?? env.GPUALERT_INTAKE_PORT;
+  if (port !== undefined && port !== '' && !/^\d{1,5}$/.test(port)) {
+    const where = flags.port !== undefined ? `${portFlag} (flag)` : 'GPUALERT_INTAKE_PORT (environment)';
+    throw new Error(`invalid config: ${where}: expected a port 0-65535 (got ${JSON.stringify(port.slice(0, 40))})`);
+  }
   const file = flags.secretsFile ?? env.GPUALERT_INTAKE_SECRETS_FILE;
   let fromFile: Record<string, unknown> = {};
   if (file) {
@@ -80,7 +86,7 @@ export function intakeConfigFrom(env: Readonly<Record<string, string | undefined
     // Where the value came from: the flag, else the variable, else the secrets file. Never echo a value here: it may be a secret.
     const flag = field === 'port' || field === 'listen' ? flags[field] : undefined;
     const variable = INTAKE_VARIABLES[field];
-    const where = flag !== undefined ? `--${field} (flag)` : variable && env[variable] !== undefined ? `${variable} (environment)` : file ? `${field} (${file})` : field;
+    const where = flag !== undefined ? `${field === 'port' ? portFlag : `--${field}`} (flag)` : variable && env[variable] !== undefined ? `${variable} (environment)` : file ? `${field} (${file})` : field;
     throw new Error(`invalid config: ${where}${issue.path.length > 1 ? ` ${issue.path.slice(1).join('.')}` : ''}: ${issue.message} (the intake's)`);
   }
   return result.data;

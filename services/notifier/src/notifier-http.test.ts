@@ -37,6 +37,9 @@ describe('the notifier HTTP server', () => {
   it('refuses a token shorter than 16 characters, naming the variable', () => {
     expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'x')).toThrow(NotifierConfigError);
     expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'short-token')).toThrow('GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 11)');
+    for (const token of ['abcdefghijklmnopqrst ', ' '.repeat(16), 'abcdefgh\nijklmnopqrst']) {
+      expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), token), JSON.stringify(token)).toThrow('GPUALERT_NOTIFIER_TOKEN must not start or end with white space');
+    }
   });
 
   it('answers silences it cannot take with 400 JSON and stores nothing', async () => {

@@ -94,6 +94,8 @@ export function routeTemplate(pathname: string): string {
 export function checkNotifierToken(token: string | undefined, variable = 'GPUALERT_NOTIFIER_TOKEN'): string | undefined {
   if (token === undefined || token === '') return undefined;
   if (token.length < MIN_TOKEN_LENGTH) throw new NotifierConfigError(`${variable} must be at least ${MIN_TOKEN_LENGTH} characters (got ${token.length})`);
+  // A header value loses its surrounding white space on the way in: such a token could never be presented.
+  if (/^\s|\s$|[\r\n]/.test(token)) throw new NotifierConfigError(`${variable} must not start or end with white space, nor hold a line break (no request could present it)`);
   return token;
 }
 

@@ -216,7 +216,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       // Built first: a channel that cannot be built refuses the reload before anything changed.
       const channels = deliveries.prepare(next);
       const candidate = new NotifierCore(next);
-      const moved = candidate.adopt(state, Date.now());
+      const moved = await candidate.adopt(state, Date.now(), () => new Promise((resolve) => setImmediate(resolve)));
       // Should the save fail, the step rolls the state back and the old routes and channels stay.
       await saved.save(state);
       deliveries.apply(channels);

@@ -21,9 +21,14 @@ export function loadJudgement(dir: string | undefined, command: string): { ruleS
   return { ruleSet: rules.value, catalog: catalog.value };
 }
 
-/** The routes file (the flag, else GPUALERT_ROUTES, else the bundled one), or one line per mistake and exit 2. */
+/** The routes file: the flag, else GPUALERT_ROUTES, else the bundled one (an empty value is no value). */
+export function routesPath(file: string | undefined): string {
+  return file || process.env.GPUALERT_ROUTES || DEFAULT_ROUTES;
+}
+
+/** The routes file (routesPath), or one line per mistake and exit 2. */
 export function loadRoutesOrExit(file: string | undefined, command: string): RoutesFile {
-  const routes = loadRoutes(file ?? process.env.GPUALERT_ROUTES ?? DEFAULT_ROUTES);
+  const routes = loadRoutes(routesPath(file));
   if (!routes.ok) throw new CliError(routes.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
   return routes.value;
 }

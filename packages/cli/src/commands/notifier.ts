@@ -1,5 +1,5 @@
 import { hostname, userInfo } from 'node:os';
-import { checkSilence, DEFAULT_ROUTES, describeReach, loadRoutes, ReceiverConfigError } from '@gpualert/notify';
+import { checkSilence, describeReach, loadRoutes, ReceiverConfigError } from '@gpualert/notify';
 import { storeFleetSource } from '@gpualert/engine';
 import { checkNotifierToken, makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier, type ReloadResult, type RunningNotifier } from '@gpualert/notifier';
 import { redactSecrets, type Logger } from '@gpualert/log';
@@ -10,13 +10,13 @@ import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
 import { portSetting } from '../port-setting.ts';
 import { runService } from '../run-service.ts';
-import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
+import { loadJudgement, loadRoutesOrExit, routesPath } from './load-files.ts';
 
 type Options = Record<string, unknown>;
 
 /** `gpualert notifier`: routes, groups, dedups and delivers; silences over HTTP with a bearer token. */
 export async function notifier(options: Options): Promise<number> {
-  const routesFile = (options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? DEFAULT_ROUTES;
+  const routesFile = routesPath(options.routes as string | undefined);
   const routes = loadRoutesOrExit(routesFile, 'notifier');
   let token: string | undefined;
   try {

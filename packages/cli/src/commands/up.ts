@@ -150,12 +150,12 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   }
   const recording = DEMO_RECORDINGS[recordingName as keyof typeof DEMO_RECORDINGS];
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'up');
-  const routesFile = (options.routes as string | undefined) ?? process.env.GPUALERT_ROUTES ?? EMBEDDED_ROUTES;
+  const routesFile = (options.routes as string | undefined) || process.env.GPUALERT_ROUTES || EMBEDDED_ROUTES;
   const intakePort = options.intakePort as string | undefined;
   // Every setting checked before anything starts: a bad one is one GA-CONFIG-INVALID line, not a service quietly left out.
   let intakeConfig: IntakeConfig;
   try {
-    intakeConfig = intakeConfigFrom(process.env, intakePort ? { port: intakePort } : {});
+    intakeConfig = intakeConfigFrom(process.env, intakePort !== undefined ? { port: intakePort } : {}, '--intake-port');
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
@@ -169,10 +169,18 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];
   const dataDir = embeddedDataDir(options.dataDir);
-  const infra = await openInfrastructure(config, log, { dataDir });
-  const printer = await printAlerts(infra.bus);
-  // Listened for before `gpualert_up` says it is ready: a supervisor's stop right after that line finds the handler in place.
+  // Listened for before `gpualert_up` says it is ready (a supervisor's stop right after that line
+  // finds the handler in place), and before anything opens (a SIGHUP then is ignored, not fatal).
   const stop = listenForStop();
+  let infra: Awaited<ReturnType<typeof openInfrastructure>>;
+  let printer: Awaited<ReturnType<typeof printAlerts>>;
+  try {
+    infra = await openInfrastructure(config, log, { dataDir });
+    printer = await printAlerts(infra.bus);
+  } catch (error) {
+    stop.release();
+    throw error;
+  }
   const running: RunningService[] = [];
   const lines: ServiceLine[] = [];
   // A stop asked for while a service starts (Kafka away, a start that hangs) is not held back by it:
@@ -214,6 +222,12 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       bus: infra.bus.kind,
       store: infra.store.kind,
       services: running.map((s) => s.name),
+      // Where each listens (a port of 0 picked a free one): what the banner says in pretty mode.
+      ports: Object.fromEntries(running.flatMap((s) => {
+        const { port, metricsPort } = s as { port?: unknown; metricsPort?: unknown };
+        const value = typeof port === 'number' ? port : metricsPort;
+        return typeof value === 'number' ? [[s.name, value]] : [];
+      })),
       startup_ms: Math.round(performance.now() - started),
       ...(infra.bus.kind === 'memory' ? { data_dir: dataDir } : {}),
     },
