@@ -148,12 +148,17 @@ export class SavedGroups {
         else out.heads.set(key, headOf(text, group));
       }
       const doubts = this.uncertainEntries.get(key);
-      const look = async (fingerprint: string) => {
+      // Checked without a turn of the event loop (a storm's step looks at every alert of every
+      // group); only what changed is serialised, paced.
+      const unchanged = (fingerprint: string) => {
+        const entry = committed?.entries.get(fingerprint);
+        return entry !== undefined && doubts?.has(fingerprint) !== true && entry.alert === group.alerts[fingerprint] && entry.told === group.told[fingerprint];
+      };
+      const encode = async (fingerprint: string) => {
         const alert = group.alerts[fingerprint];
         const told = group.told[fingerprint];
         const entry = committed?.entries.get(fingerprint);
         const doubt = doubts?.has(fingerprint) === true;
-        if (entry && !doubt && entry.alert === alert && entry.told === told) return;
         await pace();
         const text = encodeVersioned(ALERT, { group: key, fingerprint, ...(alert ? { alert } : {}), ...(told ? { told } : {}) });
         if (entry && !doubt && entry.text === text) {
@@ -163,8 +168,8 @@ export class SavedGroups {
           out.entries.push({ group: key, fingerprint, entry: { field: entry?.field ?? groupAlertField(key, fingerprint), text, alert, told } });
         }
       };
-      for (const fingerprint in group.alerts) await look(fingerprint);
-      for (const fingerprint in group.told) if (!Object.hasOwn(group.alerts, fingerprint)) await look(fingerprint);
+      for (const fingerprint in group.alerts) if (!unchanged(fingerprint)) await encode(fingerprint);
+      for (const fingerprint in group.told) if (!Object.hasOwn(group.alerts, fingerprint) && !unchanged(fingerprint)) await encode(fingerprint);
       const held = (fingerprint: string) => Object.hasOwn(group.alerts, fingerprint) || Object.hasOwn(group.told, fingerprint);
       if (committed) for (const [fingerprint, entry] of committed.entries) if (!held(fingerprint)) out.goneEntries.push({ group: key, fingerprint, field: entry.field });
       if (doubts) for (const fingerprint of doubts) if (!committed?.entries.has(fingerprint) && !held(fingerprint)) out.goneEntries.push({ group: key, fingerprint, field: groupAlertField(key, fingerprint) });
