@@ -109,6 +109,6 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
     expect(result.stderr.trim()).toBe('error[GA-CONFIG-INVALID]: invalid config: --gpu-interval (flag): expected a duration like 500ms, 10s or 5m, at most 24h (got "soon")');
     const label = await runCli(['agent', '--label', 'not a label=x']);
     expect(label.code).toBe(2);
-    expect(label.stderr).toMatch(/^error\[GA-CONFIG-INVALID\]: invalid config: --labels \(flag\): expected key=value/);
+    expect(label.stderr).toMatch(/^error\[GA-CONFIG-INVALID\]: invalid config: --label \(flag\): expected key=value/);
   });
 });

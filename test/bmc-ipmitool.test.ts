@@ -136,14 +136,17 @@ describe('gpualert collect bmc: its settings', () => {
     expect(inUrl.stderr).not.toContain('hunter2');
 
     const { bmcCredentials } = await import('../packages/cli/src/commands/collect-bmc.ts');
+    const { loadSettings } = await import('../packages/cli/src/settings/command-settings.ts');
+    const { BMC_SETTINGS } = await import('../packages/cli/src/settings/collector-settings.ts');
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-bmc-cred-'));
     writeFileSync(join(dir, 'lines'), 'username=root\npassword = s3cret=with=equals\n');
     writeFileSync(join(dir, 'json'), JSON.stringify({ username: 'admin', password: 'p' }));
     writeFileSync(join(dir, 'nopass'), 'username=root\n');
-    expect(bmcCredentials({ credentialsFile: join(dir, 'lines') }, {})).toEqual({ username: 'root', password: 's3cret=with=equals' });
-    expect(bmcCredentials({ credentialsFile: join(dir, 'json') }, {})).toEqual({ username: 'admin', password: 'p' });
-    expect(() => bmcCredentials({ credentialsFile: join(dir, 'nopass') }, {})).toThrow(/no password/);
-    expect(bmcCredentials({}, { GPUALERT_BMC_USERNAME: 'u', GPUALERT_BMC_PASSWORD: 'v' })).toEqual({ username: 'u', password: 'v' });
-    expect(bmcCredentials({}, {})).toBeUndefined();
+    expect(bmcCredentials({ credentialsFile: join(dir, 'lines') })).toEqual({ username: 'root', password: 's3cret=with=equals' });
+    expect(bmcCredentials({ credentialsFile: join(dir, 'json') })).toEqual({ username: 'admin', password: 'p' });
+    expect(() => bmcCredentials({ credentialsFile: join(dir, 'nopass') })).toThrow(/no password/);
+    expect(bmcCredentials(loadSettings(BMC_SETTINGS, {}, { GPUALERT_BMC_USERNAME: 'u', GPUALERT_BMC_PASSWORD: 'v' }))).toEqual({ username: 'u', password: 'v' });
+    expect(bmcCredentials(loadSettings(BMC_SETTINGS, {}, {}))).toBeUndefined();
+    expect(bmcCredentials(loadSettings(BMC_SETTINGS, {}, { GPUALERT_BMC_CREDENTIALS_FILE: join(dir, 'json') }))).toEqual({ username: 'admin', password: 'p' });
   });
 });

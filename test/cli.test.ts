@@ -33,13 +33,13 @@ describe('gpualert command line', () => {
     expect(badConfig.stderr).toMatch(/^error\[GA-CONFIG-INVALID\]: invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
     // Every service's own settings too, checked before anything starts: never a service quietly left out.
     for (const [args, env, said] of [
-      [['up'], { GPUALERT_NOTIFIER_PORT: 'abc' }, 'invalid config: GPUALERT_NOTIFIER_PORT (environment): expected a port 0-65535 for gpualert up (got "abc")'],
-      [['up', '--engine-port', '70000'], {}, 'invalid config: --engine-port (flag): expected a port 0-65535 for gpualert up (got "70000")'],
+      [['up'], { GPUALERT_NOTIFIER_PORT: 'abc' }, 'invalid config: GPUALERT_NOTIFIER_PORT (environment): expected a port 0-65535 (got "abc")'],
+      [['up', '--engine-port', '70000'], {}, 'invalid config: --engine-port (flag): expected a port 0-65535 (got "70000")'],
       [['up'], { GPUALERT_INTAKE_PORT: 'abc' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
       [['intake'], { GPUALERT_INTAKE_PORT: 'abc', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
       [['intake'], { GPUALERT_INTAKE_PORT: '0x1F91', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): expected a port 0-65535 (got "0x1F91")'],
       [['up', '--intake-port=-1'], {}, 'invalid config: --intake-port (flag): expected a port 0-65535 (got "-1")'],
-      [['up'], { GPUALERT_NOTIFIER_TOKEN: 'short' }, 'invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got 5)'],
+      [['up'], { GPUALERT_NOTIFIER_TOKEN: 'short' }, 'invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 5 characters, not shown)'],
     ] as const) {
       const result = await runCli([...args], { env: cleanEnv(env) });
       expect([result.code, result.stderr.trim().split('\n').length], `${args.join(' ')} ${JSON.stringify(env)}: ${result.stderr}`).toEqual([2, 1]);

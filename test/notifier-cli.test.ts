@@ -132,8 +132,10 @@ describe('gpualert notifier and silences from the command line', () => {
     expect((await runCli(['silence', 'list'], { env })).stdout).toBe('');
   });
 
-  it('refuses to start the notifier with a token under 16 characters, naming the variable', async () => {
+  it('refuses to start the notifier with a token under 16 characters, naming the variable, as `up` does', async () => {
     const answer = await runCli(['notifier'], { env: cleanEnv({ GPUALERT_ROUTES: routesFile(), GPUALERT_NOTIFIER_TOKEN: 'x' }) });
-    expect([answer.code, answer.stderr.trim()]).toEqual([2, 'error[GA-CLI-USAGE]: gpualert notifier: GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 1)']);
+    expect([answer.code, answer.stderr.trim()]).toEqual([2, 'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 1 characters, not shown)']);
+    const up = await runCli(['up'], { env: cleanEnv({ GPUALERT_NOTIFIER_TOKEN: 'x' }) });
+    expect([up.code, up.stderr.trim()]).toEqual([2, 'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 1 characters, not shown)']);
   });
 });

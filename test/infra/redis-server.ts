@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { PORT_TAKEN, PortTaken } from './free-port.ts';
 
@@ -69,7 +72,9 @@ export class OwnRedis {
   }
 
   async start(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own directory: a replica's full sync writes dump.rdb where it runs, and the repository is no place for it.
+    const dir = mkdtempSync(join(tmpdir(), 'gpualert-redis-'));
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...this.extra], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let said = '';
     const keep = (chunk: Buffer) => void (said = (said + chunk.toString()).slice(-4_000));

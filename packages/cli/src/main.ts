@@ -49,6 +49,7 @@ const reportCommands = () => import('./commands/report.ts');
 const reportUsage = lazy(reportCommands, 'reportUsage');
 const usage = lazy(reportCommands, 'usage');
 const hostForget = lazy(() => import('./commands/host.ts'), 'hostForget');
+const configShow = lazy(() => import('./commands/config.ts'), 'configShow');
 
 export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
   const program = new Command('gpualert')
@@ -274,6 +275,11 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
   const hostCommand = program.command('host').description('hosts the engine knows');
   withCommonOptions(hostCommand.command('forget').description('forget a decommissioned host: its engine state goes, it is no longer judged absent').argument('<host>')).action(run(hostForget));
+  const configCommand = program.command('config').description("gpualert's own settings");
+  withCommonOptions(configCommand.command('show').description('the settings a command would run on here: each value (secrets by their length) and where it came from'))
+    .option('--command <name>', 'up | agent | engine | notifier | intake | collect-prometheus | collect-bmc | job-report | timeline | common (default up)')
+    .option('--format <format>', 'text | json', 'text')
+    .action(run(configShow));
 
   return program;
 }

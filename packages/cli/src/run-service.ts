@@ -1,22 +1,21 @@
 import { createLogger, defaultLogFormat, type Logger } from '@gpualert/log';
 import { exitAfterStop, listenForStop, openInfrastructure, stopWithin, type Infrastructure } from '@gpualert/runtime';
 import { EXIT } from './cli-error.ts';
-import { commonConfig } from './common-options.ts';
+import type { CommonConfig } from '@gpualert/config';
 
 /** How long a service command gives itself to stop after Ctrl-C or SIGTERM. */
 export const SERVICE_STOP_LIMIT_MS = 20_000;
 
 /**
- * What every long-running command does: config, logger, bus and store, start, wait for Ctrl-C or
+ * What every long-running command does, on its settings loaded once (settings/): logger, bus and store, start, wait for Ctrl-C or
  * SIGTERM, stop, close. A start that fails closes what it opened before the error goes up.
  */
 export async function runService(
   name: string,
-  options: Record<string, unknown>,
+  config: CommonConfig,
   start: (infra: Infrastructure, log: Logger) => Promise<{ stop(): Promise<void> }>,
   infraOptions: { createTopics?: boolean } = {},
 ): Promise<number> {
-  const config = commonConfig(options);
   const log = createLogger({ name, level: config.logLevel, format: config.logFormat ?? defaultLogFormat() });
   // Listened for before the service says it is ready (its start logs that), not after; a stop
   // asked for while it starts is not held back by a start that takes long (a collector waiting

@@ -65,6 +65,10 @@ describe('loadConfig', () => {
     }
   });
 
+  it('names the item of a list that is wrong when there are several', () => {
+    expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { env: { KAFKA_BROKERS: 'a:9092,b,c:9094' } })).toThrow(/^invalid config: KAFKA_BROKERS \(environment\): item 2: expected host:port/);
+  });
+
   it('says which file is unreadable or malformed', () => {
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { file: '/nonexistent/gpualert.yaml' })).toThrow(
       'invalid config: cannot read config file /nonexistent/gpualert.yaml: ENOENT',

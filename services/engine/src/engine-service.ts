@@ -1,5 +1,5 @@
 import { deadletterOf, envelopeMessage, type Batch, type BatchContext, type Bus, type OutgoingMessage, type Subscription } from '@gpualert/bus';
-import { dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, parseFleetState, type EngineState, type RuleSet } from '@gpualert/engine';
+import { DEFAULT_FORGET_AFTER_MS, dict, emptyEngineState, Engine, ENGINE_FLEET_KEY, parseFleetState, type EngineState, type RuleSet } from '@gpualert/engine';
 import { AbsenceGate } from './absence-gate.ts';
 import { OwnedHosts } from './owned-hosts.ts';
 import { FleetShares } from './fleet-sharing.ts';
@@ -10,7 +10,7 @@ import { busReady, consumerReady, priorityQueue, readiness, storeReady, type Rea
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 import { inFastLane } from './fast-lane.ts';
-import { forgetAfterFromEnv, HostForgetting } from './host-forgetting.ts';
+import { HostForgetting } from './host-forgetting.ts';
 
 export interface EngineServiceOptions {
   readonly bus: Bus;
@@ -72,7 +72,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
 
   // Forgetting hosts (host-forgetting.ts): asked for by `gpualert host forget`, or unheard for GPUALERT_FORGET_AFTER
   // (on the event clock, by the partitions' latest sample time). Resolves go out first; then the store forgets too.
-  const forgetting = new HostForgetting(store, log, options.forgetAfterMs ?? forgetAfterFromEnv(process.env));
+  const forgetting = new HostForgetting(store, log, options.forgetAfterMs ?? DEFAULT_FORGET_AFTER_MS);
   const forgetDue = async () => {
     const wall = options.clock === 'wall';
     const { hosts, alerts, undo } = await forgetting.due(state, wall ? Date.now() : owned.latestEventTime(), wall ? gate.open(state) : true);
@@ -242,12 +242,12 @@ const FETCH_BATCHES_AT_ONCE = 256;
 export const ENGINE_INPUT_TOPICS = [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.hostSamples, TOPICS.bmcEvents, TOPICS.jobEvents] as const;
 
 /** The engine as one of `gpualert up`'s services; with `metrics`, its `/metrics`, `/healthz` and `/readyz` on that port. */
-export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event', metrics?: EngineMetricsServing): ServiceDefinition {
+export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event', metrics?: EngineMetricsServing, forgetAfterMs?: number): ServiceDefinition {
   return {
     name: 'engine',
     async start(context) {
       const served = metrics ? new EngineMetrics(ruleSet, metrics.prices) : undefined;
-      const service = await startEngineService({ bus: context.bus, store: context.store, log: context.log, ruleSet, catalog, clock, ...(served ? { metrics: served } : {}) });
+      const service = await startEngineService({ bus: context.bus, store: context.store, log: context.log, ruleSet, catalog, clock, ...(served ? { metrics: served } : {}), ...(forgetAfterMs !== undefined ? { forgetAfterMs } : {}) });
       if (!metrics || !served) return { name: 'engine', stop: () => service.stop() };
       try {
         const server = await startEngineMetricsServer(served, metrics.port, metrics.listen, {}, () => service.ready());

@@ -7,7 +7,7 @@ import { MemoryStore } from '@gpualert/state';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { startEngineService } from './engine-service.ts';
-import { FORGET_KEY, forgetAfterFromEnv, requestHostForget } from './host-forgetting.ts';
+import { FORGET_KEY, requestHostForget } from './host-forgetting.ts';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();
@@ -139,12 +139,4 @@ describe('forgetting hosts', () => {
     expect(await p.saved('gpu-node-000')).toBe(false);
     await p.close();
   }, 30_000);
-
-  it('GPUALERT_FORGET_AFTER: 7 days unless set; a value that does not read stops the engine with one line', () => {
-    expect(forgetAfterFromEnv({})).toBe(7 * DAY);
-    expect(forgetAfterFromEnv({ GPUALERT_FORGET_AFTER: '36h' })).toBe(36 * 3_600_000);
-    expect(forgetAfterFromEnv({ GPUALERT_FORGET_AFTER: '2w' })).toBe(14 * DAY);
-    expect(() => forgetAfterFromEnv({ GPUALERT_FORGET_AFTER: 'soon' })).toThrow('GPUALERT_FORGET_AFTER expects a duration like 7d, 36h or 2w (got "soon")');
-    expect(() => forgetAfterFromEnv({ GPUALERT_FORGET_AFTER: '2h' })).toThrow('between 1d and 366d');
-  });
 });

@@ -1,6 +1,6 @@
-import { ENGINE_FLEET_SHARES_KEY, engineHostKey, enginePartitionKey, forgetHost, hostsToForget, parseForgetAfter, parseHostState, type EngineState } from '@gpualert/engine';
+import { ENGINE_FLEET_SHARES_KEY, engineHostKey, enginePartitionKey, forgetHost, hostsToForget, parseHostState, type EngineState } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
-import { GpualertError, type EnvelopeOf } from '@gpualert/schema';
+import type { EnvelopeOf } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
 /** Where `gpualert host forget` leaves its requests: host → when asked (a sorted set every engine reads). */
@@ -9,13 +9,6 @@ export const FORGET_KEY = 'engine:forget';
 const REQUEST_KEPT_MS = 3_600_000;
 /** Requests read per look: the rest wait for the next. */
 const MAX_REQUESTS_PER_LOOK = 1_000;
-
-/** `GPUALERT_FORGET_AFTER` (default 7 days) in milliseconds; a value that does not read stops the engine at start with one line. */
-export function forgetAfterFromEnv(env: Readonly<Record<string, string | undefined>>): number {
-  const ms = parseForgetAfter(env.GPUALERT_FORGET_AFTER);
-  if (typeof ms === 'string') throw new GpualertError('GA-CONFIG-INVALID', ms);
-  return ms;
-}
 
 /**
  * `gpualert host forget HOST`: the saved state goes now (so no engine loads it again), and the

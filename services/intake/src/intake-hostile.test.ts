@@ -98,7 +98,7 @@ describe('the intake at its bounds', () => {
 
   it('refuses secrets and tokens under 16 characters or bytes, and a body limit past its bound', () => {
     const short = `whsec_${Buffer.from('fifteen bytes!!').toString('base64')}`;
-    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_SECRETS: short }, {})).toThrow(/invalid config: GPUALERT_INTAKE_SECRETS \(environment\) 0: expected a secret of at least 16 bytes/);
+    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_SECRETS: short }, {})).toThrow(/invalid config: GPUALERT_INTAKE_SECRETS \(environment\): expected a secret of at least 16 bytes/);
     expect(() => intakeConfigFrom({ GPUALERT_INTAKE_TOKEN: 'x'.repeat(15) }, {})).toThrow(/invalid config: GPUALERT_INTAKE_TOKEN \(environment\): expected a token of at least 16 characters/);
     expect(() => intakeConfigFrom({ GPUALERT_INTAKE_MAX_BODY_BYTES: String(1e12) }, {})).toThrow(/invalid config: GPUALERT_INTAKE_MAX_BODY_BYTES \(environment\): /);
     expect(intakeConfigFrom({ GPUALERT_INTAKE_SECRETS: SECRET, GPUALERT_INTAKE_TOKEN: 'x'.repeat(16) }, {}).secrets).toEqual([SECRET]);

@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
 import { KafkaBus } from '@gpualert/bus';
-import { loadConfig } from '@gpualert/config';
 import { createAgentServer, dcgmSource, nvidiaSmiSource, startAgent, type AgentPlan, type MetadataProvider } from '@gpualert/collectors';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { TOPICS } from '@gpualert/schema';
-import { AGENT_SOURCES, AgentConfig } from '../agent-config.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { AGENT_SETTINGS } from '../settings/agent-settings.ts';
 import { CliError } from '../cli-error.ts';
 import { runService } from '../run-service.ts';
 import { attributionOf, bootTimeMs, chooseSource, gpuIndexByPci } from './collect.ts';
@@ -15,9 +15,7 @@ import { attributionOf, bootTimeMs, chooseSource, gpuIndexByPci } from './collec
  * and one `/metrics`.
  */
 export async function agent(options: Record<string, unknown>): Promise<number> {
-  const file = (options.config as string | undefined) ?? process.env.GPUALERT_CONFIG;
-  const flags = { ...options, ...(options.label !== undefined ? { labels: options.label } : {}) };
-  const config = loadConfig(AgentConfig, AGENT_SOURCES, { flags, env: process.env, file });
+  const config = loadSettings(AGENT_SETTINGS, options);
   if (config.gpuSource === 'dcgm' && !config.dcgmUrl) throw new CliError('gpualert agent: --gpu-source dcgm needs --dcgm-url, the exporter\'s /metrics URL');
   const host = config.host ?? hostname();
   const catalog = config.kernelSource === 'none' ? undefined : loadXidCatalog(config.catalog);
@@ -26,7 +24,7 @@ export async function agent(options: Record<string, unknown>): Promise<number> {
     ? undefined
     : await chooseSource({ ...(config.kernelSource === 'auto' ? {} : { source: config.kernelSource }), ...(config.kernelFile ? { file: config.kernelFile } : {}) });
   const metadata: MetadataProvider[] = config.metadata === 'auto' ? ['aws', 'gcp', 'azure'] : config.metadata === 'none' ? [] : [config.metadata];
-  return runService('agent', options, async ({ bus, store }, log) => {
+  return runService('agent', config, async ({ bus, store }, log) => {
     const gpu = config.gpuSource === 'none'
       ? undefined
       : config.gpuSource === 'dcgm'

@@ -9,6 +9,8 @@ import { isHostName } from '@gpualert/schema';
 import { CliError } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { BMC_SETTINGS } from '../settings/collector-settings.ts';
 
 type Options = Record<string, unknown>;
 
@@ -36,8 +38,8 @@ export function bmcLabels(options: Options, command = 'collect bmc'): Record<str
  * GPUALERT_BMC_CREDENTIALS_FILE) holding `username=…` and `password=…` lines or a JSON object.
  * Never from the command line: arguments are visible to every user of the machine.
  */
-export function bmcCredentials(options: Options, env: NodeJS.ProcessEnv = process.env): BmcCredentials | undefined {
-  const file = (options.credentialsFile as string | undefined) ?? env.GPUALERT_BMC_CREDENTIALS_FILE;
+export function bmcCredentials(settings: { credentialsFile?: string | undefined; bmcUsername?: string | undefined; bmcPassword?: string | undefined }): BmcCredentials | undefined {
+  const file = settings.credentialsFile;
   if (file) {
     let text: string;
     try {
@@ -63,9 +65,9 @@ export function bmcCredentials(options: Options, env: NodeJS.ProcessEnv = proces
     if (typeof password !== 'string') fail(`${file}: no password (a "password=…" line or a JSON "password")`);
     return { username, password };
   }
-  const username = env.GPUALERT_BMC_USERNAME;
+  const username = settings.bmcUsername;
   if (!username) return undefined;
-  return { username, password: env.GPUALERT_BMC_PASSWORD ?? '' };
+  return { username, password: settings.bmcPassword ?? '' };
 }
 
 /** `HOST URL` per line (`#` comments): one process, many BMCs. */
@@ -95,6 +97,7 @@ export function readTargets(file: string): { host: string; url: string }[] {
 export async function collectBmc(options: Options): Promise<number> {
   const modes = [options.redfish, options.targets, options.ipmitool].filter(Boolean).length;
   if (modes !== 1) fail('give one of --redfish URL, --targets FILE or --ipmitool');
+  const settings = loadSettings(BMC_SETTINGS, options);
   const intervalMs = parseDuration('interval', String(options.interval));
   const timeoutMs = parseDuration('timeout', String(options.timeout));
   const host = (options.host as string | undefined) ?? hostname();
@@ -114,7 +117,7 @@ export async function collectBmc(options: Options): Promise<number> {
   } else {
     const auth = String(options.auth);
     if (auth !== 'session' && auth !== 'basic' && auth !== 'none') fail(`--auth must be session, basic or none (got "${auth}")`);
-    const credentials = bmcCredentials(options);
+    const credentials = bmcCredentials(settings);
     if (auth !== 'none' && !credentials) fail(`--auth ${auth} needs GPUALERT_BMC_USERNAME and GPUALERT_BMC_PASSWORD, or --credentials-file`);
     let ca: string | undefined;
     if (options.ca) {
@@ -145,7 +148,7 @@ export async function collectBmc(options: Options): Promise<number> {
       fail(redactUserinfo(error instanceof Error ? error.message : String(error)));
     }
   }
-  return runService('collector-bmc', options, async ({ bus, store }, log) => {
+  return runService('collector-bmc', settings, async ({ bus, store }, log) => {
     log.info({ bmcs: targets.length, origin: targets[0]?.source.origin, interval_ms: intervalMs }, 'bmc_collector_started');
     return startBmcCollector({ bus, store, targets, intervalMs, log, labels, concurrency });
   });

@@ -63,7 +63,7 @@ export async function collectJob(options: Options): Promise<number> {
     const file = String(options.log);
     let from: number | undefined;
     if (!options.fromStart) from = await stat(file).then((s) => s.size, () => 0); // an old log is history, not news
-    return runService('collector-job', options, async ({ bus }, log) =>
+    return runService('collector-job', commonConfig(options), async ({ bus }, log) =>
       startJobCollector({ bus, source: new FileLineSource(file), ...(from !== undefined ? { from } : {}), host, labels, patterns, context, stepIntervalMs, log }),
     { createTopics: false });
   }

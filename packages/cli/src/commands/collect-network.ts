@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { startNetworkCollector } from '@gpualert/collectors';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
+import { commonConfig } from '../common-options.ts';
 import { bmcLabels } from './collect-bmc.ts';
 
 /** `gpualert collect network [--root /sys/class/infiniband]`: the host's InfiniBand / RoCE ports. */
@@ -9,7 +10,7 @@ export async function collectNetwork(options: Record<string, unknown>): Promise<
   const intervalMs = parseDuration('interval', String(options.interval));
   const host = (options.host as string | undefined) ?? hostname();
   const labels = bmcLabels(options, 'collect network');
-  return runService('collector-network', options, async ({ bus }, log) => {
+  return runService('collector-network', commonConfig(options), async ({ bus }, log) => {
     log.info({ root: options.root, interval_ms: intervalMs }, 'network_collector_started');
     return startNetworkCollector({ bus, host, labels, intervalMs, log, ...(options.root ? { root: String(options.root) } : {}) });
   });

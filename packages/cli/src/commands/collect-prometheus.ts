@@ -2,6 +2,8 @@ import { PrometheusQueryError, queryPrometheusGpus, startPrometheusCollector, ty
 import { CliError } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { PROMETHEUS_SETTINGS } from '../settings/collector-settings.ts';
 
 type Options = Record<string, unknown>;
 
@@ -10,13 +12,13 @@ type Options = Record<string, unknown>;
  * command line is in every `ps`): GPUALERT_PROMETHEUS_TOKEN (bearer), or
  * GPUALERT_PROMETHEUS_USER with GPUALERT_PROMETHEUS_PASSWORD (basic).
  */
-export function prometheusAuthorization(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (env.GPUALERT_PROMETHEUS_TOKEN) return `Bearer ${env.GPUALERT_PROMETHEUS_TOKEN}`;
-  if (env.GPUALERT_PROMETHEUS_USER) return `Basic ${Buffer.from(`${env.GPUALERT_PROMETHEUS_USER}:${env.GPUALERT_PROMETHEUS_PASSWORD ?? ''}`).toString('base64')}`;
+export function prometheusAuthorization(settings: { prometheusToken?: string | undefined; prometheusUser?: string | undefined; prometheusPassword?: string | undefined }): string | undefined {
+  if (settings.prometheusToken) return `Bearer ${settings.prometheusToken}`;
+  if (settings.prometheusUser) return `Basic ${Buffer.from(`${settings.prometheusUser}:${settings.prometheusPassword ?? ''}`).toString('base64')}`;
   return undefined;
 }
 
-function queryOptions(options: Options): PrometheusQueryOptions {
+function queryOptions(options: Options, settings: Parameters<typeof prometheusAuthorization>[0]): PrometheusQueryOptions {
   const url = String(options.url ?? '');
   let parsed: URL;
   try {
@@ -26,7 +28,7 @@ function queryOptions(options: Options): PrometheusQueryOptions {
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CliError('gpualert collect prometheus: --url must be http or https');
   if (parsed.username || parsed.password) throw new CliError('gpualert collect prometheus: put credentials in GPUALERT_PROMETHEUS_USER/GPUALERT_PROMETHEUS_PASSWORD, not in --url');
-  const authorization = prometheusAuthorization();
+  const authorization = prometheusAuthorization(settings);
   const hostLabels = (options.hostLabel as string[] | undefined) ?? undefined;
   return {
     url,
@@ -43,7 +45,8 @@ function queryOptions(options: Options): PrometheusQueryOptions {
  * the hosts and GPUs it would publish and exits (a check before it runs for real).
  */
 export async function collectPrometheus(options: Options): Promise<number> {
-  const query = queryOptions(options);
+  const settings = loadSettings(PROMETHEUS_SETTINGS, options);
+  const query = queryOptions(options, settings);
   const intervalMs = parseDuration('interval', String(options.interval));
   if (options.once) {
     try {
@@ -56,7 +59,7 @@ export async function collectPrometheus(options: Options): Promise<number> {
       throw error;
     }
   }
-  return runService('collector-prometheus', options, async ({ bus }, log) => {
+  return runService('collector-prometheus', settings, async ({ bus }, log) => {
     log.info({ url: new URL(query.url).origin, interval_ms: intervalMs, selector: query.selector }, 'prometheus_collector_started');
     return startPrometheusCollector({ bus, query, intervalMs, log });
   });

@@ -3,6 +3,7 @@ import { startMetadataPoller, type PolledProvider } from '@gpualert/collectors';
 import { CliError } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
+import { commonConfig } from '../common-options.ts';
 
 const POLLED: readonly PolledProvider[] = ['aws-imds', 'gcp', 'azure'];
 
@@ -14,7 +15,7 @@ export async function collectProvider(options: Record<string, unknown>): Promise
   }
   const intervalMs = parseDuration('interval', String(options.interval));
   const timeoutMs = parseDuration('timeout', String(options.timeout));
-  return runService('collector-provider', options, async ({ bus, store }, log) =>
+  return runService('collector-provider', commonConfig(options), async ({ bus, store }, log) =>
     startMetadataPoller({
       bus, store, provider, host: (options.host as string | undefined) ?? hostname(), intervalMs, timeoutMs, log,
       ...(options.endpoint ? { endpoint: String(options.endpoint) } : {}),

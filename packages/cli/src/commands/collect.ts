@@ -11,6 +11,7 @@ import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { CliError } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
+import { commonConfig } from '../common-options.ts';
 
 type Options = Record<string, unknown>;
 
@@ -34,7 +35,7 @@ export async function collectGpu(options: Options): Promise<number> {
     throw new CliError(`gpualert collect gpu: --source must be nvidia-smi or dcgm (got "${String(options.source)}")`);
   }
   if (options.source === 'dcgm' && !options.url) throw new CliError('gpualert collect gpu: --source dcgm needs --url of the exporter\'s /metrics');
-  return runService('collector-gpu', options, async ({ bus }, log) => {
+  return runService('collector-gpu', commonConfig(options), async ({ bus }, log) => {
     const source = options.source === 'dcgm'
       ? dcgmSource(String(options.url), host, timeoutMs)
       : await nvidiaSmiSource({ binary: String(options.nvidiaSmi), timeoutMs, ...attributionOf(options) });
@@ -119,7 +120,7 @@ export async function collectKernel(options: Options): Promise<number> {
   if (!catalog.ok) throw new CliError(`gpualert collect kernel: ${formatRuleError(catalog.errors[0]!)}`);
   const source = await chooseSource(options);
   const topology = options.topology ? kernelTopology(String(options.topology)) : undefined;
-  return runService('collector-kernel', options, async ({ bus, store }, log) => {
+  return runService('collector-kernel', commonConfig(options), async ({ bus, store }, log) => {
     const gpus = await gpuIndexByPci(String(options.nvidiaSmi));
     const boot = bootTimeMs();
     return startKernelCollector({
@@ -138,7 +139,7 @@ export async function collectInventory(options: Options): Promise<number> {
   if (!['auto', 'none', 'aws', 'gcp', 'azure'].includes(metadata)) {
     throw new CliError(`gpualert collect inventory: --metadata must be auto, none, aws, gcp or azure (got "${metadata}")`);
   }
-  return runService('collector-inventory', options, async ({ bus }, log) =>
+  return runService('collector-inventory', commonConfig(options), async ({ bus }, log) =>
     startInventoryCollector({
       bus, host, labels, log, nvidiaSmi: String(options.nvidiaSmi), timeoutMs: parseDuration('timeout', String(options.timeout)),
       intervalMs: parseDuration('interval', String(options.interval)), metadata: providers,

@@ -1,14 +1,15 @@
 import { Engine, RecordingError, replay as replayRecording } from '@gpualert/engine';
 import { loadJobPatterns } from '@gpualert/collectors';
-import { DEFAULT_ENGINE_PORT, EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startEngineService } from '@gpualert/engine-service';
+import { EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startEngineService } from '@gpualert/engine-service';
 import { bundledPath, formatRuleError } from '@gpualert/rules';
 import { existsSync } from 'node:fs';
 import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
-import { portSetting } from '../port-setting.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
 import { runService } from '../run-service.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { ENGINE_SETTINGS } from '../settings/engine-settings.ts';
 import { loadJudgement, loadPrices, loadRoutesOrExit, routesIn } from './load-files.ts';
 
 type Options = Record<string, unknown>;
@@ -44,16 +45,15 @@ export async function replay(file: string, options: Options): Promise<number> {
 
 /** `gpualert engine`: the rules engine service. */
 export async function engine(options: Options): Promise<number> {
-  const clock = String(options.clock ?? 'wall');
-  if (clock !== 'wall' && clock !== 'event') throw new CliError(`gpualert engine: --clock must be wall or event (got "${clock}")`);
-  const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'engine');
-  const port = enginePort(options.metricsPort, 'engine');
-  return runService('engine', options, async ({ bus, store }, log) => {
+  const settings = loadSettings(ENGINE_SETTINGS, options);
+  const { clock, port } = settings;
+  const { ruleSet, catalog } = loadJudgement(settings.rules, 'engine');
+  return runService('engine', settings, async ({ bus, store }, log) => {
     const metrics = new EngineMetrics(ruleSet, bundledPrices('engine'));
-    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock, metrics });
+    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock, metrics, ...(settings.forgetAfter !== undefined ? { forgetAfterMs: settings.forgetAfter } : {}) });
     let server: Awaited<ReturnType<typeof startEngineMetricsServer>>;
     try {
-      server = await startEngineMetricsServer(metrics, port, process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0', {}, () => service.ready());
+      server = await startEngineMetricsServer(metrics, port, settings.listen, {}, () => service.ready());
     } catch (error) {
       await service.stop();
       throw new CliError(`gpualert engine: port ${port} for /metrics ${(error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'is in use' : 'cannot be opened'}; choose another with --metrics-port or GPUALERT_ENGINE_PORT (0 picks a free one)`);
@@ -77,11 +77,6 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
   return EXIT.ok;
 }
 
-
-/** The engine's metrics port: the flag, else GPUALERT_ENGINE_PORT, else 9470; one clear line when it is not a port. */
-export function enginePort(flag: unknown, command: string): number {
-  return portSetting(command, { name: command === 'up' ? '--engine-port' : '--metrics-port', value: flag }, 'GPUALERT_ENGINE_PORT', DEFAULT_ENGINE_PORT);
-}
 
 /** The bundled price list, to price idle GPU-hours in /metrics (none when it is absent). */
 export function bundledPrices(command: string) {

@@ -1,17 +1,13 @@
-import { intakeConfigFrom, startIntake } from '@gpualert/intake';
-import { ConfigError } from '@gpualert/config';
+import { startIntake } from '@gpualert/intake';
 import { CliError } from '../cli-error.ts';
 import { runService } from '../run-service.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { INTAKE_SETTINGS } from '../settings/intake-settings.ts';
 
 /** `gpualert intake`: the provider webhook server on its own. */
 export async function intake(options: Record<string, unknown>): Promise<number> {
-  let intakeConfig;
-  try {
-    intakeConfig = intakeConfigFrom(process.env, options as { port?: string; listen?: string; secretsFile?: string });
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
-  return runService('intake', options, async ({ bus, store }, log) => {
+  const intakeConfig = loadSettings(INTAKE_SETTINGS, options);
+  return runService('intake', intakeConfig, async ({ bus, store }, log) => {
     try {
       return await startIntake(intakeConfig, { bus, store, log });
     } catch (error) {

@@ -1,6 +1,8 @@
 import { hostname } from 'node:os';
 import { GpualertError } from '@gpualert/schema';
 import { CliError, EXIT } from '../cli-error.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { JOB_REPORT_SETTINGS } from '../settings/collector-settings.ts';
 import { jobContext } from './collect-job.ts';
 
 /** A report that gets no answer in this long failed: the intake answers in milliseconds once Kafka acked. */
@@ -22,9 +24,10 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
   const stepTime = options.stepTime === undefined ? undefined : Number(options.stepTime);
   if (stepTime !== undefined && !(Number.isFinite(stepTime) && stepTime >= 0)) throw new CliError(`gpualert job report: --step-time expects milliseconds (got "${String(options.stepTime)}")`);
   if (step === undefined && checkpoint === undefined) throw new CliError('gpualert job report: give --step N, --checkpoint ok|failed, or both');
-  const token = env.GPUALERT_INTAKE_TOKEN;
+  const settings = loadSettings(JOB_REPORT_SETTINGS, {}, env);
+  const token = settings.intakeToken;
   if (!token) throw new CliError('gpualert job report: set GPUALERT_INTAKE_TOKEN to the intake\'s token');
-  const base = env.GPUALERT_INTAKE_URL ?? 'http://127.0.0.1:9468';
+  const base = settings.intakeUrl;
   let url: URL;
   try {
     url = new URL('/v1/job-events', base);
@@ -40,7 +43,7 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
     ...(step !== undefined ? { step } : {}), ...(checkpoint ? { checkpoint } : {}), ...(stepTime !== undefined ? { step_time_ms: stepTime } : {}),
     message: options.message === undefined ? '' : String(options.message),
   };
-  const header = (env.GPUALERT_INTAKE_TOKEN_HEADER ?? 'authorization').toLowerCase();
+  const header = settings.intakeTokenHeader.toLowerCase();
   let response: Response;
   try {
     response = await fetch(url, {

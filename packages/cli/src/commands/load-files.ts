@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadRuleSet, type RuleSet } from '@gpualert/engine';
-import { DEFAULT_ROUTES, loadRoutes, type RoutesFile } from '@gpualert/notify';
+import { loadRoutes, type RoutesFile } from '@gpualert/notify';
 import { formatRuleError, loadXidCatalog, loadYamlFile, type XidCatalog } from '@gpualert/rules';
 import { priceLookup, PricesFile, type PriceLookup } from '@gpualert/timeline';
 import { CliError } from '../cli-error.ts';
@@ -21,14 +21,9 @@ export function loadJudgement(dir: string | undefined, command: string): { ruleS
   return { ruleSet: rules.value, catalog: catalog.value };
 }
 
-/** The routes file: the flag, else GPUALERT_ROUTES, else the bundled one (an empty value is no value). */
-export function routesPath(file: string | undefined): string {
-  return file || process.env.GPUALERT_ROUTES || DEFAULT_ROUTES;
-}
-
-/** The routes file (routesPath), or one line per mistake and exit 2. */
-export function loadRoutesOrExit(file: string | undefined, command: string): RoutesFile {
-  const routes = loadRoutes(routesPath(file));
+/** The routes file (the `routes` setting of the command), or one line per mistake and exit 2. */
+export function loadRoutesOrExit(file: string, command: string): RoutesFile {
+  const routes = loadRoutes(file);
   if (!routes.ok) throw new CliError(routes.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
   return routes.value;
 }

@@ -1,35 +1,28 @@
 import { hostname, userInfo } from 'node:os';
 import { checkSilence, describeReach, loadRoutes, ReceiverConfigError } from '@gpualert/notify';
 import { storeFleetSource } from '@gpualert/engine';
-import { checkNotifierToken, makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierConfigError, NotifierMetrics, startNotifier, type ReloadResult, type RunningNotifier } from '@gpualert/notifier';
+import { makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierMetrics, startNotifier, type ReloadResult, type RunningNotifier } from '@gpualert/notifier';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { formatRuleError } from '@gpualert/rules';
 import { RedisStore, type StateStore } from '@gpualert/state';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
-import { portSetting } from '../port-setting.ts';
 import { runService } from '../run-service.ts';
-import { loadJudgement, loadRoutesOrExit, routesPath } from './load-files.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { NOTIFIER_SETTINGS } from '../settings/notifier-settings.ts';
+import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
 
 type Options = Record<string, unknown>;
 
 /** `gpualert notifier`: routes, groups, dedups and delivers; silences over HTTP with a bearer token. */
 export async function notifier(options: Options): Promise<number> {
-  const routesFile = routesPath(options.routes as string | undefined);
+  const settings = loadSettings(NOTIFIER_SETTINGS, options);
+  const { routes: routesFile, token, port, partitions } = settings;
   const routes = loadRoutesOrExit(routesFile, 'notifier');
-  let token: string | undefined;
-  try {
-    token = checkNotifierToken(process.env.GPUALERT_NOTIFIER_TOKEN);
-  } catch (error) {
-    if (error instanceof NotifierConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
-    throw error;
-  }
-  const port = portSetting('notifier', { name: '--port', value: options.port }, 'GPUALERT_NOTIFIER_PORT', 9095);
   // The console's fleet: the rules give each GPU's baseline band, as the engine judges it.
-  const { ruleSet } = loadJudgement(options.rules as string | undefined, 'notifier');
-  const { partitions } = commonConfig(options);
-  return runService('notifier', options, async (infra, log) => {
+  const { ruleSet } = loadJudgement(settings.rules, 'notifier');
+  return runService('notifier', settings, async (infra, log) => {
     const metrics = new NotifierMetrics();
     let service;
     try {
@@ -51,7 +44,7 @@ export async function notifier(options: Options): Promise<number> {
     process.on('SIGHUP', onHangup);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, String(options.listen ?? process.env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0'), resolve);
+      server.listen(port, settings.listen, resolve);
     });
     const address = server.address();
     log.info({ port: typeof address === 'object' && address ? address.port : port, silences_api: token !== undefined }, 'notifier_listening');

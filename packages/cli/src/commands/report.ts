@@ -13,6 +13,8 @@ import {
 } from '@gpualert/timeline';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { READER_SETTINGS } from '../settings/common-settings.ts';
 import { runService } from '../run-service.ts';
 import { loadJudgement, loadPrices } from './load-files.ts';
 
@@ -50,7 +52,7 @@ export async function usage(options: Options): Promise<number> {
   if (clock !== 'wall' && clock !== 'event') throw new CliError(`gpualert usage: --clock must be wall or event (got "${clock}")`);
   const { ruleSet } = loadJudgement(options.rules as string | undefined, 'usage');
   const prices = loadPrices((options.prices as string | undefined) ?? bundledPath('rules/prices.yaml'), 'usage');
-  return runService('usage', options, async ({ bus }, log) => {
+  return runService('usage', commonConfig(options), async ({ bus }, log) => {
     const service = await startUsageService({ bus, log, clock, busyThresholdPct: busyThreshold(ruleSet), prices });
     log.info({ clock, busy_threshold_pct: busyThreshold(ruleSet) }, 'usage_started');
     return service;
@@ -145,14 +147,14 @@ export function billText(file: string, bytes: Buffer): string {
 
 /** `gpualert.usage` by time, from Kafka or the embedded log, message by message. */
 async function readBus(options: Options, take: (text: string, where: string) => void, from: number, to: number, withAlerts: boolean): Promise<void> {
-  const config = commonConfig(options);
+  const config = loadSettings(READER_SETTINGS, options);
   let bus: Bus;
   let where: string;
   if (config.kafkaBrokers) {
     bus = new KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
     where = `Kafka at ${config.kafkaBrokers.join(',')}`;
   } else {
-    const dataDir = embeddedDataDir(options.dataDir);
+    const dataDir = embeddedDataDir(config.dataDir);
     if (!existsSync(dataDir)) throw new CliError(`gpualert report usage: no --input, no KAFKA_BROKERS and no embedded log at ${dataDir} (run gpualert up, or give --input or --data-dir)`);
     bus = new MemoryBus({ dataDir });
     where = `the embedded log at ${dataDir}`;

@@ -1,5 +1,7 @@
 import { formatMatcher, parseMatchers, routesFor, walkRoutes, type ResolvedRoute, type RoutesFile, type RouteSpec } from '@gpualert/notify';
 import { CliError, EXIT } from '../cli-error.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { ROUTES_SETTINGS } from '../settings/notifier-settings.ts';
 import { loadRoutesOrExit } from './load-files.ts';
 
 type Options = Record<string, unknown>;
@@ -42,7 +44,7 @@ export function labelsOf(args: readonly string[]): Record<string, string> {
  * match with its group labels and timings. `--verify-receivers a,b` exits 1 on a different answer.
  */
 export async function routesTest(args: string[], options: Options): Promise<number> {
-  const config = loadRoutesOrExit(options.routes as string | undefined, 'routes test');
+  const config = loadRoutesOrExit(loadSettings(ROUTES_SETTINGS, options).routes, 'routes test');
   const labels = labelsOf(args);
   const matched = routesFor(config.route, labels);
   const receivers = matched.map((r) => r.receiver);
@@ -82,7 +84,7 @@ export function renderTree(config: RoutesFile): string {
 }
 
 export async function routesShow(options: Options): Promise<number> {
-  const config = loadRoutesOrExit(options.routes as string | undefined, 'routes show');
+  const config = loadRoutesOrExit(loadSettings(ROUTES_SETTINGS, options).routes, 'routes show');
   process.stdout.write(renderTree(config));
   return EXIT.ok;
 }

@@ -4,7 +4,8 @@ import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
 import { embeddedDataDir } from '@gpualert/runtime';
 import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
 import { CliError, EXIT } from '../cli-error.ts';
-import { commonConfig } from '../common-options.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { READER_SETTINGS } from '../settings/common-settings.ts';
 
 type Options = Record<string, unknown>;
 
@@ -21,7 +22,7 @@ export async function timeline(options: Options): Promise<number> {
   if (from >= to) throw new CliError('gpualert timeline: --from must be before --to');
   const format = String(options.format ?? 'md') as Format;
   if (!FORMATS.includes(format)) throw new CliError(`gpualert timeline: --format must be one of ${FORMATS.join(', ')} (got "${format}")`);
-  const config = commonConfig(options);
+  const config = loadSettings(READER_SETTINGS, options);
   let bus: Bus;
   let where: string;
   if (config.kafkaBrokers) {
@@ -29,7 +30,7 @@ export async function timeline(options: Options): Promise<number> {
     where = `Kafka at ${config.kafkaBrokers.join(',')}`;
   } else {
     // The embedded mode's own log, as `gpualert up` left it.
-    const dataDir = embeddedDataDir(options.dataDir);
+    const dataDir = embeddedDataDir(config.dataDir);
     if (!existsSync(dataDir)) throw new CliError(`gpualert timeline: no KAFKA_BROKERS and no embedded log at ${dataDir} (run gpualert up, or give --data-dir)`);
     bus = new MemoryBus({ dataDir });
     where = `the embedded log at ${dataDir}`;

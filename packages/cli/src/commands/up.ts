@@ -3,20 +3,20 @@ import { storeFleetSource, type RuleSet } from '@gpualert/engine';
 import { LatestSamples } from '@gpualert/notifier';
 import type { FleetSource } from '@gpualert/schema';
 import type { Server } from 'node:http';
-import { checkNotifierToken, createNotifierServer, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
+import { createNotifierServer, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
 import { ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
-import { intakeConfigFrom, startIntake, type IntakeConfig } from '@gpualert/intake';
+import { IntakeConfig, startIntake } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
 import { embeddedDataDir, exitAfterStop, listenForStop, openInfrastructure, stopWithin, type RunningService, type ServiceContext, type ServiceDefinition } from '@gpualert/runtime';
 import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
 import { CliError } from '../cli-error.ts';
-import { portSetting } from '../port-setting.ts';
-import { ConfigError } from '@gpualert/config';
-import { commonConfig } from '../common-options.ts';
+import { resolveSettings, unprefixed } from '../settings/command-settings.ts';
+import { DEFAULT_NOTIFIER_PORT } from '../settings/notifier-settings.ts';
+import { UP_SETTINGS } from '../settings/up-settings.ts';
 import { DEMO_RECORDINGS, playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
-import { bundledPrices, enginePort } from './engine.ts';
+import { bundledPrices } from './engine.ts';
 import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
 import { reloadRoutes } from './notifier.ts';
 import { usageServiceFor } from './report.ts';
@@ -44,18 +44,10 @@ export function startFailure(name: string, error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The notifier's API port in `up` when neither --notifier-port nor GPUALERT_NOTIFIER_PORT says: the same as `gpualert notifier`. */
-export const DEFAULT_NOTIFIER_PORT = 9095;
+export { DEFAULT_NOTIFIER_PORT };
 
-/** Whether `up` serves the notifier's API (Alertmanager's v2 and the silences), and if not, why: the banner says it. */
-export function notifierApi(env: Readonly<Record<string, string | undefined>>): { token: string } | { off: string } {
-  let token: string | undefined;
-  try {
-    token = checkNotifierToken(env.GPUALERT_NOTIFIER_TOKEN);
-  } catch (error) {
-    // A token set but too short is a mistake to fix, not an API to leave off in silence.
-    throw new ConfigError(`invalid config: GPUALERT_NOTIFIER_TOKEN (environment): ${(error as Error).message.replace(/^GPUALERT_NOTIFIER_TOKEN /, '')}`);
-  }
+/** Whether `up` serves the notifier's API (Alertmanager's v2 and the silences), and if not, why: the banner says it. A token too short never gets here: the settings refuse it. */
+export function notifierApi(token: string | undefined): { token: string } | { off: string } {
   return token ? { token } : { off: 'off: set GPUALERT_NOTIFIER_TOKEN (16+ characters) to serve Alertmanager\'s v2 API and the silences (the API takes no request without a token)' };
 }
 
@@ -71,21 +63,20 @@ function engineFleet(ruleSet: RuleSet, partitions: number): FleetFor {
 }
 
 /** Where the console answers, for the banner: the notifier's port on the address it listens on (localhost for all of them). */
-export function consoleAddress(running: readonly RunningService[], env: Readonly<Record<string, string | undefined>>): string | undefined {
+export function consoleAddress(running: readonly RunningService[], listen: string | undefined): string | undefined {
   const port = (running.find((s) => s.name === 'notifier') as { port?: unknown } | undefined)?.port;
   if (typeof port !== 'number') return undefined;
-  const listen = env.GPUALERT_NOTIFIER_LISTEN;
   const host = !listen || listen === '0.0.0.0' || listen === '::' ? 'localhost' : listen.includes(':') ? `[${listen}]` : listen;
   return `http://${host}:${port}/console/`;
 }
 
 /** The notifier with its HTTP server on a port of its own when the API is on: Prometheus, amtool and Grafana talk to `up` too. */
-function notifierWithApi(routesFile: string, routes: RoutesFile, env: Readonly<Record<string, string | undefined>>, port: number, api: ReturnType<typeof notifierApi>, fleetFor?: FleetFor): ServiceDefinition {
+function notifierWithApi(routesFile: string, routes: RoutesFile, listen: { port: number; address: string }, api: ReturnType<typeof notifierApi>, fleetFor?: FleetFor): ServiceDefinition {
   return {
     name: 'notifier',
     async start(context) {
       const metrics = new NotifierMetrics();
-      const service = await startNotifier({ ...context, routes, env, metrics });
+      const service = await startNotifier({ ...context, routes, env: process.env, metrics });
       // SIGHUP reloads the routes, as it does Alertmanager (it would otherwise end `up`).
       const reload = () => reloadRoutes(routesFile, service, metrics, context.log);
       const onHangup = () => void reload();
@@ -96,18 +87,18 @@ function notifierWithApi(routesFile: string, routes: RoutesFile, env: Readonly<R
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
-          server.listen(port, env.GPUALERT_NOTIFIER_LISTEN ?? '0.0.0.0', resolve);
+          server.listen(listen.port, listen.address, resolve);
         });
       } catch (error) {
         process.off('SIGHUP', onHangup);
         await fleet?.stop();
         await service.stop();
-        throw Object.assign(error as Error, { port });
+        throw Object.assign(error as Error, { port: listen.port });
       }
       const address = server.address();
       return {
         name: 'notifier',
-        port: typeof address === 'object' && address ? address.port : port,
+        port: typeof address === 'object' && address ? address.port : listen.port,
         async stop() {
           process.off('SIGHUP', onHangup);
           server.closeAllConnections();
@@ -133,10 +124,11 @@ function notifierApiLine(running: readonly RunningService[]): string {
 
 export async function up(options: Record<string, unknown>): Promise<number> {
   const started = performance.now();
-  const config = commonConfig(options);
+  // Every setting checked before anything starts: a bad one is one GA-CONFIG-INVALID line, not a service quietly left out.
+  const { config, effective } = resolveSettings(UP_SETTINGS, options);
   const format: LogFormat = config.logFormat ?? defaultLogFormat();
   // On a terminal, info lines would bury the alerts; an explicit --log-level still shows them.
-  const levelGiven = options.logLevel !== undefined || process.env.GPUALERT_LOG_LEVEL !== undefined;
+  const levelGiven = effective.some((s) => s.key === 'logLevel' && s.origin !== 'default');
   const level = format === 'pretty' && !levelGiven ? 'warn' : config.logLevel;
   const loggerFor = (name: string) => createLogger({ name, level, format });
   const log = loggerFor('gpualert-up');
@@ -149,26 +141,19 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     throw new CliError(`gpualert up: --demo-recording must be one of ${Object.keys(DEMO_RECORDINGS).join(', ')} (got "${recordingName}")`);
   }
   const recording = DEMO_RECORDINGS[recordingName as keyof typeof DEMO_RECORDINGS];
-  const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'up');
-  const routesFile = (options.routes as string | undefined) || process.env.GPUALERT_ROUTES || EMBEDDED_ROUTES;
-  const intakePort = options.intakePort as string | undefined;
-  // Every setting checked before anything starts: a bad one is one GA-CONFIG-INVALID line, not a service quietly left out.
-  let intakeConfig: IntakeConfig;
-  try {
-    intakeConfig = intakeConfigFrom(process.env, intakePort !== undefined ? { port: intakePort } : {}, '--intake-port');
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
-  const notifierPort = portSetting('up', { name: '--notifier-port', value: options.notifierPort }, 'GPUALERT_NOTIFIER_PORT', DEFAULT_NOTIFIER_PORT);
-  const api = notifierApi(process.env);
+  const { ruleSet, catalog } = loadJudgement(config.rules, 'up');
+  const routesFile = config.routes ?? EMBEDDED_ROUTES;
+  // Already checked as the intake's settings under `intake…`: read again under their own names.
+  const intakeConfig = IntakeConfig.parse(unprefixed('intake', config));
+  const api = notifierApi(config.notifierToken);
   const services: ServiceDefinition[] = [
     // The demo's recording lives in the past: only its own event time may move the clock.
-    engineService(ruleSet, catalog, demo ? 'event' : 'wall', { port: enginePort(options.enginePort, 'up'), listen: process.env.GPUALERT_ENGINE_LISTEN ?? '0.0.0.0', prices: bundledPrices('up') }),
+    engineService(ruleSet, catalog, demo ? 'event' : 'wall', { port: config.enginePort, listen: config.engineListen, prices: bundledPrices('up') }, config.engineForgetAfter),
     { name: 'intake', start: (context) => startIntake(intakeConfig, context) },
-    notifierWithApi(routesFile, loadRoutesOrExit(routesFile, 'up'), process.env, notifierPort, api, engineFleet(ruleSet, config.partitions)),
+    notifierWithApi(routesFile, loadRoutesOrExit(routesFile, 'up'), { port: config.notifierPort, address: config.notifierListen }, api, engineFleet(ruleSet, config.partitions)),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];
-  const dataDir = embeddedDataDir(options.dataDir);
+  const dataDir = embeddedDataDir(config.dataDir);
   // Listened for before `gpualert_up` says it is ready (a supervisor's stop right after that line
   // finds the handler in place), and before anything opens (a SIGHUP then is ignored, not fatal).
   const stop = listenForStop();
@@ -243,7 +228,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
         routes: routesFile === EMBEDDED_ROUTES ? 'the console only (set GPUALERT_ROUTES to page and chat)' : routesFile,
         services: lines,
         notifierApi: 'off' in api ? api.off : notifierApiLine(running),
-        ...(consoleAddress(running, process.env) ? { console: consoleAddress(running, process.env)! } : {}),
+        ...(consoleAddress(running, config.notifierListen) ? { console: consoleAddress(running, config.notifierListen)! } : {}),
         demo,
         startupMs: Math.round(performance.now() - started),
       }),

@@ -1,4 +1,5 @@
-import type { SettingSources } from '@gpualert/config';
+import { COMMON_SOURCES, CommonConfig, type SettingSources } from '@gpualert/config';
+import { commandSettings } from './command-settings.ts';
 import { z } from 'zod';
 
 const UNITS = new Map<string, number>([['ms', 1], ['s', 1_000], ['m', 60_000], ['h', 3_600_000]]);
@@ -25,7 +26,7 @@ const labels = z
     const pairs = Array.isArray(value) ? value.map((p) => { const [k = '', ...rest] = p.split('='); return [k, rest.join('=')] as const; }) : Object.entries(value);
     for (const [key, v] of pairs) {
       if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(key)) {
-        context.addIssue({ code: 'custom', message: `expected key=value with a label name of letters, digits and _ (got "${key}")` });
+        context.addIssue({ code: 'custom', message: `expected key=value with a label name of letters, digits and _ (not "${key}")` });
         return z.NEVER;
       }
       out[key] = v;
@@ -77,3 +78,10 @@ export const AGENT_SOURCES: SettingSources<AgentConfig> = {
   port: { env: 'GPUALERT_AGENT_PORT' },
   listen: { env: 'GPUALERT_AGENT_LISTEN' },
 };
+
+/** `gpualert agent`: the common settings and the agent's own. */
+export const AGENT_SETTINGS = commandSettings({
+  command: 'agent',
+  schema: CommonConfig.extend(AgentConfig.shape),
+  sources: { ...COMMON_SOURCES, ...AGENT_SOURCES, labels: { env: 'GPUALERT_AGENT_LABELS', flag: '--label' } },
+});
