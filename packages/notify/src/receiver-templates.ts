@@ -1,4 +1,5 @@
 import { ALERTMANAGER_DEFAULT_TEMPLATES } from './alertmanager-default-templates.ts';
+import { ALL_CHANNELS } from './channels/all-channels.ts';
 import { CompiledTemplate, TemplateError, TemplateSet } from './go-template.ts';
 import { templateProblem } from './render-fields.ts';
 
@@ -6,17 +7,13 @@ import { templateProblem } from './render-fields.ts';
 export { renderFields, templateProblem, type Rendered } from './render-fields.ts';
 
 /**
- * The fields Alertmanager templates in the integrations gpualert maps, and what each becomes:
- * slack `title`/`text`, email `headers.Subject`/`html`/`text`, pagerduty `description` (the
- * event's summary), opsgenie `message`/`description`. The webhook has none (as in Alertmanager).
+ * The fields Alertmanager templates in each integration gpualert maps (`<type>_configs` → fields),
+ * as each channel's descriptor declares them (`alertmanager.templates`). The webhook has none (as in Alertmanager).
  */
-export const TEMPLATE_FIELDS: Readonly<Record<string, readonly string[]>> = {
-  slack_configs: ['title', 'text', 'username', 'icon_emoji'],
-  email_configs: ['subject', 'html', 'text'],
-  pagerduty_configs: ['description'],
-  opsgenie_configs: ['message', 'description'],
-  victorops_configs: ['entity_display_name', 'state_message', 'monitoring_tool'],
-};
+export const TEMPLATE_FIELDS: Readonly<Record<string, readonly string[]>> = Object.assign(
+  Object.create(null) as Record<string, readonly string[]>,
+  Object.fromEntries(ALL_CHANNELS.flatMap((d) => (d.alertmanager && d.alertmanager.templates.length > 0 ? [[d.alertmanager.key, d.alertmanager.templates]] : []))),
+);
 
 /** Fields rendered as HTML (html/template's escaping of printed values). */
 const HTML_FIELDS = new Set(['html']);
@@ -51,3 +48,4 @@ export function compileFields(fields: Readonly<Record<string, TemplateField>>, s
   }
   return { compiled, problems };
 }
+
