@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { integrationsOf, GlobalConfig, RECEIVER_CONFIG_KEYS, type Integration } from './alertmanager-receivers.ts';
-import { CHANNELS, channelSettings, type ChannelName } from './channels/channel-settings.ts';
+import { CHANNELS, type ChannelName } from './channels/all-channels.ts';
+import { channelSettings } from './channels/channel-settings.ts';
 import { MatcherList, newMatcher, type Matcher } from './matchers.ts';
 import { compileFields, defaultTemplateSet } from './receiver-templates.ts';
 import { TimeIntervalSchema, type TimeInterval } from './time-interval.ts';
@@ -38,7 +39,7 @@ export const Receiver = z.strictObject({
   settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
   /** Messages a minute this destination takes (the vendor's documented limit); over it, a digest. */
   per_minute: z.number().positive().optional(),
-  /** Messages a second; without either, the vendor's documented rate (channels/rate-limits.ts). */
+  /** Messages a second; without either, the vendor's documented rate (its channel's descriptor, applied in channels/rate-limits.ts). */
   per_second: z.number().positive().optional(),
   send_resolved: z.boolean().default(true),
 }).superRefine((receiver, ctx) => {

@@ -1,15 +1,15 @@
 import { redactSecrets } from '@gpualert/log';
 import type { Notification } from '../notifier-types.ts';
-import type { ChannelName } from './channel-names.ts';
 
 /** How one delivery attempt ended; the shell retries what is retriable. */
 export type DeliveryResult =
   | { readonly ok: true; readonly detail?: string }
   | { readonly ok: false; readonly retriable: boolean; readonly error: string; readonly retryAfterMs?: number };
 
-/** One destination: Slack, PagerDuty, email… One file per channel, one registry. */
+/** One destination: Slack, PagerDuty, email… One file per channel, built by its descriptor (all-channels.ts). */
 export interface Channel {
-  readonly name: ChannelName;
+  /** Its descriptor's name (all-channels.ts's ChannelName; this file sits below that list). */
+  readonly name: string;
   /** `signal` aborts the attempt when the notifier stops; the outbox keeps the notification. */
   send(notification: Notification, signal?: AbortSignal): Promise<DeliveryResult>;
 }

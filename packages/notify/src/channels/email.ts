@@ -1,7 +1,7 @@
 import { createTransport, type Transporter } from 'nodemailer';
 import { redactSecrets } from '@gpualert/log';
 import type { CompiledTemplate } from '../go-template.ts';
-import { renderFields } from '../receiver-templates.ts';
+import { renderFields } from '../render-fields.ts';
 import type { Channel } from './channel.ts';
 import { oneLine } from './escape.ts';
 import { html, plainText, title } from './format.ts';

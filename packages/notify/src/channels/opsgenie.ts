@@ -1,5 +1,5 @@
 import type { CompiledTemplate } from '../go-template.ts';
-import { renderFields } from '../receiver-templates.ts';
+import { renderFields } from '../render-fields.ts';
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
 import { oneLine } from './escape.ts';

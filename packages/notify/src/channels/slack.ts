@@ -1,6 +1,6 @@
 import type { CompiledTemplate } from '../go-template.ts';
 import type { Notification } from '../notifier-types.ts';
-import { renderFields } from '../receiver-templates.ts';
+import { renderFields } from '../render-fields.ts';
 import type { Channel } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
 import { escapeSlack } from './escape.ts';
