@@ -1,4 +1,3 @@
 export * from './timeline.ts';
 export * from './formats.ts';
 export * from './export-timeline.ts';
-export * from './usage/index.ts';
