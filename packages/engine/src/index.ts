@@ -8,7 +8,6 @@ export * from './replay.ts';
 export * from './time-policy.ts';
 export * from './judge.ts';
 export { JUDGES } from './judges/index.ts';
-export * from './synthetic-fleet.ts';
 export * from './fleet-metrics.ts';
 export * from './store-keys.ts';
 export * from './forget-hosts.ts';
