@@ -1,2 +1,2 @@
-export * from './load-config.ts';
-export * from './common.ts';
+export { ConfigError, loadConfig, type SettingSources } from './load-config.ts';
+export { COMMON_SOURCES, CommonConfig } from './common.ts';

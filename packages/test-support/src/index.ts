@@ -1,6 +1,6 @@
 // What tests and benches share, and production code never imports (test/import-graph.test.ts).
-export { busConformance, type BusFactory } from './bus-conformance.ts';
-export { stateConformance, type StoreFactory } from './state-conformance.ts';
+export { busConformance } from './bus-conformance.ts';
+export { stateConformance } from './state-conformance.ts';
 export { uniqueName, waitFor } from './wait-for.ts';
 export { hostileEnvelope, PROTOTYPE_KEYS, SENTINEL_HOST } from './hostile-envelopes.ts';
 export { shippedCatalog } from './shipped-catalog.ts';
