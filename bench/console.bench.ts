@@ -1,7 +1,7 @@
 import { createNotifierServer, NotifierMetrics } from '@gpualert/notifier';
 import { gridOf } from '../services/notifier/src/console/console-http.ts';
 import { MemoryStore } from '@gpualert/state';
-import { syntheticFleetSnapshot, syntheticFleetSource } from '../services/notifier/src/console/synthetic-fleet.ts';
+import { syntheticFleetSnapshot, syntheticFleetSource } from '@gpualert/test-support';
 import { Browser } from '../test/console-browser.ts';
 import { close, listen } from '../test/infra/http.ts';
 import { format, median } from './harness.ts';

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
-import { syntheticFleet } from '@gpualert/engine';
+import { syntheticFleet } from '@gpualert/test-support';
 import { TOPICS } from '@gpualert/schema';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';

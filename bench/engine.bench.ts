@@ -1,8 +1,8 @@
-import { Engine, emptyEngineState, loadRuleSet, syntheticFleet } from '@gpualert/engine';
+import { Engine, emptyEngineState, loadRuleSet } from '@gpualert/engine';
 import { loadXidCatalog } from '@gpualert/rules';
 import { parseEnvelope, type Envelope } from '@gpualert/schema';
 import fc from 'fast-check';
-import { hostileEnvelope } from '@gpualert/engine/hostile-envelopes';
+import { hostileEnvelope, syntheticFleet } from '@gpualert/test-support';
 import { format, measure, median, percentile } from './harness.ts';
 
 /** The judging core over a synthetic 10,000-GPU fleet with the default rules, on one core. */

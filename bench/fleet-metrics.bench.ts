@@ -1,4 +1,5 @@
-import { emptyEngineState, Engine, loadRuleSet, renderFleetMetrics, StreamClock, syntheticFleet } from '@gpualert/engine';
+import { emptyEngineState, Engine, loadRuleSet, renderFleetMetrics, StreamClock } from '@gpualert/engine';
+import { syntheticFleet } from '@gpualert/test-support';
 import { EngineMetrics } from '@gpualert/engine-service';
 import { loadXidCatalog } from '@gpualert/rules';
 import type { GpuSampleData } from '@gpualert/schema';

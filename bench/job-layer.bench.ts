@@ -3,7 +3,7 @@ import { newEnvelope, type Envelope } from '@gpualert/schema';
 import { Engine, loadRuleSet } from '@gpualert/engine';
 import { emptyEngineState } from '../packages/engine/src/engine-state.ts';
 import { StreamClock } from '../packages/engine/src/time-policy.ts';
-import { syntheticFleet } from '../packages/engine/src/synthetic-fleet.ts';
+import { syntheticFleet } from '@gpualert/test-support';
 import { measure } from './harness.ts';
 
 const T0 = Date.parse('2026-06-01T00:00:00Z');

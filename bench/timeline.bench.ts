@@ -1,5 +1,5 @@
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
-import { syntheticFleet } from '@gpualert/engine';
+import { syntheticFleet } from '@gpualert/test-support';
 import { TOPICS } from '@gpualert/schema';
 import { exportTimeline } from '@gpualert/timeline';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { newEnvelope, stableId, type GpuMetrics } from '@gpualert/schema';
-import { parseBill, priceLookup, readRollup, reconcile, renderUsage, UsageAccumulator, UsageReportBuilder } from '@gpualert/timeline';
+import { parseBill, priceLookup, readRollup, reconcile, renderUsage, UsageAccumulator, UsageReportBuilder } from '@gpualert/usage';
 import { format } from './harness.ts';
 
 const HOUR = 3_600_000;

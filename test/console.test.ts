@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetSnapshot, type FleetSource } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { createNotifierServer, loadSilences, NotifierMetrics } from '@gpualert/notifier';
-import { syntheticFleetSnapshot } from '../services/notifier/src/console/synthetic-fleet.ts';
+import { syntheticFleetSnapshot } from '@gpualert/test-support';
 import { Browser, type Page } from './console-browser.ts';
 import { close, listen } from './infra/http.ts';
 

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { KafkaBus, envelopeMessage, type Bus } from '@gpualert/bus';
-import { Engine, emptyEngineState, loadRuleSet, syntheticFleet, type FleetOptions } from '@gpualert/engine';
+import { Engine, emptyEngineState, loadRuleSet } from '@gpualert/engine';
+import { syntheticFleet, type FleetOptions } from '@gpualert/test-support';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
 import { Kafka, logLevel, Partitioners, type Admin } from 'kafkajs';

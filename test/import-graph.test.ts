@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { circles, importGraph } from '../tools/import-graph.ts';
+import { circles, importGraph, testImports } from '../tools/import-graph.ts';
 
 describe('the import graph', () => {
   it('finds a circle where there is one: two files, three files through a package, a file importing itself', () => {
@@ -20,5 +20,24 @@ describe('the import graph', () => {
     expect(graph.get('packages/notify/src/notifier-core.ts')).toContain('packages/notify/src/stages/inhibitor.ts');
     expect(graph.get('packages/notify/src/channels/webhook.ts')).toContain('packages/notify/src/channels/channel.ts');
     expect(circles(graph)).toEqual([]);
+  });
+
+  it('finds a production file that imports test code, through the test-support package or test/', () => {
+    const graph = new Map([
+      ['packages/bus/src/memory-bus.ts', ['packages/test-support/src/index.ts']],
+      ['services/engine/src/engine-service.ts', ['test/infra/wait-for.ts', 'packages/bus/src/memory-bus.ts']],
+      ['packages/test-support/src/bus-conformance.ts', ['packages/bus/src/memory-bus.ts', 'packages/test-support/src/wait-for.ts']],
+    ]);
+    expect(testImports(graph)).toEqual([
+      ['packages/bus/src/memory-bus.ts', 'packages/test-support/src/index.ts'],
+      ['services/engine/src/engine-service.ts', 'test/infra/wait-for.ts'],
+    ]);
+  });
+
+  it("of gpualert's own source: no production file imports @gpualert/test-support or test/", () => {
+    const graph = importGraph(resolve(import.meta.dirname, '..'));
+    // The graph holds the test-support package, and its suites import what they test.
+    expect(graph.get('packages/test-support/src/bus-conformance.ts')).toContain('packages/bus/src/index.ts');
+    expect(testImports(graph)).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { busConformance } from '../packages/bus/src/bus-conformance.ts';
+import { busConformance } from '@gpualert/test-support';
 import { KafkaBus } from '../packages/bus/src/kafka-bus.ts';
 import { uniqueName } from './infra/wait-for.ts';
 

@@ -1,6 +1,6 @@
 import { redisConnection, RedisStore } from '@gpualert/state';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stateConformance } from '../packages/state/src/state-conformance.ts';
+import { stateConformance } from '@gpualert/test-support';
 import { SentinelGroup } from './infra/redis-sentinel.ts';
 import { waitFor } from './infra/wait-for.ts';
 

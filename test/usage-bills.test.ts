@@ -6,7 +6,7 @@ import { createLogger } from '@gpualert/log';
 import { newEnvelope, parseEnvelope, TOPICS, type EnvelopeOf, type GpuMetrics } from '@gpualert/schema';
 import {
   instanceKey, parseBill, readRollup, reconcile, renderUsage, startUsageService, UsageAccumulator, UsageReportBuilder, type UsageReport,
-} from '@gpualert/timeline';
+} from '@gpualert/usage';
 import { describe, expect, inject, it } from 'vitest';
 import { cleanEnv, runCli } from './infra/run-cli.ts';
 import { uniqueName, waitFor } from './infra/wait-for.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { newEnvelope, type EnvelopeOf } from '@gpualert/schema';
-import { MAX_BILL_ROW_COST, parseBill, readRollup, UsageReportBuilder, type UsageReport } from '@gpualert/timeline';
+import { MAX_BILL_ROW_COST, parseBill, readRollup, UsageReportBuilder, type UsageReport } from '@gpualert/usage';
 import { describe, expect, it } from 'vitest';
 import { cleanEnv, runCli } from './infra/run-cli.ts';
 

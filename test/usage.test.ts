@@ -6,7 +6,7 @@ import { newEnvelope, type Envelope, type EnvelopeOf, type GpuMetrics } from '@g
 import {
   IdleDigest, parseBill, priceLookup, PricesFile, reconcile, UsageAccumulator, UsageReportBuilder,
   type Reconciliation, type UsageReport,
-} from '@gpualert/timeline';
+} from '@gpualert/usage';
 import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, runCli } from './infra/run-cli.ts';

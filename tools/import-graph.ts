@@ -5,7 +5,8 @@ import ts from 'typescript';
 /**
  * The import graph of the project's source (packages/ and services/, tests aside): every file's
  * imports and re-exports, type-only ones included, resolved to files (a relative path, or an
- * `@gpualert/*` package to its entry). `circles` finds the import circles in it (issue 30: none).
+ * `@gpualert/*` package to its entry). `circles` finds the import circles in it (issue 30: none);
+ * `testImports` the production files that import test code (none).
  */
 export type ImportGraph = ReadonlyMap<string, readonly string[]>;
 
@@ -88,4 +89,13 @@ export function circles(graph: ImportGraph): string[][] {
   };
   for (const file of graph.keys()) if (!index.has(file)) visit(file);
   return found;
+}
+
+/** Where test code lives: the conformance suites and shared test data, and the cross-service tests. */
+export const TEST_CODE = ['packages/test-support/', 'test/'];
+
+/** Each production file (any file of the graph outside TEST_CODE) that imports test code, with the file it imports. */
+export function testImports(graph: ImportGraph): [from: string, to: string][] {
+  const isTestCode = (file: string) => TEST_CODE.some((dir) => file.startsWith(dir));
+  return [...graph].flatMap(([file, targets]) => (isTestCode(file) ? [] : targets.filter(isTestCode).map((target): [string, string] => [file, target])));
 }

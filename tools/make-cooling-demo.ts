@@ -7,7 +7,7 @@
 // 3, behind it, warm up by about 3 °C a minute to the high 80s. At minute 45 the fan is replaced;
 // the GPUs cool down. The inlet air stays where it always is. One incident, root cause cooling.
 import { writeFileSync } from 'node:fs';
-import { hostName, random, syntheticFleet } from '@gpualert/engine';
+import { hostName, random, syntheticFleet } from '@gpualert/test-support';
 import { newEnvelope, stableId, type Envelope, type HostSampleData } from '@gpualert/schema';
 
 const T0 = Date.parse('2026-06-02T03:00:00Z');

@@ -1,7 +1,7 @@
 // Writes demo/incident.jsonl, the recording `gpualert up --demo` plays: deterministic, so the
 // file only changes when this script does. Run: npx tsx tools/make-demo.ts
 import { writeFileSync } from 'node:fs';
-import { hostName, syntheticFleet } from '@gpualert/engine';
+import { hostName, syntheticFleet } from '@gpualert/test-support';
 import { newEnvelope, stableId, type Envelope } from '@gpualert/schema';
 
 const T0 = Date.parse('2026-06-01T02:00:00Z');

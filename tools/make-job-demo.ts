@@ -6,7 +6,7 @@
 // lines, PyTorch's ProcessGroupNCCL watchdog) and the Xid 79 lines of demo/incident.jsonl.
 // Deterministic, so the file only changes when this script does. Run: npx tsx tools/make-job-demo.ts
 import { writeFileSync } from 'node:fs';
-import { syntheticFleet } from '@gpualert/engine';
+import { syntheticFleet } from '@gpualert/test-support';
 import { newEnvelope, stableId, type Envelope, type JobEventData } from '@gpualert/schema';
 
 const T0 = Date.parse('2026-06-02T03:00:00Z');

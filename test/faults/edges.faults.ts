@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DEADLETTER_HEADERS, envelopeMessage, pipelineFingerprint } from '@gpualert/bus';
-import { hostName } from '@gpualert/engine';
+import { hostName } from '@gpualert/test-support';
 import { sign } from '@gpualert/intake';
 import { Partitioners } from 'kafkajs';
 import { newEnvelope, parseEnvelope, TOPICS } from '@gpualert/schema';

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
-import { hostName, syntheticFleet } from '@gpualert/engine';
+import { hostName, syntheticFleet } from '@gpualert/test-support';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel, type Admin } from 'kafkajs';

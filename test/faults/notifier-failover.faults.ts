@@ -1,5 +1,5 @@
 import { envelopeMessage } from '@gpualert/bus';
-import { hostName } from '@gpualert/engine';
+import { hostName } from '@gpualert/test-support';
 import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultPipeline, type Service } from './fault-pipeline.ts';

@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newEnvelope } from '@gpualert/schema';
 import { describe, expect, it } from 'vitest';
-import { waitFor } from '../../../test/infra/wait-for.ts';
+import { busConformance, waitFor } from '@gpualert/test-support';
 import { envelopeMessage } from './bus.ts';
-import { busConformance } from './bus-conformance.ts';
 import { MemoryBus } from './memory-bus.ts';
 
 busConformance('in-process (embedded mode)', async () => new MemoryBus({ partitions: 4, maxBatchSize: 50 }), 500);

@@ -5,7 +5,7 @@ import { Engine } from './engine.ts';
 import { emptyEngineState, newHostState, type EngineState } from './engine-state.ts';
 import { MAX_ALERT_SERIES_PER_HOST, renderFleetMetrics, renderFleetMetricsCounted } from './fleet-metrics.ts';
 import { loadRuleSet } from './load-rules.ts';
-import { hostName, syntheticFleet, type FleetOptions } from './synthetic-fleet.ts';
+import { hostName, syntheticFleet, type FleetOptions } from '@gpualert/test-support';
 import { StreamClock } from './time-policy.ts';
 
 const rules = loadRuleSet();

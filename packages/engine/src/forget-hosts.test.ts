@@ -5,7 +5,7 @@ import { Engine } from './engine.ts';
 import { emptyEngineState } from './engine-state.ts';
 import { DEFAULT_FORGET_AFTER_MS, forgetHost, hostsToForget, parseForgetAfter } from './forget-hosts.ts';
 import { loadRuleSet } from './load-rules.ts';
-import { syntheticFleet } from './synthetic-fleet.ts';
+import { syntheticFleet } from '@gpualert/test-support';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();

@@ -10,7 +10,7 @@ import { emptyEngineState, parseFleetState, parseHostState, type EngineState } f
 import { DEFAULT_RULES_DIR, loadRuleSet } from './load-rules.ts';
 import { replay } from './replay.ts';
 import { StreamClock } from './time-policy.ts';
-import { syntheticFleet } from './synthetic-fleet.ts';
+import { syntheticFleet } from '@gpualert/test-support';
 
 const rules = loadRuleSet();
 if (!rules.ok) throw new Error(rules.errors.map(formatRuleError).join('\n'));

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Engine, MAX_MAINTENANCE_WINDOWS_PER_HOST, MAX_XID_CODES_PER_GPU } from './engine.ts';
 import { emptyEngineState, parseFleetState, parseHostState, type EngineState } from './engine-state.ts';
-import { hostileEnvelope, PROTOTYPE_KEYS, SENTINEL_HOST } from './hostile-envelopes.ts';
+import { hostileEnvelope, PROTOTYPE_KEYS, SENTINEL_HOST } from '@gpualert/test-support';
 import { loadRuleSet } from './load-rules.ts';
 import { peerMedian, peerMedians } from './peer-medians.ts';
 import { RecordingError, replay } from './replay.ts';

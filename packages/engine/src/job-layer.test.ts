@@ -6,7 +6,7 @@ import { emptyEngineState, parseFleetState, parseHostState } from './engine-stat
 import { MAX_RANKS_PER_JOB, MAX_TRAINING_JOBS } from './job-runs.ts';
 import { loadRuleSet } from './load-rules.ts';
 import { StreamClock } from './time-policy.ts';
-import { hostName, syntheticFleet } from './synthetic-fleet.ts';
+import { hostName, syntheticFleet } from '@gpualert/test-support';
 
 const rules = loadRuleSet();
 if (!rules.ok) throw new Error(rules.errors.map(formatRuleError).join('\n'));

@@ -7,7 +7,7 @@ import { emptyEngineState, type EngineState } from './engine-state.ts';
 import { loadRuleSet } from './load-rules.ts';
 import { replay } from './replay.ts';
 import { StreamClock } from './time-policy.ts';
-import { hostName, syntheticFleet, type FleetOptions } from './synthetic-fleet.ts';
+import { hostName, syntheticFleet, type FleetOptions } from '@gpualert/test-support';
 
 const rules = loadRuleSet();
 if (!rules.ok) throw new Error(rules.errors.map(formatRuleError).join('\n'));

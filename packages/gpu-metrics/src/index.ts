@@ -1,6 +1,5 @@
-export * from './unavailable.ts';
-export * from './nvidia-smi-fields.ts';
-export * from './nvidia-smi-csv.ts';
-export * from './dcgm-text.ts';
-export * from './dcgm-series.ts';
-export * from './physical-range.ts';
+export { isUnavailable } from './unavailable.ts';
+export { chooseQueryFields, QUERY_FIELDS, supportedQueryFields } from './nvidia-smi-fields.ts';
+export { countComputeApps, emptyMetrics, lostGpuMessage, parseNvidiaSmiCsv } from './nvidia-smi-csv.ts';
+export { parseDcgmText } from './dcgm-text.ts';
+export { DCGM_HOST_LABELS, DcgmSeriesAccumulator, hostOfSeries } from './dcgm-series.ts';

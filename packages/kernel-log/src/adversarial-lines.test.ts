@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { classify } from './classify.ts';
 import { KernelLogParser } from './kernel-log-parser.ts';
-import { shippedCatalog } from './test-catalog.ts';
+import { shippedCatalog } from '@gpualert/test-support';
 
 // Hostile lines: one token repeated into a journald-sized (48 KiB) line, from the attack on the kernel
 // parser (a quadratic "Oops" pattern) and the audit of every pattern here that followed. Synthetic.

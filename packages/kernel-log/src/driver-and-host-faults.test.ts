@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { classify } from './classify.ts';
 import { parseKernelLog } from './parse-kernel-log.ts';
-import { shippedCatalog } from './test-catalog.ts';
+import { shippedCatalog } from '@gpualert/test-support';
 
 const catalog = shippedCatalog();
 const ARRIVAL = Date.parse('2026-11-30T00:00:00Z');

@@ -1,5 +1,4 @@
-export * from './strip-prefix.ts';
-export * from './classify.ts';
-export * from './kernel-log-parser.ts';
-export * from './parse-kernel-log.ts';
-export * from './pci-topology.ts';
+export { stripPrefix } from './strip-prefix.ts';
+export { KernelLogParser, type ParsedKernelEvent } from './kernel-log-parser.ts';
+export { parseKernelLog } from './parse-kernel-log.ts';
+export { busOf, fromLspciTree, fromSysfsLinks, parseTopology, PciTopology } from './pci-topology.ts';

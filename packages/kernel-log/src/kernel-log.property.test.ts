@@ -3,7 +3,7 @@ import { newEnvelope, parseEnvelope } from '@gpualert/schema';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { KernelLogParser } from './kernel-log-parser.ts';
-import { shippedCatalog } from './test-catalog.ts';
+import { shippedCatalog } from '@gpualert/test-support';
 
 /** Cases per property: modest in CI; GPUALERT_FUZZ_RUNS asks for more (run once by hand, see the issue note). */
 const RUNS = Number(process.env.GPUALERT_FUZZ_RUNS ?? 300);

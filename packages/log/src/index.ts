@@ -1,3 +1,2 @@
-export * from './logger.ts';
-export * from './pretty.ts';
-export * from './redact.ts';
+export { createLogger, defaultLogFormat, type LogFormat, type Logger } from './logger.ts';
+export { redactSecrets, redactUrl } from './redact.ts';

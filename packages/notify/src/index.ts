@@ -1,22 +1,22 @@
-export * from './matchers.ts';
-export * from './alert-labels.ts';
-export * from './route-config.ts';
-export * from './routing.ts';
-export * from './time-interval.ts';
-export { GlobalConfig, RECEIVER_CONFIG_KEYS } from './alertmanager-receivers.ts';
-export * from './notifier-core.ts';
-export * from './load-routes.ts';
-export * from './channels/channel.ts';
-export * from './channels/format.ts';
-export * from './channels/registry.ts';
-export * from './channels/rate-limits.ts';
-export { feishuSign } from './channels/feishu.ts';
-export { dingtalkSign } from './channels/dingtalk.ts';
-export { alertmanagerPayload, signWebhook } from './channels/webhook.ts';
-export * from './silence-check.ts';
-export * from './silence-reach.ts';
-export { CompiledTemplate, TemplateError, TemplateSet } from './go-template.ts';
-export { templateData, annotationsOf } from './go-template-data.ts';
-export { renderFields, TEMPLATE_FIELDS, defaultTemplateSet } from './receiver-templates.ts';
-export { loadTemplateFiles, MAX_TEMPLATE_FILES } from './template-files.ts';
-export { CHANNEL_SETTINGS, channelSettings, isEnvRef, MAX_SETTING_LENGTH, urlProblem } from './channels/channel-settings.ts';
+export {
+  formatMatcher, matches, matchesAll, matchesValue, newMatcher, parseMatcher, parseMatchers, type Matcher, type MatchOp,
+} from './matchers.ts';
+export { ALERTMANAGER_API_SOURCE } from './alert-labels.ts';
+export {
+  dict, type AlertAbout, type AlertMarkers, type AlertView, type Dict, type Notification, type NotifierState, type ResolvedRoute,
+  type Silence,
+} from './notifier-types.ts';
+export { RoutesFile, type RouteSpec } from './route-config.ts';
+export { routesFor, walkRoutes } from './routing.ts';
+export { emptyNotifierState, loadNotifierState, NotifierCore, saveNotifierState, type Decision } from './notifier-core.ts';
+export {
+  MAX_SAVED_ALERTS, MAX_SAVED_ENTRY_CHARS, MAX_SAVED_GROUPS, MAX_SAVED_SILENCES, NOTIFIER_STATE, SavedNotification, SILENCE,
+} from './saved-notifier-state.ts';
+export { DEFAULT_ROUTES, loadRoutes } from './load-routes.ts';
+export type { Channel, DeliveryResult } from './channels/channel.ts';
+export { createChannel, ReceiverConfigError } from './channels/registry.ts';
+export { rateLimitOf, type RateLimit } from './channels/rate-limits.ts';
+export { alertmanagerPayload } from './channels/webhook.ts';
+export { checkSilence, type SilenceInput } from './silence-check.ts';
+export { describeReach, ReachCounter, silenceMatchers, tooBroad, type SilenceReach } from './silence-reach.ts';
+export { channelSettings } from './channels/channel-settings.ts';

@@ -1,6 +1,4 @@
-export * from './times.ts';
-export * from './adapter.ts';
-export * from './adapters.ts';
-export { GenericEvent } from './generic.ts';
-export { azureHealthAdapter, MAX_AZURE_ALERT_TARGETS } from './azure-health.ts';
+export type { AdapterResult } from './adapter.ts';
+export { ADAPTERS } from './adapters.ts';
+export { azureHealthAdapter } from './azure-health.ts';
 export { detectProvider } from './detect-provider.ts';

@@ -1,3 +1,5 @@
-export * from './load-yaml.ts';
-export * from './xid-catalog.ts';
-export * from './bundled-path.ts';
+export {
+  formatRuleError, loadYamlFile, nearestOf, parseYamlText, readYamlText, withNearest, type LoadResult, type RuleFileError,
+} from './load-yaml.ts';
+export { loadXidCatalog, type XidCatalog } from './xid-catalog.ts';
+export { bundledPath } from './bundled-path.ts';

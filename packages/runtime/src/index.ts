@@ -1,6 +1,6 @@
-export * from './infrastructure.ts';
-export * from './service.ts';
-export * from './until-signal.ts';
-export * from './data-dir.ts';
-export * from './serial.ts';
-export * from './readiness.ts';
+export { openInfrastructure, type Infrastructure } from './infrastructure.ts';
+export type { RunningService, ServiceContext, ServiceDefinition } from './service.ts';
+export { exitAfterStop, listenForStop, stopWithin, untilSignal } from './until-signal.ts';
+export { embeddedDataDir } from './data-dir.ts';
+export { priorityQueue, serialQueue } from './serial.ts';
+export { busReady, consumerReady, readiness, storeReady, type Readiness } from './readiness.ts';

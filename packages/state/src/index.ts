@@ -1,3 +1,3 @@
-export * from './state-store.ts';
-export { MemoryStore, MemoryStoreData, type MemoryStoreOptions } from './memory-store.ts';
-export { redisConnection, RedisStore, type RedisStoreOptions } from './redis-store.ts';
+export type { StateStore } from './state-store.ts';
+export { MemoryStore, MemoryStoreData } from './memory-store.ts';
+export { redisConnection, RedisStore } from './redis-store.ts';

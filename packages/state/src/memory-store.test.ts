@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, MemoryStoreData } from './memory-store.ts';
-import { stateConformance } from './state-conformance.ts';
+import { stateConformance } from '@gpualert/test-support';
 
 // Stores over one MemoryStoreData are clients of one embedded server, like two Redis connections.
 const server = new MemoryStoreData();

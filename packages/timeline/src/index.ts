@@ -1,4 +1,3 @@
-export * from './timeline.ts';
-export * from './formats.ts';
-export * from './export-timeline.ts';
-export * from './usage/index.ts';
+export { buildTimeline, type Timeline } from './timeline.ts';
+export { FORMATS, render, type Format } from './formats.ts';
+export { exportTimeline, UnknownIncidentError } from './export-timeline.ts';

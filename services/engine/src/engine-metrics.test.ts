@@ -3,7 +3,7 @@ import type { GpuSampleData } from '@gpualert/schema';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { slowClient } from '../../../test/infra/slow-client.ts';
-import { waitFor } from '../../../test/infra/wait-for.ts';
+import { waitFor } from '@gpualert/test-support';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 
 const rules = loadRuleSet();

@@ -1,5 +1,6 @@
 import { DEADLETTER_HEADERS, envelopeMessage, MemoryBus } from '@gpualert/bus';
-import { loadRuleSet, syntheticFleet } from '@gpualert/engine';
+import { loadRuleSet } from '@gpualert/engine';
+import { syntheticFleet } from '@gpualert/test-support';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';

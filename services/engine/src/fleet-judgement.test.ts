@@ -6,8 +6,7 @@ import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf, type GpuMetrics } 
 import { MemoryStore, MemoryStoreData } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { startEngineService } from './engine-service.ts';
-import { hostsOn, inventory, T0, PARTITIONS } from './fleet-fixtures.ts';
-import { waitFor } from '../../../test/infra/wait-for.ts';
+import { hostsOn, inventory, PARTITIONS, T0, waitFor } from '@gpualert/test-support';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();

@@ -8,8 +8,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ENGINE_INPUT_TOPICS, startEngineService } from './engine-service.ts';
 import { FleetShares } from './fleet-sharing.ts';
-import { hostsOn, inventory, PARTITIONS, T0 } from './fleet-fixtures.ts';
-import { waitFor } from '../../../test/infra/wait-for.ts';
+import { hostsOn, inventory, PARTITIONS, T0, waitFor } from '@gpualert/test-support';
 
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();

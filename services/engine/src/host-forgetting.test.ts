@@ -1,5 +1,6 @@
 import { envelopeMessage, MemoryBus } from '@gpualert/bus';
-import { engineHostKey, enginePartitionKey, loadRuleSet, syntheticFleet } from '@gpualert/engine';
+import { engineHostKey, enginePartitionKey, loadRuleSet } from '@gpualert/engine';
+import { syntheticFleet } from '@gpualert/test-support';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';

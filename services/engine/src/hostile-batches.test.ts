@@ -1,6 +1,6 @@
 import { envelopeMessage, MemoryBus } from '@gpualert/bus';
 import { loadRuleSet } from '@gpualert/engine';
-import { hostileEnvelope, SENTINEL_HOST } from '@gpualert/engine/hostile-envelopes';
+import { hostileEnvelope, SENTINEL_HOST } from '@gpualert/test-support';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';

@@ -1,5 +1,6 @@
 import { envelopeMessage, MemoryBus } from '@gpualert/bus';
-import { Engine, loadRuleSet, replay, syntheticFleet } from '@gpualert/engine';
+import { Engine, loadRuleSet, replay } from '@gpualert/engine';
+import { syntheticFleet } from '@gpualert/test-support';
 import { createLogger } from '@gpualert/log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { newEnvelope, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';

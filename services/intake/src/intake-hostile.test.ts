@@ -7,7 +7,7 @@ import { MAX_HOSTS_PER_PROVIDER_EVENT, parseEnvelope, TOPICS } from '@gpualert/s
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { slowClient } from '../../../test/infra/slow-client.ts';
-import { waitFor } from '../../../test/infra/wait-for.ts';
+import { waitFor } from '@gpualert/test-support';
 import { handleDelivery, MAX_HOSTS_PER_DELIVERY, type IntakeDeps } from './handle-delivery.ts';
 import { intakeConfigFrom } from './intake-config.ts';
 import { createIntakeServer } from './intake-server.ts';

@@ -5,7 +5,7 @@ import { RoutesFile } from '@gpualert/notify';
 import { encodeVersioned, TOPICS } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { expect, it } from 'vitest';
-import { waitFor } from '../../../test/infra/wait-for.ts';
+import { waitFor } from '@gpualert/test-support';
 import { startNotifier } from './notifier-service.ts';
 import { OUTBOX_ENTRY } from './outbox.ts';
 

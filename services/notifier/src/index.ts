@@ -1,9 +1,8 @@
-export * from './delivery.ts';
-export * from './silences.ts';
-export * from './silence-guard.ts';
-export * from './notifier-service.ts';
-export * from './notifier-http.ts';
-export * from './alertmanager-api.ts';
-export * from './console/index.ts';
-export * from './notifier-state-store.ts';
-export * from './outbox.ts';
+export { addSilence, expireSilence, loadSilences, SILENCES_KEY } from './silences.ts';
+export { makeSilence } from './silence-guard.ts';
+export { startNotifier, type RunningNotifier } from './notifier-service.ts';
+export { checkNotifierToken, createNotifierServer, NotifierConfigError, NotifierMetrics, type ReloadResult } from './notifier-http.ts';
+export { alertEnvelope, alertQuery, listAlertGroups, listAlerts, type NotifierView } from './alertmanager-api.ts';
+export { LatestSamples } from './console/latest-samples.ts';
+export { FIRING_KEY, NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
+export { GROUPS_KEY } from './saved-groups.ts';

@@ -5,7 +5,7 @@ import { RoutesFile } from '@gpualert/notify';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { slowClient } from '../../../test/infra/slow-client.ts';
-import { waitFor } from '../../../test/infra/wait-for.ts';
+import { waitFor } from '@gpualert/test-support';
 import { createNotifierServer, MAX_BODY_BYTES, NotifierConfigError, NotifierMetrics } from './notifier-http.ts';
 import { startNotifier } from './notifier-service.ts';
 import { loadSilences } from './silences.ts';

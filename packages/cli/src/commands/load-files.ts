@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { loadRuleSet, type RuleSet } from '@gpualert/engine';
 import { loadRoutes, type RoutesFile } from '@gpualert/notify';
 import { formatRuleError, loadXidCatalog, loadYamlFile, type XidCatalog } from '@gpualert/rules';
-import { priceLookup, PricesFile, type PriceLookup } from '@gpualert/timeline';
+import { priceLookup, PricesFile, type PriceLookup } from '@gpualert/usage';
 import { CliError } from '../cli-error.ts';
 
 /**

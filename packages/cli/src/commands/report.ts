@@ -10,7 +10,7 @@ import { TOPICS, validateEnvelope } from '@gpualert/schema';
 import {
   AlertBook, BILL_FORMATS, DEFAULT_BUSY_THRESHOLD_PCT, GROUP_BY, NO_PRICES, parseBill, readRollup, reconcile, renderUsage,
   startUsageService, USAGE_FORMATS, UsageReportBuilder, usageService, type BillFormat, type GroupBy, type UsageFormat,
-} from '@gpualert/timeline';
+} from '@gpualert/usage';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { loadSettings } from '../settings/command-settings.ts';

@@ -7,7 +7,7 @@ import { MemoryStore } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { kernelCursorKey, startKernelCollector } from './kernel-collector.ts';
 import type { LineSource, SourceLine } from './line-source.ts';
-import { waitFor } from '../../../../test/infra/wait-for.ts';
+import { waitFor } from '@gpualert/test-support';
 
 const CURSOR_V0 = readFileSync(new URL('./fixtures/state-v0/kernel-cursor.txt', import.meta.url), 'utf8');
 const catalog = (() => {

@@ -2,8 +2,7 @@ import fc from 'fast-check';
 
 /**
  * Envelopes as an attacker or a careless collector would write them, for the property suites and
- * the bench (not exported from the package: fast-check is a dev dependency). Each is JSON text,
- * so it enters where real messages do, through `parseEnvelope`.
+ * the bench. Each is JSON text, so it enters where real messages do, through `parseEnvelope`.
  */
 
 /** Names that are members of every plain object. */

@@ -1,6 +1,6 @@
+import type { StateStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../../../test/infra/wait-for.ts';
-import type { StateStore } from './state-store.ts';
+import { waitFor } from './wait-for.ts';
 
 /** Far longer than a store's round trip, short enough to wait out. */
 const TTL_MS = 1_000;

@@ -1,11 +1,10 @@
+import {
+  DEADLETTER_HEADERS, deadletterMessages, envelopeMessage, MAX_ALONE_ATTEMPTS, MAX_HANDLER_ATTEMPTS, pipelineFingerprint, RetriableError,
+  type Batch, type Bus, type Subscription,
+} from '@gpualert/bus';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from '../../../test/infra/wait-for.ts';
-import { DEADLETTER_HEADERS, envelopeMessage, type Batch, type Bus, type Subscription } from './bus.ts';
-import { deadletterMessages } from './bus-metrics.ts';
-import { RetriableError } from './infrastructure-error.ts';
-import { pipelineFingerprint } from './pipeline-alert.ts';
-import { MAX_ALONE_ATTEMPTS, MAX_HANDLER_ATTEMPTS } from './retry-batch.ts';
+import { waitFor } from './wait-for.ts';
 
 /** A fresh, isolated bus per test (its own topic prefix on a shared broker). */
 export type BusFactory = () => Promise<Bus>;
