@@ -2,10 +2,6 @@ import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packageOf, workspaceImports } from '../tools/workspace-deps.ts';
 
-/**
- * Imports packages/notify's package.json does not declare yet: its channels are being rewritten in
- * another branch, which owns that file. The test fails once they are declared: then empty this.
- */
 describe("each workspace's package.json", () => {
   const workspaces = workspaceImports(resolve(import.meta.dirname, '..'));
 
