@@ -3,4 +3,4 @@ export type { RunningService, ServiceContext, ServiceDefinition } from './servic
 export { exitAfterStop, listenForStop, stopWithin, untilSignal } from './until-signal.ts';
 export { embeddedDataDir } from './data-dir.ts';
 export { priorityQueue, serialQueue } from './serial.ts';
-export { busReady, consumerReady, readiness, storeReady, type Readiness } from './readiness.ts';
+export { busReady, consumerReady, sharedReadiness, storeReady, type Readiness } from './readiness.ts';

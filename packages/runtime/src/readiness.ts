@@ -35,6 +35,21 @@ export async function readiness(checks: readonly ReadinessCheck[], timeoutMs = R
   return { ready: results.every(([, r]) => r === 'ok'), checks: Object.fromEntries(results.map(([name, r]) => [name, redactSecrets(r)])) };
 }
 
+/**
+ * `readiness` for a probe endpoint: probes that arrive while a check runs share its answer rather
+ * than each starting their own. A frozen Redis and a storm of probes (20,000 of them held 66 MB)
+ * cost one check in flight, never one per probe.
+ */
+export function sharedReadiness(checks: () => readonly ReadinessCheck[], timeoutMs = READINESS_CHECK_MS): () => Promise<Readiness> {
+  let inFlight: Promise<Readiness> | undefined;
+  return () => {
+    inFlight ??= readiness(checks(), timeoutMs).finally(() => {
+      inFlight = undefined;
+    });
+    return inFlight;
+  };
+}
+
 /** The state store answers a read. */
 export function storeReady(store: StateStore): ReadinessCheck {
   return { name: 'store', check: async () => void (await store.get('gpualert:readiness-probe')) };

@@ -6,7 +6,7 @@ import { FleetShares } from './fleet-sharing.ts';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import { busReady, consumerReady, priorityQueue, readiness, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { busReady, consumerReady, priorityQueue, sharedReadiness, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 import { inFastLane } from './fast-lane.ts';
@@ -208,7 +208,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
 
   return {
     // Ready when it can judge: Kafka answers, its consumer is in the group, the store answers.
-    ready: () => readiness([busReady(options.bus), consumerReady('input consumer', subscription), storeReady(store)]),
+    ready: sharedReadiness(() => [busReady(options.bus), consumerReady('input consumer', subscription), storeReady(store)]),
     async stop() {
       clearInterval(timer);
       await subscription.stop();

@@ -1,4 +1,4 @@
-import { busReady, readiness, storeReady } from '@gpualert/runtime';
+import { busReady, sharedReadiness, storeReady } from '@gpualert/runtime';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
@@ -104,6 +104,7 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
   const metrics = new IntakeMetrics();
   const deliveries = createDeliveryRuntime(options.deliveries ?? { snsTopicArns: [] }, options.now);
   const requestTimeout = options.requestTimeoutMs ?? INTAKE_REQUEST_TIMEOUT_MS;
+  const ready = sharedReadiness(() => [busReady(options.bus), storeReady(options.store)]);
   const server = createServer({
     requestTimeout,
     headersTimeout: Math.min(requestTimeout, options.headersTimeoutMs ?? INTAKE_HEADERS_TIMEOUT_MS),
@@ -120,7 +121,7 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
       // Liveness: the event loop answered. Readiness: Kafka and the store answer (what a delivery needs), the reason when not.
       if (request.method === 'GET' && url.pathname === '/healthz') return send(response, 200, { status: 'ok' });
       if (request.method === 'GET' && url.pathname === '/readyz') {
-        const state = await readiness([busReady(options.bus), storeReady(options.store)]);
+        const state = await ready();
         return send(response, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not ready', checks: state.checks });
       }
       if (request.method === 'GET' && url.pathname === '/metrics') return send(response, 200, `${await metrics.registry.metrics()}${await BUS_METRICS.metrics()}`);

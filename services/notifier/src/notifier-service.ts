@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Bus, Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { NotifierCore, type Decision, type Notification, type NotifierState, type RoutesFile } from '@gpualert/notify';
-import { busReady, consumerReady, readiness, serialQueue, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import { busReady, consumerReady, serialQueue, sharedReadiness, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import { TOPICS } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import type { NotifierView } from './alertmanager-api.ts';
@@ -229,7 +229,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     // The API reads the state as the last step saved it: never half a step, never a step rolled back.
     state: () => saved.snapshot(),
     // Ready when it can read alerts and keep its outbox: Kafka answers, its consumer is in the group, the store answers.
-    ready: () => readiness([busReady(options.bus), consumerReady('alerts consumer', subscription), storeReady(store)]),
+    ready: sharedReadiness(() => [busReady(options.bus), consumerReady('alerts consumer', subscription), storeReady(store)]),
     async stop() {
       clearInterval(timer);
       clearInterval(heartbeat);
