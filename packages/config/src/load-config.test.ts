@@ -69,6 +69,23 @@ describe('loadConfig', () => {
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { env: { KAFKA_BROKERS: 'a:9092,b,c:9094' } })).toThrow(/^invalid config: KAFKA_BROKERS \(environment\): item 2: expected host:port/);
   });
 
+  it('refuses a REDIS_URL the store could not open, before anything starts, without echoing it', () => {
+    const problem = (url: string) => {
+      try {
+        loadConfig(CommonConfig, COMMON_SOURCES, { env: { REDIS_URL: url } });
+        return 'accepted';
+      } catch (error) {
+        expect((error as Error).message).not.toContain('s3cret');
+        return (error as Error).message.replace(/^invalid config: REDIS_URL \(environment\): /, '').replace(/ \(got a value of \d+ characters, not shown\)$/, '');
+      }
+    };
+    expect(problem('redis://:s3cret@host:notaport')).toBe('expected redis://[:password@]host[:port][/db] or rediss://…');
+    expect(problem('redis://:s3cret@host:6379/abc')).toBe('expected a database number after the host (/0 to /99), or nothing');
+    expect(problem('redis+sentinel://:s3cret@h:26379/mymaster/abc')).toBe('expected redis+sentinel://[:password@]host:port[,host:port…]/master-name[/db]');
+    expect(problem('redis+sentinel://[::1]:26379/mymaster')).toMatch(/an IPv6 address is not supported/);
+    for (const good of ['redis://localhost', 'redis://:s3cret@redis:6379/2', 'rediss://user:s3cret@redis.example:6380', 'redis+sentinel://:s3cret@s1:26379,s2:26379,s3/mymaster/1']) expect(problem(good)).toBe('accepted');
+  });
+
   it('says which file is unreadable or malformed', () => {
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { file: '/nonexistent/gpualert.yaml' })).toThrow(
       'invalid config: cannot read config file /nonexistent/gpualert.yaml: ENOENT',
