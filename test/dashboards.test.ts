@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { debianTool } from './alertmanager/debian-tool.ts';
 import { startToolOnFreePort } from './alertmanager/harness.ts';
+import { FakeNvidiaSmi } from './infra/fake-nvidia-smi.ts';
 import { onFreePort, PORT_TAKEN, PortTaken } from './infra/free-port.ts';
 import { cleanEnv, startCli } from './infra/run-cli.ts';
 import { waitFor } from './infra/wait-for.ts';
@@ -71,6 +72,11 @@ async function labelValues(base: string, query: string): Promise<string[]> {
   return [...new Set(body.data.map((s) => s[m[2]!]).filter((v): v is string => v !== undefined))];
 }
 
+async function activeTargets(base: string): Promise<{ labels: Record<string, string>; health: string; lastError: string }[]> {
+  const body = (await (await fetch(`${base}/api/v1/targets?state=active`)).json()) as { data: { activeTargets: { labels: Record<string, string>; health: string; lastError: string }[] } };
+  return body.data.activeTargets;
+}
+
 async function instant(base: string, expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]> {
   const response = await fetch(`${base}/api/v1/query?${new URLSearchParams({ query: expr }).toString()}`);
   const body = (await response.json()) as { status: string; error?: string; data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
@@ -101,6 +107,7 @@ function substitute(expr: string, values: ReadonlyMap<string, string>): string {
 describe('every panel and recording rule against a real Prometheus scraping `gpualert up --demo`', () => {
   const cleanups: (() => Promise<void>)[] = [];
   let base = '';
+  let intakeBase = '';
   afterAll(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
@@ -112,6 +119,7 @@ describe('every panel and recording rule against a real Prometheus scraping `gpu
     const { up, enginePort } = await onFreePort(async (port) => {
       const started = startCli(['up', '--demo', '--speed', '5000', '--data-dir', join(dir, `up-${port}`), '--log-format', 'json'], cleanEnv({
         GPUALERT_ENGINE_PORT: String(port), GPUALERT_INTAKE_PORT: '0', GPUALERT_NOTIFIER_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+        GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_NOTIFIER_TOKEN: 'dashboards-test-token-0123',
       }));
       const closed = new Promise((resolve) => started.once('close', resolve));
       const stop = async () => {
@@ -127,16 +135,31 @@ describe('every panel and recording rule against a real Prometheus scraping `gpu
       }
       return { up: started, enginePort: port };
     });
-    // The shipped rules file as it is, with a config that points the engine job at this `up`.
+    // An agent beside it, as on a GPU host (a stand-in nvidia-smi, the in-process bus): the agents' job has a target that answers.
+    const smi = new FakeNvidiaSmi();
+    const agent = startCli(['agent', '--host', 'gpu-node-000', '--nvidia-smi', smi.path, '--kernel-source', 'none', '--metadata', 'none', '--port', '0', '--listen', '127.0.0.1', '--log-format', 'json'], cleanEnv());
+    const agentClosed = new Promise((resolve) => agent.once('close', resolve));
+    cleanups.push(async () => {
+      if (agent.exitCode === null && agent.signalCode === null) agent.kill('SIGTERM');
+      await agentClosed;
+    });
+    await waitFor(() => agent.output().includes('"msg":"agent_started"') || agent.exitCode !== null, 'the agent to start', 30_000);
+    const agentPort = (JSON.parse(agent.output().split('\n').find((l) => l.includes('"msg":"agent_started"')) ?? '{}') as { port?: number }).port;
+    const ports = (JSON.parse(up.output().split('\n').find((l) => l.includes('"msg":"gpualert_up"')) ?? '{}') as { ports?: Record<string, number> }).ports ?? {};
+    // The shipped config and rules as they are, but for where things are (the services' host names,
+    // the rules file's path) and how often (1 s, not 15 s and 30 s, so the test waits seconds).
     const rules = join(dir, 'gpualert.rules.yml');
     writeFileSync(rules, readFileSync(RULES, 'utf8').replace('interval: 30s', 'interval: 1s'));
-    writeFileSync(join(dir, 'prometheus.yml'), `
-global: { scrape_interval: 1s, evaluation_interval: 1s }
-rule_files: ['${rules}']
-scrape_configs:
-- job_name: gpualert-engine
-  static_configs: [{ targets: ['127.0.0.1:${enginePort}'] }]
-`);
+    const shipped = readFileSync(new URL('deploy/prometheus/prometheus.yml', ROOT), 'utf8');
+    const config = [
+      ['engine:9470', `127.0.0.1:${enginePort}`], ['notifier:9095', `127.0.0.1:${ports.notifier}`], ['intake:9468', `127.0.0.1:${ports.intake}`],
+      ['gpu-node-000:9469', `127.0.0.1:${agentPort}`], ['- gpualert.rules.yml', `- ${rules}`], ['scrape_interval: 15s', 'scrape_interval: 1s'], ['evaluation_interval: 30s', 'evaluation_interval: 1s'],
+    ].reduce((text, [from, to]) => {
+      expect(text, `the shipped prometheus.yml has ${from}`).toContain(from);
+      return text.replace(from!, to!);
+    }, shipped);
+    writeFileSync(join(dir, 'prometheus.yml'), config);
+    intakeBase = `http://127.0.0.1:${ports.intake}`;
     const { tool: prometheus, port } = await startToolOnFreePort(debianTool('prometheus', 'prometheus'), (port) => [
       `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
     ], cleanups);
@@ -152,6 +175,23 @@ scrape_configs:
       }
     }, `Prometheus to have scraped the demo's alerts (up said:\n${up.output().slice(-1500)}\nprometheus said:\n${prometheus.output().slice(-1500)})`, 90_000);
   }, 240_000);
+
+  it('every target of the shipped scrape config is up: the engine, the notifier, the intake and an agent', async () => {
+    await waitFor(async () => {
+      const targets = await activeTargets(base);
+      return targets.length === 4 && targets.every((t) => t.health === 'up');
+    }, 'every target up', 30_000).catch(() => undefined);
+    const targets = await activeTargets(base);
+    expect(targets.map((t) => [t.labels.job, t.health, t.lastError]).sort()).toEqual([
+      ['gpualert-agent', 'up', ''], ['gpualert-engine', 'up', ''], ['gpualert-intake', 'up', ''], ['gpualert-notifier', 'up', ''],
+    ]);
+    // Each job's own metrics reached Prometheus, not only an answer on its port (the intake counts
+    // requests by outcome: one unsigned delivery gives it a series).
+    expect((await fetch(`${intakeBase}/v1/events/generic`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    await waitFor(async () => (await instant(base, 'gpualert_intake_requests_total')).length > 0, 'the intake\'s counter scraped', 10_000);
+    const own = await instant(base, 'count by (job) ({job=~"gpualert-.+", __name__=~"gpualert_.+"})');
+    expect(own.map((series) => series.metric.job).sort()).toEqual(['gpualert-agent', 'gpualert-engine', 'gpualert-intake', 'gpualert-notifier']);
+  });
 
   it('every recording rule gives at least one series', async () => {
     const groups = (parseYaml(readFileSync(RULES, 'utf8')) as { groups: { rules: { record: string }[] }[] }).groups;
@@ -210,11 +250,18 @@ scrape_configs:
     expect(siblingValue).toBeLessThan(siblingTop!);
   });
 
-  it('promtool accepts the shipped Prometheus config and recording rules', () => {
+  it('promtool accepts the shipped Prometheus config and recording rules, and the rules pass their unit tests', () => {
     const promtool = join(debianTool('prometheus', 'prometheus'), '..', 'promtool');
-    for (const args of [['check', 'config', new URL('deploy/prometheus/prometheus.yml', ROOT).pathname], ['check', 'rules', RULES.pathname]]) {
+    const tests = new URL('test/prometheus/gpualert.rules.test.yml', ROOT).pathname;
+    for (const args of [['check', 'config', new URL('deploy/prometheus/prometheus.yml', ROOT).pathname], ['check', 'rules', RULES.pathname], ['test', 'rules', tests]]) {
       const result = spawnSync(promtool, args, { encoding: 'utf8' });
       expect(result.status, `${args.join(' ')}: ${result.stdout}${result.stderr}`).toBe(0);
     }
+    // The unit tests can fail: a band of ± 3 spreads where the rule says 4 is caught.
+    const wrong = join(mkdtempSync(join(tmpdir(), 'gpualert-rules-test-')), 'wrong.test.yml');
+    writeFileSync(wrong, readFileSync(tests, 'utf8').replace('value: 69.4', 'value: 67.4').replace('../../deploy/prometheus/gpualert.rules.yml', RULES.pathname));
+    const failed = spawnSync(promtool, ['test', 'rules', wrong], { encoding: 'utf8' });
+    expect(failed.status).not.toBe(0);
+    expect(failed.stdout + failed.stderr).toMatch(/gpualert:gpu_baseline_band_upper/);
   });
 });
