@@ -72,36 +72,71 @@ function csv(t: Timeline): string {
 const COLORS: Record<string, string> = { temp_c: '#d9480f', power_w: '#1971c2', util_pct: '#2f9e44' };
 const MARKS: Record<string, string> = { kernel: '#c92a2a', alert: '#e67700', notification: '#5f3dc4', provider: '#0b7285', collector: '#862e9c', inventory: '#495057', job: '#2b8a3e' };
 
-/** An SVG chart of one GPU's temperature, power and utilisation per minute, with event markers. */
-export function chart(t: Timeline, width = 900, height = 320): string {
-  const focus = t.incident?.gpu !== undefined ? { host: t.incident.host, gpu: t.incident.gpu } : t.metrics[0] ? { host: t.metrics[0].host, gpu: t.metrics[0].gpu } : undefined;
+const RANK: Readonly<Record<string, number>> = { critical: 4, error: 3, warning: 2, info: 1 };
+/** The most GPUs one export charts: past six, a reader looks at the table. */
+export const MAX_CHARTED_GPUS = 6;
+
+type Gpu = { readonly host: string; readonly gpu: number };
+
+/**
+ * The GPUs the chart draws: the incident's own first, then every GPU the range's alerts and kernel
+ * events name, the most severe and the earliest first; with none of those, the first GPU with
+ * samples (a quiet range). Never a healthy GPU picked for being first in the list while others
+ * were failing.
+ */
+export function chartedGpus(t: Timeline, limit = MAX_CHARTED_GPUS): Gpu[] {
+  const named = new Map<string, { gpu: Gpu; rank: number; first: string }>();
+  const note = (host: string, gpu: number, rank: number, ts: string) => {
+    const key = `${host}\u0000${gpu}`;
+    const seen = named.get(key);
+    if (!seen) named.set(key, { gpu: { host, gpu }, rank, first: ts });
+    else named.set(key, { gpu: seen.gpu, rank: Math.max(seen.rank, rank), first: seen.first < ts ? seen.first : ts });
+  };
+  for (const e of t.entries) {
+    if (e.gpu === undefined || (e.source !== 'alert' && e.source !== 'kernel')) continue;
+    note(e.host, e.gpu, RANK[e.severity ?? ''] ?? (e.source === 'kernel' ? 3 : 0), e.ts);
+  }
+  const ranked = [...named.values()].sort((a, b) => b.rank - a.rank || (a.first < b.first ? -1 : a.first > b.first ? 1 : 0)).map((n) => n.gpu);
+  const own = t.incident?.gpu !== undefined ? [{ host: t.incident.host, gpu: t.incident.gpu }] : [];
+  const chosen = [...own, ...ranked.filter((g) => !own.some((o) => o.host === g.host && o.gpu === g.gpu))];
+  if (chosen.length === 0 && t.metrics[0]) chosen.push({ host: t.metrics[0].host, gpu: t.metrics[0].gpu });
+  return chosen.slice(0, limit);
+}
+
+/** One figure per charted GPU (chartedGpus): its temperature, power and utilisation per minute, with its own events marked. */
+export function charts(t: Timeline, width = 900, height = 320): string {
+  return chartedGpus(t).map((gpu) => `<figure data-host="${escape(gpu.host)}" data-gpu="${gpu.gpu}">${chart(t, gpu, width, height)}</figure>`).join('\n');
+}
+
+/** An SVG chart of one GPU's temperature, power and utilisation per minute, with its own and its host's event markers. */
+export function chart(t: Timeline, focus: Gpu, width = 900, height = 320): string {
   const from = Date.parse(t.from);
   const to = Date.parse(t.to);
   const x = (at: number) => 50 + ((at - from) / Math.max(1, to - from)) * (width - 70);
   const parts: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="GPU metrics around the incident">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escape(`${focus.host} GPU ${focus.gpu} around the incident`)}">`,
     `<rect x="0" y="0" width="${width}" height="${height}" fill="#fff"/>`,
     `<line x1="50" y1="${height - 30}" x2="${width - 20}" y2="${height - 30}" stroke="#868e96"/>`,
+    `<text x="50" y="16" font-size="12" font-family="sans-serif">${escape(focus.host)} GPU ${focus.gpu}, per-minute means: ` +
+      `<tspan fill="${COLORS.temp_c}">■ temperature °C</tspan> <tspan fill="${COLORS.power_w}">■ power W÷10</tspan> <tspan fill="${COLORS.util_pct}">■ utilisation %</tspan>` +
+      ` · markers: <tspan fill="${MARKS.kernel}">kernel</tspan> <tspan fill="${MARKS.alert}">alert</tspan> <tspan fill="${MARKS.notification}">notification</tspan> <tspan fill="${MARKS.provider}">provider</tspan></text>`,
+    `<text x="50" y="${height - 12}" font-size="11" font-family="sans-serif">${t.from.slice(11, 16)} UTC</text>`,
+    `<text x="${width - 80}" y="${height - 12}" font-size="11" font-family="sans-serif">${t.to.slice(11, 16)} UTC</text>`,
   ];
-  if (focus) {
-    parts.push(
-      `<text x="50" y="16" font-size="12" font-family="sans-serif">${escape(focus.host)} GPU ${focus.gpu}, per-minute means: ` +
-        `<tspan fill="${COLORS.temp_c}">■ temperature °C</tspan> <tspan fill="${COLORS.power_w}">■ power W÷10</tspan> <tspan fill="${COLORS.util_pct}">■ utilisation %</tspan>` +
-        ` · markers: <tspan fill="${MARKS.kernel}">kernel</tspan> <tspan fill="${MARKS.alert}">alert</tspan> <tspan fill="${MARKS.notification}">notification</tspan> <tspan fill="${MARKS.provider}">provider</tspan></text>`,
-      `<text x="50" y="${height - 12}" font-size="11" font-family="sans-serif">${t.from.slice(11, 16)} UTC</text>`,
-      `<text x="${width - 80}" y="${height - 12}" font-size="11" font-family="sans-serif">${t.to.slice(11, 16)} UTC</text>`,
-    );
-    for (const metric of ['temp_c', 'power_w', 'util_pct'] as const) {
-      const rows = t.metrics.filter((m) => m.host === focus.host && m.gpu === focus.gpu && m.metric === metric);
-      if (rows.length === 0) continue;
-      const scale = metric === 'power_w' ? 10 : 1;
-      const y = (v: number) => height - 30 - Math.min(1, v / scale / 110) * (height - 60);
-      const points = rows.map((m) => `${x(Date.parse(m.minute) + 30_000).toFixed(1)},${y(m.mean).toFixed(1)}`).join(' ');
-      parts.push(`<polyline class="series" data-metric="${metric}" fill="none" stroke="${COLORS[metric]}" stroke-width="2" points="${points}"/>`);
-    }
+  let drawn = 0;
+  for (const metric of ['temp_c', 'power_w', 'util_pct'] as const) {
+    const rows = t.metrics.filter((m) => m.host === focus.host && m.gpu === focus.gpu && m.metric === metric);
+    if (rows.length === 0) continue;
+    drawn += 1;
+    const scale = metric === 'power_w' ? 10 : 1;
+    const y = (v: number) => height - 30 - Math.min(1, v / scale / 110) * (height - 60);
+    const points = rows.map((m) => `${x(Date.parse(m.minute) + 30_000).toFixed(1)},${y(m.mean).toFixed(1)}`).join(' ');
+    parts.push(`<polyline class="series" data-metric="${metric}" fill="none" stroke="${COLORS[metric]}" stroke-width="2" points="${points}"/>`);
   }
+  // A GPU that fell off the bus may have no sample in the range: say so rather than draw empty axes.
+  if (drawn === 0) parts.push(`<text x="${width / 2}" y="${height / 2}" text-anchor="middle" font-size="13" font-family="sans-serif" fill="#868e96">no samples from this GPU in the range</text>`);
   for (const e of t.entries) {
-    if (focus && e.gpu !== undefined && (e.host !== focus.host || e.gpu !== focus.gpu)) continue;
+    if (e.host !== focus.host || (e.gpu !== undefined && e.gpu !== focus.gpu)) continue;
     const at = x(Date.parse(e.ts)).toFixed(1);
     parts.push(`<line class="marker" data-source="${e.source}" x1="${at}" y1="24" x2="${at}" y2="${height - 30}" stroke="${MARKS[e.source] ?? '#000'}" stroke-dasharray="3,3"><title>${escape(`${e.ts} ${e.title}`)}</title></line>`);
   }
@@ -110,7 +145,7 @@ export function chart(t: Timeline, width = 900, height = 320): string {
 }
 
 function escape(text: string): string {
-  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
 }
 
 /** One self-contained HTML file: facts, the chart, the timeline. No script, no external resource. */
@@ -128,7 +163,7 @@ function html(t: Timeline): string {
 <h1>${escape(t.incident ? `Timeline: ${t.incident.summary}` : 'GPU incident timeline')}</h1>
 ${facts}
 <p>Range ${t.from} – ${t.to}${t.host ? ` on ${escape(t.host)}` : ''}: ${t.entries.length} events.</p>
-<figure>${chart(t)}</figure>
+${charts(t)}
 <table><thead><tr><th>Time (UTC)</th><th>Source</th><th>Host</th><th>GPU</th><th>What</th><th>Detail</th></tr></thead><tbody>
 ${rows || '<tr><td colspan="6">Nothing happened in this range.</td></tr>'}
 </tbody></table>
