@@ -18,3 +18,4 @@ export * from './gpualert-error.ts';
 export * from './versioned-state.ts';
 export * from './fleet-view.ts';
 export * from './paced-json.ts';
+export * from './must.ts';
