@@ -25,10 +25,13 @@ export class SamplePeers {
 
   /** The peer median of the GPU at `position` under a rule (`id`, `metric`, `load_band`). */
   of(rule: { readonly id: string; readonly metric: PeerMetric; readonly load_band: number }, position: number): number {
-    if (this.gpus.length <= PEER_DIRECT_UP_TO) return peerMedian(this.gpus, this.gpus[position]!, rule.metric, rule.load_band);
+    if (this.gpus.length <= PEER_DIRECT_UP_TO) {
+      const gpu = this.gpus[position];
+      return gpu === undefined ? Number.NaN : peerMedian(this.gpus, gpu, rule.metric, rule.load_band);
+    }
     let medians = (this.cache ??= new Map()).get(rule.id);
     if (!medians) this.cache.set(rule.id, (medians = peerMedians(this.gpus, rule.metric, rule.load_band)));
-    return medians[position]!;
+    return medians[position] ?? Number.NaN;
   }
 }
 
@@ -47,6 +50,8 @@ export function peerMedian(gpus: readonly GpuMetrics[], gpu: GpuMetrics, metric:
 
 const SIBLINGS: number[] = [];
 
+/* eslint-disable @typescript-eslint/no-non-null-assertion -- a Fenwick tree over typed arrays: every index is
+   inside 0..m by construction (byUtil holds only GPUs with both numbers), and a check per access would cost. */
 function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number): Float64Array {
   const out = new Float64Array(gpus.length).fill(Number.NaN);
   // The candidates: GPUs with both a value and a utilisation, in utilisation order.
@@ -101,6 +106,7 @@ function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number):
   }
   return out;
 }
+/* eslint-enable @typescript-eslint/no-non-null-assertion */
 
 /** The median of numbers the caller made for the purpose: sorted in place (insertion sort for a few, else the library sort). */
 export function median(values: number[]): number {
@@ -109,12 +115,20 @@ export function median(values: number[]): number {
     sorted.sort((a, b) => a - b);
   } else {
     for (let i = 1; i < sorted.length; i += 1) {
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- insertion sort on the per-sample path: 0 < i < length
       const v = sorted[i]!;
       let j = i - 1;
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- 0 <= j < i
       for (; j >= 0 && sorted[j]! > v; j -= 1) sorted[j + 1] = sorted[j]!;
       sorted[j + 1] = v;
     }
   }
+  return middleOf(sorted);
+}
+
+/** The median of sorted numbers; NaN for none. */
+export function middleOf(sorted: readonly number[]): number {
   const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const upper = sorted[mid] ?? Number.NaN;
+  return sorted.length % 2 ? upper : ((sorted[mid - 1] ?? Number.NaN) + upper) / 2;
 }
