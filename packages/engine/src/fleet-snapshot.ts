@@ -51,7 +51,7 @@ function bandOf(rule: RuleOf<'baseline'> | undefined, bound: BoundTemplate, gs: 
 
 /** A window is open as the engine holds it open (conditions.ts's `inMaintenance`: 15 minutes' slack either side). */
 function windowView(host: HostState, id: string, w: HostState['maintenance'][string], now: number): MaintenanceView {
-  const one = Object.create(null) as HostState['maintenance'];
+  const one: HostState['maintenance'] = Object.create(null);
   one[id] = w;
   return {
     id: cut(id, MAX_LABEL_VALUE_LENGTH), open: inMaintenance({ ...host, maintenance: one }, now), status: w.status,

@@ -50,31 +50,36 @@ export function peerMedian(gpus: readonly GpuMetrics[], gpu: GpuMetrics, metric:
 
 const SIBLINGS: number[] = [];
 
-/* eslint-disable @typescript-eslint/no-non-null-assertion -- a Fenwick tree over typed arrays: every index is
-   inside 0..m by construction (byUtil holds only GPUs with both numbers), and a check per access would cost. */
+/** A GPU with both numbers, where it stands in value order (its slot in the tree). */
+interface Candidate {
+  readonly index: number;
+  readonly util: number;
+  readonly value: number;
+  slot: number;
+}
+
 function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number): Float64Array {
   const out = new Float64Array(gpus.length).fill(Number.NaN);
   // The candidates: GPUs with both a value and a utilisation, in utilisation order.
-  const byUtil: number[] = [];
-  gpus.forEach((gpu, i) => {
+  const candidates: Candidate[] = [];
+  for (const [index, gpu] of gpus.entries()) {
+    const util = gpu.util_pct;
+    const value = gpu[metric];
     // Finite only (all JSON can carry): NaN would break the order the window slides along.
-    if (Number.isFinite(gpu[metric]) && Number.isFinite(gpu.util_pct)) byUtil.push(i);
-  });
-  const m = byUtil.length;
+    if (util !== null && value !== null && Number.isFinite(value) && Number.isFinite(util)) candidates.push({ index, util, value, slot: 0 });
+  }
+  const m = candidates.length;
   if (m < 3 || !(band >= 0)) return out; // nobody can have two siblings
-  const util = (k: number) => gpus[byUtil[k]!]!.util_pct!;
-  const value = (k: number) => gpus[byUtil[k]!]![metric]!;
-  byUtil.sort((a, b) => gpus[a]!.util_pct! - gpus[b]!.util_pct! || a - b);
-  // Each candidate's slot in value order: the tree counts which slots are in the window.
-  const byValue = Array.from({ length: m }, (_, k) => k).sort((a, b) => value(a) - value(b) || a - b);
-  const slot = new Int32Array(m);
+  candidates.sort((a, b) => a.util - b.util || a.index - b.index);
+  // Each candidate's slot in value order (ties in utilisation order): the tree counts which slots are in the window.
   const sorted = new Float64Array(m);
-  byValue.forEach((k, s) => {
-    slot[k] = s;
-    sorted[s] = value(k);
+  [...candidates].sort((a, b) => a.value - b.value || a.util - b.util || a.index - b.index).forEach((c, s) => {
+    c.slot = s;
+    sorted[s] = c.value;
   });
   const tree = new Int32Array(m + 1);
   const add = (s: number, d: number) => {
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a Fenwick tree: 1 <= i <= m, inside the array
     for (let i = s + 1; i <= m; i += i & -i) tree[i]! += d;
   };
   let top = 1;
@@ -83,30 +88,29 @@ function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number):
   const kth = (k: number) => {
     let pos = 0;
     for (let step = top; step > 0; step >>= 1) {
-      if (pos + step <= m && tree[pos + step]! < k) {
+      const count = tree[pos + step];
+      if (count !== undefined && count < k) {
         pos += step;
-        k -= tree[pos]!;
+        k -= count;
       }
     }
-    return sorted[pos]!;
+    return sorted[pos] ?? Number.NaN;
   };
   // The window is contiguous in utilisation order and only moves right: |u' - u| <= band, as the direct form tests it.
   let lo = 0;
   let hi = 0;
-  for (let k = 0; k < m; k += 1) {
-    const u = util(k);
-    while (hi < m && Math.abs(util(hi) - u) <= band) add(slot[hi++]!, 1);
-    while (lo < k && !(Math.abs(util(lo) - u) <= band)) add(slot[lo++]!, -1);
+  for (const [k, c] of candidates.entries()) {
+    for (let next = candidates[hi]; next !== undefined && Math.abs(next.util - c.util) <= band; next = candidates[++hi]) add(next.slot, 1);
+    for (let first = candidates[lo]; lo < k && first !== undefined && !(Math.abs(first.util - c.util) <= band); first = candidates[++lo]) add(first.slot, -1);
     const count = hi - lo - 1; // the window less the GPU itself
     if (count < 2) continue;
-    add(slot[k]!, -1);
+    add(c.slot, -1);
     const mid = count >> 1;
-    out[byUtil[k]!] = count % 2 ? kth(mid + 1) : (kth(mid) + kth(mid + 1)) / 2;
-    add(slot[k]!, 1);
+    out[c.index] = count % 2 ? kth(mid + 1) : (kth(mid) + kth(mid + 1)) / 2;
+    add(c.slot, 1);
   }
   return out;
 }
-/* eslint-enable @typescript-eslint/no-non-null-assertion */
 
 /** The median of numbers the caller made for the purpose: sorted in place (insertion sort for a few, else the library sort). */
 export function median(values: number[]): number {
@@ -114,12 +118,9 @@ export function median(values: number[]): number {
   if (sorted.length > PEER_DIRECT_UP_TO) {
     sorted.sort((a, b) => a - b);
   } else {
-    for (let i = 1; i < sorted.length; i += 1) {
-      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- insertion sort on the per-sample path: 0 < i < length
-      const v = sorted[i]!;
+    for (let i = 1, v = sorted[1]; v !== undefined; v = sorted[++i]) {
       let j = i - 1;
-      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- 0 <= j < i
-      for (; j >= 0 && sorted[j]! > v; j -= 1) sorted[j + 1] = sorted[j]!;
+      for (let before = sorted[j]; before !== undefined && before > v; before = sorted[--j]) sorted[j + 1] = before;
       sorted[j + 1] = v;
     }
   }
