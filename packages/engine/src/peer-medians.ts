@@ -118,9 +118,13 @@ export function median(values: number[]): number {
   if (sorted.length > PEER_DIRECT_UP_TO) {
     sorted.sort((a, b) => a - b);
   } else {
-    for (let i = 1, v = sorted[1]; v !== undefined; v = sorted[++i]) {
+    // Indexes kept inside the array: a read past either end (sorted[-1]) is a slow property lookup on the per-sample path.
+    for (let i = 1; i < sorted.length; i += 1) {
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- 0 < i < length
+      const v = sorted[i]!;
       let j = i - 1;
-      for (let before = sorted[j]; before !== undefined && before > v; before = sorted[--j]) sorted[j + 1] = before;
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- 0 <= j < i
+      for (; j >= 0 && sorted[j]! > v; j -= 1) sorted[j + 1] = sorted[j]!;
       sorted[j + 1] = v;
     }
   }
