@@ -270,12 +270,12 @@ function setWall(line: MutableLine, ms: number): void {
   if (!Number.isNaN(ms)) line.wallMs = ms;
 }
 
-/** `2025-12-02T11:49:53` with its fraction and zone (`Z`, `+01:00`, `+0100`; none is UTC), without Date.parse's string work. */
 /** An `ISO` match's time in milliseconds (NaN for an impossible date). */
 function isoStampMs(iso: RegExpExecArray): number {
   return isoMs(must(iso[1], "ISO's first group is not optional"), iso[3], iso[4]);
 }
 
+/** `2025-12-02T11:49:53` with its fraction and zone (`Z`, `+01:00`, `+0100`; none is UTC), without Date.parse's string work. */
 function isoMs(datetime: string, fraction: string | undefined, zone: string | undefined): number {
   const n = (from: number, to: number) => Number(datetime.slice(from, to));
   const month = n(5, 7);
