@@ -12,16 +12,19 @@ export const CoPartitionedAssigner: PartitionAssigner = ({ cluster }) => ({
   version: 0,
   async assign({ members, topics }) {
     const sorted = members.map((m) => m.memberId).sort();
-    const assignment: Record<string, Record<string, number[]>> = Object.fromEntries(sorted.map((id) => [id, {}]));
+    const assignments = sorted.map((memberId) => {
+      const assignment: Record<string, number[]> = {};
+      return { memberId, assignment };
+    });
     for (const topic of topics) {
       for (const { partitionId } of cluster.findTopicPartitionMetadata(topic)) {
-        const member = assignment[sorted[partitionId % sorted.length]!]!;
-        (member[topic] ??= []).push(partitionId);
+        const member = assignments[partitionId % assignments.length];
+        if (member) (member.assignment[topic] ??= []).push(partitionId);
       }
     }
-    return sorted.map((memberId) => ({
+    return assignments.map(({ memberId, assignment }) => ({
       memberId,
-      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: assignment[memberId]!, userData: Buffer.alloc(0) }),
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment, userData: Buffer.alloc(0) }),
     }));
   },
   protocol({ topics }) {

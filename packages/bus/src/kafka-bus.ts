@@ -123,8 +123,8 @@ export class KafkaBus implements Bus {
       while (this.queue.length > 0) {
         const sends: PendingSend[] = [];
         let bytes = 0;
-        while (this.queue.length > 0 && (sends.length === 0 || bytes + sizeOf(this.queue[0]!.messages) <= MAX_REQUEST_BYTES)) {
-          const send = this.queue.shift()!;
+        for (let send = this.queue[0]; send !== undefined && (sends.length === 0 || bytes + sizeOf(send.messages) <= MAX_REQUEST_BYTES); send = this.queue[0]) {
+          this.queue.shift();
           sends.push(send);
           bytes += sizeOf(send.messages);
         }
@@ -296,7 +296,8 @@ export class KafkaBus implements Bus {
     options: ConsumeOptions,
     running: () => boolean,
   ): Promise<void> {
-    if (batch.messages.length === 0) return;
+    const last = batch.messages.at(-1);
+    if (last === undefined) return;
     const topic = batch.topic.slice(this.prefix.length);
     const messages = batch.messages.map((m): IncomingMessage => ({
       topic,
@@ -316,7 +317,6 @@ export class KafkaBus implements Bus {
       onError: (error, attempt) => this.options.log?.('error', 'batch_failed', { topic, partition: batch.partition, attempt, error: redactSecrets(String(error)) }),
     });
     if (!done || isStale()) return;
-    const last = batch.messages[batch.messages.length - 1]!;
     resolveOffset(last.offset);
     // Through the batch's own commit, which still works while a graceful stop drains this batch.
     await commitOffsetsIfNecessary({

@@ -1,6 +1,7 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { redactSecrets } from '@gpualert/log';
+import { must } from '@gpualert/schema';
 import type {
   Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription,
 } from './bus.ts';
@@ -80,8 +81,8 @@ export class MemoryBus implements Bus {
 
   private readonly dataDir: string | undefined;
 
-  private fileOf(topic: string): string {
-    return join(this.dataDir!, `${topic.replace(/[^A-Za-z0-9._-]/g, '_')}.jsonl`);
+  private static fileOf(dir: string, topic: string): string {
+    return join(dir, `${topic.replace(/[^A-Za-z0-9._-]/g, '_')}.jsonl`);
   }
 
   /** Rebuilds the logs and the groups' committed offsets from the data directory. */
@@ -99,7 +100,7 @@ export class MemoryBus implements Bus {
           continue; // a line cut by a crash mid-write
         }
         while (logs.length <= stored.p) logs.push({ start: 0, messages: [] }); // written with more partitions
-        const log = logs[stored.p]!;
+        const log = must(logs[stored.p], 'the partitions up to this one were just made');
         log.messages.push({ topic, partition: stored.p, offset: stored.o, key: stored.k, value: Buffer.from(stored.v, 'base64'), headers: stored.h, timestamp: stored.t });
         if (log.messages.length === 1) log.start = stored.o;
         if (log.messages.length > this.retain) {
@@ -134,7 +135,7 @@ export class MemoryBus implements Bus {
     const created: IncomingMessage[] = [];
     for (const message of messages) {
       const partition = partitionFor(message.key, logs.length);
-      const log = logs[partition]!;
+      const log = must(logs[partition], 'partitionFor picks one of the partitions');
       const stored: IncomingMessage = {
         topic,
         partition,
@@ -155,7 +156,7 @@ export class MemoryBus implements Bus {
     if (this.dataDir && created.length > 0) {
       // Durable before the publish resolves, as Kafka's acks are.
       const lines = created.map((m) => JSON.stringify({ p: m.partition, o: m.offset, k: m.key, t: m.timestamp, h: m.headers, v: m.value.toString('base64') } satisfies StoredLine));
-      appendFileSync(this.fileOf(topic), `${lines.join('\n')}\n`);
+      appendFileSync(MemoryBus.fileOf(this.dataDir, topic), `${lines.join('\n')}\n`);
     }
     this.notify();
   }
@@ -196,9 +197,7 @@ export class MemoryBus implements Bus {
     let fetched = 0;
     for (const log of this.topics.get(topic) ?? []) {
       // Timestamps mostly rise along a log: find the first one in range, and stop well past the end.
-      let i = firstAtOrAfter(log.messages, from);
-      for (; i < log.messages.length; i += 1) {
-        const m = log.messages[i]!;
+      for (let i = firstAtOrAfter(log.messages, from), m = log.messages[i]; m !== undefined; m = log.messages[++i]) {
         fetched += 1;
         if (m.timestamp > to) break;
         if (m.timestamp >= from) out.push(m);
@@ -235,8 +234,9 @@ export class MemoryBus implements Bus {
         await batch;
         return;
       }
-      if (outcome && owned()) {
-        group.committed.set(key, messages[messages.length - 1]!.offset + 1);
+      const last = messages.at(-1);
+      if (outcome && owned() && last !== undefined) {
+        group.committed.set(key, last.offset + 1);
         this.saveGroups();
       }
     }
@@ -245,8 +245,8 @@ export class MemoryBus implements Bus {
   private nextBatch(group: Group, member: Member) {
     const count = member.assigned.length;
     for (let i = 0; i < count; i += 1) {
-      const { topic, partition } = member.assigned[(member.cursor + i) % count]!;
-      const log = this.topics.get(topic)![partition]!;
+      const { topic, partition } = must(member.assigned[(member.cursor + i) % count], 'i < count');
+      const log = must(this.topics.get(topic)?.[partition], 'rebalance assigns only partitions that exist');
       const key = `${topic}/${partition}`;
       const end = log.start + log.messages.length;
       let position = group.committed.get(key);
@@ -275,7 +275,7 @@ export class MemoryBus implements Bus {
     }
     // Partition p of every topic to one member, as Kafka's co-partitioned assigner does: one host, one member.
     for (const topic of topics) {
-      const count = this.topics.get(topic)!.length;
+      const count = this.topics.get(topic)?.length ?? 0; // consume made the topic's log
       const eligible = live.filter((m) => m.options.topics.includes(topic));
       for (let partition = 0; partition < count; partition += 1) eligible[partition % eligible.length]?.assigned.push({ topic, partition });
     }
@@ -325,7 +325,7 @@ function firstAtOrAfter(messages: readonly IncomingMessage[], at: number): numbe
   let high = messages.length;
   while (low < high) {
     const mid = (low + high) >> 1;
-    if (messages[mid]!.timestamp < at) low = mid + 1;
+    if (must(messages[mid], 'low <= mid < high <= length').timestamp < at) low = mid + 1;
     else high = mid;
   }
   return low;

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { redactSecrets } from '@gpualert/log';
-import { errorCodeOf, TOPICS } from '@gpualert/schema';
+import { errorCodeOf, must, TOPICS } from '@gpualert/schema';
 import type { BatchHandler, DeadLetterHook, IncomingMessage, PoisonMessage } from './bus.ts';
 import { deadletterMessages } from './bus-metrics.ts';
 import { isInfrastructureError } from './infrastructure-error.ts';
@@ -73,7 +73,7 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
         const outage = isInfrastructureError(error);
         if (!outage) {
           failures += 1;
-          if (range) for (let i = range[0]; i < range[1]; i += 1) failedRuns[i]! += 1;
+          if (range) for (let i = range[0]; i < range[1]; i += 1) failedRuns[i] = (failedRuns[i] ?? 0) + 1;
         }
         if (failures >= limit) return { ok: false, error };
         await run.keepAlive?.();
@@ -95,8 +95,8 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
     if (!whole.ok && items.length > 1) {
       // Parts are handled in offset order, so each host's messages still arrive in order.
       const parts: [number, number][] = halves(0, items.length);
-      while (parts.length > 0) {
-        const [start, end] = parts.shift()!;
+      for (let part = parts.shift(); part !== undefined; part = parts.shift()) {
+        const [start, end] = part;
         const alone = end - start === 1;
         const outcome = await settle(handle(start, end), alone ? MAX_ALONE_ATTEMPTS : 1, [start, end]);
         if (outcome === LOST) return false;
@@ -108,13 +108,14 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
   }
   if (invalid.length === 0 && poison.length === 0) return true;
 
-  const poisonMessages: PoisonMessage[] = poison.map(({ index, error }) => ({
-    group: run.group, message: items[index]!.message, envelope: items[index]!.envelope, reason: reasonOf(run.group, error), code: errorCodeOf(error),
-  }));
-  const letters = [
-    ...invalid,
-    ...poison.map(({ index }, i) => deadletterOf(items[index]!.message, run.group, poisonMessages[i]!.reason, failedRuns[index], poisonMessages[i]!.code)),
-  ];
+  const poisonMessages: PoisonMessage[] = [];
+  const letters = [...invalid];
+  for (const { index, error } of poison) {
+    const { message, envelope } = must(items[index], 'a poison index is inside the batch');
+    const poisoned: PoisonMessage = { group: run.group, message, envelope, reason: reasonOf(run.group, error), code: errorCodeOf(error) };
+    poisonMessages.push(poisoned);
+    letters.push(deadletterOf(message, run.group, poisoned.reason, failedRuns[index], poisoned.code));
+  }
   const stored = await settle(() => run.publish(TOPICS.deadletter, letters), Number.POSITIVE_INFINITY);
   if (stored === LOST) return false;
   if (invalid.length > 0) deadletterMessages.inc({ group: run.group, reason: 'invalid' }, invalid.length);

@@ -17,7 +17,6 @@ export function alertEnvelopes(host: HostState, out: readonly Transition[]): Env
 /** The host's labels with the alert's own (a job's `job`, `job_user`, `namespace`, `pod`) over them: who runs there is more specific. */
 function withLabels(host: Readonly<Record<string, string>>, own: Readonly<Record<string, string>>): Record<string, string> {
   const labels = inertRecord<string>();
-  for (const name in host) labels[name] = host[name]!;
-  for (const name in own) labels[name] = own[name]!;
+  Object.assign(labels, host, own);
   return labels;
 }

@@ -9,7 +9,7 @@ export function busByIndex(buses: Readonly<Record<string, number>> | undefined, 
   if (!byIndex) {
     byIndex = new Map();
     // The first bus naming an index wins, as a scan in key order would find it.
-    for (const bus of Object.keys(buses)) if (!byIndex.has(buses[bus]!)) byIndex.set(buses[bus]!, bus);
+    for (const [bus, index] of Object.entries(buses)) if (!byIndex.has(index)) byIndex.set(index, bus);
     INDEXES.set(buses, byIndex);
   }
   return byIndex.get(index);

@@ -23,7 +23,7 @@ const record = <T extends z.ZodType>(value: T) =>
     .check((ctx) => {
       const v = ctx.value;
       if (typeof v !== 'object' || v === null || !Object.hasOwn(v, '__proto__')) return;
-      const own = Object.getOwnPropertyDescriptor(v, '__proto__')?.value as unknown;
+      const own: unknown = Object.getOwnPropertyDescriptor(v, '__proto__')?.value;
       const checked = value.safeParse(own);
       if (!checked.success) ctx.issues.push({ code: 'custom', message: `__proto__: ${checked.error.issues[0]?.message ?? 'does not check'}`, input: own, path: ['__proto__'] });
     })

@@ -233,8 +233,8 @@ export function parseHostState(json: string, note: StateNote = () => {}): HostSt
   }
   const checked = HostStateSchema.safeParse(host);
   if (!checked.success) {
-    const issue = checked.error.issues[0]!;
-    note(`${issue.path.join('.') || 'state'}: ${issue.message}: the host starts afresh`);
+    const issue = checked.error.issues[0];
+    note(`${issue?.path.join('.') || 'state'}: ${issue?.message ?? 'invalid'}: the host starts afresh`);
     return undefined;
   }
   const state = host as unknown as HostState;
@@ -283,7 +283,8 @@ export function parseFleetState(json: string, note: StateNote = () => {}): Fleet
   }
   const checked = FleetStateSchema.safeParse(raw);
   if (!checked.success) {
-    note(`fleet state ${checked.error.issues[0]!.path.join('.')}: ${checked.error.issues[0]!.message}: starts empty`);
+    const issue = checked.error.issues[0];
+    note(`fleet state ${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}: starts empty`);
     return emptyFleetState();
   }
   const fleet = raw as Partial<FleetState>;

@@ -1,7 +1,7 @@
 import { KernelLogParser, PciTopology } from '@gpualert/kernel-log';
 import { ADAPTERS } from '@gpualert/providers';
 import type { XidCatalog } from '@gpualert/rules';
-import { stableId, type Envelope, type EnvelopeOf, type KernelEventData } from '@gpualert/schema';
+import { must, stableId, type Envelope, type EnvelopeOf, type KernelEventData } from '@gpualert/schema';
 import { alertEnvelopes } from './alert-envelopes.ts';
 import { forgetBusIndex } from './bus-by-index.ts';
 import { Conditions, fingerprintOf, type Transition } from './conditions.ts';
@@ -10,7 +10,7 @@ import { noteKernelEvidence } from './evidence.ts';
 import { noteGpuJob, noteJobEvent } from './job-runs.ts';
 import type { GpuContext, JudgeContext, SampleContext } from './judge.ts';
 import { planOf } from './judging-plan.ts';
-import { bindTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
+import { bindTemplate, fallbackTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
 import { clusterMajority } from './judges/drift.ts';
 import { keepWindow } from './maintenance-windows.ts';
 import { SamplePeers } from './peer-medians.ts';
@@ -62,7 +62,7 @@ export class Engine {
     const alerts = due ? this.tickHost(state, host, at) : [];
     if (due) host.lastTick = at;
     alerts.push(...this.judge(state, envelope, at));
-    const fresh = state.hosts[envelope.host]!;
+    const fresh = must(state.hosts[envelope.host], 'judging an envelope makes its host');
     if (fresh.lastTick === 0) fresh.lastTick = at;
     return alerts;
   }
@@ -142,7 +142,8 @@ export class Engine {
     this.flushParser(ctx);
     for (const step of planOf(bound).tick) step.run(ctx, step.rule);
     for (const key in host.trackers) {
-      const tracker = host.trackers[key]!;
+      const tracker = host.trackers[key];
+      if (tracker === undefined) continue;
       conditions.tick(host, key, tracker, bound.rules.find((r) => r.id === tracker.rule), now);
     }
     return this.drain(host, out);
@@ -238,7 +239,7 @@ export class Engine {
   }
 
   private bound(host: HostState): BoundTemplate {
-    return this.byName.get(host.template) ?? this.ruleSet.templates[this.ruleSet.templates.length - 1]!;
+    return this.byName.get(host.template) ?? fallbackTemplate(this.ruleSet);
   }
 
   /** The host's parser; after a restart (or an inventory), made again from the lines it had not yet emitted. */
@@ -264,17 +265,18 @@ export class Engine {
     const position = kernel.next++;
     kernel.lines.push([position, line, at]);
     const events = parser.push(line, at, position);
-    keepPending(host, parser);
+    keepPending(kernel, parser);
     return events;
   }
 
   private flushParser(ctx: JudgeContext): void {
     const { host } = ctx;
-    if (!host.kernel || host.kernel.lines.length === 0) return;
+    const { kernel } = host;
+    if (!kernel || kernel.lines.length === 0) return;
     const parser = this.parser(host);
     const events = parser.tick(ctx.at);
     if (events.length === 0) return;
-    keepPending(host, parser);
+    keepPending(kernel, parser);
     for (const event of events) {
       this.kernelEvent(ctx, stableId(host.host, 'kernel.line', event.position, event.ts), event.data, Date.parse(event.ts));
     }
@@ -296,25 +298,28 @@ export class Engine {
     // One context for all the GPUs of the sample, moved from GPU to GPU: a healthy GPU allocates nothing.
     // A big sample's peer medians are made once per rule for all its GPUs (n log n), not per GPU (n²).
     const first = gpus[0];
-    const gpuCtx: GpuContext | undefined = first && {
-      state: base.state, host, bound: base.bound, conditions: base.conditions, catalog: base.catalog, at, sample: envelope.data, evidence: ctx.evidence, present,
-      gpu: first, position: 0, gs: EMPTY_GPU, peers: new SamplePeers(gpus),
-    };
-    for (let position = 0; gpuCtx && position < gpus.length; position += 1) {
-      const gpu = gpus[position]!;
-      present.add(gpu.index);
-      // Samples name each GPU's bus too: kernel events map to GPUs even before an inventory.
-      if (gpu.pci_bus !== null && host.buses?.[gpu.pci_bus] !== gpu.index) {
-        (host.buses ??= dict())[gpu.pci_bus] = gpu.index;
-        forgetBusIndex(host.buses);
+    if (first !== undefined) {
+      const gpuCtx: GpuContext = {
+        state: base.state, host, bound: base.bound, conditions: base.conditions, catalog: base.catalog, at, sample: envelope.data, evidence: ctx.evidence, present,
+        gpu: first, position: 0, gs: EMPTY_GPU, peers: new SamplePeers(gpus),
+      };
+      let position = 0;
+      for (const gpu of gpus) {
+        present.add(gpu.index);
+        // Samples name each GPU's bus too: kernel events map to GPUs even before an inventory.
+        if (gpu.pci_bus !== null && host.buses?.[gpu.pci_bus] !== gpu.index) {
+          (host.buses ??= dict())[gpu.pci_bus] = gpu.index;
+          forgetBusIndex(host.buses);
+        }
+        const gs = (host.gpus[gpu.index] ??= newGpuState());
+        gs.missing = 0;
+        if (gpu.job !== undefined || gs.job !== undefined) noteGpuJob(base.state, gs, gpu.job);
+        gpuCtx.gpu = gpu;
+        gpuCtx.position = position;
+        gpuCtx.gs = gs;
+        for (const step of plan.gpu) step.run(gpuCtx, step.rule);
+        position += 1;
       }
-      const gs = (host.gpus[gpu.index] ??= newGpuState());
-      gs.missing = 0;
-      if (gpu.job !== undefined || gs.job !== undefined) noteGpuJob(base.state, gs, gpu.job);
-      gpuCtx.gpu = gpu;
-      gpuCtx.position = position;
-      gpuCtx.gs = gs;
-      for (const step of plan.gpu) step.run(gpuCtx, step.rule);
     }
     for (const step of plan.afterGpus) step.run(ctx, step.rule);
   }
@@ -353,7 +358,7 @@ export class Engine {
     const before = was === undefined ? undefined : `${was.driver} ${was.cuda}`;
     for (const step of planOf(bound).inventory) step.run(ctx, step.rule);
     const member = cluster === undefined ? undefined : base.state.fleet.clusters[cluster]?.[host.host];
-    if (member !== undefined && `${member.driver} ${member.cuda}` !== before) this.changedClusters.add(cluster!);
+    if (cluster !== undefined && member !== undefined && `${member.driver} ${member.cuda}` !== before) this.changedClusters.add(cluster);
   }
 
   /**
@@ -369,7 +374,7 @@ export class Engine {
 }
 
 function hasDriftTracker(host: HostState): boolean {
-  for (const key in host.trackers) if (host.trackers[key]!.category === 'drift') return true;
+  for (const key in host.trackers) if (host.trackers[key]?.category === 'drift') return true;
   return false;
 }
 
@@ -385,10 +390,10 @@ const EMPTY_GPU = newGpuState();
 export const MAX_PENDING_KERNEL_LINES = 256;
 
 /** Drops the lines the parser has emitted in events: what is left is what a new parser must be fed again. */
-function keepPending(host: HostState, parser: KernelLogParser): void {
-  const kernel = host.kernel!;
+function keepPending(kernel: NonNullable<HostState['kernel']>, parser: KernelLogParser): void {
   const oldest = parser.resumePosition();
+  const first = kernel.lines[0];
   if (oldest === undefined) kernel.lines = [];
-  else if (kernel.lines.length > 0 && kernel.lines[0]![0] < oldest) kernel.lines = kernel.lines.filter(([position]) => position >= oldest);
+  else if (first !== undefined && first[0] < oldest) kernel.lines = kernel.lines.filter(([position]) => position >= oldest);
   if (kernel.lines.length > MAX_PENDING_KERNEL_LINES) kernel.lines = kernel.lines.slice(-MAX_PENDING_KERNEL_LINES);
 }

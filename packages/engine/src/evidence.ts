@@ -24,8 +24,8 @@ export function noteKernelEvidence(host: HostState, gpu: number, id: string, at:
   gs.recent.push([id, at]);
   gs.recent = gs.recent.filter(([, t]) => at - t <= EVIDENCE_WINDOW_MS).slice(-RECENT_PER_GPU);
   for (const key in host.trackers) {
-    const tracker = host.trackers[key]!;
-    if (!tracker.firing || tracker.gpu !== gpu || tracker.evidence.includes(id)) continue;
+    const tracker = host.trackers[key];
+    if (tracker === undefined || !tracker.firing || tracker.gpu !== gpu || tracker.evidence.includes(id)) continue;
     tracker.evidence.push(id);
     // The same bound as `Conditions.observe` keeps: the latest; a stream of events must not grow every alert on the GPU.
     if (tracker.evidence.length > MAX_TRACKER_EVIDENCE) tracker.evidence.splice(0, tracker.evidence.length - MAX_TRACKER_EVIDENCE);

@@ -1,7 +1,8 @@
 import { ALERT_CATEGORIES, SEVERITIES, severityRank, type GpuSampleData } from '@gpualert/schema';
 import { inMaintenance } from './conditions.ts';
 import type { EngineState, HostState, Tracker } from './engine-state.ts';
-import type { BoundTemplate, RuleSet } from './load-rules.ts';
+import { fallbackTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
+import { middleOf } from './peer-medians.ts';
 import { hostKey } from './judges/keys.ts';
 import type { RuleOf } from './rule-set.ts';
 
@@ -126,9 +127,8 @@ export function renderFleetMetricsCounted(input: FleetMetricsInput): { text: str
     // Per GPU: its state, its latest values, its band at its current load, its distance from its siblings.
     const baselines = baselineRules(bound);
     const medians = sample ? siblingMedians(sample, baselines) : undefined;
-    for (const index of Object.keys(host.gpus)) {
+    for (const [index, gs] of Object.entries(host.gpus)) {
       gpus += 1;
-      const gs = host.gpus[index]!;
       const g = `${h},gpu="${index}"`;
       const worst = Math.max(hostWorst, worstByGpu.get(Number(index)) ?? -1);
       f.state.lines.push(`gpualert_gpu_state{${g}} ${worst + 1}`);
@@ -207,7 +207,7 @@ function boundOf(ruleSet: RuleSet, name: string): BoundTemplate {
   let byName = TEMPLATES.get(ruleSet);
   if (!byName) TEMPLATES.set(ruleSet, (byName = new Map(ruleSet.templates.map((t) => [t.template.name, t]))));
   // As the engine does: a host whose template is gone is judged by the last (the fallback).
-  return byName.get(name) ?? ruleSet.templates[ruleSet.templates.length - 1]!;
+  return byName.get(name) ?? fallbackTemplate(ruleSet);
 }
 
 function rulesOf(bound: BoundTemplate): { baselines: BaselineRule[]; idle: Set<string> } {
@@ -256,9 +256,7 @@ function siblingMedians(sample: GpuSampleData, rules: readonly BaselineRule[]): 
       if (v !== null) values.push(v);
     }
     if (values.length < 2) continue; // one GPU has no siblings
-    values.sort((a, b) => a - b);
-    const mid = values.length >> 1;
-    medians.set(rule.metric, values.length % 2 === 1 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2);
+    medians.set(rule.metric, middleOf(values.sort((a, b) => a - b)));
   }
   return medians;
 }

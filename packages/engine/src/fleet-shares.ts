@@ -1,4 +1,4 @@
-import { isHostName, MAX_EVENT_LEAD_MS, MAX_LABEL_VALUE_LENGTH, MAX_SHARED_HOSTS } from '@gpualert/schema';
+import { isHostName, must, MAX_EVENT_LEAD_MS, MAX_LABEL_VALUE_LENGTH, MAX_SHARED_HOSTS } from '@gpualert/schema';
 import { dict, type FleetState, type HostState } from './engine-state.ts';
 
 /**
@@ -31,11 +31,11 @@ export function shareOf(fleet: FleetState, host: HostState): HostShare | undefin
   const cluster = clusterName === undefined ? undefined : fleet.clusters[clusterName]?.[host.host];
   // Within 0..100 %, as every reader checks: smoothing rounds a steady 100 % to 100.00000000000001 at times.
   const util = job === undefined ? NaN : Math.min(MAX_UTIL_PCT, Math.max(MIN_UTIL_PCT, job.util));
-  const shared = job !== undefined && !Number.isNaN(util) ? { name: jobName!, util, at: job.at } : undefined;
+  const shared = jobName !== undefined && job !== undefined && !Number.isNaN(util) ? { name: jobName, util, at: job.at } : undefined;
   if (shared === undefined && cluster === undefined) return undefined;
   return {
     ...(shared !== undefined ? { job: shared } : {}),
-    ...(cluster !== undefined ? { cluster: { name: clusterName!, driver: cluster.driver, cuda: cluster.cuda } } : {}),
+    ...(clusterName !== undefined && cluster !== undefined ? { cluster: { name: clusterName, driver: cluster.driver, cuda: cluster.cuda } } : {}),
   };
 }
 
@@ -134,7 +134,7 @@ export class SharedView {
     let taken = 0;
     let beyond = held === undefined ? 0 : held - hosts.length;
     for (const host of order) {
-      const text = shares[host]!;
+      const text = must(shares[host], 'a host of the shares read');
       const was = this.applied.get(host);
       if (owns(host)) {
         if (was) this.applied.delete(host); // this engine's now: its memory is the truth, not the store

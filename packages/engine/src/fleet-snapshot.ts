@@ -1,5 +1,5 @@
 import {
-  FLEET_METRICS, FLEET_SNAPSHOT_VERSION, isGpuIndex, MAX_FLEET_EVENTS, MAX_FLEET_HOSTS, MAX_GPU_ALERTS, MAX_GPU_EVENTS, MAX_HOST_DRIFT, MAX_HOST_WINDOWS,
+  FLEET_SNAPSHOT_VERSION, isGpuIndex, MAX_FLEET_EVENTS, MAX_FLEET_HOSTS, MAX_GPU_ALERTS, MAX_GPU_EVENTS, MAX_HOST_DRIFT, MAX_HOST_WINDOWS,
   MAX_LABEL_VALUE_LENGTH, MAX_VIEW_TEXT, worseState,
   type AlertView, type BaselineBand, type EventView, type FleetMetric, type FleetSnapshot, type FleetSource, type GpuMetrics, type GpuView, type HostView,
   type MaintenanceView, type MetricView, type ViewState,
@@ -7,7 +7,8 @@ import {
 import { fingerprintOf, inMaintenance } from './conditions.ts';
 import { parseHostState, type GpuState, type HostState } from './engine-state.ts';
 import { baselineBand } from './fleet-metrics.ts';
-import type { BoundTemplate, RuleSet } from './load-rules.ts';
+import { fallbackTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
+import { middleOf } from './peer-medians.ts';
 import type { RuleOf } from './rule-set.ts';
 import { engineHostKey, enginePartitionKey } from './store-keys.ts';
 
@@ -29,9 +30,7 @@ const cut = (text: string, max = MAX_VIEW_TEXT) => (text.length > max ? text.sli
 
 function median(values: number[]): number | null {
   if (values.length === 0) return null;
-  values.sort((a, b) => a - b);
-  const mid = values.length >> 1;
-  return values.length % 2 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2;
+  return middleOf(values.sort((a, b) => a - b));
 }
 
 /**
@@ -52,7 +51,7 @@ function bandOf(rule: RuleOf<'baseline'> | undefined, bound: BoundTemplate, gs: 
 
 /** A window is open as the engine holds it open (conditions.ts's `inMaintenance`: 15 minutes' slack either side). */
 function windowView(host: HostState, id: string, w: HostState['maintenance'][string], now: number): MaintenanceView {
-  const one = Object.create(null) as HostState['maintenance'];
+  const one: HostState['maintenance'] = Object.create(null);
   one[id] = w;
   return {
     id: cut(id, MAX_LABEL_VALUE_LENGTH), open: inMaintenance({ ...host, maintenance: one }, now), status: w.status,
@@ -62,7 +61,7 @@ function windowView(host: HostState, id: string, w: HostState['maintenance'][str
 
 /** One host as the console shows it; its firing alerts' start times feed the fleet's events. */
 export function fleetHostView(host: HostState, latest: LatestGpuSample | undefined, ruleSet: RuleSet): { view: HostView; events: EventView[] } {
-  const bound = ruleSet.templates.find((t) => t.template.name === host.template) ?? ruleSet.templates[ruleSet.templates.length - 1]!;
+  const bound = ruleSet.templates.find((t) => t.template.name === host.template) ?? fallbackTemplate(ruleSet);
   const baselines = new Map<string, RuleOf<'baseline'>>();
   for (const rule of bound.rules) if (rule.kind === 'baseline' && !baselines.has(rule.metric)) baselines.set(rule.metric, rule);
   // The host's own clock (event time), as /metrics takes it: what is open is measured on it.
@@ -75,13 +74,13 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
   for (const index of [...indexes].filter(isGpuIndex).sort((a, b) => a - b)) {
     const sample = samples.get(index);
     const gs = Object.hasOwn(host.gpus, String(index)) ? host.gpus[String(index)] : undefined;
-    const metrics = {} as Record<FleetMetric, MetricView>;
-    for (const metric of FLEET_METRICS) {
+    const metricView = (metric: FleetMetric): MetricView => {
       const siblings: number[] = [];
       for (const other of samples.values()) if (other.index !== index && other[metric] !== null && Number.isFinite(other[metric])) siblings.push(other[metric]);
       const value = sample?.[metric] ?? null;
-      metrics[metric] = { value: value !== null && Number.isFinite(value) ? value : null, band: bandOf(baselines.get(metric), bound, gs, sample?.util_pct ?? null), siblings_median: median(siblings) };
-    }
+      return { value: value !== null && Number.isFinite(value) ? value : null, band: bandOf(baselines.get(metric), bound, gs, sample?.util_pct ?? null), siblings_median: median(siblings) };
+    };
+    const metrics: Record<FleetMetric, MetricView> = { temp_c: metricView('temp_c'), power_w: metricView('power_w'), util_pct: metricView('util_pct'), mem_used_mib: metricView('mem_used_mib') };
     const events: EventView[] = (gs?.recent ?? []).slice(-MAX_GPU_EVENTS).reverse().map(([id, at]) => ({ at, host: host.host, gpu: index, kind: 'kernel', summary: cut(`kernel event ${id}`) }));
     gpus.set(index, { index, uuid: sample?.uuid ?? null, name: sample?.name ?? null, state: 'ok', metrics, mem_total_mib: sample?.mem_total_mib ?? null, alerts: [], events });
   }
@@ -95,13 +94,13 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
   // about the host (no GPU's fault, no incident), any other host-wide alert darkens every GPU.
   const firing = Object.entries(host.trackers).filter(([, t]) => t.told === 'firing');
   const faults = firing.some(([, t]) => t.category !== 'drift' && t.category !== 'maintenance');
-  const incidentOpen = host.incident !== undefined && (faults || now <= host.incident.until);
+  const openIncident = host.incident !== undefined && (faults || now <= host.incident.until) ? host.incident.fingerprint : null;
   let hostWide: ViewState = 'ok';
   for (const [key, t] of firing) {
     const aboutTheHost = t.category === 'drift' || t.category === 'maintenance';
     const since = t.startsAt ?? t.since ?? null;
     const cooling = host.cooling && now <= host.cooling.until && host.cooling.explains.includes(t.rule) ? host.cooling.incident : null;
-    const incident = aboutTheHost ? null : cooling ?? (incidentOpen ? host.incident!.fingerprint : null);
+    const incident = aboutTheHost ? null : cooling ?? openIncident;
     const alert: AlertView = {
       fingerprint: fingerprintOf(host.host, key), rule: cut(t.rule, MAX_LABEL_VALUE_LENGTH), category: cut(t.category, MAX_LABEL_VALUE_LENGTH),
       severity: t.severity, summary: cut(t.summary), since, incident,

@@ -1,4 +1,4 @@
-import type { EnvelopeOf } from '@gpualert/schema';
+import { must, type EnvelopeOf } from '@gpualert/schema';
 import { alertEnvelopes } from './alert-envelopes.ts';
 import { Conditions, type Transition } from './conditions.ts';
 import type { EngineState, HostState } from './engine-state.ts';
@@ -20,7 +20,8 @@ export function parseForgetAfter(text: string | undefined): number | string {
   if (text === undefined || text.trim() === '') return DEFAULT_FORGET_AFTER_MS;
   const match = /^(\d{1,6})(m|h|d|w)$/.exec(text.trim());
   if (!match) return `GPUALERT_FORGET_AFTER expects a duration like 7d, 36h or 2w (got ${JSON.stringify(text.slice(0, 40))})`;
-  const ms = Number(match[1]) * UNITS[match[2]!]!;
+  const [, count, unit = ''] = match;
+  const ms = Number(count) * must(UNITS[unit], 'the pattern admits only m, h, d and w');
   if (ms < MIN_FORGET_AFTER_MS || ms > MAX_FORGET_AFTER_MS) return `GPUALERT_FORGET_AFTER must be between 1d and 366d (got ${text.trim()})`;
   return ms;
 }

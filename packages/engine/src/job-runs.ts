@@ -45,7 +45,7 @@ export function noteJobEvent(state: EngineState, host: HostState, data: JobEvent
     makeRoom(training, MAX_TRAINING_JOBS, (r) => r.heard, (name) => unindex(training, name));
     run = { labels: dict(), heard: at, home: host.host, ranks: dict() };
     const owner = ownerOn(host, data);
-    if (owner) for (const name in owner) run.labels[name] = owner[name]!;
+    if (owner) Object.assign(run.labels, owner);
     run.labels.job = data.job;
     if (host.labels.cluster !== undefined) run.labels.cluster = host.labels.cluster;
     training[key] = run;
@@ -140,7 +140,7 @@ export function jobOnGpu(state: EngineState, host: HostState, gpu: number): [str
 /** Does any GPU of the host run the job (by its key: id and owner) now, its processes live per the last sample? */
 export function jobLivesOn(host: HostState, key: string): boolean {
   for (const index in host.gpus) {
-    const labels = host.gpus[index]!.job;
+    const labels = host.gpus[index]?.job;
     if (labels?.job !== undefined && keyOfLabels(labels, labels.job, host.labels.cluster) === key) return true;
   }
   return false;
@@ -212,7 +212,7 @@ function ownerOn(host: HostState, data: JobEventData): Record<string, string> | 
   const named = data.gpu !== undefined ? host.gpus[data.gpu]?.job : undefined;
   if (named?.job === data.job && hasOwner(named)) return named;
   for (const index in host.gpus) {
-    const labels = host.gpus[index]!.job;
+    const labels = host.gpus[index]?.job;
     if (labels?.job === data.job && hasOwner(labels)) return labels;
   }
   return undefined;
@@ -272,7 +272,7 @@ function indexOf(training: Record<string, JobRun>): Map<string, Set<string>> {
     made = new Map();
     INDEXES.set(training, made);
     for (const key in training) {
-      const job = key.split(SEP, 1)[0]!;
+      const job = jobOfKey(key);
       const keys = made.get(job);
       if (keys) keys.add(key);
       else made.set(job, new Set([key]));
@@ -290,7 +290,7 @@ function index(training: Record<string, JobRun>, job: string, key: string): void
 
 function unindex(training: Record<string, JobRun>, key: string): void {
   const made = indexOf(training);
-  const job = key.split(SEP, 1)[0]!;
+  const job = jobOfKey(key);
   const keys = made.get(job);
   keys?.delete(key);
   if (keys?.size === 0) made.delete(job);
@@ -311,8 +311,7 @@ function makeRoom<T>(record: Record<string, T>, bound: number, heard: (v: T) => 
     for (const _ in record) size += 1;
   }
   if (size >= bound) {
-    const names = Object.keys(record);
-    names.sort((a, b) => heard(record[a]!) - heard(record[b]!));
+    const names = Object.entries(record).sort(([, a], [, b]) => heard(a) - heard(b)).map(([name]) => name);
     const drop = names.length - Math.floor(bound * (1 - FORGET_AT_ONCE));
     for (const name of names.slice(0, drop)) {
       delete record[name];
@@ -321,6 +320,12 @@ function makeRoom<T>(record: Record<string, T>, bound: number, heard: (v: T) => 
     size = names.length - drop;
   }
   SIZES.set(record, size + 1);
+}
+
+/** The job id a training key starts with (what `split(SEP, 1)[0]` gives). */
+function jobOfKey(key: string): string {
+  const end = key.indexOf(SEP);
+  return end === -1 ? key : key.slice(0, end);
 }
 
 function hasAny(record: Record<string, string>): boolean {

@@ -32,8 +32,8 @@ export function planOf(bound: BoundTemplate): JudgingPlan {
 }
 
 function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
-  const plan = { beforeGpus: [], gpu: [], afterGpus: [], kernel: [], provider: [], inventory: [], job: [], tick: [], hostSample: [], bmcEvent: [], clusterChange: [] } as {
-    -readonly [H in keyof JudgingPlan]: JudgingPlan[H] extends readonly (infer S)[] ? S[] : never;
+  const plan: { -readonly [H in keyof JudgingPlan]: JudgingPlan[H] extends readonly (infer S)[] ? S[] : never } = {
+    beforeGpus: [], gpu: [], afterGpus: [], kernel: [], provider: [], inventory: [], job: [], tick: [], hostSample: [], bmcEvent: [], clusterChange: [],
   };
   for (const rule of rules) {
     // The registry is keyed by kind, so the judge found takes exactly this rule's type.

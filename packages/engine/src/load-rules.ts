@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundledPath, loadYamlFile, nearestOf, withNearest, type RuleFileError } from '@gpualert/rules';
+import { must } from '@gpualert/schema';
 import { RuleSpec, RulesFile, Template } from './rule-set.ts';
 
 /** Rules with each template's overrides applied, ready for the engine. */
@@ -102,5 +103,10 @@ export function bindTemplate(
     });
     if (ok) return bound;
   }
-  return ruleSet.templates[ruleSet.templates.length - 1]!;
+  return fallbackTemplate(ruleSet);
+}
+
+/** The lowest-priority template, for a host no other matches (loading refuses a rule set with no templates). */
+export function fallbackTemplate(ruleSet: RuleSet): BoundTemplate {
+  return must(ruleSet.templates.at(-1), 'a loaded rule set has templates');
 }

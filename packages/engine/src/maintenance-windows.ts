@@ -31,7 +31,7 @@ function forgetOldWindows(windows: Record<string, { status: string }>, keep: str
   };
   for (const id of ids) {
     if (excess <= 0) break;
-    if (id !== keep && (windows[id]!.status === 'completed' || windows[id]!.status === 'cancelled')) forget(id);
+    if (id !== keep && (windows[id]?.status === 'completed' || windows[id]?.status === 'cancelled')) forget(id);
   }
   for (const id of ids) {
     if (excess <= 0) break;

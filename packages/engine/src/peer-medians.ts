@@ -25,10 +25,13 @@ export class SamplePeers {
 
   /** The peer median of the GPU at `position` under a rule (`id`, `metric`, `load_band`). */
   of(rule: { readonly id: string; readonly metric: PeerMetric; readonly load_band: number }, position: number): number {
-    if (this.gpus.length <= PEER_DIRECT_UP_TO) return peerMedian(this.gpus, this.gpus[position]!, rule.metric, rule.load_band);
+    if (this.gpus.length <= PEER_DIRECT_UP_TO) {
+      const gpu = this.gpus[position];
+      return gpu === undefined ? Number.NaN : peerMedian(this.gpus, gpu, rule.metric, rule.load_band);
+    }
     let medians = (this.cache ??= new Map()).get(rule.id);
     if (!medians) this.cache.set(rule.id, (medians = peerMedians(this.gpus, rule.metric, rule.load_band)));
-    return medians[position]!;
+    return medians[position] ?? Number.NaN;
   }
 }
 
@@ -47,29 +50,36 @@ export function peerMedian(gpus: readonly GpuMetrics[], gpu: GpuMetrics, metric:
 
 const SIBLINGS: number[] = [];
 
+/** A GPU with both numbers, where it stands in value order (its slot in the tree). */
+interface Candidate {
+  readonly index: number;
+  readonly util: number;
+  readonly value: number;
+  slot: number;
+}
+
 function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number): Float64Array {
   const out = new Float64Array(gpus.length).fill(Number.NaN);
   // The candidates: GPUs with both a value and a utilisation, in utilisation order.
-  const byUtil: number[] = [];
-  gpus.forEach((gpu, i) => {
+  const candidates: Candidate[] = [];
+  for (const [index, gpu] of gpus.entries()) {
+    const util = gpu.util_pct;
+    const value = gpu[metric];
     // Finite only (all JSON can carry): NaN would break the order the window slides along.
-    if (Number.isFinite(gpu[metric]) && Number.isFinite(gpu.util_pct)) byUtil.push(i);
-  });
-  const m = byUtil.length;
+    if (util !== null && value !== null && Number.isFinite(value) && Number.isFinite(util)) candidates.push({ index, util, value, slot: 0 });
+  }
+  const m = candidates.length;
   if (m < 3 || !(band >= 0)) return out; // nobody can have two siblings
-  const util = (k: number) => gpus[byUtil[k]!]!.util_pct!;
-  const value = (k: number) => gpus[byUtil[k]!]![metric]!;
-  byUtil.sort((a, b) => gpus[a]!.util_pct! - gpus[b]!.util_pct! || a - b);
-  // Each candidate's slot in value order: the tree counts which slots are in the window.
-  const byValue = Array.from({ length: m }, (_, k) => k).sort((a, b) => value(a) - value(b) || a - b);
-  const slot = new Int32Array(m);
+  candidates.sort((a, b) => a.util - b.util || a.index - b.index);
+  // Each candidate's slot in value order (ties in utilisation order): the tree counts which slots are in the window.
   const sorted = new Float64Array(m);
-  byValue.forEach((k, s) => {
-    slot[k] = s;
-    sorted[s] = value(k);
+  [...candidates].sort((a, b) => a.value - b.value || a.util - b.util || a.index - b.index).forEach((c, s) => {
+    c.slot = s;
+    sorted[s] = c.value;
   });
   const tree = new Int32Array(m + 1);
   const add = (s: number, d: number) => {
+    // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a Fenwick tree: 1 <= i <= m, inside the array
     for (let i = s + 1; i <= m; i += i & -i) tree[i]! += d;
   };
   let top = 1;
@@ -78,26 +88,26 @@ function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number):
   const kth = (k: number) => {
     let pos = 0;
     for (let step = top; step > 0; step >>= 1) {
-      if (pos + step <= m && tree[pos + step]! < k) {
+      const count = tree[pos + step];
+      if (count !== undefined && count < k) {
         pos += step;
-        k -= tree[pos]!;
+        k -= count;
       }
     }
-    return sorted[pos]!;
+    return sorted[pos] ?? Number.NaN;
   };
   // The window is contiguous in utilisation order and only moves right: |u' - u| <= band, as the direct form tests it.
   let lo = 0;
   let hi = 0;
-  for (let k = 0; k < m; k += 1) {
-    const u = util(k);
-    while (hi < m && Math.abs(util(hi) - u) <= band) add(slot[hi++]!, 1);
-    while (lo < k && !(Math.abs(util(lo) - u) <= band)) add(slot[lo++]!, -1);
+  for (const [k, c] of candidates.entries()) {
+    for (let next = candidates[hi]; next !== undefined && Math.abs(next.util - c.util) <= band; next = candidates[++hi]) add(next.slot, 1);
+    for (let first = candidates[lo]; lo < k && first !== undefined && !(Math.abs(first.util - c.util) <= band); first = candidates[++lo]) add(first.slot, -1);
     const count = hi - lo - 1; // the window less the GPU itself
     if (count < 2) continue;
-    add(slot[k]!, -1);
+    add(c.slot, -1);
     const mid = count >> 1;
-    out[byUtil[k]!] = count % 2 ? kth(mid + 1) : (kth(mid) + kth(mid + 1)) / 2;
-    add(slot[k]!, 1);
+    out[c.index] = count % 2 ? kth(mid + 1) : (kth(mid) + kth(mid + 1)) / 2;
+    add(c.slot, 1);
   }
   return out;
 }
@@ -108,13 +118,22 @@ export function median(values: number[]): number {
   if (sorted.length > PEER_DIRECT_UP_TO) {
     sorted.sort((a, b) => a - b);
   } else {
+    // Indexes kept inside the array: a read past either end (sorted[-1]) is a slow property lookup on the per-sample path.
     for (let i = 1; i < sorted.length; i += 1) {
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- 0 < i < length
       const v = sorted[i]!;
       let j = i - 1;
+      // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- 0 <= j < i
       for (; j >= 0 && sorted[j]! > v; j -= 1) sorted[j + 1] = sorted[j]!;
       sorted[j + 1] = v;
     }
   }
+  return middleOf(sorted);
+}
+
+/** The median of sorted numbers; NaN for none. */
+export function middleOf(sorted: readonly number[]): number {
   const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const upper = sorted[mid] ?? Number.NaN;
+  return sorted.length % 2 ? upper : ((sorted[mid - 1] ?? Number.NaN) + upper) / 2;
 }

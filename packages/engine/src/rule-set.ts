@@ -1,4 +1,4 @@
-import { AlertCategory, HostFault, IB_PORT_COUNTERS, KernelEventKind, Severity, ThrottleReason } from '@gpualert/schema';
+import { AlertCategory, HostFault, IB_PORT_COUNTERS, KernelEventKind, must, Severity, ThrottleReason } from '@gpualert/schema';
 import { z } from 'zod';
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
@@ -9,8 +9,8 @@ export const Duration = z
   .string()
   .regex(DURATION, 'expected a duration like 30s, 5m or 4h')
   .transform((v) => {
-    const [, n, unit] = DURATION.exec(v)!;
-    return Number(n) * UNIT_MS[unit!]!;
+    const [, n, unit = ''] = must(DURATION.exec(v), 'the regex above checked it');
+    return Number(n) * must(UNIT_MS[unit], 'the regex admits only these units');
   });
 
 /** GPU metrics a rule can read. */

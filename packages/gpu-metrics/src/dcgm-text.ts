@@ -19,8 +19,8 @@ export function parseDcgmText(text: string, host?: string): DcgmParse {
   const series = new DcgmSeriesAccumulator();
   const problems: { line: number; text: string }[] = [];
   const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i += 1) {
-    const line = lines[i]!.trim();
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
     const match = SAMPLE.exec(line);
     if (!match) {
@@ -28,11 +28,11 @@ export function parseDcgmText(text: string, host?: string): DcgmParse {
       continue;
     }
     const [, name, labelText, rawValue] = match;
-    if (!name!.startsWith('DCGM_FI_')) continue;
+    if (name === undefined || !name.startsWith('DCGM_FI_')) continue;
     // Label names are the exporter's words: a Map, so `__proto__="x"` is only data.
     const labels = new Map<string, string>();
-    for (const l of (labelText ?? '').matchAll(LABEL)) labels.set(l[1]!, l[2]!);
-    if (!series.add(host ?? hostOfSeries(labels, DCGM_HOST_LABELS, 'unknown'), name!, labels, Number(rawValue))) problems.push({ line: i + 1, text: line });
+    for (const [, key, value] of (labelText ?? '').matchAll(LABEL)) if (key !== undefined && value !== undefined) labels.set(key, value);
+    if (!series.add(host ?? hostOfSeries(labels, DCGM_HOST_LABELS, 'unknown'), name, labels, Number(rawValue))) problems.push({ line: i + 1, text: line });
   }
   return { hosts: series.result(), problems };
 }

@@ -1,4 +1,4 @@
-import { canonicalPciBus, MAX_GPU_INDEX, throttleReasonsFromMask, THROTTLE_REASONS, type GpuMetrics, type ThrottleReason } from '@gpualert/schema';
+import { canonicalPciBus, MAX_GPU_INDEX, must, throttleReasonsFromMask, THROTTLE_REASONS, type GpuMetrics, type ThrottleReason } from '@gpualert/schema';
 import { NUMERIC_FIELDS, THROTTLE_MASK_FIELDS } from './nvidia-smi-fields.ts';
 import { plausible } from './physical-range.ts';
 import { isUnavailable } from './unavailable.ts';
@@ -43,8 +43,8 @@ export function parseNvidiaSmiCsv(text: string, fields?: readonly string[]): Nvi
   const problems: { line: number; text: string }[] = [];
   let current: GpuMetrics[] = [];
   let seen = new Set<number>();
-  for (let i = 0; i < lines.length; i += 1) {
-    const line = lines[i]!.replace(/\r$/, '');
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.replace(/\r$/, '');
     if (line.trim() === '') continue;
     const cells = line.split(', ').map((c) => c.trim());
     if (!header) {
@@ -76,14 +76,16 @@ export function parseNvidiaSmiCsv(text: string, fields?: readonly string[]): Nvi
   return { samples, problems };
 }
 
+const MASK_FIELDS: ReadonlySet<string> = new Set(THROTTLE_MASK_FIELDS);
+const REASONS: ReadonlyMap<string, ThrottleReason> = new Map(THROTTLE_REASONS.map((r) => [r, r]));
+
 function rowToMetrics(header: readonly string[], cells: readonly string[]): GpuMetrics | undefined {
   const gpu: GpuMetrics = emptyMetrics(-1);
   let mask: number | null = null;
   const individual = new Set<ThrottleReason>();
   let sawIndividual = false;
-  for (let c = 0; c < header.length; c += 1) {
-    const field = header[c]!;
-    const cell = cells[c]!;
+  for (const [c, field] of header.entries()) {
+    const cell = must(cells[c], 'the caller checked the row is as long as the header');
     // The header is the input's words: only nvidia-smi's own field names map to a metric.
     const metric = Object.hasOwn(NUMERIC_FIELDS, field) ? NUMERIC_FIELDS[field] : undefined;
     if (metric) {
@@ -113,13 +115,14 @@ function rowToMetrics(header: readonly string[], cells: readonly string[]): GpuM
         gpu.remap_failure = yesNo(cell);
         break;
       default:
-        if ((THROTTLE_MASK_FIELDS as readonly string[]).includes(field)) {
+        if (MASK_FIELDS.has(field)) {
           if (/^0x[0-9a-fA-F]+$/.test(cell)) mask = Number.parseInt(cell.slice(2), 16);
         } else {
-          const reason = /^clocks_(?:event|throttle)_reasons\.([a-z_]+)$/.exec(field)?.[1];
-          if (reason && (THROTTLE_REASONS as readonly string[]).includes(reason) && !isUnavailable(cell)) {
+          const name = /^clocks_(?:event|throttle)_reasons\.([a-z_]+)$/.exec(field)?.[1];
+          const reason = name === undefined ? undefined : REASONS.get(name);
+          if (reason !== undefined && !isUnavailable(cell)) {
             sawIndividual = true;
-            if (cell === 'Active') individual.add(reason as ThrottleReason);
+            if (cell === 'Active') individual.add(reason);
           }
         }
     }

@@ -60,6 +60,6 @@ export function chooseQueryFields(supported: ReadonlySet<string>): string[] {
 /** The field names `nvidia-smi --help-query-gpu` documents (lines like `"temperature.gpu"`). */
 export function supportedQueryFields(helpText: string): Set<string> {
   const out = new Set<string>();
-  for (const match of helpText.matchAll(/^"([a-z_.0-9]+)"/gm)) out.add(match[1]!);
+  for (const [, name] of helpText.matchAll(/^"([a-z_.0-9]+)"/gm)) if (name !== undefined) out.add(name);
   return out;
 }

@@ -1,4 +1,4 @@
-import type { HostFault, Severity } from '@gpualert/schema';
+import { must, type HostFault, type Severity } from '@gpualert/schema';
 import type { Classified, ClassifiedEvent } from './classified.ts';
 
 const EDAC_COUNT = /^EDAC (?:[\w-]+ )?MC\d+: (?:\d+ )?(UE|CE)\b/;
@@ -43,16 +43,17 @@ export function classifyHost(text: string): Classified | undefined {
     if (/Machine Check Exception/.test(text)) {
       return host(text, 'mce', 'critical', 'an uncorrected machine check exception', DRAIN);
     }
-    if (GHES_HEADER.test(text)) {
-      return { type: 'event', kind: 'host', hostFault: 'mce', text, severity: 'warning', family: `ghes:${GHES_HEADER.exec(text)![1]!}`,
+    const header = GHES_HEADER.exec(text);
+    if (header) {
+      return { type: 'event', kind: 'host', hostFault: 'mce', text, severity: 'warning', family: `ghes:${header[1]}`,
         meaning: 'the firmware reported a hardware error (APEI)', action: REPEAT };
     }
     const ghes = GHES_SEVERITY.exec(text);
     if (ghes) {
       // Inside a record its header started, a detail (the parser reads it into that event); alone, an event.
-      const level = ghes[2]!.toLowerCase();
+      const level = must(ghes[2], 'GHES_SEVERITY has no optional group').toLowerCase();
       const severity: Severity = level === 'fatal' ? 'critical' : level === 'recoverable' ? 'error' : level === 'corrected' ? 'warning' : 'info';
-      return host(text, 'mce', severity, `the firmware reported a ${level} hardware error (APEI)`, severity === 'warning' ? WATCH : DRAIN, `ghes:${ghes[1]!}`);
+      return host(text, 'mce', severity, `the firmware reported a ${level} hardware error (APEI)`, severity === 'warning' ? WATCH : DRAIN, `ghes:${ghes[1]}`);
     }
     if (/^(?:mce: |\{\d+\})\[Hardware Error\]/.test(text) || /^\[Hardware Error\]/.test(text)) return { type: 'detail', text };
   }
@@ -107,7 +108,7 @@ export interface GhesRefinement {
 export function ghesLine(text: string): GhesRefinement | undefined {
   const line = GHES_LINE.exec(text);
   if (!line) return undefined;
-  const body = line[2]!;
+  const body = must(line[2], 'GHES_LINE has no optional group');
   const severity = /^event severity: (\w+)/.exec(body)?.[1]?.toLowerCase();
   if (severity) return { severity: severity === 'fatal' ? 'critical' : severity === 'recoverable' ? 'error' : severity === 'corrected' ? 'warning' : 'info' };
   const section = /^section_type: (.*)$/.exec(body)?.[1];

@@ -1,4 +1,4 @@
-import { canonicalPciBus, type Severity } from '@gpualert/schema';
+import { canonicalPciBus, must, type Severity } from '@gpualert/schema';
 import type { Classified, ClassifiedEvent } from './classified.ts';
 import { classifyHost } from './classify-host.ts';
 
@@ -52,8 +52,9 @@ const SEGFAULT_GPU_LIB = /^(\S+)\[(\d+)\]: segfault at .* in (libcuda|libnccl|li
 const STACK =
   /^(?:CPU: \d+ (?:UID: \d+ )?PID: \d+|Hardware name:|Call Trace:|<\/?(?:TASK|IRQ|NMI)>|\??\s*[\w.]+\+0x[0-9a-f]+\/0x[0-9a-f]+|WARNING: kernel stack frame pointer|unwind stack type|Kernel Offset:|RIP:|Code:|RSP:|R[A-Z0-9]{2}:|Modules linked in:|---\[ end (?:trace|Kernel panic)|Tainted:|"echo 0 > \/proc\/sys\/kernel\/hung_task_timeout_secs"|task:\S+\s+state:|PGD [0-9a-f]+ |CR2: |FS: |CS: |DR[0-7]: |Workqueue: |#PF: )/;
 
-function bus(raw: string): string | undefined {
-  return canonicalPciBus(raw) ?? undefined;
+/** The canonical PCI address a match named; undefined where it named none. */
+function bus(raw: string | undefined): string | undefined {
+  return raw === undefined ? undefined : canonicalPciBus(raw) ?? undefined;
 }
 
 /** Decides what one complete message (continuations joined) is; pure and allocation-light. */
@@ -69,13 +70,13 @@ export function classify(text: string): Classified {
 
   const sxid = SXID.exec(text);
   if (sxid) {
-    const rest = sxid[4]!;
+    const rest = must(sxid[4], 'SXID has no optional group');
     const fatal = /^Fatal\b/i.test(rest);
     const nonfatal = /^Non-?fatal\b/i.test(rest);
     // One SXid prints a header (Fatal/Non-fatal) and its Data/Severity lines: one family per switch.
     // A Data line whose header the paste cut off still reports that switch's SXid.
     return {
-      type: 'event', kind: 'sxid', text, pciBus: bus(sxid[2]!), xid: Number(sxid[3]), family: `sxid:${sxid[2]!.toLowerCase()}`, counts: fatal || nonfatal,
+      type: 'event', kind: 'sxid', text, pciBus: bus(sxid[2]), xid: Number(sxid[3]), family: `sxid:${must(sxid[2], 'SXID has no optional group').toLowerCase()}`, counts: fatal || nonfatal,
       severity: fatal ? 'critical' : 'warning',
       meaning: `NVSwitch ${fatal ? 'fatal' : nonfatal ? 'non-fatal' : ''} error (nvswitch${sxid[1]})`.replace('  ', ' '),
       action: fatal
@@ -86,14 +87,15 @@ export function classify(text: string): Classified {
 
   const aer = AER_ERROR.exec(text);
   if (aer) {
-    const severity = /fatal\)?$/i.test(aer[3]!) && !/non-fatal/i.test(aer[3]!) ? 'critical' : /uncorrect/i.test(aer[3]!) ? 'error' : 'warning';
-    const address = aer[2]!.toLowerCase();
+    const reported = must(aer[3], "AER_ERROR's severity is not optional");
+    const severity = /fatal\)?$/i.test(reported) && !/non-fatal/i.test(reported) ? 'critical' : /uncorrect/i.test(reported) ? 'error' : 'warning';
+    const address = must(aer[2], "AER_ERROR's address is not optional").toLowerCase();
     // A switch or root port's own uncorrected error takes down the link to everything below it.
-    if (aer[1] === 'pcieport') return portEvent(text, address, severity, aer[3]!.trim());
+    if (aer[1] === 'pcieport') return portEvent(text, address, severity, reported.trim());
     return {
-      type: 'event', kind: 'pcie_aer', text, pciBus: bus(aer[2]!), severity, needsGpu: aer[1] !== 'nvidia', address,
+      type: 'event', kind: 'pcie_aer', text, pciBus: bus(aer[2]), severity, needsGpu: aer[1] !== 'nvidia', address,
       family: `aer:${address}`,
-      meaning: `PCIe ${aer[3]!.trim()} error on the GPU's link`,
+      meaning: `PCIe ${reported.trim()} error on the GPU's link`,
       action: severity === 'warning'
         ? 'Corrected errors are retried by the link; a steady rate means a bad riser, slot or cable.'
         : 'Drain the GPU; an uncorrected PCIe error often precedes the GPU falling off the bus. Reseat or replace the riser.',
@@ -101,10 +103,10 @@ export function classify(text: string): Classified {
   }
   const received = AER_RECEIVED.exec(text);
   if (received && /AER/.test(text)) {
-    const kind = received[2]!;
+    const kind = must(received[2], "AER_RECEIVED's kind is not optional");
     const severity = /Fatal/.test(kind) && !/Non-Fatal/.test(kind) ? 'critical' : /Uncorrect|Non-Fatal/.test(kind) ? 'error' : 'warning';
     const reporter = AER_REPORTER.exec(text);
-    const port = reporter?.[1] === 'pcieport' ? reporter[2]!.toLowerCase() : undefined;
+    const port = reporter?.[1] === 'pcieport' ? reporter[2]?.toLowerCase() : undefined;
     // The old form names no address (`id=0010`) and AMD ports name 0000:00:00.0: both are the port's own report.
     const source = received[3] === undefined || received[3] === '0000:00:00.0' ? port : received[3].toLowerCase();
     if (port !== undefined && source === port) return portEvent(text, port, severity, kind);
@@ -117,13 +119,13 @@ export function classify(text: string): Classified {
     };
   }
   const dpc = DPC.exec(text);
-  if (dpc) return portEvent(text, dpc[1]!.toLowerCase(), 'error', 'downstream port containment');
+  if (dpc) return portEvent(text, must(dpc[1], "DPC's address is not optional").toLowerCase(), 'error', 'downstream port containment');
   if (AER_DETAIL.test(text) || /: DPC: /.test(text)) return { type: 'detail', text };
 
   const bandwidth = BANDWIDTH.exec(text);
   if (bandwidth) {
     return {
-      type: 'event', kind: 'other_gpu', text, pciBus: bus(bandwidth[2]!), severity: 'warning', needsGpu: bandwidth[1] !== 'nvidia',
+      type: 'event', kind: 'other_gpu', text, pciBus: bus(bandwidth[2]), severity: 'warning', needsGpu: bandwidth[1] !== 'nvidia',
       meaning: 'PCIe link trained below its capability at boot',
       action: 'Check the slot, riser and BIOS PCIe settings; the GPU gets a fraction of its host bandwidth.',
     };
@@ -133,7 +135,7 @@ export function classify(text: string): Classified {
   if (oom) {
     // The old two-line report ("Kill process N … or sacrifice child", then "Killed process N") is one kill.
     return {
-      type: 'event', kind: 'oom_kill', text, pid: Number(oom[1]), process: oom[2]!, severity: 'warning', family: `oom:${oom[1]}`,
+      type: 'event', kind: 'oom_kill', text, pid: Number(oom[1]), process: must(oom[2], "OOM_KILLED's name is not optional"), severity: 'warning', family: `oom:${oom[1]}`,
       meaning: 'the kernel killed a process for lack of memory',
       action: 'Give the job more host memory or lower its batch size; check its cgroup limit.',
     };
@@ -169,11 +171,11 @@ export function classify(text: string): Classified {
   const probe = PROBE_FAILED.exec(text);
   if (probe) {
     // Right after the driver's notice about the same GPU (not supported, …) it is that notice's end.
-    return { type: 'event', kind: 'other_gpu', text, pciBus: bus(probe[1]!), severity: 'error', family: 'gpu_notice', meaning: 'the NVIDIA driver could not probe the GPU', action: 'Reboot the host; if the GPU stays missing, reseat or replace it.' };
+    return { type: 'event', kind: 'other_gpu', text, pciBus: bus(probe[1]), severity: 'error', family: 'gpu_notice', meaning: 'the NVIDIA driver could not probe the GPU', action: 'Reboot the host; if the GPU stays missing, reseat or replace it.' };
   }
   const segfault = SEGFAULT_GPU_LIB.exec(text);
   if (segfault) {
-    return { type: 'event', kind: 'other_gpu', text, pid: Number(segfault[2]), process: segfault[1]!, severity: 'info', meaning: `a process crashed inside ${segfault[3]}` };
+    return { type: 'event', kind: 'other_gpu', text, pid: Number(segfault[2]), process: must(segfault[1], "SEGFAULT_GPU_LIB's process is not optional"), severity: 'info', meaning: `a process crashed inside ${segfault[3]}` };
   }
   // nvidia-peermem warns "invalid context" whenever an RDMA registration outlives its CUDA context: harmless.
   if (PEERMEM_INVALID_CONTEXT.test(text)) return DROP;
@@ -222,7 +224,7 @@ function classifyNvrm(text: string): Classified {
     const event: { -readonly [K in keyof Extract<Classified, { type: 'event' }>]: Extract<Classified, { type: 'event' }>[K] } = {
       type: 'event', kind: 'xid', text, xid: code,
     };
-    const pci = bus(xid[1]!);
+    const pci = bus(xid[1]);
     if (pci) event.pciBus = pci;
     if (xid[2] !== undefined) {
       event.mig = xid[3] !== undefined
@@ -238,7 +240,7 @@ function classifyNvrm(text: string): Classified {
     if (code === 154) {
       const recovery = RECOVERY.exec(rest);
       if (recovery) {
-        const name = recovery[2]!;
+        const name = must(recovery[2], "RECOVERY's name is not optional");
         event.action = `Recovery action: ${name} (${recovery[1]}).`;
         event.severity = /reboot/i.test(name) ? 'critical' : /reset/i.test(name) ? 'error' : /none/i.test(name) ? 'info' : 'warning';
       }
@@ -248,7 +250,7 @@ function classifyNvrm(text: string): Classified {
   const fallen = FALLEN.exec(text) ?? FALLEN_LONG.exec(text) ?? FALLEN_OLD.exec(text);
   if (fallen) {
     return {
-      type: 'event', kind: 'fallen_off_bus', text, pciBus: bus(fallen[1]!), severity: 'critical',
+      type: 'event', kind: 'fallen_off_bus', text, pciBus: bus(fallen[1]), severity: 'critical',
       meaning: 'GPU has fallen off the bus',
       action: 'Drain the host and reboot it; open an RMA if the GPU does not come back or falls off again.',
     };
@@ -256,7 +258,7 @@ function classifyNvrm(text: string): Classified {
   const gsp = GSP_RATE.exec(text);
   if (gsp) {
     return {
-      type: 'event', kind: 'gsp', text, pciBus: bus(gsp[1]!), severity: 'error',
+      type: 'event', kind: 'gsp', text, pciBus: bus(gsp[1]), severity: 'error',
       meaning: 'GSP RPC errors so frequent the driver rate-limits them',
       action: 'The GPU likely needs a reset: drain it and reset it.',
     };
@@ -276,7 +278,7 @@ function classifyNvrm(text: string): Classified {
   if (notice) {
     const unsupported = /not supported/.test(text);
     return {
-      type: 'event', kind: 'other_gpu', text, pciBus: bus(notice[1]!), severity: 'error', family: 'gpu_notice',
+      type: 'event', kind: 'other_gpu', text, pciBus: bus(notice[1]), severity: 'error', family: 'gpu_notice',
       meaning: unsupported ? 'the installed NVIDIA driver does not support this GPU' : 'the NVIDIA driver cannot use this GPU',
       action: unsupported ? 'Install a driver branch that supports this GPU (or the legacy branch it needs).' : 'Read the driver\'s message that follows; reboot, and reseat the GPU if it persists.',
     };

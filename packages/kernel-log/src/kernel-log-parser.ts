@@ -88,6 +88,15 @@ const YEAR_SLACK_MS = 2 * 86_400_000;
  */
 export const FUTURE_SLACK_MS = 5 * 60_000;
 
+/** The time of the line just read (and the previous line's, for lines that give only a delta). */
+interface LineTime {
+  clock: number;
+  tsMs: number;
+  logged: boolean;
+  timed: boolean;
+  claimedMs: number | undefined;
+}
+
 /**
  * Turns a kernel log, line by line, into `kernel.event`s: prefixes taken apart, multi-line
  * messages joined, bursts of the same fault collapsed into one event with a count and its
@@ -107,7 +116,7 @@ export class KernelLogParser {
   /** A container runtime's partial line waiting for the rest. */
   private partial: { line: KernelLine; text: string; position: number; arrivalMs: number } | undefined;
   /** The previous line's clock and time, for lines that give only the delta since it. */
-  private previous: { clock: number; tsMs: number; logged: boolean; timed: boolean; claimedMs: number | undefined } | undefined;
+  private previous: LineTime | undefined;
 
   constructor(options: KernelLogParserOptions) {
     this.options = options;
@@ -157,8 +166,7 @@ export class KernelLogParser {
       return [];
     }
     const out = this.takePending();
-    this.timeOf(line, arrivalMs);
-    const { clock, tsMs, claimedMs } = this.previous!;
+    const { clock, tsMs, claimedMs } = this.timeOf(line, arrivalMs);
     this.pending = { line, text: line.message, clock, tsMs, position, claimedMs };
     this.closeIdle(clock, out);
     return out;
@@ -169,7 +177,7 @@ export class KernelLogParser {
    * before. Nothing derived is dated after the line arrived: an uptime beyond this boot's (a log
    * from an earlier boot) or a delta chain with no anchor is dated by its arrival.
    */
-  private timeOf(line: KernelLine, arrivalMs: number): void {
+  private timeOf(line: KernelLine, arrivalMs: number): LineTime {
     let clock: number;
     let logged: number;
     let fromLog = true;
@@ -224,6 +232,7 @@ export class KernelLogParser {
     previous.logged = fromLog && tsMs === logged;
     previous.timed = timed;
     previous.claimedMs = claimedMs;
+    return previous;
   }
 
   /**
@@ -247,8 +256,8 @@ export class KernelLogParser {
       const { line, text, position, arrivalMs } = this.partial;
       this.partial = undefined;
       out.push(...this.takePending());
-      this.timeOf(line, arrivalMs);
-      this.pending = { line: { ...line, message: text, partial: false }, text, position, clock: this.previous!.clock, tsMs: this.previous!.tsMs, claimedMs: this.previous!.claimedMs };
+      const { clock, tsMs, claimedMs } = this.timeOf(line, arrivalMs);
+      this.pending = { line: { ...line, message: text, partial: false }, text, position, clock, tsMs, claimedMs };
     }
     out.push(...this.takePending());
     for (const burst of [...this.bursts.values()]) this.close(burst, out);
@@ -436,7 +445,7 @@ export class KernelLogParser {
     const indexes = gpus.map((g) => this.options.gpuIndexByPci?.get(g)).filter((i): i is number => i !== undefined);
     if (indexes.length > 0) port.gpu_indexes = indexes;
     if (below.nvswitches.length > 0) port.nvswitches = below.nvswitches.map(busOf);
-    const names = gpus.map((g, i) => (indexes.length === gpus.length ? `GPU ${indexes[i]!} (${g})` : g));
+    const names = gpus.map((g, i) => (indexes.length === gpus.length ? `GPU ${indexes[i]} (${g})` : g));
     data.meaning = `${data.meaning ?? 'PCIe error on a port'}; below it: ${names.length > 0 ? names.join(', ') : 'no GPU'}${below.nvswitches.length > 0 ? `, ${below.nvswitches.length} NVSwitch(es)` : ''}`;
     return port;
   }

@@ -80,8 +80,9 @@ export class PciTopology {
     const queue = [...(this.children.get(port) ?? [])];
     const seen = new Set<string>(queue);
     // Each device is visited once, so a corrupt tree with a cycle still ends.
-    for (let i = 0; i < queue.length && i < MAX_PCI_DEVICES; i += 1) {
-      const address = queue[i]!;
+    let visited = 0;
+    for (const address of queue) { // it grows as it is read: breadth first
+      if (visited++ >= MAX_PCI_DEVICES) break;
       if (this.isGpu(address) || knownGpu?.(address) === true) gpus.push(address);
       else if (this.isNvSwitch(address)) nvswitches.push(address);
       for (const child of this.children.get(address) ?? []) {
@@ -124,7 +125,7 @@ export function parseTopology(text: string): TopologyResult {
     try {
       value = JSON.parse(trimmed);
     } catch (error) {
-      return { ok: false, error: `not JSON: ${(error as Error).message}` };
+      return { ok: false, error: `not JSON: ${error instanceof Error ? error.message : String(error)}` };
     }
     const parsed = PciTopologyData.safeParse(value);
     if (!parsed.success) {
@@ -220,7 +221,7 @@ export function fromLspciTree(text: string): TopologyResult {
         pending = undefined;
       }
       if (!context) return { ok: false, error: `line ${lineNo}: a device at column ${at} with no bus above it (not lspci -t output?)` };
-      const device: PciTreeDevice = { address: `${context.domain}:${context.bus}:${token[3]!}.${token[4]!}` };
+      const device: PciTreeDevice = { address: `${context.domain}:${context.bus}:${token[3]}.${token[4]}` };
       if (context.bridge !== undefined) device.parent = context.bridge;
       devices.push(device);
       if (devices.length > MAX_PCI_DEVICES) return { ok: false, error: `over ${MAX_PCI_DEVICES} PCI devices` };
@@ -229,9 +230,10 @@ export function fromLspciTree(text: string): TopologyResult {
     if (last && name) {
       last.name = name.slice(0, 200);
       const ids = [...name.matchAll(IDS)].at(-1);
-      if (ids) {
-        last.vendor = ids[1]!;
-        last.device = ids[2]!;
+      const [, vendor, device] = ids ?? [];
+      if (vendor !== undefined && device !== undefined) {
+        last.vendor = vendor;
+        last.device = device;
       }
     }
   }

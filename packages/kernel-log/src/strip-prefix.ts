@@ -1,3 +1,5 @@
+import { must } from '@gpualert/schema';
+
 /** One kernel log line with its prefix taken apart. */
 export interface KernelLine {
   /** The message after every prefix. */
@@ -66,7 +68,7 @@ export function stripPrefix(raw: string, referenceYear: number): KernelLine {
   return strip(raw.indexOf('\x1b') === -1 ? raw : raw.replace(ANSI, ''), referenceYear, 0);
 }
 
-function strip(raw: string, referenceYear: number, depth: number): KernelLine {
+function strip(raw: string, referenceYear: number, depth: number): MutableLine {
   const first = raw.charCodeAt(0);
   if (first === 32 || first === 9) {
     // A pasted log indented as a block is still one line per stamp; a kernel continuation never starts with one.
@@ -88,8 +90,8 @@ function strip(raw: string, referenceYear: number, depth: number): KernelLine {
       if (rest.charCodeAt(0) === 49 /* 1 */ && rest.charCodeAt(1) === 32) {
         const rfc = RFC5424.exec(rest);
         if (rfc) {
-          const iso = ISO.exec(`${rfc[1]!} `);
-          if (iso) setWall(line, isoMs(iso[1]!, iso[3], iso[4]));
+          const iso = ISO.exec(`${rfc[1]} `);
+          if (iso) setWall(line, isoStampMs(iso));
           rest = rest.slice(rfc[0].length);
         }
       }
@@ -99,8 +101,8 @@ function strip(raw: string, referenceYear: number, depth: number): KernelLine {
   if (c0 !== 91 /* [ */ && c0 !== 60 /* < */) {
     const talos = TALOS.exec(rest);
     if (talos) {
-      const iso = ISO.exec(`${talos[1]!} `);
-      if (iso) setWall(line, isoMs(iso[1]!, iso[3], iso[4]));
+      const iso = ISO.exec(`${talos[1]} `);
+      if (iso) setWall(line, isoStampMs(iso));
       line.message = rest.slice(talos[0].length);
       return line;
     }
@@ -116,7 +118,7 @@ function strip(raw: string, referenceYear: number, depth: number): KernelLine {
     }
     const iso = ISO.exec(rest);
     if (iso) {
-      setWall(line, isoMs(iso[1]!, iso[3], iso[4]));
+      setWall(line, isoStampMs(iso));
       rest = rest.slice(iso[0].length);
       const cri = CRI.exec(rest);
       if (cri) return inner(line, rest.slice(cri[0].length), cri[1] === 'P', referenceYear, depth);
@@ -125,7 +127,7 @@ function strip(raw: string, referenceYear: number, depth: number): KernelLine {
     } else {
       const unix = UNIX.exec(rest);
       if (unix) {
-        setWall(line, Number(unix[1]) * 1000 + Number(unix[2]!.slice(0, 3).padEnd(3, '0')));
+        setWall(line, Number(unix[1]) * 1000 + Number(must(unix[2], 'UNIX has no optional group').slice(0, 3).padEnd(3, '0')));
         rest = afterStamp(rest.slice(unix[0].length), true);
       }
     }
@@ -136,7 +138,7 @@ function strip(raw: string, referenceYear: number, depth: number): KernelLine {
       rest = rest.replace(DECODE, '');
       const iso = ISO.exec(rest);
       if (iso) {
-        setWall(line, isoMs(iso[1]!, iso[3], iso[4]));
+        setWall(line, isoStampMs(iso));
         rest = rest.slice(iso[0].length);
       }
     }
@@ -144,14 +146,14 @@ function strip(raw: string, referenceYear: number, depth: number): KernelLine {
     const syslog = SYSLOG.exec(rest);
     if (syslog) {
       const ms = syslog[6] ? Number(syslog[6].slice(0, 3).padEnd(3, '0')) : 0;
-      setWall(line, Date.UTC(referenceYear, MONTHS[syslog[1]!] ?? 0, Number(syslog[2]), Number(syslog[3]), Number(syslog[4]), Number(syslog[5]), ms));
+      setWall(line, Date.UTC(referenceYear, MONTHS[syslog[1] ?? ''] ?? 0, Number(syslog[2]), Number(syslog[3]), Number(syslog[4]), Number(syslog[5]), ms));
       line.yearGuessed = true;
       rest = afterStamp(rest.slice(syslog[0].length), true);
     } else {
       const full = FULL.exec(rest);
       if (full) {
-        const zone = /^[+-]\d{4}$/.test(full[4]!) ? full[4] : 'Z';
-        setWall(line, isoMs(`${full[1]!}T${full[2]!}`, full[3], zone));
+        const zone = full[4] !== undefined && /^[+-]\d{4}$/.test(full[4]) ? full[4] : 'Z';
+        setWall(line, isoMs(`${full[1]}T${full[2]}`, full[3], zone));
         rest = afterStamp(rest.slice(full[0].length), true);
       }
     }
@@ -171,18 +173,18 @@ function strip(raw: string, referenceYear: number, depth: number): KernelLine {
       } else {
         const rel = RELTIME.exec(rest);
         if (rel) {
-          setWall(line, Date.UTC(referenceYear, MONTHS[rel[1]!] ?? 0, Number(rel[2]), Number(rel[3]), Number(rel[4])));
+          setWall(line, Date.UTC(referenceYear, MONTHS[rel[1] ?? ''] ?? 0, Number(rel[2]), Number(rel[3]), Number(rel[4])));
           line.yearGuessed = true;
           rest = rest.slice(rel[0].length);
         } else {
           const ctime = CTIME.exec(rest);
           if (ctime) {
-            setWall(line, Date.UTC(Number(ctime[6]), MONTHS[ctime[1]!] ?? 0, Number(ctime[2]), Number(ctime[3]), Number(ctime[4]), Number(ctime[5])));
+            setWall(line, Date.UTC(Number(ctime[6]), MONTHS[ctime[1] ?? ''] ?? 0, Number(ctime[2]), Number(ctime[3]), Number(ctime[4]), Number(ctime[5])));
             rest = afterStamp(rest.slice(ctime[0].length), false);
           } else {
             const console = CONSOLE.exec(rest);
             if (console) {
-              setWall(line, isoMs(`${console[1]!}T${console[2]!}`, console[3], undefined));
+              setWall(line, isoMs(`${console[1]}T${console[2]}`, console[3], undefined));
               rest = rest.slice(console[0].length);
               const uptime = UPTIME.exec(rest);
               if (uptime) {
@@ -210,9 +212,9 @@ function afterStamp(rest: string, hosted: boolean): string {
 }
 
 /** A container runtime's line: the inner line is taken apart too; its own time wins over the wrapper's. */
-function inner(outer: MutableLine, text: string, partial: boolean, referenceYear: number, depth: number): KernelLine {
+function inner(outer: MutableLine, text: string, partial: boolean, referenceYear: number, depth: number): MutableLine {
   // strip() returns a fresh object: it is this line's own to complete
-  const line = (depth < 2 ? strip(text, referenceYear, depth + 1) : { message: text, continuation: false }) as MutableLine;
+  const line: MutableLine = depth < 2 ? strip(text, referenceYear, depth + 1) : { message: text, continuation: false };
   // A wrapped line that began with white space is still its own line: the wrapper says where lines start.
   if (line.continuation) line.continuation = false;
   if (line.wallMs === undefined && outer.wallMs !== undefined) {
@@ -224,7 +226,7 @@ function inner(outer: MutableLine, text: string, partial: boolean, referenceYear
 }
 
 /** journalctl -o json (MESSAGE, __REALTIME_TIMESTAMP µs) and Docker's json-file lines (log, time). */
-function fromJson(raw: string, referenceYear: number): KernelLine | undefined {
+function fromJson(raw: string, referenceYear: number): MutableLine | undefined {
   if (raw.length > MAX_JSON_LINE) return undefined;
   let value: unknown;
   try {
@@ -249,7 +251,7 @@ function fromJson(raw: string, referenceYear: number): KernelLine | undefined {
     const outer: MutableLine = { message: '', continuation: false };
     if (typeof record.time === 'string') {
       const iso = ISO.exec(`${record.time} `);
-      if (iso) setWall(outer, isoMs(iso[1]!, iso[3], iso[4]));
+      if (iso) setWall(outer, isoStampMs(iso));
     }
     const log = record.log;
     const complete = log.endsWith('\n');
@@ -260,12 +262,17 @@ function fromJson(raw: string, referenceYear: number): KernelLine | undefined {
 
 /** journald writes a message that is not valid UTF-8 as an array of bytes. */
 function bytesToText(bytes: unknown[]): string | undefined {
-  if (bytes.length > MAX_JSON_LINE || !bytes.every((b) => typeof b === 'number' && Number.isInteger(b) && b >= 0 && b <= 255)) return undefined;
-  return Buffer.from(bytes as number[]).toString('utf8');
+  if (bytes.length > MAX_JSON_LINE || !bytes.every((b): b is number => typeof b === 'number' && Number.isInteger(b) && b >= 0 && b <= 255)) return undefined;
+  return Buffer.from(bytes).toString('utf8');
 }
 
 function setWall(line: MutableLine, ms: number): void {
   if (!Number.isNaN(ms)) line.wallMs = ms;
+}
+
+/** An `ISO` match's time in milliseconds (NaN for an impossible date). */
+function isoStampMs(iso: RegExpExecArray): number {
+  return isoMs(must(iso[1], "ISO's first group is not optional"), iso[3], iso[4]);
 }
 
 /** `2025-12-02T11:49:53` with its fraction and zone (`Z`, `+01:00`, `+0100`; none is UTC), without Date.parse's string work. */

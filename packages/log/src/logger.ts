@@ -43,7 +43,7 @@ function redactStrings(object: Record<string, unknown>): Record<string, unknown>
 
 /** Readable lines on a terminal, JSON everywhere else (files, pipes, journald, containers). */
 export function defaultLogFormat(stream: NodeJS.WritableStream = process.stderr): LogFormat {
-  return (stream as { isTTY?: boolean }).isTTY === true ? 'pretty' : 'json';
+  return 'isTTY' in stream && stream.isTTY === true ? 'pretty' : 'json';
 }
 
 /**
@@ -63,5 +63,5 @@ export function createLogger(settings: LoggerSettings): Logger {
   };
   const destination = settings.destination ?? process.stderr;
   const sink = settings.format === 'pretty' ? prettyDestination(destination) : destination;
-  return pino(options, sink as pino.DestinationStream);
+  return pino(options, sink);
 }

@@ -35,6 +35,6 @@ export function prettyLine(json: string, color: boolean): string {
 
 /** A stream pino writes JSON lines into and a terminal receives readable ones from. */
 export function prettyDestination(out: NodeJS.WritableStream): { write(line: string): boolean } {
-  const color = (out as { isTTY?: boolean }).isTTY === true;
+  const color = 'isTTY' in out && out.isTTY === true;
   return { write: (line: string) => out.write(prettyLine(line, color)) };
 }

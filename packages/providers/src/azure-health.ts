@@ -12,7 +12,7 @@ function targets(essentials: Record<string, unknown>): string[] {
   if (names.length > 0) return [...new Set(names)].slice(0, MAX_AZURE_ALERT_TARGETS);
   const ids = Array.isArray(essentials.alertTargetIDs) ? essentials.alertTargetIDs : [];
   // A target that is a whole subscription names no machine.
-  const resources = ids.filter((i): i is string => typeof i === 'string' && /\/providers\//i.test(i)).map((i) => i.split('/').pop()!).filter((n) => n !== '');
+  const resources = ids.filter((i): i is string => typeof i === 'string' && /\/providers\//i.test(i)).map((i) => i.split('/').at(-1) ?? '').filter((n) => n !== '');
   return [...new Set(resources)].slice(0, MAX_AZURE_ALERT_TARGETS);
 }
 

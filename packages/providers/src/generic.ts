@@ -22,7 +22,7 @@ export const GenericEvent = z.object({
   duration_seconds: z.number().positive().max(MAX_WINDOW_SECONDS, `expected at most ${MAX_WINDOW_SECONDS} seconds (a year)`).optional(),
   description: z.string().default(''),
 }).refine(
-  (e) => e.window_start === undefined || e.window_end === undefined || Date.parse(toIsoUtc(e.window_end)!) >= Date.parse(toIsoUtc(e.window_start)!),
+  (e) => e.window_start === undefined || e.window_end === undefined || Date.parse(toIsoUtc(e.window_end) ?? '') >= Date.parse(toIsoUtc(e.window_start) ?? ''), // NaN, refused, where one does not read
   { message: 'expected window_end at or after window_start', path: ['window_end'] },
 );
 
@@ -34,8 +34,8 @@ export const genericAdapter: ProviderAdapter = (payload) => {
     // Report against the single-event shape unless the payload tried to be a list.
     const list = typeof payload === 'object' && payload !== null && 'events' in payload;
     const single = list ? z.object({ events: z.array(GenericEvent) }).safeParse(payload) : GenericEvent.safeParse(payload);
-    const issue = single.success ? result.error.issues[0]! : single.error.issues[0]!;
-    return invalid(issue.path.map(String).join('.'), issue.message);
+    const issue = (single.success ? result.error : single.error).issues[0];
+    return invalid(issue?.path.map(String).join('.') ?? '', issue?.message ?? 'invalid');
   }
   const items = 'events' in result.data ? result.data.events : [result.data];
   return ok(items.map((item) => {

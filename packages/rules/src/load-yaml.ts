@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { isMap, isNode, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { must } from '@gpualert/schema';
 
 /** One problem in a rules file, located for the person who fixes it. */
 export interface RuleFileError {
@@ -94,10 +95,10 @@ export function loadYamlFile<S extends z.ZodType>(file: string, schema: S, prepa
  */
 function lineOf(document: Document, lines: LineCounter, path: readonly PropertyKey[]): number {
   for (let depth = path.length; depth >= 0; depth -= 1) {
-    const node = document.getIn(path.slice(0, depth) as unknown[], true);
+    const node = document.getIn(path.slice(0, depth), true);
     if (!isNode(node) || !node.range) continue;
     if (depth > 0 && isMap(node) && node.items.length > 0) {
-      const parent = depth === 1 ? document.contents : document.getIn(path.slice(0, depth - 1) as unknown[], true);
+      const parent = depth === 1 ? document.contents : document.getIn(path.slice(0, depth - 1), true);
       const pair = isMap(parent) ? parent.items.find((item) => isScalar(item.key) && String(item.key.value) === String(path[depth - 1])) : undefined;
       if (pair && isNode(pair.key) && pair.key.range) return lines.linePos(pair.key.range[0]).line;
     }
@@ -111,7 +112,7 @@ const MAX_NAMED_KEYS = 20;
 
 /** The line where `key` is written in the mapping at `path` (the mapping's line when it cannot be found). */
 function keyLine(document: Document, lines: LineCounter, path: readonly PropertyKey[], key: string): number {
-  const node = path.length === 0 ? document.contents : document.getIn(path as unknown[], true);
+  const node = path.length === 0 ? document.contents : document.getIn(path, true);
   if (isMap(node)) {
     const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === key);
     if (pair && isNode(pair.key) && pair.key.range) return lines.linePos(pair.key.range[0]).line;
@@ -142,16 +143,24 @@ export function nearestOf(value: string, options: readonly string[]): string | u
 
 /** Levenshtein distance with adjacent transpositions (`xdi` is one step from `xid`). */
 function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  // Row by row: the row before last (for a transposition), the last, and this one.
+  let before: number[] = [];
+  let last = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i += 1) {
+    const row = [i];
     for (let j = 1; j <= b.length; j += 1) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
-      d[i]![j] = v;
+      let v = Math.min(cell(last, j) + 1, cell(row, j - 1) + 1, cell(last, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, cell(before, j - 2) + 1);
+      row.push(v);
     }
+    [before, last] = [last, row];
   }
-  return d[a.length]![b.length]!;
+  return cell(last, b.length);
+}
+
+function cell(row: readonly number[], j: number): number {
+  return must(row[j], 'every row of the distance table is b.length + 1 long');
 }
 
 function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {

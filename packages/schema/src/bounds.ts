@@ -32,7 +32,7 @@ export const MAX_GPU_INDEX = MAX_GPUS_PER_SAMPLE - 1;
 
 /** A GPU index as every envelope carries one: a whole number from 0 to `MAX_GPU_INDEX`. */
 export function isGpuIndex(v: unknown): v is number {
-  return Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_GPU_INDEX;
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= MAX_GPU_INDEX;
 }
 
 /**

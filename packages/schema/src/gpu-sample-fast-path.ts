@@ -57,7 +57,7 @@ function canonicalGpu(gpu: unknown): boolean {
     switch (kind) {
       case 'index': if (!isGpuIndex(v)) return false; break;
       case 'gauge': if (!(v === null || (typeof v === 'number' && Number.isFinite(v)))) return false; break;
-      case 'count': if (!(v === null || (Number.isSafeInteger(v) && (v as number) >= 0))) return false; break;
+      case 'count': if (!(v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0))) return false; break;
       case 'flag': if (!(v === null || typeof v === 'boolean')) return false; break;
       case 'id': if (!(v === null || (typeof v === 'string' && v.length > 0))) return false; break;
       case 'text': if (!(v === null || typeof v === 'string')) return false; break;
@@ -83,7 +83,11 @@ function canonicalJob(v: unknown): boolean {
 /** Each GPU once; a machine's handful compared pairwise, with no allocation on the hot path. */
 function uniqueIndexes(gpus: readonly { index: number }[]): boolean {
   if (gpus.length > 16) return new Set(gpus.map((g) => g.index)).size === gpus.length;
-  for (let i = 1; i < gpus.length; i += 1) for (let j = 0; j < i; j += 1) if (gpus[i]!.index === gpus[j]!.index) return false;
+  let i = 0;
+  for (const gpu of gpus) {
+    for (let j = 0; j < i; j += 1) if (gpus[j]?.index === gpu.index) return false;
+    i += 1;
+  }
   return true;
 }
 

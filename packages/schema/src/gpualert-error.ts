@@ -52,8 +52,8 @@ export class GpualertError extends Error {
 export function isGpualertError(error: unknown): error is GpualertError {
   if (error instanceof GpualertError) return true;
   if (!(error instanceof Error)) return false;
-  const e = error as { code?: unknown; retriable?: unknown };
-  return typeof e.code === 'string' && Object.hasOwn(ERROR_CODES, e.code) && typeof e.retriable === 'boolean';
+  const code = 'code' in error ? error.code : undefined;
+  return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code) && 'retriable' in error && typeof error.retriable === 'boolean';
 }
 
 /** How deep a chain of `cause`s is followed: far enough for wrappers, bounded against cycles. */
@@ -64,7 +64,7 @@ export function gpualertErrorIn(error: unknown): GpualertError | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < MAX_ERROR_CAUSE_DEPTH && typeof current === 'object' && current !== null; depth += 1) {
     if (isGpualertError(current)) return current;
-    current = (current as { cause?: unknown }).cause;
+    current = 'cause' in current ? current.cause : undefined;
   }
   return undefined;
 }

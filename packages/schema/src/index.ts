@@ -41,3 +41,4 @@ export {
   MAX_VIEW_TEXT, MetricView, ViewState, worseState, type FleetMetric, type FleetSource,
 } from './fleet-view.ts';
 export { stringifyPaced } from './paced-json.ts';
+export { must } from './must.ts';

@@ -13,6 +13,7 @@ export interface EnvelopeFields<T extends EnvelopeType> {
 
 /** Builds an envelope with a fresh id; `ts` defaults to now. */
 export function newEnvelope<T extends EnvelopeType>(fields: EnvelopeFields<T>): EnvelopeOf<T> {
+  // eslint-disable-next-line @typescript-eslint/consistent-type-assertions -- EnvelopeOf<T> is the union member T picks: TypeScript cannot see that `type` and `data` agree
   return {
     id: fields.id ?? randomUUID(),
     type: fields.type,

@@ -7,8 +7,8 @@ const MAX_DEPTH = 4;
 
 function plainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return (proto === Object.prototype || proto === null) && typeof (value as { toJSON?: unknown }).toJSON !== 'function';
+  const proto: unknown = Object.getPrototypeOf(value);
+  return (proto === Object.prototype || proto === null) && !('toJSON' in value && typeof value.toJSON === 'function');
 }
 
 /**
@@ -49,7 +49,7 @@ export async function stringifyPaced(value: unknown, sliceMs = SLICE_MS): Promis
       parts.push('}');
       return true;
     }
-    const text = JSON.stringify(v) as string | undefined;
+    const text: string | undefined = JSON.stringify(v); // undefined for a function or a symbol, whatever its type says
     if (text === undefined) {
       if (!inArray) return false;
       parts.push('null');

@@ -7,6 +7,6 @@ import { createHash } from 'node:crypto';
 export function stableId(...parts: readonly (string | number)[]): string {
   const hex = createHash('sha256').update(parts.join('\u0000')).digest('hex');
   // RFC 9562 version 8 (custom) with the variant bits set.
-  const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }

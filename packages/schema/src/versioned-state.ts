@@ -77,9 +77,9 @@ export function decodeVersioned<T>(spec: VersionedState<T>, text: string, unwrap
   }
   const parsed = spec.schema.safeParse(body);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const where = issue.path.length > 0 ? issue.path.map((p) => String(p).slice(0, 80)).join('.') : '(top)';
-    return fail(`version ${version}: ${where}: ${issue.message}`);
+    const issue = parsed.error.issues[0];
+    const where = issue !== undefined && issue.path.length > 0 ? issue.path.map((p) => String(p).slice(0, 80)).join('.') : '(top)';
+    return fail(`version ${version}: ${where}: ${issue?.message ?? 'invalid'}`);
   }
   return version === spec.version ? { ok: true, value: parsed.data } : { ok: true, value: parsed.data, migratedFrom: version };
 }
@@ -100,12 +100,12 @@ export function savedRecord<S extends z.ZodType>(value: S, max: number): z.ZodTy
       ctx.addIssue({ code: 'custom', message: `${keys.length} entries, over the bound of ${max}` });
       return z.NEVER;
     }
-    const out = Object.create(null) as Record<string, z.output<S>>;
+    const out: Record<string, z.output<S>> = Object.create(null);
     for (const key of keys) {
       const result = value.safeParse((raw as Record<string, unknown>)[key]);
       if (!result.success) {
-        const issue = result.error.issues[0]!;
-        ctx.addIssue({ code: 'custom', path: [key, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))], message: issue.message });
+        const issue = result.error.issues[0];
+        ctx.addIssue({ code: 'custom', path: [key, ...(issue?.path ?? []).map((p) => (typeof p === 'symbol' ? String(p) : p))], message: issue?.message ?? 'invalid' });
         return z.NEVER;
       }
       out[key] = result.data;

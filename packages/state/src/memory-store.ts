@@ -95,7 +95,7 @@ export class MemoryStore implements StateStore {
 
   async hashGetSome(key: string, limit: number): Promise<{ fields: Record<string, string>; total: number }> {
     const hash = this.hash(key);
-    const fields = Object.create(null) as Record<string, string>;
+    const fields: Record<string, string> = Object.create(null);
     if (!hash) return { fields, total: 0 };
     let taken = 0;
     for (const [field, value] of hash) {

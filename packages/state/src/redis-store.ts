@@ -145,7 +145,7 @@ export class RedisStore implements StateStore {
 
   async hashGetSome(key: string, limit: number): Promise<{ fields: Record<string, string>; total: number }> {
     const total = await this.redis.hlen(key);
-    const fields = Object.create(null) as Record<string, string>;
+    const fields: Record<string, string> = Object.create(null);
     if (total <= limit) {
       Object.assign(fields, await this.redis.hgetall(key));
       return { fields, total };
@@ -156,9 +156,10 @@ export class RedisStore implements StateStore {
     do {
       const [next, flat] = await this.redis.hscan(key, cursor, 'COUNT', Math.min(HSCAN_PAGE, limit));
       cursor = next;
-      for (let i = 0; i + 1 < flat.length && taken < limit; i += 2) {
-        if (!Object.hasOwn(fields, flat[i]!)) taken += 1;
-        fields[flat[i]!] = flat[i + 1]!;
+      for (const [field, value] of twoByTwo(flat)) {
+        if (taken >= limit) break;
+        if (!Object.hasOwn(fields, field)) taken += 1;
+        fields[field] = value;
       }
     } while (cursor !== '0' && taken < limit);
     return { fields, total };
@@ -176,7 +177,7 @@ export class RedisStore implements StateStore {
   async sortedRange(key: string, min: number, max: number): Promise<ScoredMember[]> {
     const flat = await this.redis.zrangebyscore(key, bound(min), bound(max), 'WITHSCORES');
     const out: ScoredMember[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ member: flat[i]!, score: Number(flat[i + 1]) });
+    for (const [member, score] of twoByTwo(flat)) out.push({ member, score: Number(score) });
     return out;
   }
 
@@ -197,4 +198,13 @@ function bound(value: number): string {
   if (value === Infinity) return '+inf';
   if (value === -Infinity) return '-inf';
   return String(value);
+}
+
+/** A flat Redis reply (`field, value, field, value…`), two at a time; an odd last one is left out. */
+function* twoByTwo(flat: readonly string[]): Generator<[string, string]> {
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const first = flat[i];
+    const second = flat[i + 1];
+    if (first !== undefined && second !== undefined) yield [first, second];
+  }
 }

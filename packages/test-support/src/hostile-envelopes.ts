@@ -35,7 +35,7 @@ const timestamp = fc.oneof(
 /** Labels as an object that keeps a `__proto__` key as its own (what JSON.parse makes of one). */
 const labels = fc
   .array(fc.tuple(fc.oneof(fc.constantFrom('job', 'cluster', 'role', 'rack', ...PROTOTYPE_KEYS), oddText), oddText), { maxLength: 6 })
-  .chain((pairs) => fc.oneof({ weight: 9, arbitrary: fc.constant(pairs) }, { weight: 1, arbitrary: fc.constant(Array.from({ length: 70 }, (_, i) => [`l${i}`, 'v'] as [string, string])) }))
+  .chain((pairs) => fc.oneof({ weight: 9, arbitrary: fc.constant(pairs) }, { weight: 1, arbitrary: fc.constant(Array.from({ length: 70 }, (_, i): [string, string] => [`l${i}`, 'v'])) }))
   .map((pairs) => Object.fromEntries(pairs));
 
 const pciBus = fc.constantFrom('0000:3b:00', '0000:18:00', '0000:29:00', '0000:3B:00', 'nonsense', null);

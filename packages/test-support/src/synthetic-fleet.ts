@@ -43,12 +43,11 @@ export function* syntheticFleet(options: FleetOptions): Generator<Envelope> {
   const model = options.model ?? 'NVIDIA H100 80GB HBM3';
   const hosts = Array.from({ length: options.hosts }, (_, h) => ({
     name: hostName(h),
-    offsets: Array.from({ length: options.gpusPerHost }, () => (rand() - 0.5) * 6),
+    gpus: Array.from({ length: options.gpusPerHost }, () => ({ offset: (rand() - 0.5) * 6, temp: 35 })),
     busyUntil: options.start + rand() * 3_600_000,
     idleUntil: 0,
   }));
-  for (let h = 0; h < hosts.length; h += 1) {
-    const host = hosts[h]!;
+  for (const [h, host] of hosts.entries()) {
     let inventory: HostInventoryData = {
       gpu_model: model, gpu_count: options.gpusPerHost, driver_version: options.driver ?? '550.54.15', cuda_version: '12.4',
       provider: 'gcp', instance_id: host.name, instance_type: 'a3-highgpu-8g',
@@ -62,10 +61,8 @@ export function* syntheticFleet(options: FleetOptions): Generator<Envelope> {
       ts: new Date(options.start).toISOString(), labels: { cluster: options.cluster ?? 'lab', job: `job-${Math.floor(h / 4)}` }, data: inventory,
     });
   }
-  const temps = hosts.map((host) => host.offsets.map(() => 35));
   for (let at = options.start; at < options.start + options.minutes * 60_000; at += interval) {
-    for (let h = 0; h < hosts.length; h += 1) {
-      const host = hosts[h]!;
+    for (const [h, host] of hosts.entries()) {
       // Jobs run 20–90 minutes, then the host idles 2–20 minutes.
       if (at >= host.busyUntil && at >= host.idleUntil) {
         if (host.busyUntil > host.idleUntil) host.idleUntil = at + (2 + rand() * 18) * 60_000;
@@ -73,16 +70,16 @@ export function* syntheticFleet(options: FleetOptions): Generator<Envelope> {
       }
       const busy = at < host.busyUntil;
       const gpus: GpuMetrics[] = [];
-      for (let g = 0; g < options.gpusPerHost; g += 1) {
+      for (const [g, one] of host.gpus.entries()) {
         const util = busy ? 92 + rand() * 8 : rand() * 2;
-        const target = (busy ? 62 : 34) + host.offsets[g]!;
-        temps[h]![g]! += (target - temps[h]![g]!) * 0.3 + (rand() - 0.5) * 1.2;
+        const target = (busy ? 62 : 34) + one.offset;
+        one.temp += (target - one.temp) * 0.3 + (rand() - 0.5) * 1.2;
         const power = busy ? 600 + rand() * 60 : 72 + rand() * 6;
         const gpu: GpuMetrics = {
           index: g, uuid: null, pci_bus: `0000:${(0x18 + g * 0x11).toString(16).padStart(2, '0')}:00`, name: model,
           util_pct: Math.round(util), mem_util_pct: busy ? Math.round(30 + rand() * 30) : 0,
           mem_used_mib: busy ? 60_000 + Math.round(rand() * 15_000) : 0, mem_total_mib: 81_559,
-          temp_c: Math.round(temps[h]![g]!), mem_temp_c: Math.round(temps[h]![g]! + 4), power_w: Math.round(power * 100) / 100, power_limit_w: 700,
+          temp_c: Math.round(one.temp), mem_temp_c: Math.round(one.temp + 4), power_w: Math.round(power * 100) / 100, power_limit_w: 700,
           sm_clock_mhz: busy ? 1980 : 345, mem_clock_mhz: 2619, fan_pct: null,
           pcie_gen: busy ? 5 : 1, pcie_gen_max: 5, pcie_width: 16, pcie_width_max: 16,
           ecc_sbe_volatile: 0, ecc_dbe_volatile: 0, ecc_sbe_aggregate: 0, ecc_dbe_aggregate: 0, remap_pending: false, remap_failure: false,

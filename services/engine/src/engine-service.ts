@@ -5,7 +5,7 @@ import { OwnedHosts } from './owned-hosts.ts';
 import { FleetShares } from './fleet-sharing.ts';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
-import { eventTimeProblem, TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { eventTimeProblem, must, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { busReady, consumerReady, priorityQueue, sharedReadiness, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
@@ -113,7 +113,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
           continue;
         }
         alerts.push(...owned.clockOf(batch.partition).judge(state, envelope));
-        state.hosts[envelope.host]!.offsets[position] = message.offset;
+        must(state.hosts[envelope.host], 'judging an envelope makes its host').offsets[position] = message.offset;
         if (envelope.type === 'gpu.sample') options.metrics?.noteSample(envelope.host, envelope.data);
       }
       if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
@@ -251,7 +251,9 @@ export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wal
       if (!metrics || !served) return { name: 'engine', stop: () => service.stop() };
       try {
         const server = await startEngineMetricsServer(served, metrics.port, metrics.listen, {}, () => service.ready());
-        return { name: 'engine', metricsPort: server.port, stop: async () => { await server.close(); await service.stop(); } } as RunningService;
+        // The port rides along for `gpualert up`, which prints it where a service has one.
+        const running: RunningService & { readonly metricsPort: number } = { name: 'engine', metricsPort: server.port, stop: async () => { await server.close(); await service.stop(); } };
+        return running;
       } catch (error) {
         // A busy metrics port must not stop the judging: the engine runs on without /metrics.
         context.log.error({ port: metrics.port, error: String(error) }, 'engine_metrics_port_unavailable');

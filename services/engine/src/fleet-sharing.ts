@@ -61,7 +61,7 @@ export class FleetShares {
   /** Writes the shares of the hosts judged since the last flush that changed; on failure they stay due. */
   async flush(): Promise<void> {
     if (this.dirty.size === 0) return;
-    const set: Record<string, string> = Object.create(null) as Record<string, string>;
+    const set: Record<string, string> = Object.create(null);
     const gone: string[] = [];
     let writes = 0;
     for (const host of this.dirty) {
@@ -78,7 +78,7 @@ export class FleetShares {
       if (gone.length < writes) await this.store.hashSet(ENGINE_FLEET_SHARES_KEY, set);
       if (gone.length > 0) await this.store.hashDelete(ENGINE_FLEET_SHARES_KEY, ...gone);
       for (const host of gone) this.written.delete(host);
-      for (const host in set) this.written.set(host, set[host]!);
+      for (const [host, text] of Object.entries(set)) this.written.set(host, text);
     }
     this.dirty.clear();
   }

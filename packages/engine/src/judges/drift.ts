@@ -43,8 +43,7 @@ function judge(ctx: JudgeContext, rule: RuleOf<'drift'>, driver: string, cuda: s
 export function clusterMajority(members: Readonly<Record<string, { driver: string }>>): { value: string; count: number; of: number } | undefined {
   const counts = new Map<string, number>();
   let of = 0;
-  for (const host in members) {
-    const driver = members[host]!.driver;
+  for (const { driver } of Object.values(members)) {
     counts.set(driver, (counts.get(driver) ?? 0) + 1);
     of += 1;
   }

@@ -1,5 +1,6 @@
 import { severityRank, type AlertData, type KernelEventData, type Severity } from '@gpualert/schema';
 import { fill } from '../conditions.ts';
+import { newGpuState } from '../engine-state.ts';
 import type { Judge } from '../judge.ts';
 import type { RuleOf } from '../rule-set.ts';
 import { lostKey } from './absence.ts';
@@ -41,15 +42,16 @@ export const event: Judge<'event'> = {
     let note = '';
     const where = gpu !== undefined ? String(gpu) : event.pci_bus ?? '';
     const key = `${rule.id}|${event.kind}|${where}|${event.xid ?? ''}`;
-    if (rule.repeat && event.xid !== undefined && gpu !== undefined) {
-      const gs = host.gpus[gpu]!;
-      const times = (gs.xids[event.xid] ?? []).filter((t) => at - t <= rule.repeat!.within);
+    const { repeat } = rule;
+    if (repeat && event.xid !== undefined && gpu !== undefined) {
+      const gs = (host.gpus[gpu] ??= newGpuState()); // made already, by noteKernelEvidence
+      const times = (gs.xids[event.xid] ?? []).filter((t) => at - t <= repeat.within);
       times.push(at); // one burst is one occurrence, however many lines it printed
       gs.xids[event.xid] = times.slice(-TIMES_PER_XID);
       forgetStaleXids(gs.xids);
-      if (times.length >= rule.repeat.count && severityRank(severity) < severityRank(rule.repeat.severity)) {
-        severity = rule.repeat.severity;
-        note = ` — ${times.length} times on this GPU within ${Math.round(rule.repeat.within / 60_000)} min: suspect the hardware`;
+      if (times.length >= repeat.count && severityRank(severity) < severityRank(repeat.severity)) {
+        severity = repeat.severity;
+        note = ` — ${times.length} times on this GPU within ${Math.round(repeat.within / 60_000)} min: suspect the hardware`;
       }
     }
     const entry = event.kind === 'xid' && event.xid !== undefined ? ctx.catalog.lookup(event.xid) : undefined;
@@ -68,11 +70,15 @@ export const event: Judge<'event'> = {
 
 /** Past the bound, the code seen least recently goes. */
 function forgetStaleXids(xids: Record<string, number[]>): void {
-  const codes = Object.keys(xids);
+  const codes = Object.entries(xids);
   if (codes.length <= MAX_XID_CODES_PER_GPU) return;
-  let stalest = codes[0]!;
-  for (const code of codes) if ((xids[code]!.at(-1) ?? 0) < (xids[stalest]!.at(-1) ?? 0)) stalest = code;
-  delete xids[stalest];
+  let stalest: string | undefined;
+  let stalestAt = 0;
+  for (const [code, times] of codes) {
+    const last = times.at(-1) ?? 0;
+    if (stalest === undefined || last < stalestAt) [stalest, stalestAt] = [code, last];
+  }
+  if (stalest !== undefined) delete xids[stalest];
 }
 
 function xidCategory(cause: string): AlertData['category'] {

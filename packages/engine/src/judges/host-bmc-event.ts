@@ -42,6 +42,6 @@ export const bmcEvent: Judge<'bmc_event'> = {
 /** How many of the rule's sensor alerts are open (firing or waiting on `for`) on the host, the fold not counted. */
 function openSensors(trackers: Record<string, { firing: boolean; since?: number }>, prefix: string, fold: string): number {
   let n = 0;
-  for (const key in trackers) if (key !== fold && key.startsWith(prefix) && (trackers[key]!.firing || trackers[key]!.since !== undefined)) n += 1;
+  for (const [key, t] of Object.entries(trackers)) if (key !== fold && key.startsWith(prefix) && (t.firing || t.since !== undefined)) n += 1;
   return n;
 }

@@ -1,5 +1,6 @@
 import { fingerprintOf } from '../conditions.ts';
 import type { HostState } from '../engine-state.ts';
+import { middleOf } from '../peer-medians.ts';
 
 /**
  * The incident a cooling alert (a fan, the inlet) observed under `key` is filed in: the host's open
@@ -12,8 +13,8 @@ export function coolingIncident(host: HostState, key: string, explains: readonly
   const open = host.incident && at <= host.incident.until ? host.incident.fingerprint : undefined;
   if (open !== undefined) {
     for (const k in host.trackers) {
-      const t = host.trackers[k]!;
-      if (t.firing && t.gpu !== undefined && explains.includes(t.rule) && fingerprintOf(host.host, k) === open) return open;
+      const t = host.trackers[k];
+      if (t?.firing === true && t.gpu !== undefined && explains.includes(t.rule) && fingerprintOf(host.host, k) === open) return open;
     }
   }
   return fingerprintOf(host.host, key);
@@ -42,7 +43,5 @@ const MAX_EXPLAINED_RULES = 32;
 /** The middle value of `values` (sorted in place); undefined when empty. */
 export function medianOf(values: number[]): number | undefined {
   if (values.length === 0) return undefined;
-  values.sort((a, b) => a - b);
-  const mid = values.length >> 1;
-  return values.length % 2 === 1 ? values[mid]! : (values[mid - 1]! + values[mid]!) / 2;
+  return middleOf(values.sort((a, b) => a - b));
 }

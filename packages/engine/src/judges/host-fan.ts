@@ -26,8 +26,7 @@ export const fan: Judge<'fan'> = {
     const failed: string[] = [];
     let failedRpm: number | undefined;
     let failedHealth = '';
-    for (let i = 0; i < fans.length; i += 1) {
-      const f = fans[i]!;
+    for (const f of fans) {
       if (f.health === 'critical' || (f.rpm === 0 && f.health !== 'unknown')) {
         failed.push(f.name);
         failedRpm ??= f.rpm ?? undefined;
@@ -42,7 +41,7 @@ export const fan: Judge<'fan'> = {
       const key = `${prefix}${f.name}`;
       present.add(key);
       const siblings: number[] = [];
-      for (let j = 0; j < fans.length; j += 1) if (j !== i && fans[j]!.rpm !== null && fans[j]!.rpm! > 0) siblings.push(fans[j]!.rpm!);
+      for (const other of fans) if (other !== f && other.rpm !== null && other.rpm > 0) siblings.push(other.rpm);
       const median = siblings.length >= rule.min_siblings ? medianOf(siblings) : undefined;
       const breaching = median !== undefined && f.rpm < rule.fraction * median;
       if (!breaching && host.trackers[key] === undefined) continue;
@@ -73,12 +72,10 @@ export const fan: Judge<'fan'> = {
 /** Fans last seen failed, not failed in this reading, within `missingFor`; older ones and those past the bound forgotten. */
 function stillMissing(failedFans: Record<string, number>, failedNow: readonly string[], at: number, missingFor: number): string[] {
   const out: string[] = [];
-  const names = Object.keys(failedFans);
   // Newest first: past the bound (a BMC renaming its fans), the oldest are forgotten.
-  names.sort((a, b) => failedFans[b]! - failedFans[a]!);
-  for (let i = 0; i < names.length; i += 1) {
-    const name = names[i]!;
-    if (i >= MAX_FANS_PER_SAMPLE || at - failedFans[name]! > missingFor) delete failedFans[name];
+  const seen = Object.entries(failedFans).sort(([, a], [, b]) => b - a);
+  for (const [i, [name, last]] of seen.entries()) {
+    if (i >= MAX_FANS_PER_SAMPLE || at - last > missingFor) delete failedFans[name];
     else if (!failedNow.includes(name)) out.push(name);
   }
   return out;

@@ -24,13 +24,12 @@ export const ibPort: Judge<'ib_port'> = {
     const { host, at } = ctx;
     const ib = ((host.hostLayer ??= {}).ib ??= dict());
     const present = new Set<string>();
-    for (let i = 0; i < ports.length; i += 1) {
-      const port: IbPort = ports[i]!;
+    for (const port of ports) {
       const name = `${port.device}/${port.port}`;
       const memory: PortMemory = (ib[name] ??= { active: false, counters: dict() });
       const key = `${rule.id}|${name}`;
       present.add(key);
-      const judged = judgePort(rule, port, memory, ports, i, host.trackers[key]?.firing === true);
+      const judged = judgePort(rule, port, memory, ports, host.trackers[key]?.firing === true);
       if (judged === undefined || (!judged.breaching && host.trackers[key] === undefined)) continue;
       ctx.conditions.observe(host, key, rule, undefined, at, {
         breaching: judged.breaching, evidence: [ctx.id], summary: fill(rule.summary, { host: host.host, detail: `${name} ${judged.detail}` }),
@@ -44,7 +43,7 @@ export const ibPort: Judge<'ib_port'> = {
   },
 };
 
-function judgePort(rule: RuleOf<'ib_port'>, port: IbPort, memory: PortMemory, ports: readonly IbPort[], self: number, firing: boolean): { breaching: boolean; detail: string; value?: number } | undefined {
+function judgePort(rule: RuleOf<'ib_port'>, port: IbPort, memory: PortMemory, ports: readonly IbPort[], firing: boolean): { breaching: boolean; detail: string; value?: number } | undefined {
   const active = port.state === 'active';
   switch (rule.check) {
     case 'down': {
@@ -57,9 +56,8 @@ function judgePort(rule: RuleOf<'ib_port'>, port: IbPort, memory: PortMemory, po
       const best = Math.max(memory.best_rate ?? 0, port.rate_gbps);
       memory.best_rate = best;
       const siblings: number[] = [];
-      for (let j = 0; j < ports.length; j += 1) {
-        const other = ports[j]!;
-        if (j !== self && other.state === 'active' && other.rate_gbps !== null && other.link_layer === port.link_layer) siblings.push(other.rate_gbps);
+      for (const other of ports) {
+        if (other !== port && other.state === 'active' && other.rate_gbps !== null && other.link_layer === port.link_layer) siblings.push(other.rate_gbps);
       }
       const median = medianOf(siblings);
       // A port never faster than it is now (a 200G storage HCA beside 400G compute ones) is not degraded.

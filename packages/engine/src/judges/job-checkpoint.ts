@@ -46,16 +46,18 @@ export const jobCheckpoint: Judge<'job_checkpoint'> = {
       const key = `${rule.id}|overdue|${jobKey}`;
       const job = run.labels.job;
       const c = run.checkpoint;
-      const ready = c?.ok !== undefined && c.every !== undefined && c.count >= rule.min_checkpoints && run.exited === undefined;
-      const breaching = ready && at - c.ok! > rule.overdue_factor * c.every!;
+      const ok = c?.ok;
+      const every = c?.every;
+      const ready = c !== undefined && ok !== undefined && every !== undefined && c.count >= rule.min_checkpoints && run.exited === undefined;
+      const breaching = ready && at - ok > rule.overdue_factor * every;
       if (!breaching && !host.trackers[key]) continue;
-      const minutes = ready ? Math.round((at - c.ok!) / 60_000) : undefined;
+      const minutes = ready ? Math.round((at - ok) / 60_000) : undefined;
       ctx.conditions.observe(host, key, rule, undefined, at, {
         breaching, value: minutes, labels: run.labels,
         ...(run.fault && breaching && !restartedSinceFault(run) ? { incident: run.fault.fingerprint } : {}),
         summary: fill(rule.summary, {
           host: host.host, job,
-          detail: `has written no checkpoint for ${minutes ?? '?'} min (it usually writes one every ${ready ? Math.round(c.every! / 60_000) : '?'} min)`,
+          detail: `has written no checkpoint for ${minutes ?? '?'} min (it usually writes one every ${ready ? Math.round(every / 60_000) : '?'} min)`,
           progress: jobProgressWords(run, at),
         }),
       });

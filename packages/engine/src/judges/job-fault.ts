@@ -29,13 +29,15 @@ export const jobFault: Judge<'job_fault'> = {
     const [, run] = found;
     const job = run.labels.job;
     const key = ruleKey(rule.id, gpu);
-    const what = event.kind === 'xid' ? `Xid ${event.xid}: ${event.meaning ?? ctx.catalog.lookup(event.xid!)?.meaning ?? ''}`.trim() : 'fallen off the bus';
+    const what = event.kind === 'xid' ? `Xid ${event.xid}: ${event.meaning ?? (event.xid !== undefined ? ctx.catalog.lookup(event.xid)?.meaning : undefined) ?? ''}`.trim() : 'fallen off the bus';
     // The same fault's further lines (Xid 79, then "GPU has fallen off the bus") add evidence to the one alert.
-    const same = run.fault !== undefined && run.fault.host === host.host && run.fault.gpu === gpu && at - run.fault.at < rule.window && !restartedSinceFault(run);
-    const faultAt = same ? run.fault!.at : at;
+    const { fault } = run;
+    const sameFault = fault !== undefined && fault.host === host.host && fault.gpu === gpu && at - fault.at < rule.window && !restartedSinceFault(run) ? fault : undefined;
+    const same = sameFault !== undefined;
+    const faultAt = sameFault?.at ?? at;
     ctx.conditions.observe(host, key, rule, gpu, at, {
       breaching: true, evidence: [id], labels: run.labels, description: event.message,
-      summary: fill(rule.summary, { host: host.host, gpu, job, user: run.labels.job_user ?? 'unknown owner', detail: same ? run.fault!.what : what, progress: jobProgressWords(run, faultAt) }),
+      summary: fill(rule.summary, { host: host.host, gpu, job, user: run.labels.job_user ?? 'unknown owner', detail: sameFault?.what ?? what, progress: jobProgressWords(run, faultAt) }),
     }, false);
     const tracker = host.trackers[key];
     if (tracker) tracker.quietMs = rule.window;
@@ -58,8 +60,8 @@ export const jobFault: Judge<'job_fault'> = {
     // Timeouts waiting for their fault: linked once it is known, on their own after `grace`.
     const prefix = `${rule.id}|job|`;
     for (const key in ctx.host.trackers) {
-      const tracker = ctx.host.trackers[key]!;
-      if (tracker.firing || tracker.since === undefined || !key.startsWith(prefix)) continue;
+      const tracker = ctx.host.trackers[key];
+      if (tracker === undefined || tracker.firing || tracker.since === undefined || !key.startsWith(prefix)) continue;
       const run = ctx.state.fleet.training?.[key.slice(prefix.length)];
       if (run) observeFallout(ctx, rule, key, run.labels.job ?? '', run, [], undefined);
     }

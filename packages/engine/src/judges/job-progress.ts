@@ -53,8 +53,8 @@ export const jobStraggler: Judge<'job_straggler'> = {
     if (!peers || at - peers.at >= 10_000 || at < peers.at) {
       SCRATCH.length = 0;
       for (const name in run.ranks) {
-        const r = run.ranks[name]!;
-        if (r.ms !== undefined && at - r.at < rule.window) SCRATCH.push(r.ms);
+        const r = run.ranks[name];
+        if (r?.ms !== undefined && at - r.at < rule.window) SCRATCH.push(r.ms);
       }
       peers = { at, median: SCRATCH.length > 0 ? median(SCRATCH) : 0, count: SCRATCH.length };
       MEDIANS.set(run, peers);

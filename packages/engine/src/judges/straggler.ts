@@ -25,17 +25,17 @@ export const straggler: Judge<'straggler'> = {
     const meanUtil = processes > 0 ? util / gpus.length : 100;
     const hosts = (ctx.state.fleet.jobs[job] ??= dict());
     const mine = hosts[host.host];
-    hosts[host.host] = { util: mine ? mine.util * rule.smoothing + meanUtil * (1 - rule.smoothing) : meanUtil, at };
+    const own = mine ? mine.util * rule.smoothing + meanUtil * (1 - rule.smoothing) : meanUtil;
+    hosts[host.host] = { util: own, at };
     // The job's other hosts heard from within the window, into a scratch array (one per sample would be garbage).
     const others = SCRATCH;
     others.length = 0;
     for (const name in hosts) {
-      const h = hosts[name]!;
-      if (name !== host.host && at - h.at < rule.window) others.push(h.util);
+      const h = hosts[name];
+      if (h !== undefined && name !== host.host && at - h.at < rule.window) others.push(h.util);
     }
     if (others.length + 1 < rule.min_hosts) return;
     const peers = median(others);
-    const own = hosts[host.host]!.util;
     const breaching = peers > rule.peers_busy_above && own < rule.fraction * peers;
     if (!breaching && !host.trackers[key]) return;
     ctx.conditions.observe(host, key, rule, undefined, at, {

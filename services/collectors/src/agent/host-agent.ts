@@ -3,7 +3,7 @@ import type { Bus } from '@gpualert/bus';
 import type { Logger } from '@gpualert/log';
 import type { PciTopology } from '@gpualert/kernel-log';
 import type { XidCatalog } from '@gpualert/rules';
-import { TOPICS } from '@gpualert/schema';
+import { must, TOPICS } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { startGpuCollector } from '../gpu/gpu-collector.ts';
 import type { GpuSource } from '../gpu/gpu-source.ts';
@@ -102,9 +102,9 @@ export async function startAgent(plan: AgentPlan, io: { bus: Bus; store: StateSt
     tracker,
     health(): AgentHealth {
       const at = now();
-      const ages: Record<string, number | null> = Object.create(null) as Record<string, number | null>;
+      const ages: Record<string, number | null> = Object.create(null);
       for (const name of collectors) {
-        const last = tracker.health(TOPIC_OF.get(name)!).lastOkMs;
+        const last = tracker.health(must(TOPIC_OF.get(name), 'every collector the agent runs has a topic')).lastOkMs;
         ages[name] = last === undefined ? null : Math.round((at - last) / 1000);
       }
       const uptime = Math.round((at - started) / 1000);

@@ -72,20 +72,24 @@ const IPMITOOL_VALUED = new Set([...'IoHdPfUpCLAtTmzSlbBekyORND']);
  * after other flags (`-EPS3cret`), and `--password…`. Names the option, never the value.
  */
 export function ipmitoolSecretOption(args: readonly string[]): { option: string; what: 'the password' | 'a key' } | undefined {
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
+  let valueNext = false;
+  for (const arg of args) {
+    if (valueNext) {
+      valueNext = false;
+      continue;
+    }
     if (arg.startsWith('--')) {
       if (/^--pass(word)?(=|$)/i.test(arg)) return { option: '--password', what: 'the password' };
       continue;
     }
     if (!arg.startsWith('-')) continue;
     for (let j = 1; j < arg.length; j++) {
-      const flag = arg[j]!;
+      const flag = arg.charAt(j);
       if (flag === 'P') return { option: '-P', what: 'the password' };
       if (flag === 'k' || flag === 'y') return { option: `-${flag}`, what: 'a key' };
       if (IPMITOOL_VALUED.has(flag)) {
         // The rest of this word is the value, or the next word is.
-        if (j === arg.length - 1) i += 1;
+        if (j === arg.length - 1) valueNext = true;
         break;
       }
     }

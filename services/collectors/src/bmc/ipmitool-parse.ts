@@ -46,9 +46,10 @@ interface SdrLine {
 
 function splitSdr(text: string): SdrLine | undefined {
   const cells = text.split('|').map((c) => c.trim());
-  // elist: name | id | status | entity | reading;  list: name | reading | status
-  if (cells.length === 5 && /^[0-9a-f]{2}h$/i.test(cells[1]!)) return { name: cells[0]!, status: cells[2]!, entity: cells[3]!, reading: cells[4]! };
-  if (cells.length === 3 && /^[a-z]{2,3}$/.test(cells[2]!)) return { name: cells[0]!, status: cells[2]!, entity: '', reading: cells[1]! };
+  // elist: name | id | status | entity | reading;  list: name | reading | status (the lengths are checked: no default is used)
+  const [name = '', second = '', third = '', entity = '', reading = ''] = cells;
+  if (cells.length === 5 && /^[0-9a-f]{2}h$/i.test(second)) return { name, status: third, entity, reading };
+  if (cells.length === 3 && /^[a-z]{2,3}$/.test(third)) return { name, status: third, entity: '', reading: second };
   return undefined;
 }
 
@@ -120,7 +121,7 @@ export function parseSdr(text: string): { sample: HostSampleData; problems: Ipmi
     const isPsu = ENTITY_POWER_SUPPLY.has(entityId) || (sdr.entity === '' && /^PS\d|PSU|power supply/i.test(name));
     if (!isPsu || /\b(Amps|Volts)\b/.test(sdr.reading)) return;
     const key = sdr.entity || name;
-    const psu = psus.get(key) ?? { names: [], healths: [], watts: null, state: 'unknown' as HostPsu['state'] };
+    const psu = psus.get(key) ?? { names: [], healths: [], watts: null, state: 'unknown' };
     psu.names.push(name);
     psu.healths.push(PSU_FAILED.test(sdr.reading) ? 'critical' : health);
     const watts = WATTS.exec(sdr.reading);
@@ -176,19 +177,19 @@ export function parseSel(text: string): { entries: BmcEventData[]; problems: Ipm
     const line = raw.replace(/\r$/, '');
     if (line.trim() === '' || /^SEL has no entries/i.test(line.trim())) return;
     const cells = line.split('|').map((c) => c.trim());
-    const [id, date, time, sensor, event, direction, ...extra] = cells;
+    const [id, date = '', time = '', sensor, event = '', direction, ...extra] = cells; // six or more, checked below
     if (cells.length < 6 || !id || !/^[0-9a-f]+$/i.test(id) || (direction !== 'Asserted' && direction !== 'Deasserted')) {
       problems.push({ line: i + 1, text: line.slice(0, 200), reason: 'not a `sel elist` record (id | date | time | sensor | event | Asserted/Deasserted)' });
       return;
     }
-    const created = selTime(date!, time!);
+    const created = selTime(date, time);
     const asserted = direction === 'Asserted';
     const detail = extra.filter((e) => e !== '').join(' | ');
     entries.push({
       entry_id: id.toLowerCase(),
       log: 'sel',
       ...(created ? { created } : {}),
-      severity: asserted ? selSeverity(event!) : 'info',
+      severity: asserted ? selSeverity(event) : 'info',
       message: `${event || '(no description)'}${asserted ? '' : ' (deasserted)'}${detail ? ` — ${detail}` : ''}`.slice(0, MAX_BMC_MESSAGE_LENGTH),
       ...(sensor ? { sensor: sensorName(sensor) } : {}),
       asserted,

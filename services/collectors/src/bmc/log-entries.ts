@@ -39,11 +39,16 @@ function place(member: Json): { created?: number; id?: number } {
 export function logOrder(members: readonly Json[]): LogOrder {
   let byTime = 0;
   let byId = 0;
-  for (let i = 1; i < members.length; i++) {
-    const a = place(members[i - 1]!);
-    const b = place(members[i]!);
+  let a: ReturnType<typeof place> | undefined;
+  for (const member of members) {
+    const b = place(member);
+    if (a === undefined) {
+      a = b;
+      continue;
+    }
     if (a.created !== undefined && b.created !== undefined && a.created !== b.created) byTime += a.created < b.created ? 1 : -1;
     else if (a.id !== undefined && b.id !== undefined && a.id !== b.id) byId += a.id < b.id ? 1 : -1;
+    a = b;
   }
   const vote = byTime !== 0 ? byTime : byId;
   return vote < 0 ? 'newest-first' : 'oldest-first';

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { GpualertError } from '@gpualert/schema';
+import { GpualertError, must } from '@gpualert/schema';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
@@ -122,7 +122,7 @@ export class RedfishClient {
   /** Opens a session when the auth is `session`; a no-op otherwise. */
   async open(): Promise<void> {
     if (this.options.auth !== 'session' || this.token) return;
-    const credentials = this.options.credentials!;
+    const credentials = must(this.options.credentials, 'the constructor refuses session auth without credentials');
     const response = await this.send('POST', '/redfish/v1/SessionService/Sessions', JSON.stringify({ UserName: credentials.username, Password: credentials.password }), false);
     if (response.status !== 201 && response.status !== 200) {
       throw new RedfishError('command_failed', `POST /redfish/v1/SessionService/Sessions: HTTP ${response.status}${response.status === 401 ? ' (credentials refused)' : ''}`, response.status);
@@ -193,7 +193,7 @@ export class RedfishClient {
       }
     }
     try {
-      const body = JSON.parse(response.body.toString('utf8')) as unknown;
+      const body: unknown = JSON.parse(response.body.toString('utf8'));
       if (isObject(body) && typeof body['@odata.id'] === 'string') return this.checkPath(body['@odata.id']);
     } catch {
       // No body: the session cannot be deleted, it times out on the BMC.
@@ -204,7 +204,7 @@ export class RedfishClient {
   private authHeaders(authenticated: boolean): Record<string, string> {
     if (!authenticated) return {};
     if (this.options.auth === 'basic') {
-      const { username, password } = this.options.credentials!;
+      const { username, password } = must(this.options.credentials, 'the constructor refuses basic auth without credentials');
       return { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` };
     }
     return this.token ? { 'x-auth-token': this.token } : {};

@@ -64,12 +64,9 @@ export interface RedfishPoll {
 /** Runs `work` over `items` with at most `limit` at once, in order of the results. */
 async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array<R>(items.length);
-  let next = 0;
+  const queue = items.entries(); // one iterator shared by the workers: each item is taken once
   const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i]!);
-    }
+    for (const [i, item] of queue) results[i] = await work(item);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return results;
@@ -200,10 +197,8 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
             const metrics = metricsPath ? await part(metricsPath, () => get(metricsPath)) : undefined;
             return subsystemPsu(doc, metrics);
           });
-          supplyDocs.forEach((doc, i) => {
-            if (typeof doc['@odata.id'] === 'string') serving.set(doc['@odata.id'], servingNow(doc));
-            psus.push(read[i]!);
-          });
+          for (const doc of supplyDocs) if (typeof doc['@odata.id'] === 'string') serving.set(doc['@odata.id'], servingNow(doc));
+          psus.push(...read);
           psuRedundancy.push(...redundancyGroups(sub.PowerSupplyRedundancy, 'PSU redundancy', serving));
           return true;
         })

@@ -29,14 +29,16 @@ export function cgroupOwner(text: string): CgroupOwner {
     if (second === -1) continue;
     const path = line.slice(second + 1).trim();
     if (owner.slurmJob === undefined) {
-      const slurm = SLURM_JOB.exec(path);
-      if (slurm) owner = { ...owner, slurmJob: slurm[2]!, ...(slurm[1] !== undefined ? { slurmUid: Number(slurm[1]) } : {}) };
+      const [, uid, job] = SLURM_JOB.exec(path) ?? [];
+      if (job !== undefined) owner = { ...owner, slurmJob: job, ...(uid !== undefined ? { slurmUid: Number(uid) } : {}) };
     }
     if (owner.podUid === undefined) {
       const pod = POD.exec(path);
-      if (pod) {
+      const podUid = pod?.[1];
+      if (pod && podUid !== undefined) {
         const container = CONTAINER.exec(path.slice(pod.index + pod[0].length));
-        owner = { ...owner, podUid: dashed(pod[1]!), ...(container ? { containerId: (container[1] ?? container[2])! } : {}) };
+        const containerId = container?.[1] ?? container?.[2];
+        owner = { ...owner, podUid: dashed(podUid), ...(containerId !== undefined ? { containerId } : {}) };
       }
     }
   }

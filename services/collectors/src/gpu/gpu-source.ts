@@ -26,7 +26,7 @@ export async function nvidiaSmiSource(options: NvidiaSmiSourceOptions): Promise<
   const help = await runCommand(options.binary, ['--help-query-gpu'], options.timeoutMs);
   const supported = supportedQueryFields(help.stdout);
   // When the driver cannot tell (a hung nvidia-smi at start), ask for the fields every driver has.
-  const fields = supported.size > 0 ? chooseQueryFields(supported) : QUERY_FIELDS.filter((f) => f.length === 1 && f[0] !== 'temperature.memory').map((f) => f[0]!);
+  const fields = supported.size > 0 ? chooseQueryFields(supported) : QUERY_FIELDS.flatMap((f) => (f.length === 1 && f[0] !== 'temperature.memory' ? f : []));
   const query = [`--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'];
   const attributor = options.attribution === false ? undefined : new ProcessAttributor(options.attribution ?? { root: '/' });
   return {

@@ -35,7 +35,7 @@ export function parsePodsFile(text: string): PodIndex | string {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return `not JSON: ${(error as Error).message}`;
+    return `not JSON: ${error instanceof Error ? error.message : String(error)}`;
   }
   const byUid = new Map<string, { namespace: string; pod: string }>();
   const containerNames = new Map<string, string>();

@@ -68,7 +68,7 @@ export function attributionOf(facts: {
   const pod = owner.podUid ? facts.pods?.byUid.get(owner.podUid) : undefined;
   const container = owner.containerId ? facts.pods?.containerNames.get(owner.containerId) ?? owner.containerId : undefined;
   const job = env.job ?? owner.slurmJob;
-  const out: Record<string, string> = {};
+  const out: JobAttribution = {};
   const set = (key: keyof JobAttribution, value: string | undefined) => {
     const v = value === undefined ? undefined : clean(value);
     if (v !== undefined && isJobText(v)) out[key] = v;
@@ -80,7 +80,7 @@ export function attributionOf(facts: {
   set('pod', pod?.pod);
   set('pod_uid', owner.podUid);
   set('container', container);
-  return Object.keys(out).length > 0 ? (out as JobAttribution) : undefined;
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 function clean(value: string): string {

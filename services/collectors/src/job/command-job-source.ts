@@ -44,8 +44,8 @@ export class CommandJobSource implements LineSource {
         if (partial !== '') this.push(partial);
       });
     };
-    follow(child.stdout!, this.passThrough?.stdout);
-    follow(child.stderr!, this.passThrough?.stderr);
+    follow(child.stdout, this.passThrough?.stdout);
+    follow(child.stderr, this.passThrough?.stderr);
     child.on('error', () => this.resolveExit(127));
     child.on('close', (code, signal) => this.resolveExit(code ?? 128 + (signal ? signalNumber(signal) : 0)));
     this.child = child;

@@ -50,9 +50,10 @@ export function matchJobLine(line: string, patterns: readonly JobPattern[]): Job
  */
 export function classifyJobLine(line: string, patterns: readonly JobPattern[]): number {
   const text = cut(line);
-  for (let i = 0; i < patterns.length; i += 1) {
-    const p = patterns[i]!;
+  let i = 0;
+  for (const p of patterns) {
     if (text.includes(p.contains) && p.regex.test(text)) return i;
+    i += 1;
   }
   return -1;
 }

@@ -20,7 +20,7 @@ export class CommandLineSource implements LineSource {
   open(from: number | undefined): void {
     this.counter = from ?? 0;
     const child = spawn(this.command, this.args, { stdio: ['ignore', 'pipe', 'ignore'] });
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       const text = this.partial + chunk.toString('utf8');
       const parts = text.split('\n');
       this.partial = parts.pop() ?? '';

@@ -42,12 +42,12 @@ export class FileLineSource implements LineSource {
     } else if (info.size < this.offset + this.partial.length) {
       await this.reopen(0); // truncated
     }
-    if (!this.handle) await this.reopen(this.offset);
+    const handle = this.handle ?? (await this.reopen(this.offset));
     const start = this.offset + this.partial.length;
     const length = info.size - start;
     if (length <= 0) return [];
     const buffer = Buffer.alloc(Math.min(length, 4 * 1024 * 1024));
-    const { bytesRead } = await this.handle!.read(buffer, 0, buffer.length, start);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, start);
     const data = Buffer.concat([this.partial, buffer.subarray(0, bytesRead)]);
     const lines: SourceLine[] = [];
     let lineStart = 0;
@@ -94,12 +94,14 @@ export class FileLineSource implements LineSource {
     this.wake?.();
   }
 
-  private async reopen(offset: number): Promise<void> {
+  private async reopen(offset: number): Promise<FileHandle> {
     await this.handle?.close();
-    this.handle = await open(this.path, 'r');
-    this.inode = (await this.handle.stat()).ino;
+    const handle = await open(this.path, 'r');
+    this.handle = handle;
+    this.inode = (await handle.stat()).ino;
     this.offset = offset;
     this.partial = Buffer.alloc(0);
+    return handle;
   }
 
   async close(): Promise<void> {

@@ -36,8 +36,8 @@ export class KmsgLineSource implements LineSource {
       const record = this.buffer.subarray(0, bytesRead).toString('utf8');
       const seq = Number(/^\d+,(\d+),/.exec(record)?.[1]);
       if (!Number.isFinite(seq) || (this.after !== undefined && seq <= this.after)) continue;
-      const [first, ...dictionary] = record.replace(/\n$/, '').split('\n');
-      lines.push({ text: first!, position: seq, next: seq + 1 });
+      const [first = '', ...dictionary] = record.replace(/\n$/, '').split('\n'); // split gives one at least
+      lines.push({ text: first, position: seq, next: seq + 1 });
       for (const entry of dictionary) lines.push({ text: entry, position: seq, next: seq + 1 });
     }
     return lines;

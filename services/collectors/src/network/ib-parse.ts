@@ -48,11 +48,11 @@ export function linkLayer(text: string): IbPort['link_layer'] {
   return word === 'infiniband' ? 'infiniband' : word === 'ethernet' ? 'ethernet' : 'unknown';
 }
 
-const COUNTER_NAMES = new Set<string>(IB_PORT_COUNTERS);
+const COUNTER_NAMES: ReadonlyMap<string, IbPortCounter> = new Map(IB_PORT_COUNTERS.map((name) => [name, name]));
 /** sysfs spells one counter in capitals (`VL15_dropped`); every other name is the schema's. */
 export function counterName(file: string): IbPortCounter | undefined {
   const name = file.toLowerCase();
-  return COUNTER_NAMES.has(name) ? (name as IbPortCounter) : undefined;
+  return COUNTER_NAMES.get(name);
 }
 
 /** A counter file's text → a count; anything else (a driver's `N/A`) is no reading. */
@@ -92,10 +92,10 @@ export function parsePerfquery(text: string): { lid: number | null; port: number
       port = Number(head[2]);
       continue;
     }
-    const m = /^([A-Za-z0-9]+):\.*(\d+)\s*$/.exec(line.trim());
-    const name = m ? PERFQUERY_NAMES[m[1]!] : undefined;
-    if (m && name) {
-      const value = counterValue(m[2]!);
+    const [, key, digits] = /^([A-Za-z0-9]+):\.*(\d+)\s*$/.exec(line.trim()) ?? [];
+    const name = key === undefined ? undefined : PERFQUERY_NAMES[key];
+    if (name && digits !== undefined) {
+      const value = counterValue(digits);
       if (value !== undefined) counters[name] = value;
     }
   }
@@ -131,8 +131,8 @@ export function parseIbstat(text: string): IbPort[] {
       if (n >= 1 && n <= 255) current = { port: n, fields: new Map() };
       continue;
     }
-    const field = /^\s+([A-Za-z ]+):\s*(.*)$/.exec(raw);
-    if (field && current) current.fields.set(field[1]!.trim(), field[2]!.trim());
+    const [, key, value] = /^\s+([A-Za-z ]+):\s*(.*)$/.exec(raw) ?? [];
+    if (key !== undefined && value !== undefined && current) current.fields.set(key.trim(), value.trim());
   }
   flush();
   return ports;

@@ -46,8 +46,8 @@ export class PrometheusQueryError extends GpualertError {
 
 /** The host name `instance` gives: its address without the port (IPv6 brackets kept whole). */
 export function hostOfInstance(instance: string): string {
-  const bracket = /^\[([^\]]+)\](?::\d+)?$/.exec(instance);
-  if (bracket) return bracket[1]!;
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(instance)?.[1];
+  if (bracketed !== undefined) return bracketed;
   const colon = instance.lastIndexOf(':');
   return colon > 0 && instance.indexOf(':') === colon && /^\d+$/.test(instance.slice(colon + 1)) ? instance.slice(0, colon) : instance;
 }

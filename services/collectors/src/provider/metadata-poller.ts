@@ -25,7 +25,8 @@ async function fetchDocuments(provider: PolledProvider, base: string, timeoutMs:
     if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
     const text = await response.text();
     try {
-      return JSON.parse(text) as unknown;
+      const parsed: unknown = JSON.parse(text);
+      return parsed;
     } catch {
       return text.trim();
     }
