@@ -126,5 +126,42 @@ describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-e
     expect(got.hosts.get('h1')).toMatchObject([{ index: 0, temp_c: null, xid_last: null, power_w: 350 }]);
     expect(GpuSampleData.safeParse({ gpus: got.hosts.get('h1') }).success).toBe(true);
   });
-});
 
+  it('never follows a redirect: the address it points at gets no request, and the error names the status and where', async () => {
+    let hits = 0;
+    const elsewhere = createServer((_req, res) => {
+      hits += 1;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"status":"success","data":{"resultType":"vector","result":[]}}');
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    const elsewherePort = (elsewhere.address() as { port: number }).port;
+    const redirecting = createServer((_req, res) => {
+      res.writeHead(302, { location: `http://127.0.0.1:${elsewherePort}/api/v1/query` });
+      res.end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      for (const server of [elsewhere, redirecting]) {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+    // Asked directly, the other address answers: the check sees a request when there is one.
+    await queryPrometheusGpus({ url: `http://127.0.0.1:${elsewherePort}`, timeoutMs: 2_000 });
+    expect(hits).toBe(1);
+    const port = (redirecting.address() as { port: number }).port;
+    await expect(queryPrometheusGpus({ url: `http://127.0.0.1:${port}`, authorization: 'Bearer t0ken', timeoutMs: 2_000 }))
+      .rejects.toThrow(`Prometheus at http://127.0.0.1:${port} answered 302, a redirect to http://127.0.0.1:${elsewherePort}: gpualert never follows one`);
+    expect(hits).toBe(1);
+  });
+
+  it('a one-shot query against a Prometheus that is not there ends with exit 75 and one line', async () => {
+    const { runCli, cleanEnv } = await import('../infra/run-cli.ts');
+    const port = await freePort();
+    const away = await runCli(['collect', 'prometheus', '--url', `http://127.0.0.1:${port}`, '--once', '--timeout', '2s'], { env: cleanEnv() });
+    expect(away.code).toBe(75);
+    expect(away.stderr.trim().split('\n')).toHaveLength(1);
+    expect(away.stderr).toMatch(new RegExp(`^error\\[GA-PROMETHEUS-QUERY-FAILED\\]: gpualert collect prometheus: Prometheus at http://127.0.0.1:${port}: `));
+  });
+});

@@ -1,5 +1,5 @@
 import { PrometheusQueryError, queryPrometheusGpus, startPrometheusCollector, type PrometheusQueryOptions } from '@gpualert/collectors';
-import { CliError } from '../cli-error.ts';
+import { CliError, EXIT } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
 import { loadSettings } from '../settings/command-settings.ts';
@@ -55,7 +55,8 @@ export async function collectPrometheus(options: Options): Promise<number> {
       process.stderr.write(`${answer.hosts.size} hosts, ${[...answer.hosts.values()].reduce((n, g) => n + g.length, 0)} GPUs, ${answer.skipped} series skipped\n`);
       return 0;
     } catch (error) {
-      if (error instanceof PrometheusQueryError) throw new CliError(`gpualert collect prometheus: ${error.message}`);
+      // Prometheus away or too slow is worth trying again (exit 75); an answer it cannot use is not (exit 1).
+      if (error instanceof PrometheusQueryError) throw new CliError(`gpualert collect prometheus: ${error.message}`, error.retriable ? EXIT.unavailable : EXIT.failed, { cause: error });
       throw error;
     }
   }

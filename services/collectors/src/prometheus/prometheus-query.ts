@@ -94,10 +94,24 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
     response = await fetch(query, {
       headers: { accept: 'application/json', ...(options.authorization ? { authorization: options.authorization } : {}) },
       signal: AbortSignal.timeout(options.timeoutMs),
+      // Never followed: a redirect could carry the credentials, or the collector, to any address
+      // (a cloud's metadata service at 169.254.169.254 among them).
+      redirect: 'manual',
     });
   } catch (error) {
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
     throw new PrometheusQueryError(timedOut ? 'timeout' : 'unreachable', `${where}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : error instanceof Error ? error.message : String(error)}`);
+  }
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel();
+    const to = response.headers.get('location');
+    let toOrigin = 'elsewhere';
+    try {
+      toOrigin = to ? new URL(to, base).origin : toOrigin;
+    } catch {
+      // an unreadable Location is still a redirect, refused the same
+    }
+    throw new PrometheusQueryError('unparseable', `${where} answered ${response.status}, a redirect to ${toOrigin}: gpualert never follows one; give Prometheus' own URL in --url`);
   }
   const text = await readBounded(response, PROMETHEUS_LIMITS.maxBodyBytes, where);
   let answer: VectorAnswer;
