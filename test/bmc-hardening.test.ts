@@ -118,6 +118,37 @@ describe('a full SEL: the newest entries are the ones read', () => {
     const warned = lines.map((l) => JSON.parse(l) as { msg: string; host: string; incomplete: string[] }).find((l) => l.msg === 'bmc_poll_incomplete');
     expect(warned).toMatchObject({ host: 'gpu-node-3', incomplete: [expect.stringContaining('SEL truncated')] });
   });
+
+  it('a poll that reads nothing (every link refused) is a warning at the default level; a partial one stays a debug line', async () => {
+    // A BMC whose every link fails: the service root answers, its Systems and Chassis do not.
+    const refusing = {
+      async get(path: string): Promise<Doc> {
+        if (path === '/redfish/v1') return { Systems: { '@odata.id': '/redfish/v1/Systems' }, Chassis: { '@odata.id': '/redfish/v1/Chassis' } };
+        throw new Error(`refused ${path}`);
+      },
+    };
+    const partly = selBmc([], { pageSize: 100, skip: true }); // health read, its Chassis link absent
+    const said = async (client: { get(path: string): Promise<Doc> }) => {
+      const lines: string[] = [];
+      const log = createLogger({ name: 'test', level: 'info', destination: new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString()); cb(); } }) });
+      const bus = new MemoryBus();
+      await bus.ensureTopics(Object.values(TOPICS));
+      const collector = startBmcCollector({
+        bus, store: new MemoryStore(), intervalMs: 60_000, log,
+        targets: [{ host: 'gpu-node-4', source: { origin: 'redfish', where: 'fake-bmc', poll: () => pollRedfish(client), close: async () => {} } }],
+      });
+      try {
+        await waitFor(() => collector.stats.polls > 0, 'one poll', 10_000);
+      } finally {
+        await collector.stop();
+      }
+      return lines.map((l) => JSON.parse(l) as { msg: string; level: number | string });
+    };
+    const nothing = await said(refusing);
+    expect(nothing.find((l) => l.msg === 'bmc_poll_read_nothing')).toMatchObject({ msg: 'bmc_poll_read_nothing' });
+    const partial = await said(partly);
+    expect(partial.map((l) => l.msg)).not.toContain('bmc_poll_read_nothing');
+  });
 });
 
 describe('what one poll may cost', () => {

@@ -104,7 +104,10 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
       if (reading.incomplete && reading.incomplete.length > 0) {
         options.log.warn({ host: target.host, bmc: target.source.where, incomplete: reading.incomplete.slice(0, 5) }, 'bmc_poll_incomplete');
       }
-      if (reading.problems.length > 0) {
+      if (reading.problems.length > 0 && readNothing(sample)) {
+        // Every link refused or off-host: the BMC answers, yet nothing of it is watched. Said at the default level.
+        options.log.warn({ host: target.host, bmc: target.source.where, problems: reading.problems.slice(0, 5), count: reading.problems.length }, 'bmc_poll_read_nothing');
+      } else if (reading.problems.length > 0) {
         options.log.debug({ host: target.host, problems: reading.problems.slice(0, 5), count: reading.problems.length }, 'bmc_poll_partial');
       }
     } catch (error) {
@@ -175,4 +178,10 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
       await Promise.allSettled(options.targets.map((t) => t.source.close()));
     },
   };
+}
+
+/** A poll that gave no fan, temperature, PSU, redundancy group or health: nothing of the BMC is watched. */
+export function readNothing(sample: HostSampleData): boolean {
+  return !sample.fans?.length && !sample.temperatures?.length && !sample.psus?.length && !sample.fan_redundancy?.length
+    && !sample.psu_redundancy?.length && sample.system_health === undefined;
 }
