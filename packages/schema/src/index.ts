@@ -36,7 +36,7 @@ export {
   decodeVersioned, encodeVersioned, encodeVersionedPaced, encodeVersionedValue, savedRecord, type VersionedState,
 } from './versioned-state.ts';
 export {
-  AlertView, BaselineBand, emptyMetricView, EventView, FLEET_METRICS, FLEET_SNAPSHOT_VERSION, FleetSnapshot, GpuView, HostView,
+  AlertView, BaselineBand, emptyMetricView, EventView, FLEET_SNAPSHOT_VERSION, FleetSnapshot, GpuView, HostView,
   MaintenanceView, MAX_FLEET_EVENTS, MAX_FLEET_HOSTS, MAX_GPU_ALERTS, MAX_GPU_EVENTS, MAX_HOST_DRIFT, MAX_HOST_WINDOWS, MAX_SHARED_HOSTS,
   MAX_VIEW_TEXT, MetricView, ViewState, worseState, type FleetMetric, type FleetSource,
 } from './fleet-view.ts';
