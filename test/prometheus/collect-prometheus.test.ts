@@ -111,6 +111,8 @@ describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-e
           { metric: { __name__: 'DCGM_FI_DEV_GPU_TEMP', gpu: '0', Hostname: 'h1' }, value: [4102444800, '1e308'] },
           { metric: { __name__: 'DCGM_FI_DEV_XID_ERRORS', gpu: '0', Hostname: 'h1', __proto__: 'x' }, value: [4102444800, '79.5'] },
           { metric: { __name__: 'DCGM_FI_DEV_POWER_USAGE', gpu: '0', Hostname: 'h1' }, value: [4102444800, '350'] },
+          // An empty value is unknown (null), not 0 %: Number('') would read it as an idle GPU.
+          { metric: { __name__: 'DCGM_FI_DEV_GPU_UTIL', gpu: '0', Hostname: 'h1' }, value: [4102444800, ''] },
           { metric: { __name__: 'DCGM_FI_DEV_GPU_TEMP', gpu: '-1', Hostname: 'h1' }, value: [4102444800, '50'] },
           { metric: { __name__: 'DCGM_FI_DEV_GPU_TEMP', gpu: '1e2', Hostname: 'h1' }, value: [4102444800, '50'] },
         ],
@@ -123,7 +125,7 @@ describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-e
     const got = await queryPrometheusGpus({ url: `http://127.0.0.1:${port}`, timeoutMs: 2_000, at });
     expect(got.evaluatedAt.toISOString()).toBe(at.toISOString());
     expect(got.skipped).toBe(2);
-    expect(got.hosts.get('h1')).toMatchObject([{ index: 0, temp_c: null, xid_last: null, power_w: 350 }]);
+    expect(got.hosts.get('h1')).toMatchObject([{ index: 0, temp_c: null, xid_last: null, power_w: 350, util_pct: null }]);
     expect(GpuSampleData.safeParse({ gpus: got.hosts.get('h1') }).success).toBe(true);
   });
 

@@ -153,7 +153,10 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
       skipped += 1;
       continue;
     }
-    if (!series.add(host, name, labels, Number(value[1]))) skipped += 1;
+    // A sample value is a string ("61", "NaN", "+Inf"); an empty one is unknown, never Number("") = 0.
+    const raw: unknown = value[1];
+    const number = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
+    if (!series.add(host, name, labels, number)) skipped += 1;
   }
   // The samples' time is the time we asked for, never a time the answer claims: one series dated
   // 2100 must not date every host's sample there.
