@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { KafkaBus, envelopeMessage, type Bus } from '@gpualert/bus';
 import { Engine, emptyEngineState, loadRuleSet } from '@gpualert/engine';
@@ -182,8 +183,17 @@ describe('gpualert replay and rules check', () => {
     const alerts = result.stdout.trim().split('\n').map((l) => parseEnvelope(l));
     expect(alerts.every((a) => a.ok && a.value.type === 'alert')).toBe(true);
     expect(alerts.length).toBe(6);
-    const broken = await runCli(['replay', '-'], { input: '{"type":"gpu.sample"}\n' });
-    expect(broken.code).toBe(2);
+    // A bad line costs that line, as in the service: passed over, named, counted; the rest judged.
+    const recording = readFileSync(new URL('./fixtures/recordings/example-thermal-xid13-gcp.jsonl', import.meta.url), 'utf8');
+    const withBad = `{"type":"gpu.sample"}\nnot json at all\n${recording}`;
+    const lenient = await runCli(['replay', '-'], { input: withBad });
+    expect(lenient.code).toBe(0);
+    expect(lenient.stdout.trim().split('\n')).toHaveLength(6);
+    expect(lenient.stderr).toMatch(/^gpualert replay: -: line 1 passed over: /);
+    expect(lenient.stderr).toMatch(/\ngpualert replay: -: line 2 passed over: /);
+    expect(lenient.stderr).toMatch(/gpualert replay: -: 2 lines passed over \(not envelopes\); --strict stops at the first\n$/);
+    const broken = await runCli(['replay', '--strict', '-'], { input: withBad });
+    expect([broken.code, broken.stdout]).toEqual([2, '']);
     expect(broken.stderr).toMatch(/^error\[GA-CLI-USAGE\]: gpualert replay: -: line 1: /);
   });
 

@@ -208,6 +208,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .description('a recording through the engine, alerts as JSONL on stdout')
     .argument('<recording>', 'a JSONL recording')
     .option('--rules <dir>', 'the rules directory')
+    .option('--strict', 'stop at the first line that is not an envelope (exit 2) instead of passing it over')
     .action(run(replay));
 
   program

@@ -9,13 +9,19 @@ export class RecordingError extends GpualertError {
   }
 }
 
+/** How a replay meets a line that is not an envelope: with `skip`, it is passed over (as the service dead-letters it) and said; without, the replay stops there. */
+export interface ReplayOptions {
+  readonly skip?: (line: number, reason: string) => void;
+}
+
 /**
  * A recording through the engine with event time as the clock, by the one time policy the
  * service follows too (`StreamClock`): the same input always gives the same alerts, and the alerts
  * the service would have raised. A line that is not an envelope stops the replay with its line
- * number. No window on event time here, unlike the live service: a recording is replayed long after it happened.
+ * number, or, with `options.skip`, is handed to it and passed over. No window on event time here,
+ * unlike the live service: a recording is replayed long after it happened.
  */
-export function replay(engine: Engine, lines: Iterable<string>, state: EngineState = emptyEngineState()): EnvelopeOf<'alert'>[] {
+export function replay(engine: Engine, lines: Iterable<string>, state: EngineState = emptyEngineState(), options: ReplayOptions = {}): EnvelopeOf<'alert'>[] {
   const alerts: EnvelopeOf<'alert'>[] = [];
   const clock = new StreamClock(engine);
   let last = -Infinity;
@@ -24,7 +30,11 @@ export function replay(engine: Engine, lines: Iterable<string>, state: EngineSta
     number += 1;
     if (line.trim() === '') continue;
     const parsed = parseEnvelope(line);
-    if (!parsed.ok) throw new RecordingError(number, parsed.error.message);
+    if (!parsed.ok) {
+      if (!options.skip) throw new RecordingError(number, parsed.error.message);
+      options.skip(number, parsed.error.message);
+      continue;
+    }
     last = Math.max(last, Date.parse(parsed.value.ts));
     try {
       alerts.push(...clock.judge(state, parsed.value));

@@ -30,16 +30,29 @@ export async function rulesCheck(dir: string): Promise<number> {
   return EXIT.ok;
 }
 
-/** `gpualert replay <recording> [--rules DIR]`: alerts as JSONL, the same every time. */
+/** Lines `replay` names one by one when it passes them over; the rest are counted. */
+const SKIPPED_NAMED = 20;
+
+/**
+ * `gpualert replay <recording> [--rules DIR] [--strict]`: alerts as JSONL, the same every time. A
+ * line that is not an envelope is passed over as the service dead-letters one, named on stderr
+ * (the first 20) and counted at the end; `--strict` stops at the first, exit 2.
+ */
 export async function replay(file: string, options: Options): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'replay');
   const text = await readInput('replay', file);
+  let skipped = 0;
+  const skip = (line: number, reason: string) => {
+    skipped += 1;
+    if (skipped <= SKIPPED_NAMED) process.stderr.write(`gpualert replay: ${file}: line ${line} passed over: ${reason}\n`);
+  };
   try {
-    for (const alert of replayRecording(new Engine(ruleSet, catalog), text.split('\n'))) process.stdout.write(`${JSON.stringify(alert)}\n`);
+    for (const alert of replayRecording(new Engine(ruleSet, catalog), text.split('\n'), undefined, options.strict === true ? {} : { skip })) process.stdout.write(`${JSON.stringify(alert)}\n`);
   } catch (error) {
     if (error instanceof RecordingError) throw new CliError(`gpualert replay: ${file}: ${error.message}`);
     throw error;
   }
+  if (skipped > 0) process.stderr.write(`gpualert replay: ${file}: ${skipped} ${skipped === 1 ? 'line' : 'lines'} passed over (not envelopes); --strict stops at the first\n`);
   return EXIT.ok;
 }
 
