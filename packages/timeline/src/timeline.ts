@@ -104,7 +104,7 @@ export function incidentWindow(alerts: readonly EnvelopeOf<'alert'>[], fingerpri
   const mine = alerts.filter((a) => a.data.fingerprint === fingerprint).sort((a, b) => a.ts.localeCompare(b.ts));
   const first = mine[0];
   if (!first) return undefined;
-  const last = mine[mine.length - 1]!;
+  const last = mine.at(-1) ?? first;
   const start = Date.parse(first.data.starts_at);
   const end = last.data.ends_at ? Date.parse(last.data.ends_at) : Date.parse(last.ts);
   return {
@@ -128,7 +128,7 @@ export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, i
   for (const e of envelopes) {
     const at = Date.parse(e.ts);
     if (at < query.from || at > query.to || (query.host && e.host !== query.host) || seen.has(e.id)) continue;
-    if (scope && !inJob(e, query.job!, scope)) continue;
+    if (scope && query.job !== undefined && !inJob(e, query.job, scope)) continue;
     seen.add(e.id); // a message delivered twice is told once
     const entry = toEntry(e, query.gpu, query.job !== undefined);
     if (entry) entries.push(entry);
@@ -150,13 +150,14 @@ export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, i
         bucket.gpus.set(gpu.index, acc);
       }
       for (let m = 0; m < SUMMARISED.length; m += 1) {
-        const value = gpu[SUMMARISED[m]!];
+        const metric = SUMMARISED[m];
+        const value = metric === undefined ? undefined : gpu[metric];
         if (typeof value !== 'number') continue;
         const o = m * 4;
-        if (value < acc[o]!) acc[o] = value;
-        if (value > acc[o + 1]!) acc[o + 1] = value;
-        acc[o + 2]! += value;
-        acc[o + 3]! += 1;
+        if (value < (acc[o] ?? Infinity)) acc[o] = value;
+        if (value > (acc[o + 1] ?? -Infinity)) acc[o + 1] = value;
+        acc[o + 2] = (acc[o + 2] ?? 0) + value;
+        acc[o + 3] = (acc[o + 3] ?? 0) + 1;
       }
     }
   }
@@ -166,9 +167,9 @@ export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, i
     const iso = new Date(minute * 60_000).toISOString();
     for (const [gpu, acc] of gpus) {
       SUMMARISED.forEach((metric, m) => {
-        const n = acc[m * 4 + 3]!;
+        const n = acc[m * 4 + 3] ?? 0;
         if (n === 0) return;
-        metrics.push({ minute: iso, host, gpu, metric, min: acc[m * 4]!, max: acc[m * 4 + 1]!, mean: Math.round((acc[m * 4 + 2]! / n) * 100) / 100, samples: n });
+        metrics.push({ minute: iso, host, gpu, metric, min: acc[m * 4] ?? 0, max: acc[m * 4 + 1] ?? 0, mean: Math.round(((acc[m * 4 + 2] ?? 0) / n) * 100) / 100, samples: n });
       });
     }
   }

@@ -90,8 +90,9 @@ function parseCsvBill(text: string, file: string, reader: RowReader): Bill {
         continue;
       }
       if (!columns) {
-        columns = columnIndex(row.fields);
-        const missing = reader.required.filter((alternatives) => !alternatives.split('|').some((c) => columns!.has(c)));
+        const index = columnIndex(row.fields);
+        columns = index;
+        const missing = reader.required.filter((alternatives) => !alternatives.split('|').some((c) => index.has(c)));
         if (missing.length > 0) {
           fail(row.line, `the header lacks ${missing.map((m) => m.split('|').join(' or ')).join(', ')}`);
           return bill;

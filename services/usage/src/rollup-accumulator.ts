@@ -266,11 +266,11 @@ export class UsageAccumulator {
         let slots = gpus.get(index);
         if (!slots) gpus.set(index, (slots = { present: new Float64Array(60), busy: new Float64Array(60), lost: new Float64Array(60), jobs: new Map() }));
         if (!state.present) {
-          slots.lost[minute] = slots.lost[minute]! + piece;
+          slots.lost[minute] = (slots.lost[minute] ?? 0) + piece;
           continue;
         }
-        slots.present[minute] = slots.present[minute]! + piece;
-        if (state.busy) slots.busy[minute] = slots.busy[minute]! + piece;
+        slots.present[minute] = (slots.present[minute] ?? 0) + piece;
+        if (state.busy) slots.busy[minute] = (slots.busy[minute] ?? 0) + piece;
         if (state.job !== undefined || state.user !== undefined) {
           const key = `${state.job ?? ''}\u0000${state.user ?? ''}`;
           const held = slots.jobs.get(key);
@@ -377,14 +377,16 @@ export class UsageAccumulator {
   }
 
   private emit(name: string, host: HostUsage, hour: number): Rollup[] {
-    const gpus = host.hours.get(hour)!;
+    const gpus = host.hours.get(hour);
+    if (!gpus) return [];
     const end = hour + HOUR_MS;
-    const windows = [...host.windows.values()].filter((w) => w.start !== undefined && w.start < end && w.end > hour);
-    const maintenance = merge(clip(windows.map((w) => ({ start: w.start!, end: w.end })), hour, end));
+    const windows = [...host.windows.values()].flatMap((w) => (w.start !== undefined && w.start < end && w.end > hour ? [{ ...w, start: w.start }] : []));
+    const maintenance = merge(clip(windows, hour, end));
     const hostFaults = [...(host.faults.get(-1)?.values() ?? [])].filter((f) => f.start < end && f.end > hour);
     const out: Rollup[] = [];
     for (const index of [...gpus.keys()].sort((a, b) => a - b)) {
-      const slots = gpus.get(index)!;
+      const slots = gpus.get(index);
+      if (!slots) continue;
       const faults = [...hostFaults, ...[...(host.faults.get(index)?.values() ?? [])].filter((f) => f.start < end && f.end > hour)];
       const broken = merge(clip(faults, hour, end));
       const maint = subtract(maintenance, broken);
@@ -393,8 +395,8 @@ export class UsageAccumulator {
       let brokenMs = 0;
       let maintMs = 0;
       for (let m = 0; m < MINUTES_PER_HOUR; m += 1) {
-        const present = slots.present[m]!;
-        const lost = slots.lost[m]!;
+        const present = slots.present[m] ?? 0;
+        const lost = slots.lost[m] ?? 0;
         if (present === 0 && lost === 0) continue;
         const from = hour + m * MINUTE_MS;
         const bf = broken.length > 0 ? covered(broken, from, from + MINUTE_MS) / MINUTE_MS : 0;
@@ -402,7 +404,7 @@ export class UsageAccumulator {
         brokenMs += lost + present * bf;
         maintMs += present * mf;
         const normal = present * (1 - bf - mf);
-        const busyShare = present > 0 ? (slots.busy[m]! / present) * normal : 0;
+        const busyShare = present > 0 ? ((slots.busy[m] ?? 0) / present) * normal : 0;
         busy += busyShare;
         idle += normal - busyShare;
       }

@@ -145,7 +145,8 @@ export class UsageReportBuilder {
       this.gpusPerGroup.set(key, new Set());
     }
     for (const g of [group, this.total]) accumulate(g, h, rate);
-    const seen = this.gpusPerGroup.get(key)!;
+    let seen = this.gpusPerGroup.get(key);
+    if (!seen) this.gpusPerGroup.set(key, (seen = new Set()));
     if (!seen.has(gpu)) {
       seen.add(gpu);
       group.gpus += 1;
