@@ -183,7 +183,8 @@ export function createNotifierServer(
         };
         const json = async (limit: number): Promise<unknown> => {
           const text = await readBody(req, limit);
-          return JSON.parse(text) as unknown;
+          const parsed: unknown = JSON.parse(text);
+          return parsed;
         };
         try {
           if (url.pathname === '/api/v2/alerts' && req.method === 'POST') {

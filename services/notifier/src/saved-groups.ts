@@ -1,4 +1,4 @@
-import { dict, NOTIFIER_STATE, type Dict, type NotifierState } from '@gpualert/notify';
+import { dict, NOTIFIER_STATE, type NotifierState } from '@gpualert/notify';
 import { decodeVersioned, encodeVersioned, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
@@ -287,7 +287,7 @@ function put(group: Group, fingerprint: string, entry: Entry): void {
 }
 
 function built(key: string, head: Head, entries: Map<string, Entry>): Group {
-  const group: Group = { key, route: head.route, alerts: dict<Alert>() as Dict<Alert>, told: dict<Told>() as Dict<Told>, nextFlush: head.nextFlush, lastSent: head.lastSent };
+  const group: Group = { key, route: head.route, alerts: dict<Alert>(), told: dict<Told>(), nextFlush: head.nextFlush, lastSent: head.lastSent };
   for (const [fingerprint, entry] of entries) put(group, fingerprint, entry);
   return group;
 }

@@ -28,7 +28,7 @@ export function alertsFleetSource(view: NotifierView): FleetSource {
           hosts.set(name, host);
         }
         const about = Object.hasOwn(state.about, fingerprint) ? state.about[fingerprint] : undefined;
-        const severity: Severity = (SEVERITIES as readonly string[]).includes(labels.severity ?? '') ? (labels.severity as Severity) : 'warning';
+        const severity: Severity = SEVERITIES.find((s) => s === labels.severity) ?? 'warning';
         const since = about ? Date.parse(about.startsAt) : NaN;
         const alert: AlertView = {
           fingerprint, rule: labels.rule ?? labels.alertname ?? '', category: labels.category ?? 'other', severity,
