@@ -38,7 +38,10 @@ export class IncidentMemory {
     if (incident === undefined) return undefined;
     this.byFingerprint.delete(a.fingerprint); // re-inserted as the newest
     this.byFingerprint.set(a.fingerprint, incident);
-    if (this.byFingerprint.size > this.max) this.byFingerprint.delete(this.byFingerprint.keys().next().value!);
+    if (this.byFingerprint.size > this.max) {
+      const oldest = this.byFingerprint.keys().next();
+      if (!oldest.done) this.byFingerprint.delete(oldest.value);
+    }
     return incident;
   }
 }
@@ -48,7 +51,7 @@ export class IncidentMemory {
  * notifier routes them to chat, tickets and the pager.
  */
 export function printAlerts(bus: Bus, out: NodeJS.WritableStream = process.stdout): Promise<Subscription> {
-  const color = 'isTTY' in out && (out as { isTTY?: boolean }).isTTY === true;
+  const color = 'isTTY' in out && out.isTTY === true;
   const incidents = new IncidentMemory();
   return bus.consume({
     group: 'gpualert-console',

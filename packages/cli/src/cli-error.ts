@@ -44,3 +44,13 @@ export function cliFailure(error: unknown): CliFailure {
   const text = message.split('\n').filter((line) => line !== '').map((line) => `error[${code}]: ${line}`).join('\n');
   return { code, exitCode, text };
 }
+
+/** The `code` of a failed system call (ENOENT, EADDRINUSE…), when the error carries one. */
+export function errnoCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+}
+
+/** What a caught value says: an Error's message, anything else as text. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -26,7 +26,9 @@ export async function playDemo(bus: Bus, catalog: XidCatalog, speed: number, sto
     return parsed.value;
   });
   const parsers = new Map<string, KernelLogParser>();
-  const start = Date.parse(envelopes[0]!.ts);
+  const [first] = envelopes;
+  if (!first) throw new Error(`${recording}: no envelopes to play`);
+  const start = Date.parse(first.ts);
   const began = Date.now();
   for (const envelope of envelopes) {
     if (stopped()) return 0;

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { CliError } from './cli-error.ts';
+import { CliError, errnoCode } from './cli-error.ts';
 
 /** A file's text, or standard input for `-`; a missing file is one clear line and exit 2. */
 export async function readInput(command: string, file: string): Promise<string> {
@@ -11,6 +11,6 @@ export async function readInput(command: string, file: string): Promise<string> 
   try {
     return await readFile(file, 'utf8');
   } catch (error) {
-    throw new CliError(`gpualert ${command}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    throw new CliError(`gpualert ${command}: cannot read ${file}: ${errnoCode(error) ?? String(error)}`);
   }
 }

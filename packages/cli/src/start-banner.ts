@@ -22,12 +22,13 @@ export interface BannerFacts {
 /** What `gpualert up` prints first on a terminal: what runs, where its data is, what serves where. */
 export function startBanner(facts: BannerFacts): string {
   const where = facts.mode === 'embedded' ? 'embedded: in-process bus, in-memory store' : `${facts.mode}: ${facts.bus} bus, ${facts.store} store`;
+  const row = (name: string, value: string | undefined): [string, string][] => (value ? [[name, value]] : []);
   const rows: [string, string][] = [
-    ...(facts.dataDir ? ([['data', facts.dataDir]] as [string, string][]) : []),
+    ...row('data', facts.dataDir),
     ...facts.services.map((s): [string, string] => [s.name, s.state]),
     ['alerts to', facts.routes],
-    ...(facts.notifierApi ? ([['api', facts.notifierApi]] as [string, string][]) : []),
-    ...(facts.console ? ([['console', facts.console]] as [string, string][]) : []),
+    ...row('api', facts.notifierApi),
+    ...row('console', facts.console),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const body = rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n');

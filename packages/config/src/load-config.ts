@@ -152,19 +152,22 @@ function readConfigFile(path: string): Record<string, unknown> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(`invalid config: cannot read config file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    const code = typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+    throw new ConfigError(`invalid config: cannot read config file ${path}: ${code ?? String(error)}`);
   }
   let parsed: unknown;
   try {
     parsed = parseYaml(text);
   } catch (error) {
-    throw new ConfigError(`invalid config: ${path} is not YAML or JSON: ${redactSecrets((error as Error).message.split('\n')[0] ?? '')}`);
+    throw new ConfigError(`invalid config: ${path} is not YAML or JSON: ${redactSecrets((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '')}`);
   }
   if (parsed === null || parsed === undefined) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new ConfigError(`invalid config: ${path} must hold a mapping of settings`);
-  }
-  return parsed as Record<string, unknown>;
+  if (!isMapping(parsed)) throw new ConfigError(`invalid config: ${path} must hold a mapping of settings`);
+  return parsed;
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function kebab(key: string): string {

@@ -26,16 +26,20 @@ function alertOrder(a: AlertView, b: AlertView): number {
   }
   const ka = Object.keys(a.labels).sort(byteOrder);
   const kb = Object.keys(b.labels).sort(byteOrder);
-  for (let i = 0; i < Math.min(ka.length, kb.length); i += 1) {
-    if (ka[i] !== kb[i]) return byteOrder(ka[i]!, kb[i]!);
-    const va = a.labels[ka[i]!]!;
-    const vb = b.labels[kb[i]!]!;
-    if (va !== vb) return byteOrder(va, vb);
+  for (let i = 0; ; i += 1) {
+    const x = ka[i];
+    const y = kb[i];
+    if (x === undefined || y === undefined) break;
+    if (x !== y) return byteOrder(x, y);
+    const va = a.labels[x];
+    const vb = b.labels[x];
+    if (va !== undefined && vb !== undefined && va !== vb) return byteOrder(va, vb);
   }
   return ka.length - kb.length;
 }
 
 function common(maps: readonly Readonly<Record<string, string>>[]): Record<string, string> {
+  // A null-prototype map: a label named `constructor` or `__proto__` is a plain key.
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   const [first, ...rest] = maps;
   for (const [k, v] of Object.entries(first ?? {})) if (rest.every((m) => Object.hasOwn(m, k) && m[k] === v)) out[k] = v;

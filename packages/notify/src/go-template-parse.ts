@@ -1,4 +1,5 @@
 import { GpualertError } from '@gpualert/schema';
+import { isNonEmpty } from './must.ts';
 
 /**
  * A parser for the subset of Go's text/template that Alertmanager's templates use: text, actions,
@@ -25,9 +26,11 @@ export type Arg =
   | { readonly k: 'func'; readonly name: string }
   | { readonly k: 'pipe'; readonly pipe: Pipe; readonly chain: readonly string[] };
 
-export interface Cmd { readonly args: readonly Arg[]; readonly line: number }
+/** A command: its first argument names the function or the value, the rest are its arguments. */
+export interface Cmd { readonly args: readonly [Arg, ...Arg[]]; readonly line: number }
 export interface Pipe {
-  readonly decl?: { readonly names: readonly string[]; readonly op: ':=' | '=' };
+  /** `$x :=` or `$x =`; a range's `$i, $e :=`. */
+  readonly decl?: { readonly names: readonly [string] | readonly [string, string]; readonly op: ':=' | '=' };
   readonly cmds: readonly Cmd[];
   readonly line: number;
 }
@@ -51,13 +54,14 @@ interface Token {
   readonly spaced: boolean;
 }
 
-type Item = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'action'; readonly tokens: Token[]; readonly line: number };
+type Item = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'action'; readonly tokens: readonly [Token, ...Token[]]; readonly line: number };
 
 /** Go's `unquote` for a double-quoted string's escapes. */
 function unquote(body: string, line: number): string {
   return body.replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|[0-7]{3}|.)/g, (_m, e: string) => {
     const simple: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', '"': '"', "'": "'", a: '\x07', b: '\b', f: '\f', v: '\v' };
-    if (Object.hasOwn(simple, e)) return simple[e]!;
+    const plain = Object.hasOwn(simple, e) ? simple[e] : undefined;
+    if (plain !== undefined) return plain;
     if (/^[uUx]/.test(e)) return String.fromCodePoint(parseInt(e.slice(1), 16));
     if (/^[0-7]{3}$/.test(e)) return String.fromCharCode(parseInt(e, 8));
     throw new TemplateError(line, `unknown escape sequence \\${e} in a string`);
@@ -75,7 +79,7 @@ function lexAction(src: string, line: number): Token[] {
     spaced = false;
   };
   while (i < src.length) {
-    const c = src[i]!;
+    const c = src.charAt(i);
     if (SPACE.test(c)) {
       if (c === '\n') line += 1;
       spaced = true;
@@ -105,7 +109,8 @@ function lexAction(src: string, line: number): Token[] {
       push('=', '=');
       i += 1;
     } else if (c === '.' || c === '$') {
-      const m = /^[.$][\p{L}_\p{Nd}]*/u.exec(src.slice(i))![0];
+      // Always a match: at least the `.` or `$` itself.
+      const m = /^[.$][\p{L}_\p{Nd}]*/u.exec(src.slice(i))?.[0] ?? c;
       if (m === '.') push('dot', '.');
       else push(c === '.' ? 'field' : 'var', c === '.' ? m.slice(1) : m);
       i += m.length;
@@ -115,7 +120,8 @@ function lexAction(src: string, line: number): Token[] {
       push('num', m[0]);
       i += m[0].length;
     } else if (/[\p{L}_]/u.test(c)) {
-      const m = /^[\p{L}_][\p{L}_\p{Nd}]*/u.exec(src.slice(i))![0];
+      // Always a match: at least the letter itself.
+      const m = /^[\p{L}_][\p{L}_\p{Nd}]*/u.exec(src.slice(i))?.[0] ?? c;
       push(m === 'true' || m === 'false' ? 'bool' : m === 'nil' ? 'nil' : 'ident', m);
       i += m.length;
     } else if (c === "'") {
@@ -184,7 +190,7 @@ function lex(src: string, firstLine: number): Item[] {
       continue;
     }
     const tokens = lexAction(body, at);
-    if (tokens.length === 0) throw new TemplateError(at, 'missing value for command');
+    if (!isNonEmpty(tokens)) throw new TemplateError(at, 'missing value for command');
     items.push({ kind: 'action', tokens, line: at });
   }
   return items;
@@ -200,20 +206,20 @@ class Parser {
   /** The whole text: top-level nodes; defines collected. */
   parseTop(): Node[] {
     const { nodes, end } = this.list(true);
-    if (end) throw new TemplateError(end.line, `unexpected {{${end.tokens[0]!.v}}}`);
+    if (end) throw new TemplateError(end.line, `unexpected {{${end.tokens[0].v}}}`);
     return nodes;
   }
 
   private list(top: boolean): { nodes: Node[]; end?: Extract<Item, { kind: 'action' }> } {
     const nodes: Node[] = [];
-    while (this.pos < this.items.length) {
-      const item = this.items[this.pos++]!;
+    for (let item = this.items[this.pos]; item !== undefined; item = this.items[this.pos]) {
+      this.pos += 1;
       if (item.kind === 'text') {
         nodes.push({ k: 'text', text: item.text });
         continue;
       }
       const [first, ...rest] = item.tokens;
-      const keyword = first!.t === 'ident' ? first!.v : '';
+      const keyword = first.t === 'ident' ? first.v : '';
       switch (keyword) {
         case 'end':
         case 'else':
@@ -230,7 +236,7 @@ class Parser {
           if (name?.t !== 'str') throw new TemplateError(item.line, `${keyword} needs a quoted template name`);
           if (keyword === 'define' && rest.length > 1) throw new TemplateError(item.line, 'define takes only a name');
           const body = this.nested(() => this.list(false), item.line);
-          if (!body.end || body.end.tokens[0]!.v !== 'end' || body.end.tokens.length > 1) throw new TemplateError(item.line, `unclosed ${keyword} "${name.v}"`);
+          if (!body.end || body.end.tokens[0].v !== 'end' || body.end.tokens.length > 1) throw new TemplateError(item.line, `unclosed ${keyword} "${name.v}"`);
           this.defines.set(name.v, { nodes: body.nodes, line: item.line });
           if (keyword === 'block') nodes.push({ k: 'template', name: name.v, pipe: this.pipe(rest.slice(1), item.line, false), line: item.line });
           break;
@@ -260,36 +266,39 @@ class Parser {
     }
   }
 
-  private control(k: 'if' | 'with' | 'range', tokens: Token[], line: number): Node {
+  private control(k: 'if' | 'with' | 'range', tokens: readonly Token[], line: number): Node {
     if (tokens.length === 0) throw new TemplateError(line, `missing value for ${k}`);
     const pipe = this.pipe(tokens, line, true, k === 'range');
     const body = this.nested(() => this.list(false), line);
     if (!body.end) throw new TemplateError(line, `unclosed ${k}`);
     const [word, ...after] = body.end.tokens;
-    if (word!.v === 'end') {
+    if (word.v === 'end') {
       if (after.length > 0) throw new TemplateError(body.end.line, 'end takes nothing');
       return { k, pipe, list: body.nodes, line };
     }
     // else: `{{else}}` … `{{end}}`, or `{{else if …}}` chained (sharing the one end).
-    if (after.length > 0) {
-      if (after[0]!.t !== 'ident' || after[0]!.v !== 'if' || k !== 'if') throw new TemplateError(body.end.line, `{{else ${after[0]!.v}}} is not supported (only else if after if)`);
+    const [next] = after;
+    if (next !== undefined) {
+      if (next.t !== 'ident' || next.v !== 'if' || k !== 'if') throw new TemplateError(body.end.line, `{{else ${next.v}}} is not supported (only else if after if)`);
       const chained = this.control('if', after.slice(1), body.end.line);
       return { k, pipe, list: body.nodes, else: [chained], line };
     }
     const rest = this.nested(() => this.list(false), line);
-    if (!rest.end || rest.end.tokens[0]!.v !== 'end' || rest.end.tokens.length > 1) throw new TemplateError(line, `unclosed ${k} (expected {{end}} after {{else}})`);
+    if (!rest.end || rest.end.tokens[0].v !== 'end' || rest.end.tokens.length > 1) throw new TemplateError(line, `unclosed ${k} (expected {{end}} after {{else}})`);
     return { k, pipe, list: body.nodes, else: rest.nodes, line };
   }
 
   /** A pipeline: optional declaration, commands separated by `|`. */
-  pipe(tokens: Token[], line: number, declOk: boolean, range = false): Pipe {
+  pipe(tokens: readonly Token[], line: number, declOk: boolean, range = false): Pipe {
     let decl: Pipe['decl'];
     const opAt = tokens.findIndex((t) => t.t === ':=' || t.t === '=');
     if (opAt > 0 && tokens.slice(0, opAt).every((t) => t.t === 'var' || t.t === ',')) {
       if (!declOk) throw new TemplateError(line, 'a variable declaration is not allowed here');
       const names = tokens.slice(0, opAt).filter((t) => t.t === 'var').map((t) => t.v);
       if (names.length > (range ? 2 : 1)) throw new TemplateError(line, 'too many declarations');
-      decl = { names, op: tokens[opAt]!.t as ':=' | '=' };
+      const [name, second] = names;
+      if (name === undefined) throw new TemplateError(line, 'missing variable name in a declaration');
+      decl = { names: second === undefined ? [name] : [name, second], op: tokens[opAt]?.t === '=' ? '=' : ':=' };
       tokens = tokens.slice(opAt + 1);
     }
     const cmds: Cmd[] = [];
@@ -297,29 +306,32 @@ class Parser {
     while (at <= tokens.length) {
       const start = at;
       let level = 0;
-      while (at < tokens.length && !(tokens[at]!.t === '|' && level === 0)) {
-        if (tokens[at]!.t === '(') level += 1;
-        if (tokens[at]!.t === ')') level -= 1;
+      for (let t = tokens[at]; t !== undefined && !(t.t === '|' && level === 0); t = tokens[at]) {
+        if (t.t === '(') level += 1;
+        if (t.t === ')') level -= 1;
         at += 1;
       }
-      const part = tokens.slice(start, at);
-      if (part.length === 0) throw new TemplateError(line, 'missing command in a pipeline');
-      cmds.push({ args: this.args(part, line), line });
+      const args = this.args(tokens.slice(start, at), line);
+      if (!isNonEmpty(args)) throw new TemplateError(line, 'missing command in a pipeline');
+      cmds.push({ args, line });
       at += 1;
     }
     return { ...(decl ? { decl } : {}), cmds, line };
   }
 
-  private args(tokens: Token[], line: number): Arg[] {
+  private args(tokens: readonly Token[], line: number): Arg[] {
     const out: Arg[] = [];
     let i = 0;
     const chain = (): string[] => {
       const names: string[] = [];
-      while (i < tokens.length && tokens[i]!.t === 'field' && !tokens[i]!.spaced) names.push(tokens[i++]!.v);
+      for (let t = tokens[i]; t !== undefined && t.t === 'field' && !t.spaced; t = tokens[i]) {
+        names.push(t.v);
+        i += 1;
+      }
       return names;
     };
-    while (i < tokens.length) {
-      const t = tokens[i++]!;
+    for (let t = tokens[i]; t !== undefined; t = tokens[i]) {
+      i += 1;
       switch (t.t) {
         case 'dot':
           out.push({ k: 'dot', chain: chain() });
@@ -352,9 +364,9 @@ class Parser {
         case '(': {
           let level = 1;
           const start = i;
-          while (i < tokens.length && level > 0) {
-            if (tokens[i]!.t === '(') level += 1;
-            if (tokens[i]!.t === ')') level -= 1;
+          for (let u = tokens[i]; u !== undefined && level > 0; u = tokens[i]) {
+            if (u.t === '(') level += 1;
+            if (u.t === ')') level -= 1;
             i += 1;
           }
           if (level > 0) throw new TemplateError(line, 'unclosed left paren');

@@ -3,6 +3,7 @@
  * Alerts, KV, Pairs, Pair, Strings, and the types Go's text/template prints and compares. One table
  * of fields and methods serves both the load-time check and execution, so what loads runs.
  */
+import { must } from './must.ts';
 
 /** Go's `time.Time` as Alertmanager's alerts carry it (UTC). */
 export class GoTime {
@@ -28,6 +29,11 @@ export class GoKV {
 /** Go sorts strings by bytes; for UTF-16 this is the same order except for astral characters, which Go orders by code point. */
 export function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** A struct's field, or undefined when `v` is not a struct (a Pairs list holds Pair structs, an Alerts list Alert structs). */
+function field(v: Value, name: string): Value | undefined {
+  return v instanceof GoStruct ? v.fields.get(name) : undefined;
 }
 
 /** The type names the checker and the interpreter share. */
@@ -89,7 +95,7 @@ export function typeOf(v: Value): GoType {
 }
 
 export function pairsOf(kv: GoKV): GoList {
-  return new GoList('Pairs', kv.sortedKeys().map((k) => pair(k, kv.map.get(k)!)));
+  return new GoList('Pairs', kv.sortedKeys().map((k) => pair(k, must(kv.map.get(k), 'a sorted key of the map to be in it'))));
 }
 
 export function pair(name: string, value: string): GoStruct {
@@ -97,7 +103,7 @@ export function pair(name: string, value: string): GoStruct {
 }
 
 function pairsString(list: GoList): string {
-  return list.items.map((p) => `${str((p as GoStruct).fields.get('Name'))}=${str((p as GoStruct).fields.get('Value'))}`).join(', ');
+  return list.items.map((p) => `${str(field(p, 'Name'))}=${str(field(p, 'Value'))}`).join(', ');
 }
 
 function str(v: Value | undefined): string {
@@ -111,9 +117,11 @@ export function callMethod(v: GoKV | GoList | GoTime, name: string, args: readon
     switch (name) {
       case 'SortedPairs': return pairsOf(v);
       case 'Names': return new GoList('Strings', v.sortedKeys());
-      case 'Values': return new GoList('Strings', pairsOf(v).items.map((p) => (p as GoStruct).fields.get('Value')!));
+      case 'Values': return new GoList('Strings', pairsOf(v).items.map((p) => str(field(p, 'Value'))));
       case 'Remove': {
-        const drop = new Set((args[0] as GoList).items.map(String));
+        // The interpreter refuses a Remove whose argument is not a list before it gets here.
+        const list = args[0];
+        const drop = new Set(list instanceof GoList ? list.items.map(String) : []);
         return new GoKV(new Map([...v.map].filter(([k]) => !drop.has(k))));
       }
       case 'String': return pairsString(pairsOf(v));
@@ -122,9 +130,9 @@ export function callMethod(v: GoKV | GoList | GoTime, name: string, args: readon
   }
   if (v.type === 'Alerts') {
     const status = name === 'Firing' ? 'firing' : 'resolved';
-    return new GoList('Alerts', v.items.filter((a) => (a as GoStruct).fields.get('Status') === status));
+    return new GoList('Alerts', v.items.filter((a) => field(a, 'Status') === status));
   }
-  const values = v.items.map((p) => (p as GoStruct).fields.get(name === 'Names' ? 'Name' : 'Value')!);
+  const values = v.items.map((p) => str(field(p, name === 'Names' ? 'Name' : 'Value')));
   return name === 'String' ? pairsString(v) : new GoList('Strings', values);
 }
 
@@ -171,10 +179,10 @@ export function goFormat(t: GoTime, layout: string): string {
   const yday = Math.floor((Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000) + 1;
   return layout.replace(LAYOUT, (e) => {
     switch (e) {
-      case 'January': return MONTHS[d.getUTCMonth()]!;
-      case 'Jan': return MONTHS[d.getUTCMonth()]!.slice(0, 3);
-      case 'Monday': return DAYS[d.getUTCDay()]!;
-      case 'Mon': return DAYS[d.getUTCDay()]!.slice(0, 3);
+      case 'January': return must(MONTHS[d.getUTCMonth()], 'a month 0 to 11');
+      case 'Jan': return must(MONTHS[d.getUTCMonth()], 'a month 0 to 11').slice(0, 3);
+      case 'Monday': return must(DAYS[d.getUTCDay()], 'a weekday 0 to 6');
+      case 'Mon': return must(DAYS[d.getUTCDay()], 'a weekday 0 to 6').slice(0, 3);
       case 'MST': return 'UTC';
       case 'Z07:00:00': case 'Z070000': case 'Z07:00': case 'Z0700': case 'Z07': return 'Z';
       case '-07:00:00': return '+00:00:00';

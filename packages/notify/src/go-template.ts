@@ -3,6 +3,7 @@ import { FUNCTIONS, parseTemplate, TemplateError, type Arg, type Node, type Pipe
 import {
   callMethod, GoKV, GoList, GoStruct, GoTime, memberOf, printValue, SafeHtml, truth, typeOf, type GoType, type Value,
 } from './go-template-values.ts';
+import { must } from './must.ts';
 
 export { TemplateError };
 export type { GoType, Value };
@@ -136,7 +137,8 @@ function funcType(name: string, args: readonly GoType[], line: number): GoType {
       return 'bool';
     case 'and': case 'or':
       count(1, 16);
-      return args.every((t) => t === args[0]) ? args[0]! : 'any';
+      const [head = 'any'] = args; // count(1, 16): there is a head
+      return args.every((t) => t === head) ? head : 'any';
     case 'printf':
       if (args.length < 1) throw new TemplateError(line, 'wrong number of args for printf: want at least 1');
       need(0, ['string'], 'a format string');
@@ -165,7 +167,8 @@ class Checker {
         case 'if':
         case 'with':
         case 'range': {
-          const inner: Scope = [...scope, new Map()];
+          const own = new Map<string, GoType>();
+          const inner: Scope = [...scope, own];
           const t = this.pipe(node.pipe, dot, inner, node.k === 'range');
           let bodyDot = dot;
           if (node.k === 'with') bodyDot = t;
@@ -173,11 +176,11 @@ class Checker {
             const element = ELEMENT[t];
             if (!element) throw new TemplateError(node.line, `range can't iterate over ${t}`);
             bodyDot = element;
-            const names = node.pipe.decl?.names ?? [];
-            if (names.length === 2) {
-              inner.at(-1)!.set(names[0]!, t === 'KV' ? 'string' : 'number');
-              inner.at(-1)!.set(names[1]!, element);
-            } else if (names.length === 1) inner.at(-1)!.set(names[0]!, element);
+            const names = node.pipe.decl?.names;
+            if (names?.length === 2) {
+              own.set(names[0], t === 'KV' ? 'string' : 'number');
+              own.set(names[1], element);
+            } else if (names?.length === 1) own.set(names[0], element);
           }
           this.nodes(node.list, bodyDot, inner);
           if (node.else) this.nodes(node.else, dot, [...scope, new Map()]);
@@ -209,34 +212,41 @@ class Checker {
     for (const cmd of pipe.cmds) t = this.cmd(cmd.args, t, dot, scope, pipe.line);
     const result = t ?? 'any';
     if (pipe.decl && !range) {
-      const name = pipe.decl.names[0]!;
-      if (pipe.decl.op === ':=') scope.at(-1)!.set(name, result);
+      const name = pipe.decl.names[0];
+      if (pipe.decl.op === ':=') must(scope.at(-1), 'a scope with its innermost level').set(name, result);
       else if (!scope.some((s) => s.has(name))) throw new TemplateError(pipe.line, `undefined variable: ${name}`);
-      else for (let i = scope.length - 1; i >= 0; i -= 1) if (scope[i]!.has(name)) { if (scope[i]!.get(name) !== result) scope[i]!.set(name, 'any'); break; }
+      else for (let i = scope.length - 1; i >= 0; i -= 1) {
+        const t = scope[i]?.get(name);
+        if (t !== undefined) { if (t !== result) scope[i]?.set(name, 'any'); break; }
+      }
     }
     return result;
   }
 
-  private cmd(args: readonly Arg[], piped: GoType | undefined, dot: GoType, scope: Scope, line: number): GoType {
+  private cmd(args: readonly [Arg, ...Arg[]], piped: GoType | undefined, dot: GoType, scope: Scope, line: number): GoType {
     const [first, ...rest] = args;
     const more = [...rest.map((a) => this.arg(a, dot, scope, line)), ...(piped !== undefined ? [piped] : [])];
-    if (first!.k === 'func') return funcType(first!.name, more, line);
-    if (first!.k === 'dot' || first!.k === 'var' || first!.k === 'pipe') {
-      const chain = first!.chain;
-      if (chain.length > 0 && more.length > 0) {
-        const base = this.base(first!, dot, scope, line);
+    if (first.k === 'func') return funcType(first.name, more, line);
+    if (first.k === 'dot' || first.k === 'var' || first.k === 'pipe') {
+      const chain = first.chain;
+      const last = chain.at(-1);
+      if (last !== undefined && more.length > 0) {
+        const base = this.base(first, dot, scope, line);
         const receiver = this.chain(base, chain.slice(0, -1), line);
-        return this.member(receiver, chain.at(-1)!, more, line);
+        return this.member(receiver, last, more, line);
       }
     }
-    if (more.length > 0) throw new TemplateError(line, `can't give argument to non-function ${describe(first!)}`);
-    return this.arg(first!, dot, scope, line);
+    if (more.length > 0) throw new TemplateError(line, `can't give argument to non-function ${describe(first)}`);
+    return this.arg(first, dot, scope, line);
   }
 
   private base(a: Arg, dot: GoType, scope: Scope, line: number): GoType {
     if (a.k === 'dot') return dot;
     if (a.k === 'var') {
-      for (let i = scope.length - 1; i >= 0; i -= 1) if (scope[i]!.has(a.name)) return scope[i]!.get(a.name)!;
+      for (let i = scope.length - 1; i >= 0; i -= 1) {
+        const t = scope[i]?.get(a.name);
+        if (t !== undefined) return t;
+      }
       throw new TemplateError(line, `undefined variable: ${a.name}`);
     }
     if (a.k === 'pipe') return this.pipe(a.pipe, dot, [...scope, new Map()]);
@@ -292,9 +302,11 @@ function describe(a: Arg): string {
 
 type VarScope = Map<string, Value>[];
 
+const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', "'": '&#39;', '<': '&lt;', '>': '&gt;', '"': '&#34;', '+': '&#43;', '\u0000': '\uFFFD' };
+
 /** html/template's escaping of text: `"&'<>+` and NUL. */
 function escapeHtmlText(s: string): string {
-  return s.replace(/[&'<>"+\u0000]/g, (c) => ({ '&': '&amp;', "'": '&#39;', '<': '&lt;', '>': '&gt;', '"': '&#34;', '+': '&#43;', '\u0000': '\uFFFD' })[c]!);
+  return s.replace(/[&'<>"+\u0000]/g, (c) => HTML_ESCAPES[c] ?? c);
 }
 
 /**
@@ -366,7 +378,7 @@ function goReplaceAll(re: RE2JS, text: string, template: string, line: number): 
         out.add('$');
         continue;
       }
-      const name = ref[1] ?? ref[2]!;
+      const name = must(ref[1] ?? ref[2], 'a reference other than $$ to name a group');
       try {
         out.add(/^\d+$/.test(name) ? (Number(name) <= m.groupCount() ? (m.group(Number(name)) ?? '') : '') : (m.group(name) ?? ''));
       } catch (error) {
@@ -424,7 +436,7 @@ function sprintf(format: string, args: readonly Value[], line: number): string {
   for (const m of format.matchAll(/%([-+# 0]*\d*(?:\.\d+)?)?([a-zA-Z%])/g)) {
     out.add(format.slice(at, m.index));
     at = m.index + m[0].length;
-    const verb = m[2]!;
+    const verb = must(m[2], 'a verb in every match of the verb pattern');
     out.add(verb === '%' ? '%' : verbOf(verb, args[i++], line));
   }
   out.add(format.slice(at));
@@ -482,20 +494,20 @@ class Run {
         case 'range': {
           const inner: VarScope = [...scope, new Map()];
           const v = this.pipe(node.pipe, dot, inner, true);
-          const names = node.pipe.decl?.names ?? [];
+          const names = node.pipe.decl?.names;
           let entries: [Value, Value][];
           if (v instanceof GoList) entries = v.items.map((item, i) => [i, item]);
-          else if (v instanceof GoKV) entries = [...v.map.keys()].sort().map((k) => [k, v.map.get(k)!]);
+          else if (v instanceof GoKV) entries = [...v.map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
           else if (v === null) entries = [];
           else throw new TemplateError(node.line, `range can't iterate over ${typeOf(v)}`);
           if (entries.length === 0 && node.else) this.nodes(node.else, dot, [...scope, new Map()]);
           for (const [key, item] of entries) {
             this.step(node.line);
             const vars = new Map<string, Value>();
-            if (names.length === 2) {
-              vars.set(names[0]!, key);
-              vars.set(names[1]!, item);
-            } else if (names.length === 1) vars.set(names[0]!, item);
+            if (names?.length === 2) {
+              vars.set(names[0], key);
+              vars.set(names[1], item);
+            } else if (names?.length === 1) vars.set(names[0], item);
             this.nodes(node.list, item, [...inner, vars]);
           }
           break;
@@ -519,32 +531,41 @@ class Run {
     for (const cmd of pipe.cmds) v = this.cmd(cmd.args, v, dot, scope, pipe.line);
     const result = v ?? null;
     if (pipe.decl && !range) {
-      const name = pipe.decl.names[0]!;
-      if (pipe.decl.op === ':=') scope.at(-1)!.set(name, result);
-      else for (let i = scope.length - 1; i >= 0; i -= 1) if (scope[i]!.has(name)) { scope[i]!.set(name, result); break; }
+      const name = pipe.decl.names[0];
+      if (pipe.decl.op === ':=') must(scope.at(-1), 'a scope with its innermost level').set(name, result);
+      else for (let i = scope.length - 1; i >= 0; i -= 1) {
+        const level = scope[i];
+        if (level?.has(name)) { level.set(name, result); break; }
+      }
     }
     return result;
   }
 
-  private cmd(args: readonly Arg[], piped: Value | undefined, dot: Value, scope: VarScope, line: number): Value {
+  private cmd(args: readonly [Arg, ...Arg[]], piped: Value | undefined, dot: Value, scope: VarScope, line: number): Value {
     const [first, ...rest] = args;
-    if (first!.k === 'func') {
-      const name = first!.name;
+    if (first.k === 'func') {
+      const name = first.name;
       const lazy = [...rest.map((a) => () => this.arg(a, dot, scope, line)), ...(piped !== undefined ? [() => piped] : [])];
       return this.call(name, lazy, line);
     }
     const more = [...rest.map((a) => this.arg(a, dot, scope, line)), ...(piped !== undefined ? [piped] : [])];
-    if ((first!.k === 'dot' || first!.k === 'var' || first!.k === 'pipe') && first!.chain.length > 0 && more.length > 0) {
-      const receiver = this.chain(this.base(first!, dot, scope, line), first!.chain.slice(0, -1), line);
-      return bounded(this.member(receiver, first!.chain.at(-1)!, more, line), `.${first!.chain.at(-1)!}`, line);
+    if (first.k === 'dot' || first.k === 'var' || first.k === 'pipe') {
+      const last = first.chain.at(-1);
+      if (last !== undefined && more.length > 0) {
+        const receiver = this.chain(this.base(first, dot, scope, line), first.chain.slice(0, -1), line);
+        return bounded(this.member(receiver, last, more, line), `.${last}`, line);
+      }
     }
-    return this.arg(first!, dot, scope, line);
+    return this.arg(first, dot, scope, line);
   }
 
   private base(a: Arg, dot: Value, scope: VarScope, line: number): Value {
     if (a.k === 'dot') return dot;
     if (a.k === 'var') {
-      for (let i = scope.length - 1; i >= 0; i -= 1) if (scope[i]!.has(a.name)) return scope[i]!.get(a.name)!;
+      for (let i = scope.length - 1; i >= 0; i -= 1) {
+        const v = scope[i]?.get(a.name);
+        if (v !== undefined) return v;
+      }
       throw new TemplateError(line, `undefined variable: ${a.name}`);
     }
     if (a.k === 'pipe') return this.pipe(a.pipe, dot, [...scope, new Map()]);
@@ -564,8 +585,9 @@ class Run {
 
   private member(v: Value, name: string, args: readonly Value[], line: number): Value {
     if (v instanceof GoStruct) {
-      if (!v.fields.has(name)) throw new TemplateError(line, `can't evaluate field ${name} in type ${v.type}`);
-      return v.fields.get(name)!;
+      const f = v.fields.get(name);
+      if (f === undefined) throw new TemplateError(line, `can't evaluate field ${name} in type ${v.type}`);
+      return f;
     }
     if (v instanceof GoKV || v instanceof GoTime || (v instanceof GoList && (v.type === 'Alerts' || v.type === 'Pairs'))) {
       const m = memberOf(typeOf(v), name);
@@ -620,21 +642,24 @@ class Run {
         const [c, k] = args;
         if (c instanceof GoKV) return c.map.get(typeof k === 'string' ? k : printValue(k ?? null)) ?? '';
         if (c instanceof GoList && typeof k === 'number') {
-          if (k < 0 || k >= c.items.length) throw new TemplateError(line, `index out of range: ${k}`);
-          return c.items[k]!;
+          const item = k < 0 ? undefined : c.items[k];
+          if (item === undefined) throw new TemplateError(line, `index out of range: ${k}`);
+          return item;
         }
         throw new TemplateError(line, 'index: expected a map and a key, or a list and a number');
       }
       case 'not': return !truth(args[0] ?? null);
       case 'eq': {
-        for (const other of args.slice(1)) {
-          const [x, y] = comparable(args[0]!, other, name, line);
+        const [head = null, ...others] = args; // the check counted 2 to 16
+        for (const other of others) {
+          const [x, y] = comparable(head, other, name, line);
           if (x === y) return true;
         }
         return false;
       }
       case 'ne': case 'lt': case 'le': case 'gt': case 'ge': {
-        const [x, y] = comparable(args[0]!, args[1]!, name, line);
+        const [a = null, b = null] = args; // the check counted 2
+        const [x, y] = comparable(a, b, name, line);
         if (name === 'ne') return x !== y;
         if (x === null || y === null || typeof x === 'boolean') throw new TemplateError(line, `${name}: invalid type for comparison`);
         return name === 'lt' ? x < y : name === 'le' ? x <= y : name === 'gt' ? x > y : x >= y;

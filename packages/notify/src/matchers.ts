@@ -34,7 +34,7 @@ function printable(text: string): string {
   return cut.replace(/[\u0000-\u001f\u007f]/g, (c) => (c === '\n' ? '\\n' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
 }
 
-const isNameStart = (c: string) => /[A-Za-z_:]/.test(c) || (c.codePointAt(0)! > 127 && !/\s/u.test(c));
+const isNameStart = (c: string) => /[A-Za-z_:]/.test(c) || ((c.codePointAt(0) ?? 0) > 127 && !/\s/u.test(c));
 const isNameChar = (c: string) => isNameStart(c) || (c >= '0' && c <= '9');
 
 /**
@@ -82,15 +82,16 @@ export function parseMatchers(text: string): Matcher[] | string {
 export function parseMatcher(text: string): Matcher | string {
   const list = parseMatchers(text);
   if (typeof list === 'string') return list;
-  if (list.length !== 1) return `${JSON.stringify(printable(String(text)))}: expected one matcher, found ${list.length}`;
-  return list[0]!;
+  const [only] = list;
+  if (only === undefined || list.length !== 1) return `${JSON.stringify(printable(String(text)))}: expected one matcher, found ${list.length}`;
+  return only;
 }
 
 /** Alertmanager's `labels.ParseMatcher`, by hand: no backtracking regex runs over outside text. */
 function parseOne(s: string): Matcher | string {
   const bad = `bad matcher format: ${printable(s)}`;
   let i = 0;
-  const skipSpace = () => { while (i < s.length && GO_SPACE.has(s[i]!)) i += 1; };
+  const skipSpace = () => { while (i < s.length && GO_SPACE.has(s.charAt(i))) i += 1; };
   skipSpace();
   let label: string;
   if (s[i] === '"') {
@@ -104,8 +105,8 @@ function parseOne(s: string): Matcher | string {
     const start = i;
     const first = String.fromCodePoint(s.codePointAt(i) ?? 0);
     if (i >= s.length || !isNameStart(first)) return bad;
-    while (i < s.length) {
-      const c = String.fromCodePoint(s.codePointAt(i)!);
+    for (let point = s.codePointAt(i); point !== undefined; point = s.codePointAt(i)) {
+      const c = String.fromCodePoint(point);
       if (!isNameChar(c)) break;
       i += c.length;
     }
@@ -117,7 +118,7 @@ function parseOne(s: string): Matcher | string {
   i += op.length;
   skipSpace();
   let end = s.length;
-  while (end > i && GO_SPACE.has(s[end - 1]!)) end -= 1;
+  while (end > i && GO_SPACE.has(s.charAt(end - 1))) end -= 1;
   const raw = s.slice(i, end);
   const value = unquoteValue(raw);
   if (value === undefined) return `matcher value contains unescaped double quote: ${printable(raw)}`;
@@ -149,7 +150,7 @@ function unquoteValue(rawValue: string): string | undefined {
   let value = '';
   let escaped = false;
   for (let i = 0; i < raw.length; i += 1) {
-    const r = raw[i]!;
+    const r = raw.charAt(i);
     if (escaped) {
       escaped = false;
       value += r === 'n' ? '\n' : r === '"' || r === '\\' ? r : `\\${r}`;
@@ -188,7 +189,7 @@ function compileAnchored(value: string): RE2JS | string {
     RE2JS.compile(value);
     return RE2JS.compile(`^(?:${value})$`);
   } catch (error) {
-    return `not an RE2 regular expression: ${printable((error as Error).message.replace(/\s+/g, ' '))}`;
+    return `not an RE2 regular expression: ${printable((error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' '))}`;
   }
 }
 
@@ -197,7 +198,8 @@ const escapeOpenMetrics = (text: string) => text.replaceAll('\\', '\\\\').replac
 /** A label name written bare only when it parses back bare; else quoted (Alertmanager quotes names with reserved characters). */
 function bareName(label: string): boolean {
   const chars = [...label];
-  return chars.length > 0 && isNameStart(chars[0]!) && chars.every(isNameChar);
+  const [first] = chars;
+  return first !== undefined && isNameStart(first) && chars.every(isNameChar);
 }
 
 /** A matcher as Alertmanager writes it (`Matcher.String()`, OpenMetrics escapes): parses back to the same matcher. */
@@ -236,10 +238,17 @@ export function matchesValue(matcher: Matcher, value: string): boolean {
     case '!=':
       return value !== matcher.value;
     case '=~':
-      return matcher.literals ? matcher.literals.has(value) : matcher.regex!.testExact(value);
+      return regexMatches(matcher, value);
     case '!~':
-      return !(matcher.literals ? matcher.literals.has(value) : matcher.regex!.testExact(value));
+      return !regexMatches(matcher, value);
   }
+}
+
+/** A `=~` or `!~` matcher's answer: by set lookup for a literal alternation, else by its compiled regex. */
+function regexMatches(matcher: Matcher, value: string): boolean {
+  if (matcher.literals) return matcher.literals.has(value);
+  if (matcher.regex) return matcher.regex.testExact(value);
+  throw new Error(`gpualert bug: the regex matcher on ${matcher.label} was built without parseMatcher, so it has no compiled regex`);
 }
 
 /** Alertmanager's rule for silences: a matcher that matches a missing label matches everything. */

@@ -51,7 +51,10 @@ export type Decision = { readonly send: Notification } | { readonly suppressed: 
 export function groupLabelSet(route: ResolvedRoute, labels: Readonly<Record<string, string>>): Record<string, string> {
   const names = route.groupByAll ? Object.keys(labels).sort() : route.groupBy;
   const out: Record<string, string> = {};
-  for (const name of names) if (Object.hasOwn(labels, name)) out[name] = labels[name]!;
+  for (const name of names) {
+    const value = Object.hasOwn(labels, name) ? labels[name] : undefined;
+    if (value !== undefined) out[name] = value;
+  }
   return out;
 }
 
@@ -78,6 +81,8 @@ function view(alert: EnvelopeOf<'alert'>): AlertView {
  */
 /** Routing done between two pauses of a reload's adopt, in ms. */
 const ADOPT_SLICE_MS = 10;
+/** A matcher no label set meets (an empty alternation): what a saved matcher text that does not parse stands for. */
+const MATCHES_NOTHING: Matcher = { label: '', op: '=~', value: '', literals: new Set() };
 
 export class NotifierCore {
   private readonly compiled = new Map<string, Matcher[]>();
@@ -194,7 +199,10 @@ export class NotifierCore {
       }
     }
     state.sources = dict();
-    for (const fingerprint of Object.keys(state.firing)) this.inhibitor.remember(state, fingerprint, state.firing[fingerprint]!);
+    for (const fingerprint of Object.keys(state.firing)) {
+      const alert = state.firing[fingerprint];
+      if (alert) this.inhibitor.remember(state, fingerprint, alert);
+    }
     return { kept, moved, groups: Object.keys(state.groups).length };
   }
 
@@ -208,7 +216,10 @@ export class NotifierCore {
 
   /** The keys of the groups whose time has come (the wait stage), for a caller that flushes them one at a time. */
   dueGroups(state: Readonly<NotifierState>, now: number): string[] {
-    return Object.keys(state.groups).filter((key) => due(state.groups[key]!, now));
+    return Object.keys(state.groups).filter((key) => {
+      const group = state.groups[key];
+      return group !== undefined && due(group, now);
+    });
   }
 
   /**
@@ -335,7 +346,11 @@ export class NotifierCore {
     const key = texts.join('\u0000');
     let compiled = this.compiled.get(key);
     if (!compiled) {
-      compiled = texts.flatMap((t) => parseMatchers(t) as Matcher[]);
+      // A saved silence's text that no longer parses matches nothing, as it never could.
+      compiled = texts.flatMap((t) => {
+        const parsed = parseMatchers(t);
+        return typeof parsed === 'string' ? [MATCHES_NOTHING] : parsed;
+      });
       this.compiled.set(key, compiled);
     }
     return compiled;

@@ -103,7 +103,7 @@ export class SilenceIndex {
 
   /** Where the entry is filed: one list per value of its key matcher, or the fallback. */
   private listsOf(entry: Entry, create = false): Entry[][] {
-    const key = entry.matchers.find((m) => m.op === '=') ?? entry.matchers.find((m) => m.op === '=~' && m.literals);
+    const key = filingKey(entry.matchers);
     if (!key) return [this.fallback];
     let byValue = this.byLabel.get(key.label);
     if (!byValue) {
@@ -111,9 +111,8 @@ export class SilenceIndex {
       byValue = new Map();
       this.byLabel.set(key.label, byValue);
     }
-    const values = key.op === '=' ? [key.value] : [...key.literals!];
     const lists: Entry[][] = [];
-    for (const value of new Set(values)) {
+    for (const value of new Set(key.values)) {
       let list = byValue.get(value);
       if (!list) {
         if (!create) continue;
@@ -124,4 +123,11 @@ export class SilenceIndex {
     }
     return lists;
   }
+}
+
+/** What a silence is filed by: its first `=` matcher, else its first literal alternation (`=~"a|b"`), with the values it takes. */
+function filingKey(matchers: readonly Matcher[]): { readonly label: string; readonly values: Iterable<string> } | undefined {
+  for (const m of matchers) if (m.op === '=') return { label: m.label, values: [m.value] };
+  for (const m of matchers) if (m.op === '=~' && m.literals) return { label: m.label, values: m.literals };
+  return undefined;
 }

@@ -14,10 +14,10 @@ export const MAX_TEMPLATE_BYTES_TOTAL = 1024 * 1024;
 function globRegExp(pattern: string): RegExp {
   let out = '';
   for (let i = 0; i < pattern.length; i += 1) {
-    const c = pattern[i]!;
+    const c = pattern.charAt(i);
     if (c === '*') out += '[^/]*';
     else if (c === '?') out += '[^/]';
-    else if (c === '\\' && i + 1 < pattern.length) out += pattern[++i]!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    else if (c === '\\' && i + 1 < pattern.length) out += pattern.charAt(++i).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     else if (c === '[') {
       const end = pattern.indexOf(']', i + 2);
       if (end < 0) throw new Error(`syntax error in pattern ${JSON.stringify(pattern)}`);

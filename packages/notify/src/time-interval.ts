@@ -33,10 +33,11 @@ const INTEGER = /^[+-]?\d{1,9}$/;
 function rangeOf(text: string, member: (s: string) => number | string): Range | string {
   const lower = text.toLowerCase();
   const parts = lower.includes(':') ? lower.split(':') : [lower, lower];
-  if (parts.length !== 2) return `couldn't parse range ${lower}, invalid format`;
-  const begin = member(parts[0]!);
+  const [first, second] = parts;
+  if (parts.length !== 2 || first === undefined || second === undefined) return `couldn't parse range ${lower}, invalid format`;
+  const begin = member(first);
   if (typeof begin === 'string') return begin;
-  const end = member(parts[1]!);
+  const end = member(second);
   if (typeof end === 'string') return end;
   return { begin, end };
 }
@@ -44,7 +45,7 @@ function rangeOf(text: string, member: (s: string) => number | string): Range | 
 const intMember = (s: string) => (INTEGER.test(s) ? Number(s) : `strconv.Atoi: parsing "${s}": invalid syntax`);
 
 export function parseWeekdayRange(text: string): Range | string {
-  const r = rangeOf(text, (s) => (Object.hasOwn(WEEKDAYS, s) ? WEEKDAYS[s]! : `${s} is not a valid weekday`));
+  const r = rangeOf(text, (s) => (Object.hasOwn(WEEKDAYS, s) ? WEEKDAYS[s] : undefined) ?? `${s} is not a valid weekday`);
   if (typeof r === 'string') return r;
   if (r.begin > r.end) return 'start day cannot be before end day';
   return r;
@@ -63,7 +64,8 @@ export function parseDayOfMonthRange(text: string): Range | string {
 
 export function parseMonthRange(text: string): Range | string {
   const r = rangeOf(text, (s) => {
-    if (Object.hasOwn(MONTHS, s)) return MONTHS[s]!;
+    const named = Object.hasOwn(MONTHS, s) ? MONTHS[s] : undefined;
+    if (named !== undefined) return named;
     const n = intMember(s);
     return typeof n === 'number' && n >= 1 && n <= 12 ? n : `${s} is not a valid month`;
   });

@@ -29,7 +29,7 @@ export function syntheticFleetSnapshot(hosts: number, gpus: number, now: number)
         },
         mem_total_mib: 81_559,
         alerts: alerts.map((a) => ({ ...a, severity: a.severity as Exclude<ViewState, 'ok'> })),
-        events: hot ? [{ at: now - 300_000, host, gpu: i, kind: 'alert', summary: alerts[0]!.summary }] : [],
+        events: alerts.slice(0, hot ? 1 : 0).map((a) => ({ at: now - 300_000, host, gpu: i, kind: 'alert', summary: a.summary })),
       });
     }
     const state = cards.reduce<ViewState>((worst, g) => (['ok', 'info', 'warning', 'error', 'critical'].indexOf(g.state) > ['ok', 'info', 'warning', 'error', 'critical'].indexOf(worst) ? g.state : worst), 'ok');

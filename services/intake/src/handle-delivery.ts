@@ -5,6 +5,7 @@ import { ADAPTERS, type AdapterResult } from '@gpualert/providers';
 import {
   MAX_HOSTS_PER_PROVIDER_EVENT, newEnvelope, parseEnvelope, Provider, stableId, TOPICS, type Envelope, type ProviderEventData,
 } from '@gpualert/schema';
+import { errorMessage } from './error-message.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { StateStore } from '@gpualert/state';
 import { tokenMatches, verifyStandardWebhook } from './standard-webhooks.ts';
@@ -80,7 +81,7 @@ export async function handleDelivery(request: DeliveryRequest, deps: IntakeDeps)
   try {
     payload = JSON.parse(request.body.toString('utf8'));
   } catch (error) {
-    return answer(400, 'malformed', { error: 'malformed_json', message: `the body is not JSON: ${(error as Error).message}` });
+    return answer(400, 'malformed', { error: 'malformed_json', message: `the body is not JSON: ${errorMessage(error)}` });
   }
   const deliveryId = header(request.headers, 'webhook-id') ?? createHash('sha256').update(request.body).digest('hex');
   return acceptPayloads({ provider: provider.data, payloads: [payload], deliveryId }, deps);
@@ -119,17 +120,17 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
   }
   const adapted = { events };
   const payload = delivery.payloads.length === 1 ? delivery.payloads[0] : delivery.payloads;
-  const crowded = adapted.events.findIndex((e) => e.hosts.length > MAX_HOSTS_PER_PROVIDER_EVENT);
+  const crowded = adapted.events.find((e) => e.hosts.length > MAX_HOSTS_PER_PROVIDER_EVENT);
   const named = adapted.events.reduce((sum, e) => sum + e.hosts.length, 0);
-  if (crowded < 0 && named > MAX_HOSTS_PER_DELIVERY) {
+  if (!crowded && named > MAX_HOSTS_PER_DELIVERY) {
     // Many events of many hosts each: every host-event becomes an alert to group and route downstream.
     return answer(422, 'too_many_hosts', {
       error: 'too_many_hosts', field: 'hosts', limit: MAX_HOSTS_PER_DELIVERY,
       message: `hosts: one delivery may name at most ${MAX_HOSTS_PER_DELIVERY} hosts over all its events, this one names ${named}; send them in several`,
     });
   }
-  if (crowded >= 0) {
-    const count = adapted.events[crowded]!.hosts.length;
+  if (crowded) {
+    const count = crowded.hosts.length;
     return answer(422, 'too_many_hosts', {
       error: 'too_many_hosts', field: 'hosts', limit: MAX_HOSTS_PER_PROVIDER_EVENT,
       message: `hosts: an event may name at most ${MAX_HOSTS_PER_PROVIDER_EVENT} hosts, this one names ${count}; split it`,
@@ -177,7 +178,10 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
       return answer(200, 'duplicate', { status: 'duplicate', delivery: deliveryId, events: 0 });
     }
     const fresh = new Set(claimed);
-    const messages = outgoing.perEvent.filter((_, i) => fresh.has(adapted.events[i]!)).flat();
+    const messages = outgoing.perEvent.filter((_, i) => {
+      const event = adapted.events[i];
+      return event !== undefined && fresh.has(event);
+    }).flat();
     await publishDurably(deps, outgoing.raw, messages);
     await Promise.all(claimed.map((e) => deps.store.set(eventKey(provider, e), 'done', ttl)));
     await deps.store.set(deliveryKey, 'done', ttl);

@@ -3,6 +3,8 @@ import type { OutgoingMessage } from '@gpualert/bus';
 import { redactSecrets } from '@gpualert/log';
 import { eventTimeProblem, inertRecord, parseEnvelope, stableId, TOPICS } from '@gpualert/schema';
 import { answer, authenticate, type IntakeDeps, type IntakeResponse } from './handle-delivery.ts';
+import { isRecord } from './deliveries/delivery-protocol.ts';
+import { errorMessage } from './error-message.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 
 /** Events one request may carry: a framework reporting each rank's step batches a node's 8–16 ranks; 100 leaves room. */
@@ -32,13 +34,13 @@ export async function handleJobEvents(request: JobEventsRequest, deps: IntakeDep
   try {
     payload = JSON.parse(request.body.toString('utf8'));
   } catch (error) {
-    return answer(400, 'malformed', { error: 'malformed_json', message: `the body is not JSON: ${(error as Error).message}` });
+    return answer(400, 'malformed', { error: 'malformed_json', message: `the body is not JSON: ${errorMessage(error)}` });
   }
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
     return answer(422, 'unrecognised', { error: 'unrecognised_payload', field: '', message: 'expected one job event or { "events": [ … ] }' });
   }
   const batch = Object.hasOwn(payload, 'events');
-  const events: unknown = batch ? (payload as { events: unknown }).events : [payload];
+  const events: unknown = batch && 'events' in payload ? payload.events : [payload];
   if (!Array.isArray(events) || events.length === 0) {
     return answer(422, 'unrecognised', { error: 'unrecognised_payload', field: 'events', message: 'events: expected a non-empty list of job events' });
   }
@@ -71,8 +73,8 @@ export async function handleJobEvents(request: JobEventsRequest, deps: IntakeDep
 
 /** One reported event as the `job.event` envelope it publishes, checked by `parseEnvelope` on the very bytes the engine reads. */
 function envelopeOf(event: unknown, index: number, deliveryId: string, receivedAt: number): { message: OutgoingMessage } | { invalid: { path: string; message: string } } {
-  if (typeof event !== 'object' || event === null || Array.isArray(event)) return { invalid: { path: '', message: 'expected an object' } };
-  const e = event as Record<string, unknown>;
+  if (!isRecord(event)) return { invalid: { path: '', message: 'expected an object' } };
+  const e = event;
   if (typeof e.host !== 'string') return { invalid: { path: 'host', message: 'expected the reporting machine\'s host name' } };
   const ts = e.ts === undefined ? new Date(receivedAt).toISOString() : e.ts;
   if (typeof ts !== 'string') return { invalid: { path: 'ts', message: 'expected an ISO-8601 time' } };

@@ -78,7 +78,8 @@ type Refusal = Pick<IntakeResponse, 'status' | 'body' | 'outcome'>;
  * body is never read: the connection closes instead.
  */
 async function jsonBody(request: IncomingMessage, response: ServerResponse, maxBytes: number, alsoTypes: readonly string[] | undefined): Promise<Buffer | Refusal> {
-  const type = String(request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const [mediaType = ''] = String(request.headers['content-type'] ?? '').split(';');
+  const type = mediaType.trim().toLowerCase();
   if (alsoTypes && type !== 'application/json' && !type.endsWith('+json') && !alsoTypes.includes(type)) {
     response.setHeader('connection', 'close');
     return { status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` } };
@@ -137,9 +138,8 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
         logOutcome(options.log, { route: 'job-events' }, result);
         return finish(result, 'job-events');
       }
-      const delivery = DELIVERY_ROUTE.exec(url.pathname);
-      if (delivery) {
-        const protocol = delivery[1]!;
+      const protocol = DELIVERY_ROUTE.exec(url.pathname)?.[1];
+      if (protocol !== undefined) {
         if (!isProtocol(protocol)) return send(response, 404, { error: 'not_found', message: `no delivery protocol "${protocol.slice(0, 40)}"; expected one of ${DELIVERY_PROTOCOLS.join(', ')}` });
         const methods = PROTOCOL_METHODS[protocol];
         if (!methods.includes(request.method ?? '')) {
@@ -154,9 +154,8 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
         logOutcome(options.log, { protocol }, result);
         return finish(result, protocol);
       }
-      const route = ROUTE.exec(url.pathname);
-      if (!route) return send(response, 404, { error: 'not_found', message: `no route for ${request.method} ${url.pathname}` });
-      const provider = route[1]!;
+      const provider = ROUTE.exec(url.pathname)?.[1];
+      if (provider === undefined) return send(response, 404, { error: 'not_found', message: `no route for ${request.method} ${url.pathname}` });
       // Series per route template: the provider segment is a label only when it names a provider,
       // or every random path would make a series of its own.
       const label = Provider.safeParse(provider).success ? provider : 'unknown';

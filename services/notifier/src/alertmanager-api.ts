@@ -8,6 +8,7 @@ import {
 import { Envelope, newEnvelope, stableId, TOPICS, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
+import { firstIssue } from './first-issue.ts';
 import { makeSilence } from './silence-guard.ts';
 import { canUpdateInPlace, expireSilence, loadSilences, readSilence, SilenceError, updateSilence } from './silences.ts';
 
@@ -63,7 +64,8 @@ export function alertEnvelope(alert: PostableAlert, now: number): EnvelopeOf<'al
   const fingerprint = `am-${labelsFingerprint(labels)}`;
   const annotations = alert.annotations ?? {};
   const instance = labels.instance ?? '';
-  const host = (Object.hasOwn(labels, 'host') ? labels.host! : instance.replace(/:\d+$/, '')) || labels.job || ALERTMANAGER_API_SOURCE;
+  const ownHost = Object.hasOwn(labels, 'host') ? labels.host : undefined;
+  const host = (ownHost ?? instance.replace(/:\d+$/, '')) || labels.job || ALERTMANAGER_API_SOURCE;
   const name = labels.alertname ?? 'alert';
   const envelope = {
     type: 'alert' as const, id: stableId('am-alert', fingerprint, resolved ? 'resolved' : 'firing', resolved ? ends : starts), host: host.slice(0, 253),
@@ -79,20 +81,15 @@ export function alertEnvelope(alert: PostableAlert, now: number): EnvelopeOf<'al
     },
   };
   const checked = Envelope.safeParse(newEnvelope(envelope));
-  if (!checked.success) {
-    const issue = checked.error.issues[0]!;
-    return `${issue.path.join('.')}: ${issue.message}`;
-  }
-  return checked.data as EnvelopeOf<'alert'>;
+  if (!checked.success) return firstIssue(checked.error);
+  if (checked.data.type !== 'alert') return 'type: expected an alert';
+  return checked.data;
 }
 
 /** `POST /api/v2/alerts`: every alert checked first; one bad alert refuses the batch (400), as Alertmanager does. */
 export async function postAlerts(bus: Bus, body: unknown, now: number): Promise<{ status: number; body: unknown }> {
   const list = z.array(PostableAlert).max(MAX_ALERTS_PER_POST).safeParse(body);
-  if (!list.success) {
-    const issue = list.error.issues[0]!;
-    return { status: 400, body: { code: 400, message: `${issue.path.join('.') || 'body'}: ${issue.message}` } };
-  }
+  if (!list.success) return { status: 400, body: { code: 400, message: firstIssue(list.error, 'body') } };
   const envelopes: EnvelopeOf<'alert'>[] = [];
   for (const [i, alert] of list.data.entries()) {
     const envelope = alertEnvelope(alert, now);
@@ -149,10 +146,7 @@ export async function listSilences(store: StateStore, filter: readonly string[],
  */
 export async function postSilence(store: StateStore, body: unknown, now: number): Promise<{ status: number; body: unknown }> {
   const parsed = PostableSilence.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    return { status: 400, body: `${issue.path.join('.') || 'body'}: ${issue.message}` };
-  }
+  if (!parsed.success) return { status: 400, body: firstIssue(parsed.error, 'body') };
   const b = parsed.data;
   const matchers: string[] = [];
   for (const m of b.matchers) {
@@ -236,9 +230,14 @@ export function alertQuery(params: URLSearchParams): AlertQuery | string {
     if (value === 'true' || value === 'false') return value === 'true';
     return `${name} must be true or false (got ${JSON.stringify(value.slice(0, 40))})`;
   };
-  const flags = ['active', 'silenced', 'inhibited', 'unprocessed'].map(flag);
-  const bad = flags.find((f) => typeof f === 'string');
-  if (typeof bad === 'string') return bad;
+  const active = flag('active');
+  if (typeof active === 'string') return active;
+  const silenced = flag('silenced');
+  if (typeof silenced === 'string') return silenced;
+  const inhibited = flag('inhibited');
+  if (typeof inhibited === 'string') return inhibited;
+  const unprocessed = flag('unprocessed');
+  if (typeof unprocessed === 'string') return unprocessed;
   const filter: Matcher[] = [];
   for (const text of params.getAll('filter')) {
     const parsed = parseMatchers(text);
@@ -248,8 +247,7 @@ export function alertQuery(params: URLSearchParams): AlertQuery | string {
   const wanted = params.get('receiver');
   const receiver = wanted ? newMatcher('receiver', '=~', wanted) : undefined;
   if (typeof receiver === 'string') return `receiver: ${receiver}`;
-  const [active, silenced, inhibited, unprocessed] = flags as boolean[];
-  return { active: active!, silenced: silenced!, inhibited: inhibited!, unprocessed: unprocessed!, filter, ...(receiver ? { receiver } : {}) };
+  return { active, silenced, inhibited, unprocessed, filter, ...(receiver ? { receiver } : {}) };
 }
 
 type GettableAlert = ReturnType<typeof gettableAlert>;
@@ -334,12 +332,13 @@ function firingAlerts(view: NotifierView, core: NotifierCore, q: AlertQuery, now
   if (!cache) routeCaches.set(view.routes, (cache = new Map()));
   const out: { entry: RouteEntry; alert: GettableAlert }[] = [];
   let omitted = 0;
+  const wantedReceiver = q.receiver;
   for (const fingerprint of Object.keys(state.firing).sort()) {
-    const labels = state.firing[fingerprint]!;
-    if (!matchesAll(q.filter, labels)) continue;
+    const labels = state.firing[fingerprint];
+    if (!labels || !matchesAll(q.filter, labels)) continue;
     const entry = routesOf(view.routes, cache, fingerprint, labels);
     const { receivers } = entry;
-    if (q.receiver && !receivers.some((r) => matchesValue(q.receiver!, r))) continue;
+    if (wantedReceiver && !receivers.some((r) => matchesValue(wantedReceiver, r))) continue;
     const about = state.about?.[fingerprint];
     if (!entry.base || entry.baseAt !== about?.updatedAt) {
       entry.base = alertBase(fingerprint, labels, about, receivers, now);
@@ -385,7 +384,10 @@ export function listAlertGroups(view: NotifierView, q: AlertQuery, now: number) 
   for (const { entry, alert } of firingAlerts(view, coreOf(view.routes), q, now).alerts) {
     entry.groups ??= entry.routes.map((route) => {
       const names = route.page ? ['fingerprint'] : route.groupByAll ? Object.keys(alert.labels).sort() : route.groupBy;
-      const labels: Record<string, string> = route.page ? { fingerprint: alert.fingerprint } : Object.fromEntries(names.filter((n) => Object.hasOwn(alert.labels, n)).map((n) => [n, alert.labels[n]!]));
+      const labels: Record<string, string> = route.page ? { fingerprint: alert.fingerprint } : Object.fromEntries(names.flatMap((n): [string, string][] => {
+        const value = Object.hasOwn(alert.labels, n) ? alert.labels[n] : undefined;
+        return value === undefined ? [] : [[n, value]];
+      }));
       return { route, labels, key: `${route.id}|${route.receiver}|${JSON.stringify(labels)}` };
     });
     for (const { route, labels, key } of entry.groups) {

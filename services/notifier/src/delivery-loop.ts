@@ -5,6 +5,7 @@ import { newEnvelope, stringifyPaced, TOPICS, type NotificationData } from '@gpu
 import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } from './delivery.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
 import type { Outbox, Outgoing } from './outbox.ts';
+import { must } from './must.ts';
 import { ReceiverQueues } from './receiver-queues.ts';
 
 const SOURCE = 'notifier/0.1.0';
@@ -115,7 +116,7 @@ export class DeliveryLoop {
       }
       // Over the destination's rate, what waits is folded into one digest rather than dropped.
       const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(0, 1);
-      const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : batch[0]!.notification;
+      const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : must(batch[0], 'a batch taken from a queue that is not empty').notification;
       const host = notification.alerts[0]?.host ?? 'notifier';
       const fingerprints = notification.alerts.map((a) => a.fingerprint);
       const result = await deliver(this.channels.get(receiver) ?? goneReceiver(receiver), notification, this.options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {

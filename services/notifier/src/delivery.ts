@@ -1,5 +1,6 @@
 import { redactSecrets } from '@gpualert/log';
 import type { Channel, DeliveryResult, Notification, RateLimit } from '@gpualert/notify';
+import { must } from './must.ts';
 
 export interface RetryPolicy {
   /** First retry after about this long; doubled each time, with jitter. */
@@ -107,11 +108,12 @@ export class RateLimiter {
   /** How long until the next send is allowed (0: now). */
   waitMs(now: number = Date.now()): number {
     const longest = Math.max(0, ...this.limits.map((l) => l.windowMs));
-    while (this.sent.length > 0 && this.sent[0]! <= now - longest) this.sent.shift();
+    for (let t = this.sent[0]; t !== undefined && t <= now - longest; t = this.sent[0]) this.sent.shift();
     let wait = 0;
     for (const { windowMs, max } of this.limits) {
       const inWindow = this.sent.filter((t) => t > now - windowMs);
-      if (inWindow.length >= max) wait = Math.max(wait, inWindow[inWindow.length - max]! + windowMs - now);
+      const oldest = inWindow.length >= max ? inWindow[inWindow.length - max] : undefined;
+      if (oldest !== undefined) wait = Math.max(wait, oldest + windowMs - now);
     }
     return wait;
   }
@@ -123,7 +125,7 @@ export type TokenBucket = RateLimiter;
 
 /** Several notifications folded into one digest when a destination's rate is exceeded. */
 export function digest(notifications: readonly Notification[]): Notification {
-  const first = notifications[0]!;
+  const first = must(notifications[0], 'a digest of at least one notification');
   const alerts = notifications.flatMap((n) => n.alerts);
   return {
     id: `digest-${notifications.map((n) => n.id).join('+').slice(0, 200)}`,

@@ -14,6 +14,7 @@ import { expireSilence, loadSilences, SilenceError } from './silences.ts';
 import { GpualertError } from '@gpualert/schema';
 import type { FleetSource } from '@gpualert/schema';
 import { consoleRoute, serveConsole } from './console/console-http.ts';
+import { firstIssue } from './first-issue.ts';
 
 /** Same floor as the intake's: 16 characters is ~96 bits from a random generator, out of reach of guessing over HTTP. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -144,7 +145,7 @@ export function createNotifierServer(
   const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://notifier');
     const route = routeTemplate(url.pathname);
-    const method = METHODS.has(req.method ?? '') ? req.method! : 'other';
+    const method = req.method !== undefined && METHODS.has(req.method) ? req.method : 'other';
     const send = (status: number, body: unknown, type = 'application/json', close = false) => {
       if (res.headersSent) return;
       metrics.requests.inc({ route, method, status: String(status) });
@@ -182,7 +183,8 @@ export function createNotifierServer(
         };
         const json = async (limit: number): Promise<unknown> => {
           const text = await readBody(req, limit);
-          return JSON.parse(text) as unknown;
+          const parsed: unknown = JSON.parse(text);
+          return parsed;
         };
         try {
           if (url.pathname === '/api/v2/alerts' && req.method === 'POST') {
@@ -197,9 +199,9 @@ export function createNotifierServer(
           }
           if (url.pathname === '/api/v2/silences' && req.method === 'GET') return await answer(listSilences(store, url.searchParams.getAll('filter'), now));
           if (url.pathname === '/api/v2/silences' && req.method === 'POST') return await answer(postSilence(store, await json(maxBody), now));
-          const one = /^\/api\/v2\/silence\/([\w-]+)$/.exec(url.pathname);
-          if (one && req.method === 'GET') return await answer(getSilence(store, one[1]!, now));
-          if (one && req.method === 'DELETE') return await answer(deleteSilence(store, one[1]!, now));
+          const id = /^\/api\/v2\/silence\/([\w-]+)$/.exec(url.pathname)?.[1];
+          if (id !== undefined && req.method === 'GET') return await answer(getSilence(store, id, now));
+          if (id !== undefined && req.method === 'DELETE') return await answer(deleteSilence(store, id, now));
           if (url.pathname === '/api/v2/status' && req.method === 'GET') return send(200, status(view?.routes ?? routes, '0.25.0-gpualert'));
           if (url.pathname === '/api/v2/receivers' && req.method === 'GET') return send(200, receivers(view?.routes ?? routes));
           return send(404, { code: 404, message: `no ${req.method ?? ''} ${url.pathname}` });
@@ -219,8 +221,10 @@ export function createNotifierServer(
         const format = (q.get('format') ?? 'json') as Format;
         if (Number.isNaN(from) || Number.isNaN(to) || from >= to) return send(400, { error: 'bad_range', message: 'from and to must be ISO-8601 times, from before to' });
         if (!FORMATS.includes(format)) return send(400, { error: 'bad_format', message: `format must be one of ${FORMATS.join(', ')}` });
+        const host = q.get('host');
+        const incident = q.get('incident');
         try {
-          const { text } = await exportTimeline(bus, { from, to, format, ...(q.get('host') ? { host: q.get('host')! } : {}), ...(q.get('incident') ? { incident: q.get('incident')! } : {}) });
+          const { text } = await exportTimeline(bus, { from, to, format, ...(host ? { host } : {}), ...(incident ? { incident } : {}) });
           const types: Record<Format, string> = { json: 'application/json', md: 'text/markdown; charset=utf-8', csv: 'text/csv; charset=utf-8', html: 'text/html; charset=utf-8' };
           return send(200, text, types[format]);
         } catch (error) {
@@ -244,10 +248,7 @@ export function createNotifierServer(
           return send(400, { error: 'malformed_json', message: 'the body is not JSON' });
         }
         const body = SilenceBody.safeParse(json);
-        if (!body.success) {
-          const issue = body.error.issues[0]!;
-          return send(400, { error: 'invalid_silence', message: `${issue.path.join('.') || 'body'}: ${issue.message}` });
-        }
+        if (!body.success) return send(400, { error: 'invalid_silence', message: firstIssue(body.error, 'body') });
         try {
           const b = body.data;
           const { silence, reach } = await makeSilence(store, { matchers: b.matchers, durationMs: b.duration_seconds * 1000, createdBy: b.created_by, comment: b.comment }, Date.now(), b.force === true);
@@ -257,10 +258,10 @@ export function createNotifierServer(
           throw error;
         }
       }
-      const one = /^\/v1\/silences\/([\w-]+)$/.exec(url.pathname);
-      if (req.method === 'DELETE' && one) {
-        const silence = await expireSilence(store, one[1]!, Date.now());
-        return silence ? send(200, silence) : send(404, { error: 'not_found', message: `no silence ${one[1]}` });
+      const id = /^\/v1\/silences\/([\w-]+)$/.exec(url.pathname)?.[1];
+      if (req.method === 'DELETE' && id !== undefined) {
+        const silence = await expireSilence(store, id, Date.now());
+        return silence ? send(200, silence) : send(404, { error: 'not_found', message: `no silence ${id}` });
       }
       return send(405, { error: 'method_not_allowed' });
     })().catch(() => send(500, { error: 'internal' }));

@@ -5,6 +5,7 @@ import type { StateStore } from '@gpualert/state';
 import { GROUP_ALERTS_KEY, GROUPS_KEY, SavedGroups, type GroupChanges, type Unreadable } from './saved-groups.ts';
 import { SavedSection, type Section, type SectionChanges } from './saved-sections.ts';
 import { loadSilences } from './silences.ts';
+import { must } from './must.ts';
 
 /**
  * The state besides groups, firing alerts and silences (pages, the inhibition index). A key of its
@@ -39,8 +40,9 @@ const FIRING: Section<FiringAlert> = {
   stamp: (state, field) => [state.firing[field], state.about[field]],
   same: (state, field, stamp) => stamp[0] === state.firing[field] && stamp[1] === state.about[field],
   value: (state, field) => {
+    const labels = must(state.firing[field], 'a field saved as a firing alert to be one');
     const about = state.about[field];
-    return about ? { labels: state.firing[field]!, about } : { labels: state.firing[field]! };
+    return about ? { labels, about } : { labels };
   },
   put: (state, field, value) => {
     state.firing[field] = value.labels;
@@ -59,7 +61,10 @@ function restStamp(state: NotifierState): unknown[] {
   const stamp: unknown[] = [];
   for (const key in state.pages) stamp.push(key, state.pages[key]);
   stamp.push(undefined); // where the pages end
-  for (const key in state.sources) stamp.push(key, state.sources[key], state.sources[key]!.length);
+  for (const key in state.sources) {
+    const list = state.sources[key];
+    stamp.push(key, list, list?.length);
+  }
   return stamp;
 }
 
@@ -135,8 +140,10 @@ export class NotifierStateStore {
     // An inhibition source whose firing alert was dropped would inhibit until it resolved, which it never would here.
     let pruned = false;
     for (const key of Object.keys(state.sources)) {
-      const firing = state.sources[key]!.filter((fp) => Object.hasOwn(state.firing, fp));
-      if (firing.length === state.sources[key]!.length) continue;
+      const list = state.sources[key];
+      if (!list) continue;
+      const firing = list.filter((fp) => Object.hasOwn(state.firing, fp));
+      if (firing.length === list.length) continue;
       pruned = true;
       if (firing.length > 0) state.sources[key] = firing;
       else delete state.sources[key];
@@ -297,6 +304,9 @@ export class NotifierStateStore {
 
 function copies(silences: Dict<Silence>): Dict<Silence> {
   const out = dict<Silence>();
-  for (const id in silences) out[id] = { ...silences[id]! };
+  for (const id in silences) {
+    const silence = silences[id];
+    if (silence) out[id] = { ...silence };
+  }
   return out;
 }

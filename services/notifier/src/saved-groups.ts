@@ -1,4 +1,4 @@
-import { dict, NOTIFIER_STATE, type Dict, type NotifierState } from '@gpualert/notify';
+import { dict, NOTIFIER_STATE, type NotifierState } from '@gpualert/notify';
 import { decodeVersioned, encodeVersioned, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 
@@ -106,18 +106,20 @@ export class SavedGroups {
     }
     for (const [field, text] of alerts) {
       const loaded = decodeVersioned(ALERT, text);
+      // A committed group is one the loop above put in the state.
+      const committed = loaded.ok ? this.committed.get(loaded.value.group) : undefined;
+      const group = loaded.ok ? state.groups[loaded.value.group] : undefined;
       const reason = !loaded.ok ? loaded.reason
         : groupAlertField(loaded.value.group, loaded.value.fingerprint) !== field ? 'saved under another key'
-          : !this.committed.has(loaded.value.group) ? 'its group is not saved' : undefined;
-      if (reason !== undefined || !loaded.ok) {
+          : !committed || !group ? 'its group is not saved' : undefined;
+      if (reason !== undefined || !loaded.ok || !committed || !group) {
         unreadable.push({ key: GROUP_ALERTS_KEY, field, reason: reason ?? '', newer: !loaded.ok && loaded.newer === true });
         continue;
       }
-      const { group: key, fingerprint, alert, told } = loaded.value;
-      const group = state.groups[key]!;
+      const { fingerprint, alert, told } = loaded.value;
       if (alert) group.alerts[fingerprint] = alert;
       if (told) group.told[fingerprint] = told;
-      this.committed.get(key)!.entries.set(fingerprint, { field, text, alert, told });
+      committed.entries.set(fingerprint, { field, text, alert, told });
     }
     return { unreadable, split };
   }
@@ -137,7 +139,8 @@ export class SavedGroups {
       slice = performance.now();
     };
     for (const key of Object.keys(state.groups)) {
-      const group = state.groups[key]!;
+      const group = state.groups[key];
+      if (!group) continue;
       const committed = this.committed.get(key);
       const head = committed?.head;
       const doubtHead = this.uncertainHeads.has(key);
@@ -237,11 +240,11 @@ export class SavedGroups {
   rollback(state: NotifierState): void {
     for (const key of Object.keys(state.groups)) {
       const committed = this.committed.get(key);
-      const group = state.groups[key]!;
+      const group = state.groups[key];
       if (!committed?.head) {
         delete state.groups[key];
-      } else if (committed.head.group !== group) {
-        this.restore(state, key, committed);
+      } else if (!group || committed.head.group !== group) {
+        this.restore(state, key, committed.head, committed.entries);
       } else {
         Object.assign(group, { route: committed.head.route, nextFlush: committed.head.nextFlush, lastSent: committed.head.lastSent });
         for (const fingerprint of new Set([...Object.keys(group.alerts), ...Object.keys(group.told)])) {
@@ -253,13 +256,13 @@ export class SavedGroups {
         for (const [fingerprint, entry] of committed.entries) put(group, fingerprint, entry);
       }
     }
-    for (const [key, committed] of this.committed) if (!Object.hasOwn(state.groups, key) && committed.head) this.restore(state, key, committed);
+    for (const [key, committed] of this.committed) if (!Object.hasOwn(state.groups, key) && committed.head) this.restore(state, key, committed.head, committed.entries);
   }
 
-  private restore(state: NotifierState, key: string, committed: Committed): void {
-    const group = built(key, committed.head!, committed.entries);
+  private restore(state: NotifierState, key: string, head: Head, entries: Committed['entries']): void {
+    const group = built(key, head, entries);
     state.groups[key] = group;
-    committed.head!.group = group;
+    head.group = group;
   }
 
   /** The groups as last committed, for a view that later steps do not touch (an alert and a told record are never edited, only replaced). */
@@ -284,7 +287,7 @@ function put(group: Group, fingerprint: string, entry: Entry): void {
 }
 
 function built(key: string, head: Head, entries: Map<string, Entry>): Group {
-  const group: Group = { key, route: head.route, alerts: dict<Alert>() as Dict<Alert>, told: dict<Told>() as Dict<Told>, nextFlush: head.nextFlush, lastSent: head.lastSent };
+  const group: Group = { key, route: head.route, alerts: dict<Alert>(), told: dict<Told>(), nextFlush: head.nextFlush, lastSent: head.lastSent };
   for (const [fingerprint, entry] of entries) put(group, fingerprint, entry);
   return group;
 }

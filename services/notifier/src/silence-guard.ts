@@ -24,7 +24,7 @@ export async function countFiring(store: StateStore, counter: ReachCounter): Pro
     } catch {
       continue;
     }
-    const labels = (entry as { labels?: unknown } | null)?.labels;
+    const labels: unknown = typeof entry === 'object' && entry !== null && 'labels' in entry ? entry.labels : undefined;
     if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) continue;
     const clean = Object.create(null) as Record<string, string>;
     for (const [name, value] of Object.entries(labels)) if (typeof value === 'string') clean[name] = value;

@@ -70,7 +70,10 @@ export class SilenceSync {
 
   /** The silences active before a flush (which expires those past their end). */
   active(state: NotifierState): string[] {
-    return Object.keys(state.silences).filter((id) => state.silences[id]!.expiredAt === undefined);
+    return Object.keys(state.silences).filter((id) => {
+      const silence = state.silences[id];
+      return silence !== undefined && silence.expiredAt === undefined;
+    });
   }
 
   /** Those of `before` the flush expired: written to the store and said once each. */

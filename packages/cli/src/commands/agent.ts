@@ -1,13 +1,14 @@
 import { hostname } from 'node:os';
 import { KafkaBus } from '@gpualert/bus';
 import { createAgentServer, dcgmSource, nvidiaSmiSource, startAgent, type AgentPlan, type MetadataProvider } from '@gpualert/collectors';
-import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
+import { loadXidCatalog } from '@gpualert/rules';
 import { TOPICS } from '@gpualert/schema';
 import { loadSettings } from '../settings/command-settings.ts';
 import { AGENT_SETTINGS } from '../settings/agent-settings.ts';
-import { CliError } from '../cli-error.ts';
+import { CliError, errnoCode } from '../cli-error.ts';
 import { runService } from '../run-service.ts';
 import { attributionOf, bootTimeMs, chooseSource, gpuIndexByPci } from './collect.ts';
+import { firstRuleError } from './load-files.ts';
 
 /**
  * `gpualert agent`: every collector a GPU host needs in one process (GPU metrics, kernel log,
@@ -16,10 +17,12 @@ import { attributionOf, bootTimeMs, chooseSource, gpuIndexByPci } from './collec
  */
 export async function agent(options: Record<string, unknown>): Promise<number> {
   const config = loadSettings(AGENT_SETTINGS, options);
-  if (config.gpuSource === 'dcgm' && !config.dcgmUrl) throw new CliError('gpualert agent: --gpu-source dcgm needs --dcgm-url, the exporter\'s /metrics URL');
+  // Set exactly when the GPUs are read from DCGM, which needs it.
+  const dcgmUrl = config.gpuSource === 'dcgm' ? config.dcgmUrl : undefined;
+  if (config.gpuSource === 'dcgm' && !dcgmUrl) throw new CliError('gpualert agent: --gpu-source dcgm needs --dcgm-url, the exporter\'s /metrics URL');
   const host = config.host ?? hostname();
   const catalog = config.kernelSource === 'none' ? undefined : loadXidCatalog(config.catalog);
-  if (catalog && !catalog.ok) throw new CliError(`gpualert agent: ${formatRuleError(catalog.errors[0]!)}`);
+  if (catalog && !catalog.ok) throw new CliError(`gpualert agent: ${firstRuleError(catalog.errors)}`);
   const kernelSource = config.kernelSource === 'none'
     ? undefined
     : await chooseSource({ ...(config.kernelSource === 'auto' ? {} : { source: config.kernelSource }), ...(config.kernelFile ? { file: config.kernelFile } : {}) });
@@ -27,8 +30,8 @@ export async function agent(options: Record<string, unknown>): Promise<number> {
   return runService('agent', config, async ({ bus, store }, log) => {
     const gpu = config.gpuSource === 'none'
       ? undefined
-      : config.gpuSource === 'dcgm'
-        ? dcgmSource(config.dcgmUrl!, host, config.gpuTimeout)
+      : dcgmUrl
+        ? dcgmSource(dcgmUrl, host, config.gpuTimeout)
         : await nvidiaSmiSource({ binary: config.nvidiaSmi, timeoutMs: config.gpuTimeout, ...attributionOf(options) });
     const boot = bootTimeMs();
     const plan: AgentPlan = {
@@ -68,7 +71,7 @@ export async function agent(options: Record<string, unknown>): Promise<number> {
       });
     } catch (error) {
       await running.stop();
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = errnoCode(error);
       if (code === 'EADDRINUSE') throw new CliError(`gpualert agent: port ${config.port} is in use; choose another with --port or GPUALERT_AGENT_PORT`, 1);
       throw error;
     }

@@ -6,11 +6,12 @@ import {
   type BmcCredentials, type BmcTarget,
 } from '@gpualert/collectors';
 import { isHostName } from '@gpualert/schema';
-import { CliError } from '../cli-error.ts';
+import { CliError, errnoCode } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { BMC_SETTINGS } from '../settings/collector-settings.ts';
+import { stringOption, stringListOption } from '../option-values.ts';
 
 type Options = Record<string, unknown>;
 
@@ -25,7 +26,7 @@ function fail(message: string): never {
 
 export function bmcLabels(options: Options, command = 'collect bmc'): Record<string, string> {
   const labels = Object.create(null) as Record<string, string>;
-  for (const pair of (options.label as string[] | undefined) ?? []) {
+  for (const pair of stringListOption(options, 'label') ?? []) {
     const [key, ...rest] = pair.split('=');
     if (!key || rest.length === 0) throw new CliError(`gpualert ${command}: --label expects key=value (got "${pair}")`);
     labels[key] = rest.join('=');
@@ -45,14 +46,16 @@ export function bmcCredentials(settings: { credentialsFile?: string | undefined;
     try {
       text = readFileSync(file, 'utf8');
     } catch (error) {
-      fail(`cannot read the credentials file ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+      fail(`cannot read the credentials file ${file}: ${errnoCode(error) ?? 'error'}`);
     }
     let username: unknown;
     let password: unknown;
     try {
-      const doc = JSON.parse(text) as Record<string, unknown>;
-      username = doc.username;
-      password = doc.password;
+      const doc: unknown = JSON.parse(text);
+      if (typeof doc === 'object' && doc !== null) {
+        username = 'username' in doc ? doc.username : undefined;
+        password = 'password' in doc ? doc.password : undefined;
+      }
     } catch {
       for (const line of text.split('\n')) {
         const m = /^\s*(username|password)\s*[=:]\s*(.*?)\s*$/.exec(line);
@@ -76,7 +79,7 @@ export function readTargets(file: string): { host: string; url: string }[] {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    fail(`cannot read --targets ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+    fail(`cannot read --targets ${file}: ${errnoCode(error) ?? 'error'}`);
   }
   const targets: { host: string; url: string }[] = [];
   text.split('\n').forEach((raw, i) => {
@@ -100,7 +103,7 @@ export async function collectBmc(options: Options): Promise<number> {
   const settings = loadSettings(BMC_SETTINGS, options);
   const intervalMs = parseDuration('interval', String(options.interval));
   const timeoutMs = parseDuration('timeout', String(options.timeout));
-  const host = (options.host as string | undefined) ?? hostname();
+  const host = stringOption(options, 'host') ?? hostname();
   const labels = bmcLabels(options);
   const concurrency = Number(options.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1_024) fail(`--concurrency must be 1 to 1024 (got "${String(options.concurrency)}")`);
@@ -124,7 +127,7 @@ export async function collectBmc(options: Options): Promise<number> {
       try {
         ca = readFileSync(String(options.ca), 'utf8');
       } catch (error) {
-        fail(`cannot read --ca ${String(options.ca)}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+        fail(`cannot read --ca ${String(options.ca)}: ${errnoCode(error) ?? 'error'}`);
       }
     }
     const tls = { ...(ca ? { ca } : {}), ...(options.fingerprint ? { fingerprint256: String(options.fingerprint) } : {}) };

@@ -4,7 +4,6 @@ import {
   CommandJobSource, FileLineSource, loadJobPatterns, startJobCollector, type JobLogContext, type JobPattern,
 } from '@gpualert/collectors';
 import { createLogger, defaultLogFormat } from '@gpualert/log';
-import { formatRuleError } from '@gpualert/rules';
 import { envelopeMessage } from '@gpualert/bus';
 import { isJobText, MAX_GPU_INDEX, MAX_JOB_RANK, newEnvelope, stableId, TOPICS } from '@gpualert/schema';
 import { exitAfterStop, openInfrastructure, stopWithin, untilSignal } from '@gpualert/runtime';
@@ -12,6 +11,8 @@ import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
 import { runService, SERVICE_STOP_LIMIT_MS } from '../run-service.ts';
+import { stringOption, stringListOption } from '../option-values.ts';
+import { firstRuleError } from './load-files.ts';
 
 type Options = Record<string, unknown>;
 
@@ -32,13 +33,13 @@ export function jobContext(command: string, options: Options): JobLogContext {
 
 export function jobPatterns(command: string, file: unknown): JobPattern[] {
   const loaded = loadJobPatterns(file === undefined ? undefined : String(file));
-  if (!loaded.ok) throw new CliError(`gpualert ${command}: ${formatRuleError(loaded.errors[0]!)}`);
+  if (!loaded.ok) throw new CliError(`gpualert ${command}: ${firstRuleError(loaded.errors)}`);
   return loaded.value;
 }
 
 function labelsOf(options: Options): Record<string, string> {
   const labels = Object.create(null) as Record<string, string>; // a label key is data, `__proto__` included
-  for (const pair of (options.label as string[] | undefined) ?? []) {
+  for (const pair of stringListOption(options, 'label') ?? []) {
     const [key, ...rest] = pair.split('=');
     if (!key || rest.length === 0) throw new CliError(`gpualert collect job: --label expects key=value (got "${pair}")`);
     labels[key] = rest.join('=');
@@ -55,7 +56,7 @@ function labelsOf(options: Options): Record<string, string> {
 export async function collectJob(options: Options): Promise<number> {
   const context = jobContext('collect job', options);
   const patterns = jobPatterns('collect job', options.patterns);
-  const host = (options.host as string | undefined) ?? hostname();
+  const host = stringOption(options, 'host') ?? hostname();
   const labels = labelsOf(options);
   const stepIntervalMs = parseDuration('step-interval', String(options.stepInterval ?? '10s'));
   if ((options.log === undefined) === (options.command === undefined)) throw new CliError('gpualert collect job: give one of --log FILE or --command CMD');

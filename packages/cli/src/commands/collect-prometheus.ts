@@ -4,6 +4,7 @@ import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { PROMETHEUS_SETTINGS } from '../settings/collector-settings.ts';
+import { stringListOption } from '../option-values.ts';
 
 type Options = Record<string, unknown>;
 
@@ -29,7 +30,7 @@ function queryOptions(options: Options, settings: Parameters<typeof prometheusAu
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CliError('gpualert collect prometheus: --url must be http or https');
   if (parsed.username || parsed.password) throw new CliError('gpualert collect prometheus: put credentials in GPUALERT_PROMETHEUS_USER/GPUALERT_PROMETHEUS_PASSWORD, not in --url');
   const authorization = prometheusAuthorization(settings);
-  const hostLabels = (options.hostLabel as string[] | undefined) ?? undefined;
+  const hostLabels = stringListOption(options, 'hostLabel');
   return {
     url,
     timeoutMs: parseDuration('timeout', String(options.timeout)),

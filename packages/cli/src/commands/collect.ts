@@ -7,18 +7,20 @@ import {
 } from '@gpualert/collectors';
 import { parseTopology, type PciTopology } from '@gpualert/kernel-log';
 import { canonicalPciBus } from '@gpualert/schema';
-import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
-import { CliError } from '../cli-error.ts';
+import { loadXidCatalog } from '@gpualert/rules';
+import { CliError, errnoCode } from '../cli-error.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
 import { commonConfig } from '../common-options.ts';
+import { stringOption, stringListOption } from '../option-values.ts';
+import { firstRuleError } from './load-files.ts';
 
 type Options = Record<string, unknown>;
 
 function labelsOf(options: Options): Record<string, string> {
   // A label key is data: `--label __proto__=x` must not reach a prototype.
   const labels = Object.create(null) as Record<string, string>;
-  for (const pair of (options.label as string[] | undefined) ?? []) {
+  for (const pair of stringListOption(options, 'label') ?? []) {
     const [key, ...rest] = pair.split('=');
     if (!key || rest.length === 0) throw new CliError(`gpualert collect: --label expects key=value (got "${pair}")`);
     labels[key] = rest.join('=');
@@ -29,7 +31,7 @@ function labelsOf(options: Options): Record<string, string> {
 export async function collectGpu(options: Options): Promise<number> {
   const intervalMs = parseDuration('interval', String(options.interval));
   const timeoutMs = parseDuration('timeout', String(options.timeout));
-  const host = (options.host as string | undefined) ?? hostname();
+  const host = stringOption(options, 'host') ?? hostname();
   const labels = labelsOf(options);
   if (options.source !== 'nvidia-smi' && options.source !== 'dcgm') {
     throw new CliError(`gpualert collect gpu: --source must be nvidia-smi or dcgm (got "${String(options.source)}")`);
@@ -50,8 +52,8 @@ export async function collectGpu(options: Options): Promise<number> {
  * names) for attributing each GPU's processes to a job; without either, `/` and no pods file.
  */
 export function attributionOf(options: Options): { attribution?: { root: string; podsFile?: string } } {
-  const root = options.procRoot as string | undefined;
-  const podsFile = options.podsFile as string | undefined;
+  const root = stringOption(options, 'procRoot');
+  const podsFile = stringOption(options, 'podsFile');
   if (root === undefined && podsFile === undefined) return {};
   return { attribution: { root: root ?? '/', ...(podsFile !== undefined ? { podsFile } : {}) } };
 }
@@ -68,7 +70,7 @@ export async function gpuIndexByPci(nvidiaSmi: string): Promise<Map<string, numb
 }
 
 export async function chooseSource(options: Options): Promise<LineSource> {
-  const source = (options.source as string | undefined) ?? (options.file ? 'file' : undefined);
+  const source = stringOption(options, 'source') ?? (options.file ? 'file' : undefined);
   switch (source) {
     case 'file':
       if (!options.file) throw new CliError('gpualert collect kernel: --source file needs --file PATH');
@@ -106,7 +108,7 @@ export function kernelTopology(file: string): PciTopology {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new CliError(`gpualert collect kernel: --topology ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    throw new CliError(`gpualert collect kernel: --topology ${file}: ${errnoCode(error) ?? String(error)}`);
   }
   const parsed = parseTopology(text);
   if (!parsed.ok) throw new CliError(`gpualert collect kernel: --topology ${file}: ${parsed.error}`);
@@ -114,10 +116,10 @@ export function kernelTopology(file: string): PciTopology {
 }
 
 export async function collectKernel(options: Options): Promise<number> {
-  const host = (options.host as string | undefined) ?? hostname();
+  const host = stringOption(options, 'host') ?? hostname();
   const labels = labelsOf(options);
-  const catalog = loadXidCatalog(options.catalog as string | undefined);
-  if (!catalog.ok) throw new CliError(`gpualert collect kernel: ${formatRuleError(catalog.errors[0]!)}`);
+  const catalog = loadXidCatalog(stringOption(options, 'catalog'));
+  if (!catalog.ok) throw new CliError(`gpualert collect kernel: ${firstRuleError(catalog.errors)}`);
   const source = await chooseSource(options);
   const topology = options.topology ? kernelTopology(String(options.topology)) : undefined;
   return runService('collector-kernel', commonConfig(options), async ({ bus, store }, log) => {
@@ -132,7 +134,7 @@ export async function collectKernel(options: Options): Promise<number> {
 }
 
 export async function collectInventory(options: Options): Promise<number> {
-  const host = (options.host as string | undefined) ?? hostname();
+  const host = stringOption(options, 'host') ?? hostname();
   const labels = labelsOf(options);
   const metadata = String(options.metadata);
   const providers: MetadataProvider[] = metadata === 'auto' ? ['aws', 'gcp', 'azure'] : metadata === 'none' ? [] : [metadata as MetadataProvider];

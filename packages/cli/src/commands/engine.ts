@@ -4,13 +4,14 @@ import { EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startE
 import { bundledPath, formatRuleError } from '@gpualert/rules';
 import { existsSync } from 'node:fs';
 import { RedisStore } from '@gpualert/state';
-import { CliError, EXIT } from '../cli-error.ts';
+import { CliError, EXIT, errnoCode } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
 import { runService } from '../run-service.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { ENGINE_SETTINGS } from '../settings/engine-settings.ts';
 import { loadJudgement, loadPrices, loadRoutesOrExit, routesIn } from './load-files.ts';
+import { stringOption } from '../option-values.ts';
 
 type Options = Record<string, unknown>;
 
@@ -39,7 +40,7 @@ const SKIPPED_NAMED = 20;
  * (the first 20) and counted at the end; `--strict` stops at the first, exit 2.
  */
 export async function replay(file: string, options: Options): Promise<number> {
-  const { ruleSet, catalog } = loadJudgement(options.rules as string | undefined, 'replay');
+  const { ruleSet, catalog } = loadJudgement(stringOption(options, 'rules'), 'replay');
   const text = await readInput('replay', file);
   let skipped = 0;
   const skip = (line: number, reason: string) => {
@@ -69,7 +70,7 @@ export async function engine(options: Options): Promise<number> {
       server = await startEngineMetricsServer(metrics, port, settings.listen, {}, () => service.ready());
     } catch (error) {
       await service.stop();
-      throw new CliError(`gpualert engine: port ${port} for /metrics ${(error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'is in use' : 'cannot be opened'}; choose another with --metrics-port or GPUALERT_ENGINE_PORT (0 picks a free one)`);
+      throw new CliError(`gpualert engine: port ${port} for /metrics ${errnoCode(error) === 'EADDRINUSE' ? 'is in use' : 'cannot be opened'}; choose another with --metrics-port or GPUALERT_ENGINE_PORT (0 picks a free one)`);
     }
     log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock, metrics_port: server.port }, 'engine_started');
     return { stop: async () => { await server.close(); await service.stop(); } };

@@ -1,9 +1,10 @@
 import { hostname } from 'node:os';
 import { GpualertError } from '@gpualert/schema';
-import { CliError, EXIT } from '../cli-error.ts';
+import { CliError, EXIT, errnoCode } from '../cli-error.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { JOB_REPORT_SETTINGS } from '../settings/collector-settings.ts';
 import { jobContext } from './collect-job.ts';
+import { stringOption } from '../option-values.ts';
 
 /** A report that gets no answer in this long failed: the intake answers in milliseconds once Kafka acked. */
 const REPORT_TIMEOUT_MS = 10_000;
@@ -39,7 +40,7 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
     throw new CliError(`gpualert job report: GPUALERT_INTAKE_URL carries a user name or password (${url.protocol}//…@${url.host}); give the intake's token in GPUALERT_INTAKE_TOKEN instead`);
   }
   const event = {
-    host: (options.host as string | undefined) ?? hostname(), ...context, kind: checkpoint ? 'checkpoint' : 'step',
+    host: stringOption(options, 'host') ?? hostname(), ...context, kind: checkpoint ? 'checkpoint' : 'step',
     ...(step !== undefined ? { step } : {}), ...(checkpoint ? { checkpoint } : {}), ...(stepTime !== undefined ? { step_time_ms: stepTime } : {}),
     message: options.message === undefined ? '' : String(options.message),
   };
@@ -65,7 +66,9 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
   }
   let message = answer.slice(0, 500);
   try {
-    message = String((JSON.parse(answer) as { message?: unknown }).message ?? message);
+    const doc: unknown = JSON.parse(answer);
+    const said = typeof doc === 'object' && doc !== null && 'message' in doc ? doc.message : undefined;
+    message = String(said ?? message);
   } catch {
     // not JSON: the first 500 characters as they are
   }
@@ -82,7 +85,7 @@ function whyUnreachable(error: unknown): string {
   let cause: unknown = error instanceof Error ? error.cause : undefined;
   let said: string | undefined;
   for (let depth = 0; depth < 4 && cause instanceof Error; depth += 1) {
-    const code = (cause as NodeJS.ErrnoException).code;
+    const code = errnoCode(cause);
     if (typeof code === 'string') return code;
     said ??= cause.message || undefined;
     cause = cause instanceof AggregateError ? cause.errors[0] : cause.cause;

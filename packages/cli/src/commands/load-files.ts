@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadRuleSet, type RuleSet } from '@gpualert/engine';
 import { loadRoutes, type RoutesFile } from '@gpualert/notify';
-import { formatRuleError, loadXidCatalog, loadYamlFile, type XidCatalog } from '@gpualert/rules';
+import { formatRuleError, loadXidCatalog, loadYamlFile, type RuleFileError, type XidCatalog } from '@gpualert/rules';
 import { priceLookup, PricesFile, type PriceLookup } from '@gpualert/usage';
 import { CliError } from '../cli-error.ts';
 
@@ -39,4 +39,10 @@ export function loadPrices(file: string, command: string): PriceLookup {
   const loaded = loadYamlFile(file, PricesFile);
   if (!loaded.ok) throw new CliError(loaded.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
   return priceLookup(loaded.value);
+}
+
+/** The first of a failed load's problems as one line, with its file and line. */
+export function firstRuleError(errors: readonly RuleFileError[]): string {
+  const [first] = errors;
+  return first ? formatRuleError(first) : 'the file does not load';
 }

@@ -5,13 +5,14 @@ import { makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSi
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { formatRuleError } from '@gpualert/rules';
 import { RedisStore, type StateStore } from '@gpualert/state';
-import { CliError, EXIT } from '../cli-error.ts';
+import { CliError, EXIT, errorMessage } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { NOTIFIER_SETTINGS } from '../settings/notifier-settings.ts';
 import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
+import { stringListOption } from '../option-values.ts';
 
 type Options = Record<string, unknown>;
 
@@ -92,7 +93,7 @@ function sharedStore(options: Options, command: string): StateStore {
 }
 
 export async function silenceAdd(options: Options): Promise<number> {
-  const matchers = (options.match as string[] | undefined) ?? [];
+  const matchers = stringListOption(options, 'match') ?? [];
   const durationMs = parseDuration('for', String(options.for ?? ''));
   const input = { matchers, durationMs, createdBy: String(options.author ?? userInfo().username), comment: String(options.comment ?? '') };
   // Checked before the store is touched: a refused silence is one line, exit 2, and nothing stored.
@@ -104,7 +105,7 @@ export async function silenceAdd(options: Options): Promise<number> {
     process.stdout.write(`${silence.id}  until ${new Date(silence.endsAt).toISOString()}  ${silence.matchers.join(' ')}  by ${silence.createdBy}: ${silence.comment}  (${describeReach(reach)})\n`);
     return EXIT.ok;
   } catch (error) {
-    throw new CliError(`gpualert silence add: ${(error as Error).message}`);
+    throw new CliError(`gpualert silence add: ${errorMessage(error)}`);
   } finally {
     await store.close();
   }

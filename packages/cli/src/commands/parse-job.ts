@@ -4,6 +4,7 @@ import { newEnvelope, stableId } from '@gpualert/schema';
 import { EXIT } from '../cli-error.ts';
 import { readInput } from '../read-input.ts';
 import { jobContext, jobPatterns } from './collect-job.ts';
+import { stringOption } from '../option-values.ts';
 
 const SOURCE = 'gpualert-parse/0.1.0';
 
@@ -11,7 +12,7 @@ const SOURCE = 'gpualert-parse/0.1.0';
 export async function parseJob(file: string, options: Record<string, unknown>): Promise<number> {
   const context = jobContext('parse job', { ...options, job: options.job ?? 'unknown' });
   const patterns = jobPatterns('parse job', options.patterns);
-  const host = (options.host as string | undefined) ?? hostname();
+  const host = stringOption(options, 'host') ?? hostname();
   const text = await readInput('parse job', file);
   const { events, lines } = parseJobLog(text, patterns, context);
   const ts = new Date().toISOString();

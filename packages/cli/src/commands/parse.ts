@@ -1,11 +1,12 @@
 import { hostname } from 'node:os';
 import { countComputeApps, lostGpuMessage, parseDcgmText, parseNvidiaSmiCsv } from '@gpualert/gpu-metrics';
 import { parseKernelLog, parseTopology, type PciTopology } from '@gpualert/kernel-log';
-import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
+import { loadXidCatalog } from '@gpualert/rules';
 import { ADAPTERS } from '@gpualert/providers';
 import { newEnvelope, Provider, stableId, type Envelope, type GpuSampleData } from '@gpualert/schema';
 import { CliError, EXIT } from '../cli-error.ts';
 import { readInput } from '../read-input.ts';
+import { firstRuleError } from './load-files.ts';
 
 const SOURCE = 'gpualert-parse/0.1.0';
 
@@ -52,7 +53,7 @@ async function topology(file: string): Promise<PciTopology> {
 
 function kernel(text: string, host: string, file: string, now: number, tree: PciTopology | undefined): Envelope[] {
   const catalog = loadXidCatalog();
-  if (!catalog.ok) throw new CliError(`gpualert parse: ${formatRuleError(catalog.errors[0]!)}`, EXIT.failed);
+  if (!catalog.ok) throw new CliError(`gpualert parse: ${firstRuleError(catalog.errors)}`, EXIT.failed);
   const { events, stats } = parseKernelLog(text, { catalog: catalog.value, ...(tree ? { topology: tree } : {}) }, now);
   process.stderr.write(`${stats.lines} lines: ${stats.events} events, ${stats.collapsed} folded into them, ${stats.dropped} not about a GPU or the host\n`);
   return events.map((event) =>

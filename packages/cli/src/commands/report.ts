@@ -9,14 +9,15 @@ import { embeddedDataDir, type ServiceDefinition } from '@gpualert/runtime';
 import { TOPICS, validateEnvelope } from '@gpualert/schema';
 import {
   AlertBook, BILL_FORMATS, DEFAULT_BUSY_THRESHOLD_PCT, GROUP_BY, NO_PRICES, parseBill, readRollup, reconcile, renderUsage,
-  startUsageService, USAGE_FORMATS, UsageReportBuilder, usageService, type BillFormat, type GroupBy, type UsageFormat,
+  startUsageService, USAGE_FORMATS, UsageReportBuilder, usageService,
 } from '@gpualert/usage';
-import { CliError, EXIT } from '../cli-error.ts';
+import { CliError, EXIT, errnoCode, errorMessage } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { READER_SETTINGS } from '../settings/common-settings.ts';
 import { runService } from '../run-service.ts';
 import { loadJudgement, loadPrices } from './load-files.ts';
+import { stringOption, oneOf } from '../option-values.ts';
 
 type Options = Record<string, unknown>;
 
@@ -50,8 +51,8 @@ export function usageServiceFor(ruleSet: RuleSet, clock: 'wall' | 'event'): Serv
 export async function usage(options: Options): Promise<number> {
   const clock = String(options.clock ?? 'wall');
   if (clock !== 'wall' && clock !== 'event') throw new CliError(`gpualert usage: --clock must be wall or event (got "${clock}")`);
-  const { ruleSet } = loadJudgement(options.rules as string | undefined, 'usage');
-  const prices = loadPrices((options.prices as string | undefined) ?? bundledPath('rules/prices.yaml'), 'usage');
+  const { ruleSet } = loadJudgement(stringOption(options, 'rules'), 'usage');
+  const prices = loadPrices(stringOption(options, 'prices') ?? bundledPath('rules/prices.yaml'), 'usage');
   return runService('usage', commonConfig(options), async ({ bus }, log) => {
     const service = await startUsageService({ bus, log, clock, busyThresholdPct: busyThreshold(ruleSet), prices });
     log.info({ clock, busy_threshold_pct: busyThreshold(ruleSet) }, 'usage_started');
@@ -68,12 +69,12 @@ export async function reportUsage(options: Options): Promise<number> {
   const from = time('from', options.from);
   const to = time('to', options.to);
   if (from >= to) throw new CliError('gpualert report usage: --from must be before --to');
-  const by = String(options.by ?? 'host') as GroupBy;
-  if (!GROUP_BY.includes(by)) throw new CliError(`gpualert report usage: --by must be one of ${GROUP_BY.join(', ')} (got "${by}")`);
-  const format = String(options.format ?? 'md') as UsageFormat;
-  if (!USAGE_FORMATS.includes(format)) throw new CliError(`gpualert report usage: --format must be one of ${USAGE_FORMATS.join(', ')} (got "${format}")`);
-  const billFormat = options.bill ? String(options.billFormat ?? '') as BillFormat : undefined;
-  if (options.bill && !BILL_FORMATS.includes(billFormat!)) throw new CliError(`gpualert report usage: --bill needs --bill-format, one of ${BILL_FORMATS.join(', ')}`);
+  const by = String(options.by ?? 'host');
+  if (!oneOf(GROUP_BY, by)) throw new CliError(`gpualert report usage: --by must be one of ${GROUP_BY.join(', ')} (got "${by}")`);
+  const format = String(options.format ?? 'md');
+  if (!oneOf(USAGE_FORMATS, format)) throw new CliError(`gpualert report usage: --format must be one of ${USAGE_FORMATS.join(', ')} (got "${format}")`);
+  const billFormat = options.bill ? String(options.billFormat ?? '') : undefined;
+  if (billFormat !== undefined && !oneOf(BILL_FORMATS, billFormat)) throw new CliError(`gpualert report usage: --bill needs --bill-format, one of ${BILL_FORMATS.join(', ')}`);
   const prices = options.prices ? loadPrices(String(options.prices), 'report usage') : NO_PRICES;
   const builder = new UsageReportBuilder({ from, to, by }, prices, options.bill !== undefined);
   // With a bill, the alerts read alongside the rollups explain the broken hours (summary, times, kernel events).
@@ -117,7 +118,7 @@ export async function reportUsage(options: Options): Promise<number> {
       bytes = readFileSync(file);
     } catch (error) {
       if (error instanceof CliError) throw error;
-      throw new CliError(`gpualert report usage: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+      throw new CliError(`gpualert report usage: cannot read ${file}: ${errnoCode(error) ?? String(error)}`);
     }
     const text = billText(file, bytes);
     const bill = parseBill(billFormat, text, file);
@@ -139,7 +140,7 @@ export function billText(file: string, bytes: Buffer): string {
   try {
     return gunzipSync(bytes, { maxOutputLength: MAX_BILL_BYTES }).toString('utf8');
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const code = errnoCode(error);
     if (code === 'ERR_BUFFER_TOO_LARGE') throw new CliError(`gpualert report usage: ${file}: unpacks to more than ${MAX_BILL_BYTES} bytes; export a shorter period`);
     throw new CliError(`gpualert report usage: ${file}: not a complete gzip file (${code ?? 'error'}: ${error instanceof Error ? error.message : String(error)}); download it again`);
   }
@@ -166,7 +167,7 @@ async function readBus(options: Options, take: (text: string, where: string) => 
       for (const m of messages) take(m.value.toString('utf8'), `${topic}/${m.partition}@${m.offset}`);
     }
   } catch (error) {
-    throw new CliError(`gpualert report usage: cannot read ${where}: ${(error as Error).message}`, EXIT.failed);
+    throw new CliError(`gpualert report usage: cannot read ${where}: ${errorMessage(error)}`, EXIT.failed);
   } finally {
     await bus.close();
   }

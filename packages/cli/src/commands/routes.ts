@@ -3,6 +3,7 @@ import { CliError, EXIT } from '../cli-error.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { ROUTES_SETTINGS } from '../settings/notifier-settings.ts';
 import { loadRoutesOrExit } from './load-files.ts';
+import { stringOption } from '../option-values.ts';
 
 type Options = Record<string, unknown>;
 
@@ -54,7 +55,7 @@ export async function routesTest(args: string[], options: Options): Promise<numb
     const values = group.map((l) => `${l}=${JSON.stringify(Object.hasOwn(labels, l) ? labels[l] : '')}`).join(', ');
     process.stdout.write(`  ${r.receiver}  route ${r.id}  group_by ${grouping(r)} {${values}}  group_wait ${duration(r.groupWait)}  group_interval ${duration(r.groupInterval)}  repeat_interval ${duration(r.repeatInterval)}${r.page ? '  page' : ''}${r.mute.length ? `  mute ${r.mute.join(',')}` : ''}${r.active.length ? `  active ${r.active.join(',')}` : ''}\n`);
   }
-  const expected = options.verifyReceivers as string | undefined;
+  const expected = stringOption(options, 'verifyReceivers');
   if (expected !== undefined && expected.split(',').map((s) => s.trim()).join(',') !== receivers.join(',')) {
     process.stderr.write(`WARNING: Expected receivers did not match resolved receivers.\n`);
     return EXIT.failed;

@@ -2,10 +2,11 @@ import { writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
 import { embeddedDataDir } from '@gpualert/runtime';
-import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
-import { CliError, EXIT } from '../cli-error.ts';
+import { exportTimeline, FORMATS, UnknownIncidentError } from '@gpualert/timeline';
+import { CliError, EXIT, errorMessage } from '../cli-error.ts';
 import { loadSettings } from '../settings/command-settings.ts';
 import { READER_SETTINGS } from '../settings/common-settings.ts';
+import { oneOf } from '../option-values.ts';
 
 type Options = Record<string, unknown>;
 
@@ -20,8 +21,8 @@ export async function timeline(options: Options): Promise<number> {
   const from = time('from', options.from);
   const to = time('to', options.to);
   if (from >= to) throw new CliError('gpualert timeline: --from must be before --to');
-  const format = String(options.format ?? 'md') as Format;
-  if (!FORMATS.includes(format)) throw new CliError(`gpualert timeline: --format must be one of ${FORMATS.join(', ')} (got "${format}")`);
+  const format = String(options.format ?? 'md');
+  if (!oneOf(FORMATS, format)) throw new CliError(`gpualert timeline: --format must be one of ${FORMATS.join(', ')} (got "${format}")`);
   const config = loadSettings(READER_SETTINGS, options);
   let bus: Bus;
   let where: string;
@@ -50,7 +51,7 @@ export async function timeline(options: Options): Promise<number> {
     return EXIT.ok;
   } catch (error) {
     if (error instanceof UnknownIncidentError) throw new CliError(`gpualert timeline: ${error.message}`);
-    throw new CliError(`gpualert timeline: cannot read ${where}: ${(error as Error).message}`, EXIT.failed);
+    throw new CliError(`gpualert timeline: cannot read ${where}: ${errorMessage(error)}`, EXIT.failed);
   } finally {
     await bus.close();
   }

@@ -10,7 +10,7 @@ import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
 import { embeddedDataDir, exitAfterStop, listenForStop, openInfrastructure, stopWithin, type RunningService, type ServiceContext, type ServiceDefinition } from '@gpualert/runtime';
 import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
-import { CliError } from '../cli-error.ts';
+import { CliError, errnoCode } from '../cli-error.ts';
 import { resolveSettings, unprefixed } from '../settings/command-settings.ts';
 import { DEFAULT_NOTIFIER_PORT } from '../settings/notifier-settings.ts';
 import { UP_SETTINGS } from '../settings/up-settings.ts';
@@ -20,24 +20,31 @@ import { bundledPrices } from './engine.ts';
 import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
 import { reloadRoutes } from './notifier.ts';
 import { usageServiceFor } from './report.ts';
+import { stringOption } from '../option-values.ts';
 
 const EMBEDDED_ROUTES = bundledPath('rules/routes.embedded.yaml');
 /** How long `up` gives its services to stop after Ctrl-C or SIGTERM. */
 export const UP_STOP_LIMIT_MS = 20_000;
 
+/** A number a service or an error carries beyond its type (`port`, `metricsPort`): where it listens or wanted to. */
+function numberField(value: unknown, name: 'port' | 'metricsPort'): number | undefined {
+  const field: unknown = typeof value === 'object' && value !== null && name in value ? Reflect.get(value, name) : undefined;
+  return typeof field === 'number' ? field : undefined;
+}
+
 /** What a service says on the banner: where it listens, or why it is not running. */
 function describe(service: RunningService): string {
-  const port = (service as { port?: unknown }).port;
-  const metricsPort = (service as { metricsPort?: unknown }).metricsPort;
+  const port = numberField(service, 'port');
+  const metricsPort = numberField(service, 'metricsPort');
   if (typeof metricsPort === 'number') return `running; /metrics and /healthz on port ${metricsPort}`;
   return typeof port === 'number' ? `listening on port ${port}` : 'running';
 }
 
 /** One readable line for a service that could not start; a port in use names the setting that moves it. */
 export function startFailure(name: string, error: unknown): string {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const code = errnoCode(error);
   if ((name === 'intake' || name === 'notifier') && (code === 'EADDRINUSE' || code === 'EACCES')) {
-    const port = (error as { port?: unknown }).port;
+    const port = numberField(error, 'port');
     const why = code === 'EADDRINUSE' ? 'is in use' : 'is not allowed';
     return `port ${String(port ?? '?')} ${why}; choose another with --${name}-port or GPUALERT_${name.toUpperCase()}_PORT (0 picks a free one)`;
   }
@@ -64,7 +71,7 @@ function engineFleet(ruleSet: RuleSet, partitions: number): FleetFor {
 
 /** Where the console answers, for the banner: the notifier's port on the address it listens on (localhost for all of them). */
 export function consoleAddress(running: readonly RunningService[], listen: string | undefined): string | undefined {
-  const port = (running.find((s) => s.name === 'notifier') as { port?: unknown } | undefined)?.port;
+  const port = numberField(running.find((s) => s.name === 'notifier'), 'port');
   if (typeof port !== 'number') return undefined;
   const host = !listen || listen === '0.0.0.0' || listen === '::' ? 'localhost' : listen.includes(':') ? `[${listen}]` : listen;
   return `http://${host}:${port}/console/`;
@@ -93,10 +100,10 @@ function notifierWithApi(routesFile: string, routes: RoutesFile, listen: { port:
         process.off('SIGHUP', onHangup);
         await fleet?.stop();
         await service.stop();
-        throw Object.assign(error as Error, { port: listen.port });
+        throw Object.assign(error instanceof Error ? error : new Error(String(error)), { port: listen.port });
       }
       const address = server.address();
-      return {
+      const running: RunningService & { readonly port: number } = {
         name: 'notifier',
         port: typeof address === 'object' && address ? address.port : listen.port,
         async stop() {
@@ -106,7 +113,8 @@ function notifierWithApi(routesFile: string, routes: RoutesFile, listen: { port:
           await fleet?.stop();
           await service.stop();
         },
-      } as RunningService;
+      };
+      return running;
     },
   };
 }
@@ -118,7 +126,7 @@ function notifierWithApi(routesFile: string, routes: RoutesFile, listen: { port:
  * lines elsewhere or with `--log-format json`.
  */
 function notifierApiLine(running: readonly RunningService[]): string {
-  const port = (running.find((s) => s.name === 'notifier') as { port?: unknown } | undefined)?.port;
+  const port = numberField(running.find((s) => s.name === 'notifier'), 'port');
   return typeof port === 'number' ? `Alertmanager's v2 API on port ${port} (/api/v2, /v1/silences; bearer GPUALERT_NOTIFIER_TOKEN)` : 'off: the notifier did not start';
 }
 
@@ -136,7 +144,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   if (!demo && options.demoRecording !== undefined) {
     throw new CliError('gpualert up: --demo-recording chooses what --demo plays; add --demo (gpualert up --demo --demo-recording NAME)');
   }
-  const recordingName = (options.demoRecording as string | undefined) ?? 'incident';
+  const recordingName = stringOption(options, 'demoRecording') ?? 'incident';
   if (!Object.hasOwn(DEMO_RECORDINGS, recordingName)) {
     throw new CliError(`gpualert up: --demo-recording must be one of ${Object.keys(DEMO_RECORDINGS).join(', ')} (got "${recordingName}")`);
   }
@@ -209,9 +217,8 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       services: running.map((s) => s.name),
       // Where each listens (a port of 0 picked a free one): what the banner says in pretty mode.
       ports: Object.fromEntries(running.flatMap((s) => {
-        const { port, metricsPort } = s as { port?: unknown; metricsPort?: unknown };
-        const value = typeof port === 'number' ? port : metricsPort;
-        return typeof value === 'number' ? [[s.name, value]] : [];
+        const value = numberField(s, 'port') ?? numberField(s, 'metricsPort');
+        return value !== undefined ? [[s.name, value]] : [];
       })),
       startup_ms: Math.round(performance.now() - started),
       ...(infra.bus.kind === 'memory' ? { data_dir: dataDir } : {}),
@@ -219,6 +226,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     'gpualert_up',
   );
   if (format === 'pretty') {
+    const consoleAt = consoleAddress(running, config.notifierListen);
     process.stdout.write(
       startBanner({
         mode: infra.mode,
@@ -228,7 +236,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
         routes: routesFile === EMBEDDED_ROUTES ? 'the console only (set GPUALERT_ROUTES to page and chat)' : routesFile,
         services: lines,
         notifierApi: 'off' in api ? api.off : notifierApiLine(running),
-        ...(consoleAddress(running, config.notifierListen) ? { console: consoleAddress(running, config.notifierListen)! } : {}),
+        ...(consoleAt ? { console: consoleAt } : {}),
         demo,
         startupMs: Math.round(performance.now() - started),
       }),

@@ -10,7 +10,8 @@ const duration = z
   .union([z.string(), z.number()])
   .transform((value, context) => {
     const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(String(value).trim());
-    const ms = match ? Math.round(Number(match[1]) * UNITS.get(match[2] ?? 's')!) : NaN;
+    // A unit outside the table is no duration: NaN fails the check below.
+    const ms = match ? Math.round(Number(match[1]) * (UNITS.get(match[2] ?? 's') ?? NaN)) : NaN;
     if (!(ms > 0 && ms <= MAX_AGENT_DURATION_MS)) {
       context.addIssue({ code: 'custom', message: 'expected a duration like 500ms, 10s or 5m, at most 24h' });
       return z.NEVER;

@@ -1,5 +1,6 @@
 import { redactSecrets } from '@gpualert/log';
 import type { Notification } from '../notifier-types.ts';
+import { fieldOf } from './field-of.ts';
 
 /** How one delivery attempt ended; the shell retries what is retriable. */
 export type DeliveryResult =
@@ -41,7 +42,7 @@ export function parseRetryAfter(value: string | null): number | undefined {
 /** An error that no retry heals: a URL that does not parse or carries credentials, a body that is not JSON. */
 function permanent(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code ?? (error.cause as { code?: unknown } | undefined)?.code;
+  const code = fieldOf(error, 'code') ?? fieldOf(error.cause, 'code');
   if (code === 'ERR_INVALID_URL') return true;
   return error instanceof TypeError && /URL|credentials/i.test(error.message) && !/fetch failed/i.test(error.message);
 }

@@ -45,9 +45,11 @@ export function escapeJiraWiki(text: string): string {
   return text.replace(/[\\{}[\]*_+^~?|!#\-]/g, '\\$&');
 }
 
+const HTML_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
 /** HTML text and attribute values (email). */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c] ?? c);
 }
 
 /** JQL string literal: a double quote or backslash in a value would end the literal. */

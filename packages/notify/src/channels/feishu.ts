@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
+import { fieldOf } from './field-of.ts';
 import { escapeFeishuText } from './escape.ts';
 import { plainText, title } from './format.ts';
 import { cutJsonBytes, jsonBytes } from './truncate.ts';
@@ -48,7 +49,7 @@ export function feishuHttpFailure(status: number, body: string, headers: { get(n
 
 function gatewayCode(body: string): unknown {
   try {
-    return (JSON.parse(body) as { code?: unknown } | null)?.code;
+    return fieldOf(JSON.parse(body), 'code');
   } catch {
     return undefined;
   }

@@ -3,6 +3,7 @@ import { httpFailure, networkFailure, sendSignal } from './channel.ts';
 import { escapeJiraWiki, jqlString, oneLine } from './escape.ts';
 import { plainText } from './format.ts';
 import { cutChars } from './truncate.ts';
+import { z } from 'zod';
 
 /**
  * `summary`: at most 255 characters and no line breaks (Jira answers 400 otherwise).
@@ -13,6 +14,11 @@ export const JIRA_SUMMARY_MAX_CHARS = 255;
 export const JIRA_TEXT_MAX_CHARS = 32_767;
 /** A label: at most 255 characters, no spaces. Same source. */
 export const JIRA_LABEL_MAX_CHARS = 255;
+
+/** The parts of Jira's answers read here; anything else in them is ignored, and an answer of another shape reads as empty. */
+const ServerInfo = z.looseObject({ deploymentType: z.string().optional() }).catch({});
+const IssueSearch = z.looseObject({ issues: z.array(z.looseObject({ key: z.string() })).optional() }).catch({});
+const Transitions = z.looseObject({ transitions: z.array(z.looseObject({ id: z.string(), name: z.string() })).optional() }).catch({});
 
 export type JiraDeployment = 'cloud' | 'datacenter';
 export const JIRA_DEPLOYMENTS = ['cloud', 'datacenter', 'auto'] as const;
@@ -65,7 +71,7 @@ export function jiraChannel(settings: { url: string; user: string; token: string
     const text = await response.text();
     let json: unknown = {};
     try {
-      json = text ? (JSON.parse(text) as unknown) : {};
+      json = text ? JSON.parse(text) : {};
     } catch {
       json = { text: text.slice(0, 300) };
     }
@@ -80,7 +86,7 @@ export function jiraChannel(settings: { url: string; user: string; token: string
         if (!api) {
           const info = await call('GET', '/rest/api/2/serverInfo');
           if (!info.response.ok) return fail(info.response, info.json);
-          api = jiraApi((info.json as { deploymentType?: string }).deploymentType === 'Cloud' ? 'cloud' : 'datacenter');
+          api = jiraApi(ServerInfo.parse(info.json).deploymentType === 'Cloud' ? 'cloud' : 'datacenter');
         }
         for (const alert of notification.alerts) {
           const label = jiraLabel(alert.fingerprint);
@@ -92,8 +98,9 @@ export function jiraChannel(settings: { url: string; user: string; token: string
             search = await call('GET', `${api.searchPath}?jql=${jql}&fields=key&maxResults=1`);
           }
           if (!search.response.ok) return fail(search.response, search.json);
-          const open = (search.json as { issues?: { key: string }[] }).issues?.[0]?.key;
-          const issuePath = (key: string) => `${api!.base}/issue/${encodeURIComponent(key)}`;
+          const open = IssueSearch.parse(search.json).issues?.[0]?.key;
+          const apiBase = api.base;
+          const issuePath = (key: string) => `${apiBase}/issue/${encodeURIComponent(key)}`;
           let result: DeliveryResult = { ok: true };
           if (alert.status === 'resolved') {
             if (!open) continue;
@@ -102,7 +109,7 @@ export function jiraChannel(settings: { url: string; user: string; token: string
             const transitions = await call('GET', `${issuePath(open)}/transitions`);
             if (!transitions.response.ok) return fail(transitions.response, transitions.json);
             const wanted = (settings.done_transition ?? 'Done').toLowerCase();
-            const done = (transitions.json as { transitions?: { id: string; name: string }[] }).transitions?.find((t) => t.name.toLowerCase() === wanted);
+            const done = Transitions.parse(transitions.json).transitions?.find((t) => t.name.toLowerCase() === wanted);
             if (!done) return { ok: false, retriable: false, error: `jira: no "${settings.done_transition ?? 'Done'}" transition for ${open}` };
             const moved = await call('POST', `${issuePath(open)}/transitions`, { transition: { id: done.id } });
             if (!moved.response.ok) result = fail(moved.response, moved.json);

@@ -1,5 +1,6 @@
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
+import { fieldOf } from './field-of.ts';
 import { plainText, title } from './format.ts';
 import { cutChars } from './truncate.ts';
 
@@ -52,9 +53,9 @@ export function pushoverChannel(settings: PushoverSettings): Channel {
 
 function pushoverAnswer(text: string): DeliveryResult {
   try {
-    const answer = JSON.parse(text) as { status?: unknown; errors?: unknown } | null;
-    if (answer?.status === 1) return { ok: true };
-    return { ok: false, retriable: false, error: `pushover: ${JSON.stringify(answer?.errors ?? answer).slice(0, 300)}` };
+    const answer: unknown = JSON.parse(text);
+    if (fieldOf(answer, 'status') === 1) return { ok: true };
+    return { ok: false, retriable: false, error: `pushover: ${JSON.stringify(fieldOf(answer, 'errors') ?? answer).slice(0, 300)}` };
   } catch {
     return { ok: false, retriable: false, error: `pushover: the answer is not JSON: ${text.slice(0, 200)}` };
   }

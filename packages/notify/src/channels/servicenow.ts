@@ -1,5 +1,6 @@
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, sendSignal } from './channel.ts';
+import { fieldOf } from './field-of.ts';
 import { oneLine } from './escape.ts';
 import { plainText } from './format.ts';
 import { cutChars } from './truncate.ts';
@@ -53,7 +54,9 @@ export function servicenowChannel(settings: { url: string; user: string; passwor
           const correlation = alert.fingerprint.replace(/\^/g, '');
           const found = await call('GET', `/api/now/table/incident?sysparm_query=${encodeURIComponent(`correlation_id=${correlation}^active=true`)}&sysparm_limit=1&sysparm_fields=sys_id`);
           if (!found.response.ok) return httpFailure(found.response.status, JSON.stringify(found.json), found.response.headers.get('retry-after'));
-          const existing = (found.json.result as { sys_id: string }[] | undefined)?.[0]?.sys_id;
+          const first: unknown = Array.isArray(found.json.result) ? found.json.result[0] : undefined;
+          const sysId = fieldOf(first, 'sys_id');
+          const existing = typeof sysId === 'string' ? sysId : undefined;
           let answer: Awaited<ReturnType<typeof call>> | undefined;
           if (alert.status === 'resolved') {
             if (existing) answer = await call('PATCH', `/api/now/table/incident/${encodeURIComponent(existing)}`, { state: '6', close_code: settings.close_code ?? SERVICENOW_DEFAULT_CLOSE_CODE, close_notes: cutChars(`gpualert: ${oneLine(alert.summary)}`, SERVICENOW_TEXT_MAX_CHARS) });

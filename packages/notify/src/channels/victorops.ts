@@ -2,6 +2,7 @@ import type { CompiledTemplate } from '../go-template.ts';
 import { renderFields } from '../render-fields.ts';
 import type { Channel, DeliveryResult } from './channel.ts';
 import { httpFailure, networkFailure, postJson } from './channel.ts';
+import { fieldOf } from './field-of.ts';
 import { oneLine } from './escape.ts';
 import { plainText } from './format.ts';
 import { cutChars } from './truncate.ts';
@@ -66,11 +67,12 @@ export function victoropsChannel(settings: { url: string; api_key: string; routi
 
 /** A 200 says `"result": "success"`; one that says `failure` names why in `message` (a bad key, a malformed event: not healed by a retry). */
 export function victoropsAnswer(text: string): DeliveryResult {
-  let answer: { result?: unknown; message?: unknown } | null = null;
+  let answer: unknown = null;
   try {
-    answer = JSON.parse(text || '{}') as { result?: unknown; message?: unknown } | null;
+    answer = JSON.parse(text || '{}');
   } catch {
     return { ok: false, retriable: false, error: `victorops: the answer is not JSON: ${text.slice(0, 200)}` };
   }
-  return answer?.result === 'success' ? { ok: true } : { ok: false, retriable: false, error: `victorops: ${String(answer?.message ?? answer?.result ?? 'no result').slice(0, 300)}` };
+  const result = fieldOf(answer, 'result');
+  return result === 'success' ? { ok: true } : { ok: false, retriable: false, error: `victorops: ${String(fieldOf(answer, 'message') ?? result ?? 'no result').slice(0, 300)}` };
 }

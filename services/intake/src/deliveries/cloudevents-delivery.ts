@@ -28,7 +28,8 @@ export function cloudEventsHandshake(request: ProtocolRequest): ProtocolOutcome 
 export function cloudEventsDelivery(request: ProtocolRequest, deps: ProtocolDeps): ProtocolOutcome {
   const denied = checkToken(request, deps);
   if (denied) return unauthorized(denied);
-  const type = String(header(request.headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  const [mediaType = ''] = String(header(request.headers, 'content-type') ?? '').split(';');
+  const type = mediaType.trim().toLowerCase();
   const parsed = parseJson(request.body);
   if (!parsed.ok) return parsed.outcome;
   const events: { id: unknown; source: unknown; specversion: unknown; data: unknown }[] = [];
@@ -43,8 +44,7 @@ export function cloudEventsDelivery(request: ProtocolRequest, deps: ProtocolDeps
     events.push({ id: header(request.headers, 'ce-id'), source: header(request.headers, 'ce-source'), specversion: header(request.headers, 'ce-specversion'), data: parsed.value });
   }
   const keys: string[] = [];
-  for (let i = 0; i < events.length; i += 1) {
-    const e = events[i]!;
+  for (const [i, e] of events.entries()) {
     if (e.specversion !== '1.0' || typeof e.id !== 'string' || typeof e.source !== 'string') {
       return refuse(400, 'malformed', 'not_cloudevents', `${events.length > 1 ? `${i}: ` : ''}expected specversion 1.0 with id and source (structured mode, or ce-specversion, ce-id, ce-source headers)`);
     }

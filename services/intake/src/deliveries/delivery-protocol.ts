@@ -1,4 +1,5 @@
 import { createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
+import { errorMessage } from '../error-message.ts';
 import { answer, type IntakeDeps, type IntakeResponse, type VerifiedDelivery } from '../handle-delivery.ts';
 import { tokenMatches } from '../standard-webhooks.ts';
 import { KEY_SERVER_RETRY_AFTER_S, KeyCache, ProviderFetchError, type FetchAllowance } from './provider-fetch.ts';
@@ -36,13 +37,14 @@ export function createDeliveryRuntime(config: DeliveriesConfig, now: () => numbe
 
 /** A JWKS document → RSA public keys by `kid`; a Map, so a `kid` of `__proto__` is only a name. */
 function parseJwks(body: Buffer): ReadonlyMap<string, KeyObject> {
-  const doc = JSON.parse(body.toString('utf8')) as { keys?: unknown };
-  if (!Array.isArray(doc.keys)) throw new Error('no "keys" array');
+  const doc: unknown = JSON.parse(body.toString('utf8'));
+  if (!isRecord(doc) || !Array.isArray(doc.keys)) throw new Error('no "keys" array');
   const keys = new Map<string, KeyObject>();
   for (const jwk of doc.keys.slice(0, 32)) {
-    if (typeof jwk !== 'object' || jwk === null) continue;
-    const { kid, kty } = jwk as { kid?: unknown; kty?: unknown };
+    if (!isRecord(jwk)) continue;
+    const { kid, kty } = jwk;
     if (typeof kid !== 'string' || kty !== 'RSA') continue;
+    // createPublicKey checks the JWK's fields itself (and throws on a bad one).
     keys.set(kid, createPublicKey({ key: jwk as import('node:crypto').JsonWebKey, format: 'jwk' }));
   }
   if (keys.size === 0) throw new Error('no RSA key in it');
@@ -107,7 +109,7 @@ export function parseJson(body: Buffer): { ok: true; value: unknown } | { ok: fa
   try {
     return { ok: true, value: JSON.parse(body.toString('utf8')) };
   } catch (error) {
-    return { ok: false, outcome: refuse(400, 'malformed', 'malformed_json', `the body is not JSON: ${(error as Error).message}`) };
+    return { ok: false, outcome: refuse(400, 'malformed', 'malformed_json', `the body is not JSON: ${errorMessage(error)}`) };
   }
 }
 

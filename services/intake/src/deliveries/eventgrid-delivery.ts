@@ -37,6 +37,7 @@ export function eventGridDelivery(request: ProtocolRequest, deps: ProtocolDeps):
     payloads.push(item.data);
   }
   // One delivery is one batch: its ids together are its identity (Event Grid redelivers the same batch).
-  const deliveryId = ids.length === 1 ? ids[0]! : createHash('sha256').update(ids.join('\n')).digest('hex');
+  const [only] = ids;
+  const deliveryId = ids.length === 1 && only !== undefined ? only : createHash('sha256').update(ids.join('\n')).digest('hex');
   return innerDelivery('eventgrid', payloads, deliveryId);
 }

@@ -1,4 +1,5 @@
 import { GpualertError } from '@gpualert/schema';
+import { causeMessage, errorMessage } from '../error-message.ts';
 /**
  * The only outbound requests the intake makes: a provider's signing certificate or keys, and a
  * subscription confirmation. Each goes only to the provider's own hosts (by pattern, over HTTPS),
@@ -65,7 +66,7 @@ export async function boundedGet(url: URL, options: { timeoutMs?: number; maxByt
   try {
     response = await fetch(url, { redirect: 'manual', signal });
   } catch (error) {
-    const why = signal.aborted ? `no answer within ${timeoutMs} ms` : (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message;
+    const why = signal.aborted ? `no answer within ${timeoutMs} ms` : causeMessage(error);
     throw new ProviderFetchError(`${url.host} could not be reached: ${why}`);
   }
   const chunks: Buffer[] = [];
@@ -73,17 +74,17 @@ export async function boundedGet(url: URL, options: { timeoutMs?: number; maxByt
   try {
     if (response.body) {
       for await (const chunk of response.body) {
-        size += (chunk as Uint8Array).length;
+        size += chunk.length;
         if (size > maxBytes) {
           await response.body.cancel().catch(() => {});
           throw new ProviderFetchError(`${url.host} answered more than ${maxBytes} bytes`);
         }
-        chunks.push(Buffer.from(chunk as Uint8Array));
+        chunks.push(Buffer.from(chunk));
       }
     }
   } catch (error) {
     if (error instanceof ProviderFetchError) throw error;
-    throw new ProviderFetchError(`${url.host} broke off: ${signal.aborted ? `no answer within ${timeoutMs} ms` : (error as Error).message}`);
+    throw new ProviderFetchError(`${url.host} broke off: ${signal.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(error)}`);
   }
   const maxAge = /(?:^|,)\s*max-age=(\d{1,9})/.exec(response.headers.get('cache-control') ?? '')?.[1];
   return { status: response.status, body: Buffer.concat(chunks), ...(maxAge ? { maxAgeMs: Number(maxAge) * 1000 } : {}) };
@@ -124,10 +125,13 @@ export class KeyCache<T> {
     try {
       value = this.parse(fetched.body);
     } catch (error) {
-      throw new ProviderFetchError(`${url.host} answered something that is not a key (${(error as Error).message})`);
+      throw new ProviderFetchError(`${url.host} answered something that is not a key (${errorMessage(error)})`);
     }
     const ttl = Math.min(fetched.maxAgeMs ?? DEFAULT_KEY_TTL_MS, MAX_KEY_TTL_MS);
-    if (this.entries.size >= MAX_CACHED_KEYS) this.entries.delete(this.entries.keys().next().value!);
+    if (this.entries.size >= MAX_CACHED_KEYS) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
     const now = this.now();
     this.entries.set(url.href, { value, expiresAt: now + ttl, fetchedAt: now });
     return value;

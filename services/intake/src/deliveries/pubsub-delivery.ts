@@ -42,7 +42,8 @@ export async function pubsubDelivery(request: ProtocolRequest, deps: ProtocolDep
   const token = authorization.slice(7).trim();
   if (token.length > MAX_JWT_CHARS) return unauthorized(`the token is longer than ${MAX_JWT_CHARS} characters`);
   const parts = token.split('.');
-  const [head, claims] = [decodePart(parts[0] ?? ''), decodePart(parts[1] ?? '')];
+  const [headPart = '', claimsPart = '', signaturePart = ''] = parts;
+  const [head, claims] = [decodePart(headPart), decodePart(claimsPart)];
   if (parts.length !== 3 || !head || !claims) return unauthorized('the token is not a JWT');
   if (head.alg !== 'RS256' || typeof head.kid !== 'string') return unauthorized('the token is not RS256 with a key id');
 
@@ -57,7 +58,7 @@ export async function pubsubDelivery(request: ProtocolRequest, deps: ProtocolDep
     throw error;
   }
   if (!key) return unauthorized('the token is signed with a key Google does not publish');
-  if (!verify('sha256', Buffer.from(`${parts[0]}.${parts[1]}`), key, Buffer.from(parts[2]!, 'base64url'))) return unauthorized('the token signature does not verify');
+  if (!verify('sha256', Buffer.from(`${headPart}.${claimsPart}`), key, Buffer.from(signaturePart, 'base64url'))) return unauthorized('the token signature does not verify');
 
   const now = deps.now() / 1000;
   if (typeof claims.exp !== 'number' || claims.exp + JWT_CLOCK_SKEW_S < now) return unauthorized('the token has expired');

@@ -16,7 +16,8 @@ export function alertsFleetSource(view: NotifierView): FleetSource {
       const hosts = new Map<string, HostView & { byGpu: Map<number, GpuView> }>();
       let omitted = 0;
       for (const fingerprint of Object.keys(state.firing).sort()) {
-        const labels = state.firing[fingerprint]!;
+        const labels = state.firing[fingerprint];
+        if (!labels) continue;
         // As the API names a pushed alert's host: its `host` label, else its `instance` without the port.
         const name = labels.host ?? labels.instance?.replace(/:\d+$/, '');
         if (!isHostName(name)) continue;
@@ -27,7 +28,7 @@ export function alertsFleetSource(view: NotifierView): FleetSource {
           hosts.set(name, host);
         }
         const about = Object.hasOwn(state.about, fingerprint) ? state.about[fingerprint] : undefined;
-        const severity: Severity = (SEVERITIES as readonly string[]).includes(labels.severity ?? '') ? (labels.severity as Severity) : 'warning';
+        const severity: Severity = SEVERITIES.find((s) => s === labels.severity) ?? 'warning';
         const since = about ? Date.parse(about.startsAt) : NaN;
         const alert: AlertView = {
           fingerprint, rule: labels.rule ?? labels.alertname ?? '', category: labels.category ?? 'other', severity,

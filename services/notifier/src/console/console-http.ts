@@ -106,14 +106,17 @@ export async function serveConsole(req: IncomingMessage, res: ServerResponse, ur
   if (!source) return json(503, { error: 'no_fleet_source', message: 'this server knows no fleet: run the console in `gpualert up` or beside a notifier' });
   const snapshot = await snapshotOf(source, now);
   if (path === '/v1/fleet') return json(200, url.searchParams.get('view') === 'grid' ? gridOf(snapshot) : snapshot);
-  const [, rawHost, rawGpu] = /^\/v1\/fleet\/([^/]+)\/([^/]+)$/.exec(path)!;
+  // consoleRoute let only this shape through; both groups take part in every match.
+  const match = /^\/v1\/fleet\/([^/]+)\/([^/]+)$/.exec(path);
+  if (!match) return json(404, { error: 'not_found', message: `no console route ${path.slice(0, 80)}` });
+  const [, rawHost = '', rawGpu = ''] = match;
   let host: string;
   try {
-    host = decodeURIComponent(rawHost!);
+    host = decodeURIComponent(rawHost);
   } catch {
     return json(400, { error: 'bad_host', message: 'the host is not valid percent-encoding' });
   }
-  const index = /^\d{1,3}$/.test(rawGpu!) ? Number(rawGpu) : NaN;
+  const index = /^\d{1,3}$/.test(rawGpu) ? Number(rawGpu) : NaN;
   if (!isHostName(host)) return json(400, { error: 'bad_host', message: 'a host is 1 to 253 characters, none of them a control character' });
   if (!isGpuIndex(index)) return json(400, { error: 'bad_gpu', message: 'a GPU is its index, 0 to 255' });
   const found = snapshot.hosts.find((h) => h.host === host);

@@ -40,7 +40,10 @@ export class LatestSamples {
     // Re-inserted, so the Map's order is the order hosts were last heard from.
     this.hosts.delete(host);
     this.hosts.set(host, { at, gpus });
-    if (this.hosts.size > this.limit) this.hosts.delete(this.hosts.keys().next().value!);
+    if (this.hosts.size > this.limit) {
+      const oldest = this.hosts.keys().next();
+      if (!oldest.done) this.hosts.delete(oldest.value);
+    }
   }
 
   async stop(): Promise<void> {
