@@ -1,10 +1,10 @@
 export { DEFAULT_BUSY_THRESHOLD_PCT, UsageAccumulator } from './rollup-accumulator.ts';
 export { NO_PRICES, priceLookup, PricesFile, type PriceLookup } from './prices.ts';
 export { readRollup } from './read-rollup.ts';
-export { GROUP_BY, UsageReportBuilder, type GroupBy, type UsageReport } from './usage-report.ts';
-export { BILL_FORMATS, instanceKey, MAX_BILL_ROW_COST, parseBill, type BillFormat } from './bill-parsers.ts';
+export { GROUP_BY, UsageReportBuilder, type UsageReport } from './usage-report.ts';
+export { BILL_FORMATS, instanceKey, MAX_BILL_ROW_COST, parseBill } from './bill-parsers.ts';
 export { reconcile, type Reconciliation } from './reconcile.ts';
 export { AlertBook } from './alert-book.ts';
-export { renderUsage, USAGE_FORMATS, type UsageFormat } from './render-usage.ts';
+export { renderUsage, USAGE_FORMATS } from './render-usage.ts';
 export { IdleDigest } from './idle-digest.ts';
 export { startUsageService, usageService } from './usage-service.ts';
