@@ -28,7 +28,10 @@ function eightGpus(smi: FakeNvidiaSmi): void {
   });
   smi.file('rows.csv', `${rows.map((r) => r.row).join('\n')}\n`);
   smi.file('buses.csv', `${rows.map((r) => `${r.i}, 00000000:${r.bus}:00.0`).join('\n')}\n`);
-  smi.file('inventory.csv', `${rows.map((r) => `${r.i}, GPU-${r.i}aaa, 00000000:${r.bus}:00.0, NVIDIA H100 80GB HBM3, 16501234567${r.i}, 96.00.89.00.01, 550.54.15`).join('\n')}\n`);
+  smi.file(
+    'inventory.csv',
+    `${rows.map((r) => `${r.i}, GPU-${r.i}aaa, 00000000:${r.bus}:00.0, NVIDIA H100 80GB HBM3, 16501234567${r.i}, 96.00.89.00.01, 550.54.15`).join('\n')}\n`,
+  );
 }
 
 /**
@@ -52,12 +55,40 @@ export async function benchAgent(): Promise<void> {
   writeFileSync(kernelLog, '');
   const results: Record<string, Record<string, number>> = {};
   try {
-    for (const [mode, entry] of [['built (dist/)', join(ROOT, 'dist/gpualert.mjs')], ['checkout (tsx)', join(ROOT, 'bin/gpualert.mjs')]] as const) {
+    for (const [mode, entry] of [
+      ['built (dist/)', join(ROOT, 'dist/gpualert.mjs')],
+      ['checkout (tsx)', join(ROOT, 'bin/gpualert.mjs')],
+    ] as const) {
       const started = performance.now();
-      const agent: ChildProcess = spawn(process.execPath, [entry, 'agent', '--host', 'bench-host', '--nvidia-smi', smi.path, '--gpu-interval', '10s',
-        '--kernel-source', 'file', '--kernel-file', kernelLog, '--metadata', 'none', '--port', '0', '--listen', '127.0.0.1', '--log-format', 'json'], {
-        env: { ...process.env, KAFKA_BROKERS: brokers, GPUALERT_TOPIC_PREFIX: `bench-agent-${Date.now()}.` }, stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const agent: ChildProcess = spawn(
+        process.execPath,
+        [
+          entry,
+          'agent',
+          '--host',
+          'bench-host',
+          '--nvidia-smi',
+          smi.path,
+          '--gpu-interval',
+          '10s',
+          '--kernel-source',
+          'file',
+          '--kernel-file',
+          kernelLog,
+          '--metadata',
+          'none',
+          '--port',
+          '0',
+          '--listen',
+          '127.0.0.1',
+          '--log-format',
+          'json',
+        ],
+        {
+          env: { ...process.env, KAFKA_BROKERS: brokers, GPUALERT_TOPIC_PREFIX: `bench-agent-${Date.now()}.` },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let output = '';
       agent.stderr!.on('data', (c: Buffer) => (output += c.toString()));
       while (!output.includes('"msg":"agent_started"')) {
@@ -78,9 +109,16 @@ export async function benchAgent(): Promise<void> {
       const wallS = (performance.now() - windowStarted) / 1000;
       agent.kill('SIGTERM');
       await once(agent, 'exit');
-      results[mode] = { start_ms: Math.round(startMs), rss_mb_median: Math.round(median(rss) * 10) / 10, rss_mb_max: Math.round(Math.max(...rss) * 10) / 10, cpu_pct_of_one_core: Math.round((cpuS / wallS) * 1000) / 10 };
+      results[mode] = {
+        start_ms: Math.round(startMs),
+        rss_mb_median: Math.round(median(rss) * 10) / 10,
+        rss_mb_max: Math.round(Math.max(...rss) * 10) / 10,
+        cpu_pct_of_one_core: Math.round((cpuS / wallS) * 1000) / 10,
+      };
       const r = results[mode]!;
-      console.log(`agent ${mode.padEnd(15)} 8 GPUs @ 10 s: start ${r.start_ms} ms, RSS median ${r.rss_mb_median} MB (max ${r.rss_mb_max}), CPU ${r.cpu_pct_of_one_core}% of one core over ${windowS} s`);
+      console.log(
+        `agent ${mode.padEnd(15)} 8 GPUs @ 10 s: start ${r.start_ms} ms, RSS median ${r.rss_mb_median} MB (max ${r.rss_mb_max}), CPU ${r.cpu_pct_of_one_core}% of one core over ${windowS} s`,
+      );
     }
   } finally {
     await broker?.destroy();

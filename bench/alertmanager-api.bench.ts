@@ -5,7 +5,8 @@ import { parse as parseYaml } from 'yaml';
 import { format, median } from './harness.ts';
 
 /** A routing tree of the usual shape: teams by regex, severities, a continue, a few dozen routes. */
-const ROUTES = RoutesFile.parse(parseYaml(`
+const ROUTES = RoutesFile.parse(
+  parseYaml(`
 receivers:
 ${Array.from({ length: 20 }, (_, i) => `- name: team-${i}\n  webhook_configs: [{ url: 'http://127.0.0.1:9/${i}' }]`).join('\n')}
 - name: default
@@ -24,7 +25,8 @@ inhibit_rules:
 - source_matchers: [severity="critical"]
   target_matchers: [severity="warning"]
   equal: [instance]
-`));
+`),
+);
 
 /** `GET /api/v2/alerts` over 10,000 firing alerts: one call's latency, the cache cold and warm, and filtered. */
 export async function benchAlertmanagerApi(): Promise<void> {
@@ -33,10 +35,20 @@ export async function benchAlertmanagerApi(): Promise<void> {
   const state: NotifierState = emptyNotifierState();
   const now = Date.now();
   for (let i = 0; i < 10_000; i += 1) {
-    const e = alertEnvelope({
-      labels: { alertname: i % 3 ? 'GpuHot' : 'XidError', team: `team-${i % 20}`, env: i % 2 ? 'prod' : 'dev', instance: `gpu-${i % 999}:9400`, cluster: `c${i % 7}`, severity: i % 10 === 0 ? 'critical' : 'warning' },
-      annotations: { summary: `alert ${i}`, runbook_url: 'https://runbooks.example/gpu' },
-    }, now);
+    const e = alertEnvelope(
+      {
+        labels: {
+          alertname: i % 3 ? 'GpuHot' : 'XidError',
+          team: `team-${i % 20}`,
+          env: i % 2 ? 'prod' : 'dev',
+          instance: `gpu-${i % 999}:9400`,
+          cluster: `c${i % 7}`,
+          severity: i % 10 === 0 ? 'critical' : 'warning',
+        },
+        annotations: { summary: `alert ${i}`, runbook_url: 'https://runbooks.example/gpu' },
+      },
+      now,
+    );
     if (typeof e === 'string') throw new Error(e);
     core.ingest(state, e, now);
   }

@@ -60,14 +60,32 @@ export async function benchBmc(): Promise<void> {
   const intervalS = Number(process.env.GPUALERT_BENCH_BMC_INTERVAL_S ?? 3);
   const cycles = Number(process.env.GPUALERT_BENCH_BMC_CYCLES ?? 4);
   const dir = mkdtempSync(join(tmpdir(), 'gpualert-bmc-bench-'));
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=bmc.bench',
-    '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=bmc.bench',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   writeFileSync(join(dir, 'server.mjs'), MOCK_SERVER);
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const server = spawn(process.execPath, [join(dir, 'server.mjs'), MOCKUP, join(dir, 'key.pem'), join(dir, 'cert.pem'), '2'], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, BMC_PORT: String(port) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, BMC_PORT: String(port) },
   });
   await once(server, 'message');
   const fingerprint256 = certificateFingerprint(readFileSync(join(dir, 'cert.pem'), 'utf8'));
@@ -75,8 +93,13 @@ export async function benchBmc(): Promise<void> {
   const targets: BmcTarget[] = Array.from({ length: bmcs }, (_, i) => ({
     host: `gpu-node-${i}`,
     source: redfishSource({
-      url: `https://127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}:${port}`, auth: 'session',
-      credentials: { username: 'bench', password: 'bench' }, tls: { fingerprint256 }, timeoutMs: 10_000, maxBodyBytes: 4 << 20, maxSockets: 2,
+      url: `https://127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}:${port}`,
+      auth: 'session',
+      credentials: { username: 'bench', password: 'bench' },
+      tls: { fingerprint256 },
+      timeoutMs: 10_000,
+      maxBodyBytes: 4 << 20,
+      maxSockets: 2,
     }),
   }));
   const bus = new MemoryBus({ retainPerPartition: 10_000 });
@@ -104,10 +127,18 @@ export async function benchBmc(): Promise<void> {
   const cpuMs = (cpu.user + cpu.system) / 1_000;
   const needed = bmcs / intervalS;
   const perPollMs = cpuMs / polls;
-  console.log(`bmc: ${bmcs} BMCs (Redfish over pinned TLS, sessions, ${targets.length > 0 ? 'public-rackmount1' : ''}) every ${intervalS} s, ${cycles - 1} measured cycles`);
-  console.log(`${'bmc polls/s (the schedule asks for)'.padEnd(58)} ${format(polls / seconds).padStart(12)} /s  (${format(needed)}/s asked; ${failures} failed polls)`);
+  console.log(
+    `bmc: ${bmcs} BMCs (Redfish over pinned TLS, sessions, ${targets.length > 0 ? 'public-rackmount1' : ''}) every ${intervalS} s, ${cycles - 1} measured cycles`,
+  );
+  console.log(
+    `${'bmc polls/s (the schedule asks for)'.padEnd(58)} ${format(polls / seconds).padStart(12)} /s  (${format(needed)}/s asked; ${failures} failed polls)`,
+  );
   console.log(`${'bmc CPU per poll (about 25 requests)'.padEnd(58)} ${format(perPollMs).padStart(12)} ms`);
   console.log(`${'bmc CPU, this schedule'.padEnd(58)} ${format((cpuMs / (seconds * 1_000)) * 100).padStart(12)} % of a core`);
-  console.log(`${`bmc CPU at 30 s for ${bmcs} BMCs (${format(bmcs / 30)} polls/s)`.padEnd(58)} ${format(((perPollMs * bmcs) / 30 / 1_000) * 100).padStart(12)} % of a core`);
-  console.log(`${'bmc RSS, peak (before start)'.padEnd(58)} ${format(peakRss / 2 ** 20).padStart(12)} MB  (${format(rssBefore / 2 ** 20)} MB; first-cycle CPU ${format((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / 1_000)} ms, ${format((t1 - started) / 1_000)} s)`);
+  console.log(
+    `${`bmc CPU at 30 s for ${bmcs} BMCs (${format(bmcs / 30)} polls/s)`.padEnd(58)} ${format(((perPollMs * bmcs) / 30 / 1_000) * 100).padStart(12)} % of a core`,
+  );
+  console.log(
+    `${'bmc RSS, peak (before start)'.padEnd(58)} ${format(peakRss / 2 ** 20).padStart(12)} MB  (${format(rssBefore / 2 ** 20)} MB; first-cycle CPU ${format((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / 1_000)} ms, ${format((t1 - started) / 1_000)} s)`,
+  );
 }

@@ -95,9 +95,7 @@ export async function benchBus(): Promise<void> {
     const deadline = Date.now() + 10_000;
     while (latencies.length < 300 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await sub.stop();
-    console.log(
-      `${'Kafka publish until acked, one message'.padEnd(58)} p50 ${format(median(publishes))} ms, p99 ${format(percentile(publishes, 99))} ms`,
-    );
+    console.log(`${'Kafka publish until acked, one message'.padEnd(58)} p50 ${format(median(publishes))} ms, p99 ${format(percentile(publishes, 99))} ms`);
     console.log(
       `${'Kafka publish to consumer handler, one message'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/300 seen)`,
     );

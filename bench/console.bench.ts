@@ -35,7 +35,9 @@ export async function benchConsole(): Promise<void> {
       if (cells !== hosts * 8) throw new Error(`the grid has ${cells} GPUs, not ${hosts * 8}`);
       if (i > 0) times.push(Number(drawnMs));
     }
-    console.log(`${'fleet page: navigation start → grid painted'.padEnd(58)} ${format(median(times)).padStart(12)} ms  (median of ${runs}; min ${format(Math.min(...times))}, max ${format(Math.max(...times))}; the grid's JSON ${(bytes / 1024).toFixed(0)} KiB)`);
+    console.log(
+      `${'fleet page: navigation start → grid painted'.padEnd(58)} ${format(median(times)).padStart(12)} ms  (median of ${runs}; min ${format(Math.min(...times))}, max ${format(Math.max(...times))}; the grid's JSON ${(bytes / 1024).toFixed(0)} KiB)`,
+    );
     if (page.errors.length > 0) console.log(`page errors: ${page.errors.join(' | ')}`);
   } finally {
     await browser.close();

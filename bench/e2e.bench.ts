@@ -89,7 +89,9 @@ export async function benchE2e(): Promise<void> {
   const steadySeconds = scale ? 20 : quick ? 15 : 30;
   const injections = envNumber('GPUALERT_BENCH_INJECTIONS', scale ? 10 : quick ? 10 : 30);
   const backlog = hosts * scrapes;
-  console.log(`\n## End to end: ${hosts} hosts × ${gpus} GPUs, a backlog of ${backlog.toLocaleString('en-US')} samples, separate processes, real Kafka and Redis`);
+  console.log(
+    `\n## End to end: ${hosts} hosts × ${gpus} GPUs, a backlog of ${backlog.toLocaleString('en-US')} samples, separate processes, real Kafka and Redis`,
+  );
   const broker = process.env.KAFKA_BROKERS ? undefined : await KafkaBroker.create();
   const redis = await ensureRedis();
   const brokers = process.env.KAFKA_BROKERS ?? broker!.brokers;
@@ -102,7 +104,13 @@ export async function benchE2e(): Promise<void> {
   /** Sample messages' sizes as published (value bytes), for Kafka's throughput and retention on paper. */
   const sizes = { count: 0, bytes: 0 };
   /** `going`: the fleet stops being made when it says so (the steady phase's 24 h of a 10,000-host fleet would take hours to make). */
-  const publishFleet = async (publish: (messages: OutgoingMessage[]) => Promise<void>, start: number, minutes: number, withInventory: boolean, going: () => boolean = () => true) => {
+  const publishFleet = async (
+    publish: (messages: OutgoingMessage[]) => Promise<void>,
+    start: number,
+    minutes: number,
+    withInventory: boolean,
+    going: () => boolean = () => true,
+  ) => {
     let chunk: OutgoingMessage[] = [];
     let inventories: OutgoingMessage[] = [];
     for (const e of fleet(start, minutes)) {
@@ -147,11 +155,24 @@ export async function benchE2e(): Promise<void> {
   const pagerPort = (pager.address() as { port: number }).port;
   const dir = mkdtempSync(join(tmpdir(), 'gpualert-e2e-'));
   const routes = join(dir, 'routes.yaml');
-  writeFileSync(routes, 'receivers:\n  - name: pager\n    channel: pagerduty\n    settings: { url: "env:PD_URL", routing_key: "env:PD_KEY" }\nroute:\n  receiver: pager\n  page: true\n');
+  writeFileSync(
+    routes,
+    'receivers:\n  - name: pager\n    channel: pagerduty\n    settings: { url: "env:PD_URL", routing_key: "env:PD_KEY" }\nroute:\n  receiver: pager\n  page: true\n',
+  );
   const env = {
-    KAFKA_BROKERS: brokers, REDIS_URL: redis.url, GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${prefix}:`, GPUALERT_PARTITIONS: '6',
-    GPUALERT_ROUTES: routes, PD_URL: `http://127.0.0.1:${pagerPort}/v2/enqueue`, PD_KEY: 'x'.repeat(32), GPUALERT_NOTIFIER_PORT: '0',
-    GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_LOG_LEVEL: 'warn', GPUALERT_ENGINE_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+    KAFKA_BROKERS: brokers,
+    REDIS_URL: redis.url,
+    GPUALERT_TOPIC_PREFIX: prefix,
+    GPUALERT_KEY_PREFIX: `${prefix}:`,
+    GPUALERT_PARTITIONS: '6',
+    GPUALERT_ROUTES: routes,
+    PD_URL: `http://127.0.0.1:${pagerPort}/v2/enqueue`,
+    PD_KEY: 'x'.repeat(32),
+    GPUALERT_NOTIFIER_PORT: '0',
+    GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+    GPUALERT_LOG_LEVEL: 'warn',
+    GPUALERT_ENGINE_PORT: '0',
+    GPUALERT_ENGINE_LISTEN: '127.0.0.1',
   };
   const kafka = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
@@ -171,9 +192,14 @@ export async function benchE2e(): Promise<void> {
     }
     const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
-    await publishFleet(async (chunk) => {
-      await producer.send({ topic: raw, acks: -1, messages: chunk.map((m) => ({ key: m.key, value: m.value as string })) });
-    }, T0, minutes, false);
+    await publishFleet(
+      async (chunk) => {
+        await producer.send({ topic: raw, acks: -1, messages: chunk.map((m) => ({ key: m.key, value: m.value as string })) });
+      },
+      T0,
+      minutes,
+      false,
+    );
     await producer.disconnect();
     // Three drains by three groups, the median taken: one drain swings by half on this machine.
     const rawRates: number[] = [];
@@ -183,7 +209,12 @@ export async function benchE2e(): Promise<void> {
       await consumer.subscribe({ topics: [raw], fromBeginning: true });
       let consumed = 0;
       let firstAt = 0;
-      await consumer.run({ eachBatch: async ({ batch }) => { if (!firstAt) firstAt = performance.now(); consumed += batch.messages.length; } });
+      await consumer.run({
+        eachBatch: async ({ batch }) => {
+          if (!firstAt) firstAt = performance.now();
+          consumed += batch.messages.length;
+        },
+      });
       await until(() => consumed >= backlog, 300_000, 'the raw consumer');
       rawRates.push(backlog / ((performance.now() - firstAt) / 1000));
       await consumer.disconnect();
@@ -204,14 +235,19 @@ export async function benchE2e(): Promise<void> {
     children.push(...engines, notifier);
     let drainStart = 0;
     let drainStartCount = 0;
-    await until(async () => {
-      const n = await judged();
-      if (!drainStart && n > 0) [drainStart, drainStartCount] = [performance.now(), n];
-      return n >= backlog;
-    }, 600_000, 'the engine to drain the backlog');
+    await until(
+      async () => {
+        const n = await judged();
+        if (!drainStart && n > 0) [drainStart, drainStartCount] = [performance.now(), n];
+        return n >= backlog;
+      },
+      600_000,
+      'the engine to drain the backlog',
+    );
     const pipelineRate = (backlog - drainStartCount) / ((performance.now() - drainStart) / 1000);
     for (const e of engines) {
-      if (e.exitCode !== null || e.signalCode !== null) throw new Error(`e2e bench: an engine exited (${e.exitCode ?? e.signalCode}) during the drain:\n${e.output().slice(-3_000)}`);
+      if (e.exitCode !== null || e.signalCode !== null)
+        throw new Error(`e2e bench: an engine exited (${e.exitCode ?? e.signalCode}) during the drain:\n${e.output().slice(-3_000)}`);
     }
     const engineRss = engines.reduce((mb, e) => mb + rssMb(e.pid), 0);
 
@@ -224,16 +260,24 @@ export async function benchE2e(): Promise<void> {
     const load = (async () => {
       const begun = performance.now();
       let sent = 0;
-      await publishFleet(async (chunk) => {
-        if (!steady) return;
-        const due = begun + ((sent + chunk.length) / offered) * 1000;
-        if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
-        await bus.publish(TOPICS.gpuSamples, chunk);
-        sent += chunk.length;
-      }, T0 + scrapes * 10_000, 24 * 60, false, () => steady);
+      await publishFleet(
+        async (chunk) => {
+          if (!steady) return;
+          const due = begun + ((sent + chunk.length) / offered) * 1000;
+          if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
+          await bus.publish(TOPICS.gpuSamples, chunk);
+          sent += chunk.length;
+        },
+        T0 + scrapes * 10_000,
+        24 * 60,
+        false,
+        () => steady,
+      );
     })();
     const sampler = setInterval(() => {
-      void Promise.all([published(), judged()]).then(([p, j]) => lags.push(p - j)).catch(() => {});
+      void Promise.all([published(), judged()])
+        .then(([p, j]) => lags.push(p - j))
+        .catch(() => {});
     }, 500);
     const latencies: number[] = [];
     const collectorRss: number[] = [];
@@ -261,26 +305,53 @@ export async function benchE2e(): Promise<void> {
     await load;
     const perThousand = (mb: number) => mb / ((hosts * gpus) / 1_000);
     const tail = lags.slice(-Math.max(1, Math.floor(lags.length / 4)));
-    console.log(`${'raw ceiling: the backlog drained by a bare kafkajs consumer'.padEnd(58)} ${format(rawRate).padStart(12)} msgs/s (median of 3; min ${format(Math.min(...rawRates))}, max ${format(Math.max(...rawRates))})`);
-    console.log(`${`pipeline: the backlog judged by ${engines.length} gpualert engine${engines.length > 1 ? 's' : ''}`.padEnd(58)} ${format(pipelineRate * gpus).padStart(12)} GPU samples/s (${format(pipelineRate)} msgs/s, ${format(pipelineRate / rawRate)} of raw)`);
-    console.log(`${'steady load offered (event time sped up)'.padEnd(58)} ${format(offered).padStart(12)} msgs/s (${format(speedup)}× real time); lag max ${format(Math.max(0, ...lags))}, last quarter max ${format(Math.max(0, ...tail))} msgs`);
-    console.log(`${'Xid 79 line → page at the receiver, under that load'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/${injections})`);
-    console.log(`${'engine RSS per 1,000 GPUs, after the drain'.padEnd(58)} ${format(perThousand(engineRss)).padStart(12)} MB (${format(engineRss)} MB for ${hosts * gpus} GPUs)`);
+    console.log(
+      `${'raw ceiling: the backlog drained by a bare kafkajs consumer'.padEnd(58)} ${format(rawRate).padStart(12)} msgs/s (median of 3; min ${format(Math.min(...rawRates))}, max ${format(Math.max(...rawRates))})`,
+    );
+    console.log(
+      `${`pipeline: the backlog judged by ${engines.length} gpualert engine${engines.length > 1 ? 's' : ''}`.padEnd(58)} ${format(pipelineRate * gpus).padStart(12)} GPU samples/s (${format(pipelineRate)} msgs/s, ${format(pipelineRate / rawRate)} of raw)`,
+    );
+    console.log(
+      `${'steady load offered (event time sped up)'.padEnd(58)} ${format(offered).padStart(12)} msgs/s (${format(speedup)}× real time); lag max ${format(Math.max(0, ...lags))}, last quarter max ${format(Math.max(0, ...tail))} msgs`,
+    );
+    console.log(
+      `${'Xid 79 line → page at the receiver, under that load'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/${injections})`,
+    );
+    console.log(
+      `${'engine RSS per 1,000 GPUs, after the drain'.padEnd(58)} ${format(perThousand(engineRss)).padStart(12)} MB (${format(engineRss)} MB for ${hosts * gpus} GPUs)`,
+    );
     console.log(`${'notifier RSS'.padEnd(58)} ${format(notifierRss).padStart(12)} MB`);
     console.log(`${'kernel collector RSS (one per host), median'.padEnd(58)} ${format(median(collectorRss)).padStart(12)} MB`);
     console.log(`${'engine RSS per instance at the end of the steady load'.padEnd(58)} ${engineRssSteady.map((mb) => format(mb)).join(' + ')} MB`);
-    console.log(`${'gpu.sample message (8 GPUs), as published'.padEnd(58)} ${format(sizes.bytes / Math.max(1, sizes.count)).padStart(12)} bytes (mean of ${sizes.count.toLocaleString('en-US')})`);
+    console.log(
+      `${'gpu.sample message (8 GPUs), as published'.padEnd(58)} ${format(sizes.bytes / Math.max(1, sizes.count)).padStart(12)} bytes (mean of ${sizes.count.toLocaleString('en-US')})`,
+    );
     const footprint = await redisFootprint(redis.url, `${prefix}:`);
     for (const [kind, { keys, bytes }] of [...footprint.kinds].sort((a, b) => b[1].bytes - a[1].bytes)) {
-      console.log(`${`redis ${kind}`.padEnd(58)} ${format(bytes / 1e6).padStart(12)} MB in ${keys.toLocaleString('en-US')} keys (${format(bytes / keys)} bytes a key)`);
+      console.log(
+        `${`redis ${kind}`.padEnd(58)} ${format(bytes / 1e6).padStart(12)} MB in ${keys.toLocaleString('en-US')} keys (${format(bytes / keys)} bytes a key)`,
+      );
     }
     const hostKeys = footprint.kinds.get('engine:host:*');
-    if (hostKeys) console.log(`${'engine state per host, stored JSON'.padEnd(58)} ${format(median(footprint.hostStateChars)).padStart(12)} chars median, ${format(Math.max(...footprint.hostStateChars))} max (${format(hostKeys.bytes / hostKeys.keys)} bytes a key in Redis)`);
-    console.log(JSON.stringify({
-      pipeline_gpu_samples_per_s: Math.round(pipelineRate * gpus), raw_consume_msgs_per_s: Math.round(rawRate), pipeline_vs_raw: Math.round((pipelineRate / rawRate) * 1000) / 1000,
-      xid_to_page_p50_ms: Math.round(median(latencies)), xid_to_page_p99_ms: Math.round(percentile(latencies, 99)), engine_rss_mb_per_1000_gpus: Math.round(perThousand(engineRss) * 10) / 10,
-      hosts, gpus: hosts * gpus, engines: engines.length, sample_message_bytes: Math.round(sizes.bytes / Math.max(1, sizes.count)), lag_max_msgs: Math.max(0, ...lags),
-    }));
+    if (hostKeys)
+      console.log(
+        `${'engine state per host, stored JSON'.padEnd(58)} ${format(median(footprint.hostStateChars)).padStart(12)} chars median, ${format(Math.max(...footprint.hostStateChars))} max (${format(hostKeys.bytes / hostKeys.keys)} bytes a key in Redis)`,
+      );
+    console.log(
+      JSON.stringify({
+        pipeline_gpu_samples_per_s: Math.round(pipelineRate * gpus),
+        raw_consume_msgs_per_s: Math.round(rawRate),
+        pipeline_vs_raw: Math.round((pipelineRate / rawRate) * 1000) / 1000,
+        xid_to_page_p50_ms: Math.round(median(latencies)),
+        xid_to_page_p99_ms: Math.round(percentile(latencies, 99)),
+        engine_rss_mb_per_1000_gpus: Math.round(perThousand(engineRss) * 10) / 10,
+        hosts,
+        gpus: hosts * gpus,
+        engines: engines.length,
+        sample_message_bytes: Math.round(sizes.bytes / Math.max(1, sizes.count)),
+        lag_max_msgs: Math.max(0, ...lags),
+      }),
+    );
   } finally {
     for (const child of children) child.kill('SIGTERM');
     pager.close();

@@ -31,11 +31,16 @@ export async function benchEngine(): Promise<void> {
     if (i > 0) rates.push(rate); // the first minute warms the JIT and the baselines
   }
   const bytes = Buffer.byteLength(JSON.stringify(state.hosts)) / (hosts * gpus);
-  console.log(`${'GPU samples judged, one core'.padEnd(58)} ${format(median(rates)).padStart(12)} GPU samples/s  (median of ${rates.length} one-minute rounds; min ${format(Math.min(...rates))}, max ${format(Math.max(...rates))})`);
+  console.log(
+    `${'GPU samples judged, one core'.padEnd(58)} ${format(median(rates)).padStart(12)} GPU samples/s  (median of ${rates.length} one-minute rounds; min ${format(Math.min(...rates))}, max ${format(Math.max(...rates))})`,
+  );
   console.log(`${'state per GPU (JSON as stored)'.padEnd(58)} ${format(bytes).padStart(12)} bytes  (${alerts} alerts on a healthy fleet)`);
 
   // The bounds at the door run in parseEnvelope, ahead of the core: their cost on the samples' hot path.
-  const lines = all.filter((e) => e.type === 'gpu.sample').slice(0, 20_000).map((e) => JSON.stringify(e));
+  const lines = all
+    .filter((e) => e.type === 'gpu.sample')
+    .slice(0, 20_000)
+    .map((e) => JSON.stringify(e));
   await measure('gpu.sample envelopes parsed, bounds checked, one core', 'messages/s', 5, () => {
     for (const line of lines) if (!parseEnvelope(line).ok) throw new Error('a synthetic sample refused');
     return lines.length;
@@ -57,7 +62,10 @@ export async function benchEngine(): Promise<void> {
     fuzzEngine.advance(fuzzState, parsed.value);
     judging.push(performance.now() - read);
   }
-  const spread = (times: number[]) => `max ${Math.max(...times).toFixed(2)} ms, p99 ${percentile(times, 99).toFixed(2)} ms, median ${percentile(times, 50).toFixed(3)} ms`;
-  console.log(`${'hostile envelopes parsed (bounds checked): per message'.padEnd(58)} ${spread(parsing)}  (${corpus.length} generated, up to ${format(Math.max(...corpus.map((l) => l.length)))} bytes)`);
+  const spread = (times: number[]) =>
+    `max ${Math.max(...times).toFixed(2)} ms, p99 ${percentile(times, 99).toFixed(2)} ms, median ${percentile(times, 50).toFixed(3)} ms`;
+  console.log(
+    `${'hostile envelopes parsed (bounds checked): per message'.padEnd(58)} ${spread(parsing)}  (${corpus.length} generated, up to ${format(Math.max(...corpus.map((l) => l.length)))} bytes)`,
+  );
   console.log(`${'hostile envelopes judged: per valid message'.padEnd(58)} ${spread(judging)}  (${judging.length} valid)`);
 }

@@ -26,7 +26,11 @@ export async function benchFleetMetrics(): Promise<void> {
   const samples = new Map<string, GpuSampleData>();
   const built = performance.now();
   const fleet = syntheticFleet({
-    hosts, gpusPerHost: 8, start: T0, minutes: 20, seed: 5,
+    hosts,
+    gpusPerHost: 8,
+    start: T0,
+    minutes: 20,
+    seed: 5,
     fault: (h, gpu, at) => (h % 6 === 0 && gpu.index === 3 && at > T0 + 10 * 60_000 ? { ...gpu, temp_c: (gpu.temp_c ?? 60) + 15 } : gpu),
   });
   for (const envelope of fleet) {
@@ -46,7 +50,9 @@ export async function benchFleetMetrics(): Promise<void> {
     renderFleetMetrics(input);
     times.push(performance.now() - started);
   }
-  console.log(`${'renderFleetMetrics (the fleet part)'.padEnd(58)} ${format(median(times)).padStart(12)} ms median of 30 (p95 ${format(percentile(times, 95))} ms; target < 200 ms)`);
+  console.log(
+    `${'renderFleetMetrics (the fleet part)'.padEnd(58)} ${format(median(times)).padStart(12)} ms median of 30 (p95 ${format(percentile(times, 95))} ms; target < 200 ms)`,
+  );
 
   // What a scrape costs: the fleet and the pipeline's own registries, as /metrics serves them.
   // Each scrape renders afresh (reuseMs 0): the bench times a render, not the 1 s reuse of one.
@@ -59,5 +65,7 @@ export async function benchFleetMetrics(): Promise<void> {
     await metrics.render();
     scrapes.push(performance.now() - started);
   }
-  console.log(`${'EngineMetrics.render (all of GET /metrics)'.padEnd(58)} ${format(median(scrapes)).padStart(12)} ms median of 30 (p95 ${format(percentile(scrapes, 95))} ms)`);
+  console.log(
+    `${'EngineMetrics.render (all of GET /metrics)'.padEnd(58)} ${format(median(scrapes)).padStart(12)} ms median of 30 (p95 ${format(percentile(scrapes, 95))} ms)`,
+  );
 }

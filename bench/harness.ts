@@ -7,7 +7,9 @@ export async function measure(name: string, unit: string, runs: number, fn: () =
     rates.push(count / ((performance.now() - started) / 1000));
   }
   const value = median(rates);
-  console.log(`${name.padEnd(58)} ${format(value).padStart(12)} ${unit}  (median of ${runs}; min ${format(Math.min(...rates))}, max ${format(Math.max(...rates))})`);
+  console.log(
+    `${name.padEnd(58)} ${format(value).padStart(12)} ${unit}  (median of ${runs}; min ${format(Math.min(...rates))}, max ${format(Math.max(...rates))})`,
+  );
   return value;
 }
 

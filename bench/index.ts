@@ -18,7 +18,21 @@ import { benchTimeline } from './timeline.bench.ts';
 import { benchUsage } from './usage.bench.ts';
 
 /** `npm run bench`: every hot path's figures, printed. Compare ratios within one run. */
-const benches: Record<string, () => Promise<void>> = { kernel: benchKernel, engine: benchEngine, 'gpu-metrics': benchGpuMetrics, bus: benchBus, intake: benchIntake, notifier: benchNotifier, timeline: benchTimeline, agent: benchAgent, e2e: benchE2e, bmc: benchBmc, 'job-log': benchJobLog, usage: benchUsage, 'alertmanager-api': benchAlertmanagerApi };
+const benches: Record<string, () => Promise<void>> = {
+  kernel: benchKernel,
+  engine: benchEngine,
+  'gpu-metrics': benchGpuMetrics,
+  bus: benchBus,
+  intake: benchIntake,
+  notifier: benchNotifier,
+  timeline: benchTimeline,
+  agent: benchAgent,
+  e2e: benchE2e,
+  bmc: benchBmc,
+  'job-log': benchJobLog,
+  usage: benchUsage,
+  'alertmanager-api': benchAlertmanagerApi,
+};
 benches.console = benchConsole;
 benches['fleet-metrics'] = benchFleetMetrics;
 benches['fleet-shares'] = benchFleetShares;

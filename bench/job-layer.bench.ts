@@ -22,12 +22,36 @@ export async function benchJobLayer(): Promise<void> {
     const events: Envelope[] = [];
     for (let i = 0; i < N; i += 1) {
       const { job, rank } = make(i);
-      events.push(newEnvelope({ type: 'job.event', id: `j${i}`, host: 'gpu-node-000', source: 'bench', ts: new Date(T0 + 60_000 + Math.floor(i / 100)).toISOString(), data: { job, kind: 'step', rank, step: 1 + Math.floor(i / 64), step_time_ms: 1_000, message: 'step' } }));
+      events.push(
+        newEnvelope({
+          type: 'job.event',
+          id: `j${i}`,
+          host: 'gpu-node-000',
+          source: 'bench',
+          ts: new Date(T0 + 60_000 + Math.floor(i / 100)).toISOString(),
+          data: { job, kind: 'step', rank, step: 1 + Math.floor(i / 64), step_time_ms: 1_000, message: 'step' },
+        }),
+      );
     }
     for (const e of events) clock.judge(state, e);
     return N;
   };
-  await measure('job.event: one job, 64 ranks stepping', 'events/s', 3, feed((i) => ({ job: 'j', rank: i % 64 })));
-  await measure('job.event: one job, 100,000 distinct ranks (bound 4,096)', 'events/s', 3, feed((i) => ({ job: 'j', rank: i })));
-  await measure('job.event: 100,000 distinct jobs (bound 1,024)', 'events/s', 3, feed((i) => ({ job: `job-${i}`, rank: 0 })));
+  await measure(
+    'job.event: one job, 64 ranks stepping',
+    'events/s',
+    3,
+    feed((i) => ({ job: 'j', rank: i % 64 })),
+  );
+  await measure(
+    'job.event: one job, 100,000 distinct ranks (bound 4,096)',
+    'events/s',
+    3,
+    feed((i) => ({ job: 'j', rank: i })),
+  );
+  await measure(
+    'job.event: 100,000 distinct jobs (bound 1,024)',
+    'events/s',
+    3,
+    feed((i) => ({ job: `job-${i}`, rank: 0 })),
+  );
 }

@@ -21,23 +21,37 @@ function fixtureLines(folder: string): string[] {
   const dir = new URL(`../test/fixtures/kernel/${folder}`, import.meta.url);
   return readdirSync(dir)
     .filter((f) => /\.(log|txt)$/.test(f) && statSync(new URL(f, dir)).isFile())
-    .flatMap((f) => readFileSync(new URL(f, dir), 'utf8').split('\n').filter((l) => l.trim() !== ''));
+    .flatMap((f) =>
+      readFileSync(new URL(f, dir), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== ''),
+    );
 }
 
 /** The prefixes operators paste (issue 23), each around a noise message: dmesg, journal, syslog, containers. */
 function newFormatLine(i: number, uptime: number, message: string): string {
   const second = String(i % 60).padStart(2, '0');
   switch (i % 10) {
-    case 0: return `[  +0.${String(i % 1000).padStart(6, '0')}] ${message}`;
-    case 1: return `Nov 30 03:00:${second} kernel: ${message}`;
-    case 2: return `2026-11-30T03:00:${second}.123456+00:00 gpu-node-07 kernel: ${message}`;
-    case 3: return `kernel: ${message}`;
-    case 4: return `2026-11-30T03:00:${second}.123456789Z stdout F [${uptime.toFixed(6).padStart(13)}] ${message}`;
-    case 5: return JSON.stringify({ log: `${message}\n`, stream: 'stdout', time: `2026-11-30T03:00:${second}.123Z` });
-    case 6: return JSON.stringify({ __REALTIME_TIMESTAMP: String(1796000000000000 + i), _TRANSPORT: 'kernel', MESSAGE: message });
-    case 7: return `<4>1 2026-11-30T03:00:${second}.123Z gpu-node-07 kernel - - - ${message}`;
-    case 8: return `kern  :warn  : [Mon Nov 30 03:00:${second} 2026] ${message}`;
-    default: return `[${uptime.toFixed(6).padStart(13)}] gpu-node-07 kernel: ${message}`;
+    case 0:
+      return `[  +0.${String(i % 1000).padStart(6, '0')}] ${message}`;
+    case 1:
+      return `Nov 30 03:00:${second} kernel: ${message}`;
+    case 2:
+      return `2026-11-30T03:00:${second}.123456+00:00 gpu-node-07 kernel: ${message}`;
+    case 3:
+      return `kernel: ${message}`;
+    case 4:
+      return `2026-11-30T03:00:${second}.123456789Z stdout F [${uptime.toFixed(6).padStart(13)}] ${message}`;
+    case 5:
+      return JSON.stringify({ log: `${message}\n`, stream: 'stdout', time: `2026-11-30T03:00:${second}.123Z` });
+    case 6:
+      return JSON.stringify({ __REALTIME_TIMESTAMP: String(1796000000000000 + i), _TRANSPORT: 'kernel', MESSAGE: message });
+    case 7:
+      return `<4>1 2026-11-30T03:00:${second}.123Z gpu-node-07 kernel - - - ${message}`;
+    case 8:
+      return `kern  :warn  : [Mon Nov 30 03:00:${second} 2026] ${message}`;
+    default:
+      return `[${uptime.toFixed(6).padStart(13)}] gpu-node-07 kernel: ${message}`;
   }
 }
 
@@ -71,7 +85,12 @@ function realisticLog(lines: number): string[] {
       out.push(...faults.slice(start, start + 20));
     } else {
       const message = NOISE[i % NOISE.length]!;
-      const prefix = i % 3 === 0 ? `[${uptime.toFixed(6).padStart(13)}] ` : i % 3 === 1 ? `Nov 30 03:00:${String(i % 60).padStart(2, '0')} gpu-node-07 kernel: ` : `6,${i},${Math.round(uptime * 1e6)},-;`;
+      const prefix =
+        i % 3 === 0
+          ? `[${uptime.toFixed(6).padStart(13)}] `
+          : i % 3 === 1
+            ? `Nov 30 03:00:${String(i % 60).padStart(2, '0')} gpu-node-07 kernel: `
+            : `6,${i},${Math.round(uptime * 1e6)},-;`;
       out.push(prefix + message);
     }
   }
@@ -123,10 +142,22 @@ async function benchAdversarial(catalog: XidCatalog): Promise<void> {
     return 20_000;
   });
   const tokens: [prefix: string, token: string][] = [
-    ['kernel: ', 'Oops '], ['kernel: ', 'Oops [#'], ['kernel: ', 'Killed process 1 ('], ['rcu: ', 'rcu_'], ['kernel: ', 'rcu: INFO: '],
-    ['NVRM: The NVIDIA GPU ', '0:'], ['[ 1.0] ', ' '], ['pcieport 0000:00:1c.5: AER: ', 'Fatal '], ['kernel: ', 'AER: Corrected '],
-    ['NVRM: Xid (PCI:0000:18:00): 154, pid=1, ', 'to 0x1 ('], ['kernel: ', 'NVRM: Xid (PCI:0000:18:00): 79, '], ['kernel: ', 'BUG: '],
-    ['kernel: ', 'mce: '], ['kernel: ', 'oom-kill:'], ['kernel: ', 'insufficient power '], ['kernel: ', 'pcieport 0000:00:01.0: '],
+    ['kernel: ', 'Oops '],
+    ['kernel: ', 'Oops [#'],
+    ['kernel: ', 'Killed process 1 ('],
+    ['rcu: ', 'rcu_'],
+    ['kernel: ', 'rcu: INFO: '],
+    ['NVRM: The NVIDIA GPU ', '0:'],
+    ['[ 1.0] ', ' '],
+    ['pcieport 0000:00:1c.5: AER: ', 'Fatal '],
+    ['kernel: ', 'AER: Corrected '],
+    ['NVRM: Xid (PCI:0000:18:00): 154, pid=1, ', 'to 0x1 ('],
+    ['kernel: ', 'NVRM: Xid (PCI:0000:18:00): 79, '],
+    ['kernel: ', 'BUG: '],
+    ['kernel: ', 'mce: '],
+    ['kernel: ', 'oom-kill:'],
+    ['kernel: ', 'insufficient power '],
+    ['kernel: ', 'pcieport 0000:00:01.0: '],
   ];
   let worst: [string, number] = ['', Infinity];
   for (const [prefix, token] of tokens) {

@@ -70,7 +70,11 @@ async function storm(alerts: number, path: Path, brokers?: string): Promise<Stor
       { name: 'pager', channel: 'pagerduty', settings: { url: `${vendor.url}/v2/enqueue`, routing_key: 'x'.repeat(32) } },
     ],
     route: {
-      receiver: 'chat', group_by: ['alertname'], group_wait: '1s', group_interval: '5m', repeat_interval: '4h',
+      receiver: 'chat',
+      group_by: ['alertname'],
+      group_wait: '1s',
+      group_interval: '5m',
+      repeat_interval: '4h',
       routes: [
         { receiver: 'hook', continue: true },
         { receiver: 'pager', matchers: ['severity="critical"'], page: true, continue: true },
@@ -90,10 +94,29 @@ async function storm(alerts: number, path: Path, brokers?: string): Promise<Stor
   const severity = (i: number) => (i % PAGE_EVERY === 0 ? 'critical' : 'warning');
   const pages = Math.ceil(alerts / PAGE_EVERY);
   // The alerts are made before the clock starts (the bench's work, not the notifier's), and the probe's client warmed.
-  const messages = path === 'api' ? [] : Array.from({ length: alerts }, (_, i) => envelopeMessage(newEnvelope({
-    type: 'alert', host: `gpu-node-${i}`, source: 'bench', labels: { alertname: 'GpuTemp', cluster: 'lab' },
-    data: { fingerprint: `fp${i}`, status: 'firing', severity: severity(i), category: 'thermal', rule: 'gpu-temp', summary: `GPU 3 on gpu-node-${i} is 12 °C over its own normal`, starts_at: new Date().toISOString(), evidence: [] },
-  })));
+  const messages =
+    path === 'api'
+      ? []
+      : Array.from({ length: alerts }, (_, i) =>
+          envelopeMessage(
+            newEnvelope({
+              type: 'alert',
+              host: `gpu-node-${i}`,
+              source: 'bench',
+              labels: { alertname: 'GpuTemp', cluster: 'lab' },
+              data: {
+                fingerprint: `fp${i}`,
+                status: 'firing',
+                severity: severity(i),
+                category: 'thermal',
+                rule: 'gpu-temp',
+                summary: `GPU 3 on gpu-node-${i} is 12 °C over its own normal`,
+                starts_at: new Date().toISOString(),
+                evidence: [],
+              },
+            }),
+          ),
+        );
   await (await fetch(`${api}/-/healthy`)).text();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -115,23 +138,35 @@ async function storm(alerts: number, path: Path, brokers?: string): Promise<Stor
     for (let i = 0; i < alerts; i += POST_BATCH) {
       const batch = Array.from({ length: Math.min(POST_BATCH, alerts - i) }, (_, j) => ({
         labels: { alertname: 'GpuTemp', instance: `gpu-node-${i + j}:9400`, severity: severity(i + j) },
-        annotations: { summary: `GPU 3 on gpu-node-${i + j} is 12 °C over its own normal` }, startsAt: now,
+        annotations: { summary: `GPU 3 on gpu-node-${i + j} is 12 °C over its own normal` },
+        startsAt: now,
       }));
-      const res = await fetch(`${api}/api/v2/alerts`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(batch) });
+      const res = await fetch(`${api}/api/v2/alerts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(batch),
+      });
       if (res.status !== 200) throw new Error(`POST /api/v2/alerts: ${res.status} ${await res.text()}`);
     }
   } else {
     for (let i = 0; i < messages.length; i += 500) await bus.publish(TOPICS.alerts, messages.slice(i, i + 500));
   }
-  const done = () => vendor.arrivals.filter((a) => a.path === '/v2/enqueue').length >= pages && vendor.arrivals.some((a) => a.path === '/hook') && vendor.arrivals.some((a) => a.path === '/robot/send');
+  const done = () =>
+    vendor.arrivals.filter((a) => a.path === '/v2/enqueue').length >= pages &&
+    vendor.arrivals.some((a) => a.path === '/hook') &&
+    vendor.arrivals.some((a) => a.path === '/robot/send');
   while (!done() && performance.now() - started < 300_000) await new Promise((resolve) => setTimeout(resolve, 50));
   probing = false;
   await probe;
   loop.disable();
   const at = (paths: readonly string[]) => Math.max(...vendor.arrivals.filter((a) => paths.includes(a.path)).map((a) => a.at)) - started;
   const figures: StormFigures = {
-    loopP99Ms: loop.percentile(99) / 1e6, loopMaxMs: loop.max / 1e6, healthyMaxMs,
-    groupsMs: at(['/hook', '/robot/send']), lastPageMs: at(['/v2/enqueue']), pages: vendor.arrivals.filter((a) => a.path === '/v2/enqueue').length,
+    loopP99Ms: loop.percentile(99) / 1e6,
+    loopMaxMs: loop.max / 1e6,
+    healthyMaxMs,
+    groupsMs: at(['/hook', '/robot/send']),
+    lastPageMs: at(['/v2/enqueue']),
+    pages: vendor.arrivals.filter((a) => a.path === '/v2/enqueue').length,
     bytes: vendor.arrivals.reduce((n, a) => n + a.bytes, 0),
   };
   await new Promise((resolve) => server.close(resolve));
@@ -159,7 +194,9 @@ export async function benchNotifierStorm(): Promise<void> {
         const runs: StormFigures[] = [];
         for (let i = 0; i < (one > 0 ? 1 : 3); i += 1) runs.push(await storm(alerts, path, process.env.KAFKA_BROKERS ?? broker?.brokers));
         const m = (pick: (f: StormFigures) => number) => format(median(runs.map(pick))).padStart(7);
-        console.log(`${`${format(alerts)} alerts, ${path}`.padEnd(22)} event-loop delay p99 ${m((f) => f.loopP99Ms)} ms, max ${m((f) => f.loopMaxMs)} ms; /-/healthy max ${m((f) => f.healthyMaxMs)} ms; groups out at ${m((f) => f.groupsMs)} ms, last of ${runs[0]!.pages} pages at ${m((f) => f.lastPageMs)} ms; ${format(runs[0]!.bytes / 1e6)} MB sent  (medians of ${runs.length})`);
+        console.log(
+          `${`${format(alerts)} alerts, ${path}`.padEnd(22)} event-loop delay p99 ${m((f) => f.loopP99Ms)} ms, max ${m((f) => f.loopMaxMs)} ms; /-/healthy max ${m((f) => f.healthyMaxMs)} ms; groups out at ${m((f) => f.groupsMs)} ms, last of ${runs[0]!.pages} pages at ${m((f) => f.lastPageMs)} ms; ${format(runs[0]!.bytes / 1e6)} MB sent  (medians of ${runs.length})`,
+        );
       }
     }
   } finally {

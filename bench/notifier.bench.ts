@@ -1,7 +1,18 @@
 import { createServer } from 'node:http';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { createLogger } from '@gpualert/log';
-import { emptyNotifierState, loadNotifierState, loadRoutes, matches, NotifierCore, parseMatcher, RoutesFile, saveNotifierState, type Matcher, type NotifierState } from '@gpualert/notify';
+import {
+  emptyNotifierState,
+  loadNotifierState,
+  loadRoutes,
+  matches,
+  NotifierCore,
+  parseMatcher,
+  RoutesFile,
+  saveNotifierState,
+  type Matcher,
+  type NotifierState,
+} from '@gpualert/notify';
 import { FIRING_KEY, GROUPS_KEY, NotifierStateStore, SILENCES_KEY, startNotifier, STATE_KEY } from '@gpualert/notifier';
 import { newEnvelope, TOPICS, type AlertData, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore, RedisStore } from '@gpualert/state';
@@ -12,8 +23,21 @@ import { format, measure, median, percentile } from './harness.ts';
 
 function alert(i: number, status: 'firing' | 'resolved', severity: AlertData['severity']): EnvelopeOf<'alert'> {
   return newEnvelope({
-    type: 'alert', id: `a${i}-${status}`, host: `gpu-node-${i % 1000}`, source: 'bench', labels: { cluster: 'lab' },
-    data: { fingerprint: `fp${i}`, status, severity, category: i % 2 ? 'thermal' : 'xid', rule: 'r', summary: `alert ${i}`, starts_at: new Date().toISOString(), evidence: [] },
+    type: 'alert',
+    id: `a${i}-${status}`,
+    host: `gpu-node-${i % 1000}`,
+    source: 'bench',
+    labels: { cluster: 'lab' },
+    data: {
+      fingerprint: `fp${i}`,
+      status,
+      severity,
+      category: i % 2 ? 'thermal' : 'xid',
+      rule: 'r',
+      summary: `alert ${i}`,
+      starts_at: new Date().toISOString(),
+      evidence: [],
+    },
   });
 }
 
@@ -62,20 +86,44 @@ class TimedStore extends MemoryStore {
 export async function benchNotifierAtScale(): Promise<void> {
   console.log('\n## Notifier at scale: 4,000 open groups, then six 1,000-host maintenance notices (in-process bus and store)');
   const routes = RoutesFile.parse({
-    receivers: [{ name: 'pager', channel: 'record' }, { name: 'chat', channel: 'record' }, { name: 'record', channel: 'record' }],
+    receivers: [
+      { name: 'pager', channel: 'record' },
+      { name: 'chat', channel: 'record' },
+      { name: 'record', channel: 'record' },
+    ],
     route: {
-      receiver: 'record', group_by: ['host', 'category'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h',
-      routes: [{ receiver: 'pager', matchers: ['severity="critical"', 'expected="false"'], page: true, continue: true }, { receiver: 'chat', matchers: ['severity=~"warning|error|critical"'] }],
+      receiver: 'record',
+      group_by: ['host', 'category'],
+      group_wait: '30s',
+      group_interval: '5m',
+      repeat_interval: '4h',
+      routes: [
+        { receiver: 'pager', matchers: ['severity="critical"', 'expected="false"'], page: true, continue: true },
+        { receiver: 'chat', matchers: ['severity=~"warning|error|critical"'] },
+      ],
     },
     inhibit_rules: [{ source: ['category="host_down"'], target: ['category!="host_down"', 'category!="maintenance"'], equal: ['host'] }],
   });
   const bus = new MemoryBus();
   const store = new TimedStore();
   const notifier = await startNotifier({ bus, store, log: createLogger({ name: 'bench', level: 'silent' }), routes, env: {}, flushEveryMs: 1_000 });
-  const at = (i: number, category: string, severity: AlertData['severity']) => newEnvelope({
-    type: 'alert', host: `gpu-node-${i}`, source: 'bench', labels: { cluster: 'lab' },
-    data: { fingerprint: `fp-${category}-${i}`, status: 'firing', severity, category: category as AlertData['category'], rule: 'r', summary: `${category} on gpu-node-${i}`, starts_at: new Date().toISOString(), evidence: [] },
-  });
+  const at = (i: number, category: string, severity: AlertData['severity']) =>
+    newEnvelope({
+      type: 'alert',
+      host: `gpu-node-${i}`,
+      source: 'bench',
+      labels: { cluster: 'lab' },
+      data: {
+        fingerprint: `fp-${category}-${i}`,
+        status: 'firing',
+        severity,
+        category: category as AlertData['category'],
+        rule: 'r',
+        summary: `${category} on gpu-node-${i}`,
+        starts_at: new Date().toISOString(),
+        evidence: [],
+      },
+    });
   // A batch's step has saved once its groups are written (every alert here opens a group).
   const settle = async (groupFields: number) => {
     while (store.groupFields < groupFields) await new Promise((r) => setTimeout(r, 5));
@@ -88,7 +136,14 @@ export async function benchNotifierAtScale(): Promise<void> {
     lagMs = Math.max(lagMs, now - expected);
     expected = now + 10;
   }, 10);
-  const delay = { reset: () => { lagMs = 0; }, get maxMs() { return lagMs; } };
+  const delay = {
+    reset: () => {
+      lagMs = 0;
+    },
+    get maxMs() {
+      return lagMs;
+    },
+  };
   try {
     const warm = Array.from({ length: 4_000 }, (_, i) => envelopeMessage(at(i, 'thermal', 'warning')));
     for (let i = 0; i < warm.length; i += 500) {
@@ -108,7 +163,9 @@ export async function benchNotifierAtScale(): Promise<void> {
       await settle(before + 1_000);
       const ms = performance.now() - started;
       const written = store.perStep.slice(steps - 1);
-      rows.push(`notice ${notice + 1}: ${format(ms)} ms to decide and save, event loop blocked up to ${format(delay.maxMs)} ms, state ${format((await store.stateChars()) / 1e6)} MB, ${store.steps - steps} steps wrote ${format(written.reduce((a, b) => a + b, 0) / 1e6)} MB`);
+      rows.push(
+        `notice ${notice + 1}: ${format(ms)} ms to decide and save, event loop blocked up to ${format(delay.maxMs)} ms, state ${format((await store.stateChars()) / 1e6)} MB, ${store.steps - steps} steps wrote ${format(written.reduce((a, b) => a + b, 0) / 1e6)} MB`,
+      );
     }
     // A second of timer flushes with ~10,000 groups and 6,000 silences: what /healthz waits behind.
     delay.reset();
@@ -116,8 +173,10 @@ export async function benchNotifierAtScale(): Promise<void> {
     const started = performance.now();
     await new Promise((r) => setTimeout(r, 3_000));
     const timerSteps = store.perStep.slice(stepsBefore);
-    rows.push(`then 3 s of timer flushes: ${store.steps - stepsBefore} steps writing a median of ${format(median(timerSteps))} characters, event loop blocked up to ${format(delay.maxMs)} ms (${format(performance.now() - started)} ms wall)`);
-    rows.push(...await saveAtScale(routes, notifier.state(), at));
+    rows.push(
+      `then 3 s of timer flushes: ${store.steps - stepsBefore} steps writing a median of ${format(median(timerSteps))} characters, event loop blocked up to ${format(delay.maxMs)} ms (${format(performance.now() - started)} ms wall)`,
+    );
+    rows.push(...(await saveAtScale(routes, notifier.state(), at)));
     for (const row of rows) console.log(row);
     console.log(`groups open: ${Object.keys(notifier.state().groups).length}, silences: ${Object.keys(notifier.state().silences).length}`);
   } finally {
@@ -133,7 +192,11 @@ export async function benchNotifierAtScale(): Promise<void> {
  * it did before (the whole state, one document). Median of 9 steps, each a new alert; CPU time as
  * well as wall time, as these machines are shared.
  */
-async function saveAtScale(routes: RoutesFile, committed: Readonly<NotifierState>, at: (i: number, category: string, severity: AlertData['severity']) => EnvelopeOf<'alert'>): Promise<string[]> {
+async function saveAtScale(
+  routes: RoutesFile,
+  committed: Readonly<NotifierState>,
+  at: (i: number, category: string, severity: AlertData['severity']) => EnvelopeOf<'alert'>,
+): Promise<string[]> {
   const core = new NotifierCore(routes);
   const saver = new NotifierStateStore(new MemoryStore(), createLogger({ name: 'bench', level: 'silent' }));
   const state = Object.assign(await saver.load(), loadNotifierState(saveNotifierState(committed)).state);
@@ -237,7 +300,9 @@ export async function benchNotifier(): Promise<void> {
       if (received.has(a.data.fingerprint)) latencies.push(received.get(a.data.fingerprint)! - started);
     }
     await notifier.stop();
-    console.log(`${'critical alert published → page at the receiver (Kafka acks, consume, decide, outbox, POST)'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/300)`);
+    console.log(
+      `${'critical alert published → page at the receiver (Kafka acks, consume, decide, outbox, POST)'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/300)`,
+    );
   } finally {
     await bus.close();
     await store.close();

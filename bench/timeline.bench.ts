@@ -50,7 +50,9 @@ export async function benchTimeline(): Promise<void> {
       minutes = timeline.metrics.length;
     }
     runs.sort((a, b) => a - b);
-    console.log(`${'one-hour timeline, every host (json)'.padEnd(58)} ${format(runs[1]!).padStart(12)} s  (median of 3; ${minutes} per-minute summaries, ${entries} events)`);
+    console.log(
+      `${'one-hour timeline, every host (json)'.padEnd(58)} ${format(runs[1]!).padStart(12)} s  (median of 3; ${minutes} per-minute summaries, ${entries} events)`,
+    );
   } finally {
     await bus.close();
     await broker?.destroy();

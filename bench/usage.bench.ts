@@ -49,9 +49,15 @@ export async function benchUsage(): Promise<void> {
     const text = renderUsage(report, rec, 'html');
     const seconds = (performance.now() - started) / 1000;
     heapPeak = Math.max(heapPeak, process.memoryUsage().heapUsed);
-    console.log(`${'report: read, parse and group every rollup'.padEnd(58)} ${format(readSeconds).padStart(12)} s  (${format(report.rollups / readSeconds)} rollups/s)`);
-    console.log(`${'report + reconcile the CUR bill + render HTML (limit 30 s)'.padEnd(58)} ${format(seconds).padStart(12)} s  (${format(rec.bill_lines)} bill rows, ${format(text.length)} characters of HTML)`);
-    console.log(`${'heap during the report, above what it started with'.padEnd(58)} ${mib(heapPeak - heapBefore).padStart(12)}  (peak sampled every 100,000 lines; the file is ${mib(statSync(file).size)})`);
+    console.log(
+      `${'report: read, parse and group every rollup'.padEnd(58)} ${format(readSeconds).padStart(12)} s  (${format(report.rollups / readSeconds)} rollups/s)`,
+    );
+    console.log(
+      `${'report + reconcile the CUR bill + render HTML (limit 30 s)'.padEnd(58)} ${format(seconds).padStart(12)} s  (${format(rec.bill_lines)} bill rows, ${format(text.length)} characters of HTML)`,
+    );
+    console.log(
+      `${'heap during the report, above what it started with'.padEnd(58)} ${mib(heapPeak - heapBefore).padStart(12)}  (peak sampled every 100,000 lines; the file is ${mib(statSync(file).size)})`,
+    );
     if (report.rollups !== hosts * 8 * hours) throw new Error(`expected ${hosts * 8 * hours} rollups in the report, got ${report.rollups}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -76,8 +82,20 @@ export async function writeRollups(file: string, hosts: number, hours: number): 
         const broken = (i + h) % 97 === 0 && gpu === 3 && idle === 0 ? 20 : 0;
         const minutes = { up: 60, busy: 60 - idle - broken, idle, broken, maintenance: 0 };
         chunk += `${JSON.stringify({
-          id: stableId('usage.rollup', host, gpu, hour), type: 'usage.rollup', ts: hour, host, source: 'bench',
-          labels: { provider: 'aws', cluster: `c${i % 4}`, gpu_model: 'NVIDIA H100 80GB HBM3', instance_type: 'p5.48xlarge', instance_id: `i-${(0x1000000 + i).toString(16)}`, job: `job-${(i + h) % 40}`, user: `user-${i % 9}` },
+          id: stableId('usage.rollup', host, gpu, hour),
+          type: 'usage.rollup',
+          ts: hour,
+          host,
+          source: 'bench',
+          labels: {
+            provider: 'aws',
+            cluster: `c${i % 4}`,
+            gpu_model: 'NVIDIA H100 80GB HBM3',
+            instance_type: 'p5.48xlarge',
+            instance_id: `i-${(0x1000000 + i).toString(16)}`,
+            job: `job-${(i + h) % 40}`,
+            user: `user-${i % 9}`,
+          },
           data: { gpu, hour, minutes, busy_threshold_pct: 2, evidence: { alerts: broken ? ['f00dfeed'] : [], provider_events: [] } },
         })}\n`;
       }
@@ -88,7 +106,9 @@ export async function writeRollups(file: string, hosts: number, hours: number): 
 }
 
 export function curBill(hosts: number, hours: number): string {
-  const rows = ['line_item_line_item_type,line_item_usage_start_date,line_item_usage_end_date,line_item_product_code,line_item_usage_type,line_item_resource_id,line_item_usage_amount,line_item_unblended_cost'];
+  const rows = [
+    'line_item_line_item_type,line_item_usage_start_date,line_item_usage_end_date,line_item_product_code,line_item_usage_type,line_item_resource_id,line_item_usage_amount,line_item_unblended_cost',
+  ];
   for (let i = 0; i < hosts; i += 1) {
     for (let h = 0; h < hours; h += 1) {
       const s = new Date(T0 + h * HOUR).toISOString();
@@ -104,12 +124,38 @@ async function accumulatorMemory(): Promise<void> {
   const hosts = 125;
   console.log(`\n## Usage: the rollup accumulator over raw samples (${hosts} hosts × 8 GPUs, one sample per 10 s)`);
   const acc = new UsageAccumulator();
-  const gpus = (util: number): GpuMetrics[] => Array.from({ length: 8 }, (_, index) => ({
-    index, uuid: `GPU-${index}`, pci_bus: null, name: 'NVIDIA H100 80GB HBM3', util_pct: util, mem_util_pct: null, mem_used_mib: null, mem_total_mib: null,
-    temp_c: 60, mem_temp_c: null, power_w: null, power_limit_w: null, sm_clock_mhz: null, mem_clock_mhz: null, fan_pct: null, pcie_gen: null, pcie_gen_max: null,
-    pcie_width: null, pcie_width_max: null, ecc_sbe_volatile: null, ecc_dbe_volatile: null, ecc_sbe_aggregate: null, ecc_dbe_aggregate: null,
-    remap_pending: null, remap_failure: null, throttle: null, xid_last: null, nvlink_errors: null, processes: 1,
-  }));
+  const gpus = (util: number): GpuMetrics[] =>
+    Array.from({ length: 8 }, (_, index) => ({
+      index,
+      uuid: `GPU-${index}`,
+      pci_bus: null,
+      name: 'NVIDIA H100 80GB HBM3',
+      util_pct: util,
+      mem_util_pct: null,
+      mem_used_mib: null,
+      mem_total_mib: null,
+      temp_c: 60,
+      mem_temp_c: null,
+      power_w: null,
+      power_limit_w: null,
+      sm_clock_mhz: null,
+      mem_clock_mhz: null,
+      fan_pct: null,
+      pcie_gen: null,
+      pcie_gen_max: null,
+      pcie_width: null,
+      pcie_width_max: null,
+      ecc_sbe_volatile: null,
+      ecc_dbe_volatile: null,
+      ecc_sbe_aggregate: null,
+      ecc_dbe_aggregate: null,
+      remap_pending: null,
+      remap_failure: null,
+      throttle: null,
+      xid_last: null,
+      nvlink_errors: null,
+      processes: 1,
+    }));
   const busy = gpus(90);
   const idle = gpus(0);
   let samples = 0;
@@ -119,7 +165,17 @@ async function accumulatorMemory(): Promise<void> {
   for (let t = T0; t < T0 + 12 * HOUR; t += 10_000) {
     const ts = new Date(t).toISOString();
     for (let i = 0; i < hosts; i += 1) {
-      rollups += acc.push(newEnvelope({ type: 'gpu.sample', id: `s${i}-${t}`, host: `gpu-node-${i}`, source: 'bench', ts, labels: { provider: 'aws' }, data: { gpus: (i + t / 60_000) % 5 === 0 ? idle : busy } })).length;
+      rollups += acc.push(
+        newEnvelope({
+          type: 'gpu.sample',
+          id: `s${i}-${t}`,
+          host: `gpu-node-${i}`,
+          source: 'bench',
+          ts,
+          labels: { provider: 'aws' },
+          data: { gpus: (i + t / 60_000) % 5 === 0 ? idle : busy },
+        }),
+      ).length;
       samples += 1;
     }
     if ((t - T0) % (2 * HOUR) === 0 && t > T0) {
@@ -128,6 +184,8 @@ async function accumulatorMemory(): Promise<void> {
     }
   }
   const seconds = (performance.now() - started) / 1000;
-  console.log(`${'samples through the accumulator'.padEnd(58)} ${format(samples / seconds).padStart(12)} samples/s  (${format(samples)} samples, ${format(rollups)} rollups)`);
+  console.log(
+    `${'samples through the accumulator'.padEnd(58)} ${format(samples / seconds).padStart(12)} samples/s  (${format(samples)} samples, ${format(rollups)} rollups)`,
+  );
   console.log(`${'heap every 2 h of samples'.padEnd(58)} ${heapAt.map(mib).join(', ')}${global.gc ? '' : ' (NODE_OPTIONS=--expose-gc for steadier figures)'}`);
 }

@@ -18,7 +18,25 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
   it('on a broker without its topics (no auto-creation) it says so at start, and still stops within its limit on SIGTERM', async () => {
     const smi = new FakeNvidiaSmi();
     const agent = startCli(
-      ['agent', '--host', 'gpu-node-7', '--nvidia-smi', smi.path, '--gpu-interval', '200ms', '--kernel-source', 'none', '--metadata', 'none', '--port', '0', '--listen', '127.0.0.1', '--log-format', 'json'],
+      [
+        'agent',
+        '--host',
+        'gpu-node-7',
+        '--nvidia-smi',
+        smi.path,
+        '--gpu-interval',
+        '200ms',
+        '--kernel-source',
+        'none',
+        '--metadata',
+        'none',
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--log-format',
+        'json',
+      ],
       cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), GPUALERT_TOPIC_PREFIX: `${uniqueName('no-topics')}.` }),
     );
     cleanups.push(async () => {
@@ -28,7 +46,12 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
       }
     });
     await waitFor(() => agent.output().includes('"msg":"topics_missing"') || agent.exitCode !== null, 'the missing topics said', 30_000);
-    const said = JSON.parse(agent.output().split('\n').find((l) => l.includes('"msg":"topics_missing"'))!) as { topics: string[]; waiting: boolean };
+    const said = JSON.parse(
+      agent
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"msg":"topics_missing"'))!,
+    ) as { topics: string[]; waiting: boolean };
     expect(said.topics).toEqual(expect.arrayContaining([expect.stringMatching(/gpu\.samples$/), expect.stringMatching(/host\.inventory$/)]));
     expect(said.waiting).toBe(true);
     // Publishes failing for a while, then SIGTERM: out within the stop limit (20 s) and its grace (2 s).
@@ -57,8 +80,29 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
     const log = join(mkdtempSync(join(tmpdir(), 'gpualert-agent-')), 'kern.log');
     writeFileSync(log, '');
     const agent = startCli(
-      ['agent', '--host', 'gpu-node-9', '--label', 'cluster=c1', '--nvidia-smi', smi.path, '--gpu-interval', '200ms',
-        '--kernel-source', 'file', '--kernel-file', log, '--metadata', 'none', '--port', '0', '--listen', '127.0.0.1', '--log-format', 'json'],
+      [
+        'agent',
+        '--host',
+        'gpu-node-9',
+        '--label',
+        'cluster=c1',
+        '--nvidia-smi',
+        smi.path,
+        '--gpu-interval',
+        '200ms',
+        '--kernel-source',
+        'file',
+        '--kernel-file',
+        log,
+        '--metadata',
+        'none',
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--log-format',
+        'json',
+      ],
       cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), GPUALERT_TOPIC_PREFIX: prefix }),
     );
     cleanups.push(async () => {
@@ -68,14 +112,23 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
       }
     });
     await waitFor(() => agent.output().includes('"msg":"agent_started"'), 'agent_started', 30_000);
-    const port = Number(/"port":(\d+)/.exec(agent.output().split('\n').find((l) => l.includes('agent_started'))!)![1]);
+    const port = Number(
+      /"port":(\d+)/.exec(
+        agent
+          .output()
+          .split('\n')
+          .find((l) => l.includes('agent_started'))!,
+      )![1],
+    );
     // journalctl's short-iso form: dated now, whatever this machine's uptime
     const now = new Date().toISOString().replace(/\.\d+Z$/, '+0000');
     appendFileSync(log, `${now} gpu-node-9 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n`);
 
-    await waitFor(() => ['gpu.sample', 'kernel.event', 'host.inventory'].every((t) => seen.some((e) => e.type === t)), 'all three kinds', 30_000).catch((e: unknown) => {
-      throw new Error(`${String(e)}; seen ${[...new Set(seen.map((x) => x.type))].join(',')}; agent said: ${agent.output().slice(-3000)}`);
-    });
+    await waitFor(() => ['gpu.sample', 'kernel.event', 'host.inventory'].every((t) => seen.some((e) => e.type === t)), 'all three kinds', 30_000).catch(
+      (e: unknown) => {
+        throw new Error(`${String(e)}; seen ${[...new Set(seen.map((x) => x.type))].join(',')}; agent said: ${agent.output().slice(-3000)}`);
+      },
+    );
     const xid = seen.find((e) => e.type === 'kernel.event')!;
     expect(xid).toMatchObject({ host: 'gpu-node-9', labels: { cluster: 'c1' }, data: { kind: 'xid', xid: 79, gpu: 0 } });
     expect(seen.find((e) => e.type === 'gpu.sample')).toMatchObject({ host: 'gpu-node-9', data: { gpus: [{ index: 0 }, { index: 1 }] } });
@@ -85,14 +138,22 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
     // slow nvidia-smi run or Kafka round trip can open such a gap for a moment (measured: about one
     // /healthz poll in 200 answered 503 under two busy loops), so one answer is not the agent's state.
     let health = { status: 0, body: undefined as unknown };
-    await waitFor(async () => {
-      const answer = await fetch(`http://127.0.0.1:${port}/healthz`);
-      health = { status: answer.status, body: await answer.json() };
-      return answer.status === 200;
-    }, 'a healthy agent', 30_000);
+    await waitFor(
+      async () => {
+        const answer = await fetch(`http://127.0.0.1:${port}/healthz`);
+        health = { status: answer.status, body: await answer.json() };
+        return answer.status === 200;
+      },
+      'a healthy agent',
+      30_000,
+    );
     expect(health.body).toMatchObject({ healthy: true, host: 'gpu-node-9', collectors: ['inventory', 'gpu', 'kernel'] });
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).toMatch(new RegExp(`gpualert_agent_published_messages_total\\{topic="${prefix.replace(/\./g, '\\.')}gpualert\\.gpu\\.samples"\\} [1-9]|gpualert_agent_published_messages_total\\{topic="gpualert\\.gpu\\.samples"\\} [1-9]`));
+    expect(metrics).toMatch(
+      new RegExp(
+        `gpualert_agent_published_messages_total\\{topic="${prefix.replace(/\./g, '\\.')}gpualert\\.gpu\\.samples"\\} [1-9]|gpualert_agent_published_messages_total\\{topic="gpualert\\.gpu\\.samples"\\} [1-9]`,
+      ),
+    );
     expect(metrics).toContain('gpualert_agent_process_resident_memory_bytes');
 
     // nvidia-smi hangs: samples stop getting through, and /healthz says so instead of lying
@@ -106,7 +167,9 @@ describe('gpualert agent: every collector of a GPU host in one process', () => {
   it('refuses a bad setting with one line naming it', async () => {
     const result = await runCli(['agent', '--gpu-interval', 'soon']);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim()).toBe('error[GA-CONFIG-INVALID]: invalid config: --gpu-interval (flag): expected a duration like 500ms, 10s or 5m, at most 24h (got "soon")');
+    expect(result.stderr.trim()).toBe(
+      'error[GA-CONFIG-INVALID]: invalid config: --gpu-interval (flag): expected a duration like 500ms, 10s or 5m, at most 24h (got "soon")',
+    );
     const label = await runCli(['agent', '--label', 'not a label=x']);
     expect(label.code).toBe(2);
     expect(label.stderr).toMatch(/^error\[GA-CONFIG-INVALID\]: invalid config: --label \(flag\): expected key=value/);

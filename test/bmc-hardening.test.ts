@@ -31,7 +31,10 @@ function selBmc(entries: Doc[], options: { pageSize: number; skip: boolean }) {
   const docs = new Map<string, Doc>([
     ['/redfish/v1', { Systems: { '@odata.id': '/redfish/v1/Systems' } }],
     ['/redfish/v1/Systems', { Members: [{ '@odata.id': '/redfish/v1/Systems/1' }] }],
-    ['/redfish/v1/Systems/1', { '@odata.id': '/redfish/v1/Systems/1', Status: { Health: 'OK' }, LogServices: { '@odata.id': '/redfish/v1/Systems/1/LogServices' } }],
+    [
+      '/redfish/v1/Systems/1',
+      { '@odata.id': '/redfish/v1/Systems/1', Status: { Health: 'OK' }, LogServices: { '@odata.id': '/redfish/v1/Systems/1/LogServices' } },
+    ],
     ['/redfish/v1/Systems/1/LogServices', { Members: [{ '@odata.id': SEL }] }],
     [SEL, { '@odata.id': SEL, Entries: { '@odata.id': `${SEL}/Entries` } }],
   ]);
@@ -101,13 +104,28 @@ describe('a full SEL: the newest entries are the ones read', () => {
   });
   it('the collector warns when a SEL could not be read to its end (at warn, where the default log level shows it)', async () => {
     const now = Date.now();
-    const fake = selBmc(Array.from({ length: 5_000 }, (_, i) => selEntry(i + 1, now - (5_000 - i) * 60_000)), { pageSize: 100, skip: false });
+    const fake = selBmc(
+      Array.from({ length: 5_000 }, (_, i) => selEntry(i + 1, now - (5_000 - i) * 60_000)),
+      { pageSize: 100, skip: false },
+    );
     const lines: string[] = [];
-    const log = createLogger({ name: 'test', level: 'warn', destination: new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString()); cb(); } }) });
+    const log = createLogger({
+      name: 'test',
+      level: 'warn',
+      destination: new Writable({
+        write(chunk: Buffer, _e, cb) {
+          lines.push(chunk.toString());
+          cb();
+        },
+      }),
+    });
     const bus = new MemoryBus();
     await bus.ensureTopics(Object.values(TOPICS));
     const collector = startBmcCollector({
-      bus, store: new MemoryStore(), intervalMs: 60_000, log,
+      bus,
+      store: new MemoryStore(),
+      intervalMs: 60_000,
+      log,
       targets: [{ host: 'gpu-node-3', source: { origin: 'redfish', where: 'fake-bmc', poll: () => pollRedfish(fake), close: async () => {} } }],
     });
     try {
@@ -130,11 +148,23 @@ describe('a full SEL: the newest entries are the ones read', () => {
     const partly = selBmc([], { pageSize: 100, skip: true }); // health read, its Chassis link absent
     const said = async (client: { get(path: string): Promise<Doc> }) => {
       const lines: string[] = [];
-      const log = createLogger({ name: 'test', level: 'info', destination: new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString()); cb(); } }) });
+      const log = createLogger({
+        name: 'test',
+        level: 'info',
+        destination: new Writable({
+          write(chunk: Buffer, _e, cb) {
+            lines.push(chunk.toString());
+            cb();
+          },
+        }),
+      });
       const bus = new MemoryBus();
       await bus.ensureTopics(Object.values(TOPICS));
       const collector = startBmcCollector({
-        bus, store: new MemoryStore(), intervalMs: 60_000, log,
+        bus,
+        store: new MemoryStore(),
+        intervalMs: 60_000,
+        log,
         targets: [{ host: 'gpu-node-4', source: { origin: 'redfish', where: 'fake-bmc', poll: () => pollRedfish(client), close: async () => {} } }],
       });
       try {
@@ -158,7 +188,10 @@ describe('what one poll may cost', () => {
       ['/redfish/v1', { Chassis: { '@odata.id': '/redfish/v1/Chassis' }, Systems: { '@odata.id': '/redfish/v1/Systems' } }],
       ['/redfish/v1/Chassis', { Members: Array.from({ length: 32 }, (_, i) => ({ '@odata.id': `/redfish/v1/Chassis/${i}` })) }],
       ['/redfish/v1/Systems', { Members: [{ '@odata.id': '/redfish/v1/Systems/1' }] }],
-      ['/redfish/v1/Systems/1', { '@odata.id': '/redfish/v1/Systems/1', Status: { Health: 'OK' }, LogServices: { '@odata.id': '/redfish/v1/Systems/1/LogServices' } }],
+      [
+        '/redfish/v1/Systems/1',
+        { '@odata.id': '/redfish/v1/Systems/1', Status: { Health: 'OK' }, LogServices: { '@odata.id': '/redfish/v1/Systems/1/LogServices' } },
+      ],
       ['/redfish/v1/Systems/1/LogServices', { Members: [{ '@odata.id': SEL }] }],
       [SEL, { '@odata.id': SEL, Entries: { '@odata.id': `${SEL}/Entries` } }],
       [`${SEL}/Entries`, { Members: [selEntry(1, now, 'Critical', 'CPU 1 machine check')] }],
@@ -170,7 +203,8 @@ describe('what one poll may cost', () => {
           const base = `/redfish/v1/Chassis/${chassis[1]}`;
           if (chassis[2] === '') return { '@odata.id': base, ThermalSubsystem: { '@odata.id': `${base}/ThermalSubsystem` } };
           if (chassis[2] === '/ThermalSubsystem') return { Fans: { '@odata.id': `${base}/ThermalSubsystem/Fans` } };
-          if (chassis[2] === '/ThermalSubsystem/Fans') return { Members: Array.from({ length: 32 }, (_, i) => ({ '@odata.id': `${base}/ThermalSubsystem/Fans/${i}` })) };
+          if (chassis[2] === '/ThermalSubsystem/Fans')
+            return { Members: Array.from({ length: 32 }, (_, i) => ({ '@odata.id': `${base}/ThermalSubsystem/Fans/${i}` })) };
           return { '@odata.id': path, Name: `Fan ${path.split('/').pop()}`, Status: { State: 'Enabled', Health: 'OK' } };
         }
         const doc = docs.get(path);
@@ -191,17 +225,25 @@ describe('what one poll may cost', () => {
       requests += 1;
       const p = (req.url ?? '').split('?')[0]!;
       const ids = (base: string) => ({ Members: Array.from({ length: 32 }, (_, i) => ({ '@odata.id': `${base}/${i}` })) });
-      const body = p === '/redfish/v1'
-        ? { Chassis: { '@odata.id': '/redfish/v1/Chassis' }, Systems: { '@odata.id': '/redfish/v1/Systems' } }
-        : p === '/redfish/v1/Chassis' || p === '/redfish/v1/Systems' ? ids(p)
-          : { '@odata.id': p, Status: { Health: 'OK' }, Thermal: { '@odata.id': `${p}/Thermal` }, LogServices: { '@odata.id': `${p}/LogServices` } };
+      const body =
+        p === '/redfish/v1'
+          ? { Chassis: { '@odata.id': '/redfish/v1/Chassis' }, Systems: { '@odata.id': '/redfish/v1/Systems' } }
+          : p === '/redfish/v1/Chassis' || p === '/redfish/v1/Systems'
+            ? ids(p)
+            : { '@odata.id': p, Status: { Health: 'OK' }, Thermal: { '@odata.id': `${p}/Thermal` }, LogServices: { '@odata.id': `${p}/LogServices` } };
       setTimeout(() => {
         res.setHeader('content-type', 'application/json');
         res.end(JSON.stringify(body));
       }, delayMs);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const client = new RedfishClient({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, auth: 'none', timeoutMs: 1_000, maxBodyBytes: 1 << 20, maxSockets: 2 });
+    const client = new RedfishClient({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      auth: 'none',
+      timeoutMs: 1_000,
+      maxBodyBytes: 1 << 20,
+      maxSockets: 2,
+    });
     const limits: RedfishPollLimits = { maxMembers: 32, maxRequests: 200, concurrency: 2, maxLogPages: 4, maxLogEntries: 500, deadlineMs: 1_500 };
     // At 100 ms a request, two at a time, 1.5 s holds 30 requests, and a few in flight at the deadline.
     const withinDeadline = limits.concurrency * (limits.deadlineMs / slowMs) + 2 * limits.concurrency;
@@ -248,7 +290,15 @@ describe('collect bmc keeps its secrets', () => {
   });
 
   it('refuses an ipmitool password in every form: -P X, -PX, -P=X, -EPX, --password', async () => {
-    for (const args of ['-I lanplus -H bmc -U admin -PS3cret', '-U admin -P=S3cret', '-I lanplus -EPS3cret', '--password S3cret', '--password=S3cret', '-H bmc -P S3cret', '-H bmc -k S3cretKg']) {
+    for (const args of [
+      '-I lanplus -H bmc -U admin -PS3cret',
+      '-U admin -P=S3cret',
+      '-I lanplus -EPS3cret',
+      '--password S3cret',
+      '--password=S3cret',
+      '-H bmc -P S3cret',
+      '-H bmc -k S3cretKg',
+    ]) {
       const run = await runCli(['collect', 'bmc', '--ipmitool', '--ipmitool-path', '/bin/false', '--ipmitool-args', args, '--log-level', 'silent']);
       expect(run.code, args).not.toBe(0);
       expect(run.stderr, args).toMatch(/--ipmitool-args: .* puts (the password|a key) where `ps` shows it/);
@@ -261,9 +311,25 @@ describe('collect bmc keeps its secrets', () => {
     const refused = await runCli(['collect', 'bmc', '--redfish', 'http://127.0.0.1:9'], { env: cleanEnv(env) });
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('--insecure-http');
-    const basic = () => new RedfishClient({ url: 'http://127.0.0.1:9', auth: 'basic', credentials: { username: 'root', password: 'S3cret' }, timeoutMs: 1_000, maxBodyBytes: 1 << 20, maxSockets: 1 });
+    const basic = () =>
+      new RedfishClient({
+        url: 'http://127.0.0.1:9',
+        auth: 'basic',
+        credentials: { username: 'root', password: 'S3cret' },
+        timeoutMs: 1_000,
+        maxBodyBytes: 1 << 20,
+        maxSockets: 1,
+      });
     expect(basic).toThrow(/in clear/);
-    const allowed = new RedfishClient({ url: 'http://127.0.0.1:9', auth: 'basic', credentials: { username: 'root', password: 'S3cret' }, timeoutMs: 1_000, maxBodyBytes: 1 << 20, maxSockets: 1, insecureHttp: true });
+    const allowed = new RedfishClient({
+      url: 'http://127.0.0.1:9',
+      auth: 'basic',
+      credentials: { username: 'root', password: 'S3cret' },
+      timeoutMs: 1_000,
+      maxBodyBytes: 1 << 20,
+      maxSockets: 1,
+      insecureHttp: true,
+    });
     await allowed.close();
     // Without credentials plain http is fine.
     await new RedfishClient({ url: 'http://127.0.0.1:9', auth: 'none', timeoutMs: 1_000, maxBodyBytes: 1 << 20, maxSockets: 1 }).close();

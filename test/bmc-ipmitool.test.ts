@@ -10,7 +10,11 @@ import { runCli } from './infra/run-cli.ts';
 const DIR = new URL('./fixtures/bmc/ipmitool/', import.meta.url).pathname;
 const read = (name: string) => readFileSync(join(DIR, name), 'utf8');
 /** The fixture's rows as [name, status, entity, reading], to state expectations from the file itself. */
-const rows = (name: string) => read(name).split('\n').filter(Boolean).map((l) => l.split('|').map((c) => c.trim()));
+const rows = (name: string) =>
+  read(name)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('|').map((c) => c.trim()));
 
 describe('ipmitool sdr elist', () => {
   it('Dell R740: six fans in RPM, inlet and exhaust, both PSUs present, both groups fully redundant', () => {
@@ -67,7 +71,11 @@ describe('ipmitool sel elist', () => {
     expect(entries).toHaveLength(text.trim().split('\n').length);
     for (const e of entries) expect(BmcEventData.safeParse(e).success).toBe(true);
     expect(entries.find((e) => e.entry_id === '4')).toMatchObject({
-      created: '2014-06-03T17:38:06.000Z', severity: 'error', sensor: 'Fan #0x0c', message: 'Redundancy Lost', asserted: true,
+      created: '2014-06-03T17:38:06.000Z',
+      severity: 'error',
+      sensor: 'Fan #0x0c',
+      message: 'Redundancy Lost',
+      asserted: true,
     });
     expect(entries.find((e) => e.entry_id === '6')).toMatchObject({ severity: 'info', message: 'Redundancy Lost (deasserted)', asserted: false });
     expect(entries.find((e) => e.entry_id === '29')).toMatchObject({ severity: 'error', sensor: 'Power Supply PS1 Status', message: 'Power Supply AC lost' });
@@ -87,11 +95,14 @@ describe('collect bmc --ipmitool', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-ipmitool-'));
     const fake = join(dir, 'ipmitool');
     // Answers only to the exact arguments expected, as a stand-in for a BMC behind lanplus.
-    writeFileSync(fake, [
-      '#!/bin/sh',
-      `[ "$1 $2 $3 $4" = "-I lanplus -H bmc-7" ] || { echo "unexpected args: $*" >&2; exit 2; }`,
-      `case "$5 $6" in "sdr elist") cat '${join(DIR, 'sdr-elist-hp-dl360-psu-failed.txt')}';; "sel elist") cat '${join(DIR, 'sel-elist-actsys-sample.txt')}';; *) exit 3;; esac`,
-    ].join('\n'));
+    writeFileSync(
+      fake,
+      [
+        '#!/bin/sh',
+        `[ "$1 $2 $3 $4" = "-I lanplus -H bmc-7" ] || { echo "unexpected args: $*" >&2; exit 2; }`,
+        `case "$5 $6" in "sdr elist") cat '${join(DIR, 'sdr-elist-hp-dl360-psu-failed.txt')}';; "sel elist") cat '${join(DIR, 'sel-elist-actsys-sample.txt')}';; *) exit 3;; esac`,
+      ].join('\n'),
+    );
     chmodSync(fake, 0o755);
     const source = ipmitoolSource({ binary: fake, args: ['-I', 'lanplus', '-H', 'bmc-7'], timeoutMs: 5_000, maxOutputBytes: 1 << 20 });
     const reading = await source.poll();
@@ -109,11 +120,17 @@ describe('gpualert parse bmc', () => {
   it('an sdr file gives one host.sample, a sel file one bmc.event per record, for the host', async () => {
     const sdr = await runCli(['parse', 'bmc', join(DIR, 'sdr-elist-dell-r740.txt'), '--host', 'gpu-node-07']);
     expect(sdr.code).toBe(0);
-    const [sample] = sdr.stdout.trim().split('\n').map((l) => parseEnvelope(l));
+    const [sample] = sdr.stdout
+      .trim()
+      .split('\n')
+      .map((l) => parseEnvelope(l));
     expect(sample).toMatchObject({ ok: true, value: { type: 'host.sample', host: 'gpu-node-07', data: { origin: 'ipmitool' } } });
 
     const sel = await runCli(['parse', 'bmc', join(DIR, 'sel-elist-actsys-sample.txt'), '--host', 'gpu-node-07']);
-    const events = sel.stdout.trim().split('\n').map((l) => parseEnvelope(l));
+    const events = sel.stdout
+      .trim()
+      .split('\n')
+      .map((l) => parseEnvelope(l));
     expect(events).toHaveLength(41);
     expect(events.every((e) => e.ok && e.value.type === 'bmc.event')).toBe(true);
 
@@ -145,7 +162,10 @@ describe('gpualert collect bmc: its settings', () => {
     expect(bmcCredentials({ credentialsFile: join(dir, 'lines') })).toEqual({ username: 'root', password: 's3cret=with=equals' });
     expect(bmcCredentials({ credentialsFile: join(dir, 'json') })).toEqual({ username: 'admin', password: 'p' });
     expect(() => bmcCredentials({ credentialsFile: join(dir, 'nopass') })).toThrow(/no password/);
-    expect(bmcCredentials(loadSettings(BMC_SETTINGS, {}, { GPUALERT_BMC_USERNAME: 'u', GPUALERT_BMC_PASSWORD: 'v' }))).toEqual({ username: 'u', password: 'v' });
+    expect(bmcCredentials(loadSettings(BMC_SETTINGS, {}, { GPUALERT_BMC_USERNAME: 'u', GPUALERT_BMC_PASSWORD: 'v' }))).toEqual({
+      username: 'u',
+      password: 'v',
+    });
     expect(bmcCredentials(loadSettings(BMC_SETTINGS, {}, {}))).toBeUndefined();
     expect(bmcCredentials(loadSettings(BMC_SETTINGS, {}, { GPUALERT_BMC_CREDENTIALS_FILE: join(dir, 'json') }))).toEqual({ username: 'admin', password: 'p' });
   });

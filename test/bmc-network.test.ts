@@ -84,7 +84,11 @@ describe('the agent', () => {
     cleanups.push(() => agent.stop());
     expect(agent.collectors).toEqual(['network']);
     // The agent notes a publish once the bus has answered, a moment after the sample is readable: wait for both.
-    await waitFor(async () => (await bus.read(TOPICS.hostSamples)).length > 0 && agent.health().last_publish_age_s.network !== null, 'the published host.sample', 30_000);
+    await waitFor(
+      async () => (await bus.read(TOPICS.hostSamples)).length > 0 && agent.health().last_publish_age_s.network !== null,
+      'the published host.sample',
+      30_000,
+    );
     expect(await bus.read(TOPICS.hostSamples)).toHaveLength(1);
     expect(agent.health().last_publish_age_s.network).not.toBeNull();
   });

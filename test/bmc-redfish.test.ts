@@ -7,9 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
 import { KafkaBus, MemoryBus } from '@gpualert/bus';
-import {
-  certificateFingerprint, pollRedfish, RedfishClient, redfishSource, startBmcCollector, type RedfishClientOptions,
-} from '@gpualert/collectors';
+import { certificateFingerprint, pollRedfish, RedfishClient, redfishSource, startBmcCollector, type RedfishClientOptions } from '@gpualert/collectors';
 import { createLogger } from '@gpualert/log';
 import { BmcEventData, HostSampleData, parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
@@ -76,7 +74,11 @@ class MockBmc {
         const id = String(this.nextSession++);
         const t = `token-${id}-${Math.random().toString(36).slice(2)}`;
         this.sessions.set(id, t);
-        return send(201, { '@odata.id': `/redfish/v1/SessionService/Sessions/${id}` }, { 'x-auth-token': t, location: `/redfish/v1/SessionService/Sessions/${id}` });
+        return send(
+          201,
+          { '@odata.id': `/redfish/v1/SessionService/Sessions/${id}` },
+          { 'x-auth-token': t, location: `/redfish/v1/SessionService/Sessions/${id}` },
+        );
       }
       if (!authorized) return send(401, { error: 'unauthorized' });
       if (req.method === 'DELETE') {
@@ -106,10 +108,29 @@ let tlsMaterial: { key: string; cert: string } | undefined;
 function selfSigned(): { key: string; cert: string } {
   if (tlsMaterial) return tlsMaterial;
   const dir = mkdtempSync(join(tmpdir(), 'gpualert-bmc-tls-'));
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=bmc.test',
-    '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=bmc.test',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   tlsMaterial = { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
   return tlsMaterial;
 }
@@ -117,18 +138,27 @@ function selfSigned(): { key: string; cert: string } {
 async function serve(bmc: MockBmc, tls: boolean): Promise<string> {
   const server = tls ? createHttpsServer(selfSigned(), (q, s) => bmc.handle(q, s)) : createHttpServer((q, s) => bmc.handle(q, s));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   return `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 function clientOptions(url: string, extra: Partial<RedfishClientOptions> = {}): RedfishClientOptions {
   // The plain-http mock carries test credentials only: allowed explicitly, as `--insecure-http` does.
   return {
-    url, auth: 'session', credentials: { username: USER, password: PASSWORD }, timeoutMs: 5_000, maxBodyBytes: 1 << 20, maxSockets: 2,
-    ...(url.startsWith('http:') ? { insecureHttp: true } : {}), ...extra,
+    url,
+    auth: 'session',
+    credentials: { username: USER, password: PASSWORD },
+    timeoutMs: 5_000,
+    maxBodyBytes: 1 << 20,
+    maxSockets: 2,
+    ...(url.startsWith('http:') ? { insecureHttp: true } : {}),
+    ...extra,
   };
 }
 
@@ -157,10 +187,15 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     expect(poll.sample.fans).toHaveLength(bmc.doc('/redfish/v1/Chassis/1U/ThermalSubsystem/Fans').Members.length);
     const metrics = bmc.doc('/redfish/v1/Chassis/1U/ThermalSubsystem/ThermalMetrics');
     expect(poll.sample.temperatures).toContainEqual(expect.objectContaining({ location: 'inlet', celsius: metrics.TemperatureSummaryCelsius.Intake.Reading }));
-    expect(poll.sample.temperatures).toContainEqual(expect.objectContaining({ location: 'exhaust', celsius: metrics.TemperatureSummaryCelsius.Exhaust.Reading }));
+    expect(poll.sample.temperatures).toContainEqual(
+      expect.objectContaining({ location: 'exhaust', celsius: metrics.TemperatureSummaryCelsius.Exhaust.Reading }),
+    );
     const psu1 = bmc.doc(psuPath('Bay1'));
     expect(poll.sample.psus).toContainEqual({
-      name: psu1.Name, health: 'warning', state: 'enabled', watts: bmc.doc(`${psuPath('Bay1')}/Metrics`).OutputPowerWatts.Reading,
+      name: psu1.Name,
+      health: 'warning',
+      state: 'enabled',
+      watts: bmc.doc(`${psuPath('Bay1')}/Metrics`).OutputPowerWatts.Reading,
     });
     // Bay 2 is Absent in the mockup, and its group needs 1 of 2: no spare, as the group's UnavailableOffline says.
     expect(poll.sample.psus).toContainEqual(expect.objectContaining({ name: bmc.doc(psuPath('Bay2')).Name, state: 'absent' }));
@@ -170,9 +205,15 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     const sel = bmc.doc('/redfish/v1/Systems/437XR1138R2/LogServices/Log1/Entries').Members as Doc[];
     const bmcLog = bmc.doc('/redfish/v1/Managers/BMC/LogServices/Log/Entries').Members as Doc[];
     expect(poll.entries).toHaveLength(sel.length + bmcLog.length);
-    expect(poll.entries).toContainEqual(expect.objectContaining({
-      entry_id: sel[0]!.Id, log: '/redfish/v1/Systems/437XR1138R2/LogServices/Log1', severity: 'critical', created: sel[0]!.Created, message: sel[0]!.Message,
-    }));
+    expect(poll.entries).toContainEqual(
+      expect.objectContaining({
+        entry_id: sel[0]!.Id,
+        log: '/redfish/v1/Systems/437XR1138R2/LogServices/Log1',
+        severity: 'critical',
+        created: sel[0]!.Created,
+        message: sel[0]!.Message,
+      }),
+    );
     expect(poll.problems.some((p) => p.includes('skiptoken'))).toBe(true);
     // Every resource read with the session's token, none without.
     expect(bmc.seen.filter((s) => s.method === 'GET').every((s) => s.authorized)).toBe(true);
@@ -227,23 +268,30 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     // CPU2 Temp is Disabled in the mockup: no reading, no sensor.
     expect(poll.sample.temperatures?.some((t) => t.name === 'CPU2 Temp')).toBe(false);
     const power = bmc.doc('/redfish/v1/Chassis/1U/Power');
-    expect(poll.sample.psus).toEqual([{ name: power.PowerSupplies[0].Name, health: 'warning', watts: power.PowerSupplies[0].LastPowerOutputWatts, state: 'enabled' }]);
+    expect(poll.sample.psus).toEqual([
+      { name: power.PowerSupplies[0].Name, health: 'warning', watts: power.PowerSupplies[0].LastPowerOutputWatts, state: 'enabled' },
+    ]);
     expect(poll.sample.fan_redundancy).toEqual([{ name: 'BaseBoard System Fans', state: 'full', health: 'ok' }]);
     // Basic auth: no session was opened.
     expect(bmc.seen.some((s) => s.method === 'POST')).toBe(false);
   });
 
-  it('publishes a new SEL entry once as a bmc.event, and none of the mockup\'s years-old entries', async () => {
+  it("publishes a new SEL entry once as a bmc.event, and none of the mockup's years-old entries", async () => {
     const bmc = new MockBmc();
     const url = await serve(bmc, false);
     const bus = new MemoryBus();
     await bus.ensureTopics(Object.values(TOPICS));
     const source = redfishSource(clientOptions(url));
     const collector = startBmcCollector({
-      bus, store: new MemoryStore(), targets: [{ host: 'gpu-node-7', source }], intervalMs: 40, log: createLogger({ name: 'test', level: 'silent' }),
+      bus,
+      store: new MemoryStore(),
+      targets: [{ host: 'gpu-node-7', source }],
+      intervalMs: 40,
+      log: createLogger({ name: 'test', level: 'silent' }),
     });
     cleanups.push(() => collector.stop());
-    const events = async () => (await bus.read(TOPICS.bmcEvents)).map((m) => parseEnvelope(m.value)).map((r) => (r.ok ? (r.value as EnvelopeOf<'bmc.event'>) : undefined));
+    const events = async () =>
+      (await bus.read(TOPICS.bmcEvents)).map((m) => parseEnvelope(m.value)).map((r) => (r.ok ? (r.value as EnvelopeOf<'bmc.event'>) : undefined));
     const waitPolls = async (n: number) => {
       const deadline = Date.now() + 30_000;
       while (collector.stats.polls < n) {
@@ -259,15 +307,24 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     const entries = bmc.doc('/redfish/v1/Systems/437XR1138R2/LogServices/Log1/Entries');
     const created = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     entries.Members.push({
-      ...structuredClone(entries.Members[0]), '@odata.id': `${entries['@odata.id']}/3`, Id: '3', Name: 'Log Entry 3', Created: created,
-      Severity: 'Critical', Message: 'Fan 2 failed', SensorType: 'Fan', MessageId: '0x04FF01',
+      ...structuredClone(entries.Members[0]),
+      '@odata.id': `${entries['@odata.id']}/3`,
+      Id: '3',
+      Name: 'Log Entry 3',
+      Created: created,
+      Severity: 'Critical',
+      Message: 'Fan 2 failed',
+      SensorType: 'Fan',
+      MessageId: '0x04FF01',
     });
     const seenAt = collector.stats.polls;
     await waitPolls(seenAt + 3);
     const published = await events();
     expect(published).toHaveLength(1);
     expect(published[0]).toMatchObject({
-      host: 'gpu-node-7', type: 'bmc.event', ts: created,
+      host: 'gpu-node-7',
+      type: 'bmc.event',
+      ts: created,
       data: { entry_id: '3', severity: 'critical', message: 'Fan 2 failed', sensor: 'Fan', code: '0x04FF01', created },
     });
   });
@@ -312,16 +369,28 @@ describe('collect bmc over Redfish, against DMTF public-rackmount1', () => {
     const bmc = new MockBmc();
     const url = await serve(bmc, false);
     const lines: string[] = [];
-    const log = createLogger({ name: 'test', level: 'debug', destination: new Writable({ write(chunk: Buffer, _e, cb) { lines.push(chunk.toString()); cb(); } }) });
+    const log = createLogger({
+      name: 'test',
+      level: 'debug',
+      destination: new Writable({
+        write(chunk: Buffer, _e, cb) {
+          lines.push(chunk.toString());
+          cb();
+        },
+      }),
+    });
     const bus = new MemoryBus();
     await bus.ensureTopics(Object.values(TOPICS));
     const source = redfishSource(clientOptions(url, { credentials: { username: USER, password: `${PASSWORD}-wrong` } }));
     const collector = startBmcCollector({ bus, store: new MemoryStore(), targets: [{ host: 'h1', source }], intervalMs: 1_000, log });
     cleanups.push(() => collector.stop());
     // The failure is counted before its sample is published: wait for the sample itself.
-    await waitFor(async () => (await bus.read(TOPICS.hostSamples)).length > 0, 'the failed poll\'s host.sample', 30_000);
+    await waitFor(async () => (await bus.read(TOPICS.hostSamples)).length > 0, "the failed poll's host.sample", 30_000);
     const sample = parseEnvelope((await bus.read(TOPICS.hostSamples))[0]!.value);
-    expect(sample.ok && sample.value.type === 'host.sample' ? sample.value.data.error : undefined).toMatchObject({ code: 'command_failed', message: expect.stringContaining('401') });
+    expect(sample.ok && sample.value.type === 'host.sample' ? sample.value.data.error : undefined).toMatchObject({
+      code: 'command_failed',
+      message: expect.stringContaining('401'),
+    });
     expect(lines.join('')).toContain('bmc_poll_failed');
     expect(lines.join('')).not.toContain(PASSWORD);
     expect(JSON.stringify(sample)).not.toContain(PASSWORD);
@@ -355,10 +424,27 @@ describe('gpualert collect bmc, the command', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-bmc-ca-'));
     const caFile = join(dir, 'bmc.pem');
     writeFileSync(caFile, selfSigned().cert);
-    const cli = startCli([
-      'collect', 'bmc', '--redfish', url, '--ca', caFile, '--host', 'gpu-node-9', '--interval', '1s',
-      '--kafka-brokers', inject('kafkaBrokers'), '--topic-prefix', prefix, '--log-format', 'json',
-    ], cleanEnv({ GPUALERT_BMC_USERNAME: USER, GPUALERT_BMC_PASSWORD: PASSWORD }));
+    const cli = startCli(
+      [
+        'collect',
+        'bmc',
+        '--redfish',
+        url,
+        '--ca',
+        caFile,
+        '--host',
+        'gpu-node-9',
+        '--interval',
+        '1s',
+        '--kafka-brokers',
+        inject('kafkaBrokers'),
+        '--topic-prefix',
+        prefix,
+        '--log-format',
+        'json',
+      ],
+      cleanEnv({ GPUALERT_BMC_USERNAME: USER, GPUALERT_BMC_PASSWORD: PASSWORD }),
+    );
     cleanups.push(async () => {
       if (cli.exitCode === null) {
         cli.kill('SIGTERM');
@@ -368,10 +454,16 @@ describe('gpualert collect bmc, the command', () => {
     const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix });
     cleanups.push(() => bus.close());
     let samples: EnvelopeOf<'host.sample'>[] = [];
-    await waitFor(async () => {
-      samples = (await bus.read(TOPICS.hostSamples).catch(() => [])).map((m) => parseEnvelope(m.value)).flatMap((r) => (r.ok && r.value.type === 'host.sample' ? [r.value] : []));
-      return samples.length > 0;
-    }, 'a host.sample on Kafka', 60_000);
+    await waitFor(
+      async () => {
+        samples = (await bus.read(TOPICS.hostSamples).catch(() => []))
+          .map((m) => parseEnvelope(m.value))
+          .flatMap((r) => (r.ok && r.value.type === 'host.sample' ? [r.value] : []));
+        return samples.length > 0;
+      },
+      'a host.sample on Kafka',
+      60_000,
+    );
     expect(samples[0]).toMatchObject({ host: 'gpu-node-9', source: 'collector-bmc/0.1.0', data: { origin: 'redfish', system_health: 'ok' } });
     expect(samples[0]!.data.fans?.length).toBeGreaterThan(0);
     cli.kill('SIGTERM');

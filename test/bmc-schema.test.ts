@@ -22,7 +22,15 @@ describe('host.sample and bmc.event at the door', () => {
   });
 
   it('takes a bmc.event as the collectors write one, and refuses one without an entry id', () => {
-    const data = { entry_id: '29', log: 'sel', created: '2014-06-04T09:49:51.000Z', severity: 'error', message: 'Power Supply AC lost', sensor: 'Power Supply PS1 Status', asserted: true } as const;
+    const data = {
+      entry_id: '29',
+      log: 'sel',
+      created: '2014-06-04T09:49:51.000Z',
+      severity: 'error',
+      message: 'Power Supply AC lost',
+      sensor: 'Power Supply PS1 Status',
+      asserted: true,
+    } as const;
     expect(parseEnvelope(JSON.stringify(newEnvelope({ type: 'bmc.event', host: 'h', source: 't', data }))).ok).toBe(true);
     expect(parseEnvelope(JSON.stringify(newEnvelope({ type: 'bmc.event', host: 'h', source: 't', data: { ...data, entry_id: '' } }))).ok).toBe(false);
   });

@@ -8,16 +8,30 @@ import { slackMessage } from '../packages/notify/src/channels/slack.ts';
 import { FEISHU_RESET_SECONDS, VendorReceivers } from './infra/vendor-receivers.ts';
 
 const SECRETS = {
-  feishu: 'feishu-secret', dingtalk: 'SECdingtalk-secret', webhook: `whsec_${Buffer.from('webhook secret of thirty-two byte').toString('base64')}`,
-  routingKey: 'R0UTINGKEY0000000000000000000000', opsgenie: 'og-key',
+  feishu: 'feishu-secret',
+  dingtalk: 'SECdingtalk-secret',
+  webhook: `whsec_${Buffer.from('webhook secret of thirty-two byte').toString('base64')}`,
+  routingKey: 'R0UTINGKEY0000000000000000000000',
+  opsgenie: 'og-key',
 };
 const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function alert(overrides: Partial<AlertView> = {}): AlertView {
   return {
-    id: 'a1', fingerprint: 'fp-lost-gpu3', host: 'gpu-node-002', status: 'firing', severity: 'critical', category: 'xid',
-    summary: 'GPU 3 on gpu-node-002 has fallen off the bus (Xid 79)', action: 'reboot the host', gpu: 3, startsAt: '2026-06-01T02:00:00.000Z',
-    expected: false, evidence: ['Xid 79 at 02:00:00'], labels: { cluster: 'lab' }, ...overrides,
+    id: 'a1',
+    fingerprint: 'fp-lost-gpu3',
+    host: 'gpu-node-002',
+    status: 'firing',
+    severity: 'critical',
+    category: 'xid',
+    summary: 'GPU 3 on gpu-node-002 has fallen off the bus (Xid 79)',
+    action: 'reboot the host',
+    gpu: 3,
+    startsAt: '2026-06-01T02:00:00.000Z',
+    expected: false,
+    evidence: ['Xid 79 at 02:00:00'],
+    labels: { cluster: 'lab' },
+    ...overrides,
   };
 }
 /** The nasty summary: 5,000 characters of CJK and emoji after every markup that pings, links or breaks out. */
@@ -25,8 +39,13 @@ const NASTY = '<!channel> <http://evil|click me> & * | ` {code} <at user_id="all
 function nasty(parity: 0 | 1): AlertView {
   const summary = `${NASTY}${'x'.repeat(parity)}${'GPU 故障🔥'.repeat(700)}`.slice(0, 4980) + ' END-OF-SUMMARY';
   return alert({
-    fingerprint: `fp-nasty-${parity}`, host: 'gpu-node-<!here>\n07', summary, action: '`rm -rf` {code}', category: 'xid|*bold*',
-    evidence: ['line one\nline two', '<@U123>'], labels: { 'rack\nname': 'a\nb', cluster: 'lab\n<!channel>' },
+    fingerprint: `fp-nasty-${parity}`,
+    host: 'gpu-node-<!here>\n07',
+    summary,
+    action: '`rm -rf` {code}',
+    category: 'xid|*bold*',
+    evidence: ['line one\nline two', '<@U123>'],
+    labels: { 'rack\nname': 'a\nb', cluster: 'lab\n<!channel>' },
   });
 }
 function notification(alerts: AlertView[], reason: Notification['reason'] = 'first'): Notification {
@@ -58,7 +77,7 @@ const CHANNELS: [string, () => Record<string, string>][] = [
   ['webhook', () => ({ url: `${vendors.base}/webhook/in`, secret: SECRETS.webhook })],
 ];
 
-describe('every channel against its vendor\'s published contract', () => {
+describe("every channel against its vendor's published contract", () => {
   for (const [name, settings] of CHANNELS) {
     it(`${name}: a realistic alert and a nasty one are accepted, nothing pings, nothing is cut mid-character`, async () => {
       const before = { received: vendors.received.length, rejected: vendors.rejected.length, pings: vendors.pings.length };
@@ -71,7 +90,8 @@ describe('every channel against its vendor\'s published contract', () => {
       expect(vendors.pings.slice(before.pings)).toEqual([]);
       const received = vendors.received.slice(before.received);
       expect(received.length).toBeGreaterThan(0);
-      for (const r of received) expect(LONE.test(JSON.stringify(r.body).replace(/\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}/g, ''))).toBe(false);
+      for (const r of received)
+        expect(LONE.test(JSON.stringify(r.body).replace(/\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}/g, ''))).toBe(false);
     });
   }
 
@@ -110,13 +130,22 @@ describe('every channel against its vendor\'s published contract', () => {
 
   it('a group of 5,000 alerts goes to each chat as one message: the alerts that fit, then a line with how many more, and only those written', async () => {
     const text: Record<string, (body: any) => string> = {
-      slack: (b) => b.blocks[0].text.text, feishu: (b) => b.content.text, dingtalk: (b) => b.markdown.text, wecom: (b) => b.markdown.content,
+      slack: (b) => b.blocks[0].text.text,
+      feishu: (b) => b.content.text,
+      dingtalk: (b) => b.markdown.text,
+      wecom: (b) => b.markdown.content,
     };
     for (const [name, settings] of CHANNELS.filter(([n]) => n in text)) {
       let summariesRead = 0;
       const alerts = Array.from({ length: 5_000 }, (_, i) => {
         const a = alert({ fingerprint: `fp-storm-${i}`, host: `gpu-node-${i}` });
-        return Object.defineProperty({ ...a }, 'summary', { get: () => { summariesRead += 1; return a.summary; }, enumerable: true });
+        return Object.defineProperty({ ...a }, 'summary', {
+          get: () => {
+            summariesRead += 1;
+            return a.summary;
+          },
+          enumerable: true,
+        });
       });
       const before = vendors.of(name).length;
       expect(await channel(name, settings()).send(notification(alerts)), name).toEqual({ ok: true });
@@ -143,54 +172,93 @@ describe('every channel against its vendor\'s published contract', () => {
     // As Alertmanager loads it: Events API v1 at v1's own endpoint, and a url beside service_key refused (Alertmanager ignores it).
     const am = RoutesFile.parse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - service_key: ${SECRETS.routingKey}\nroute: { receiver: v1 }\n`));
     expect(am.receivers[0]!.settings).toEqual({ url: 'https://events.pagerduty.com/generic/2010-04-15/create_event.json', service_key: SECRETS.routingKey });
-    const withUrl = RoutesFile.safeParse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - { service_key: k, url: 'https://events.pagerduty.com/v2/enqueue' }\nroute: { receiver: v1 }\n`));
+    const withUrl = RoutesFile.safeParse(
+      parseYaml(
+        `receivers:\n- name: v1\n  pagerduty_configs:\n  - { service_key: k, url: 'https://events.pagerduty.com/v2/enqueue' }\nroute: { receiver: v1 }\n`,
+      ),
+    );
     expect(withUrl.success ? '' : withUrl.error.issues.map((i) => i.message).join()).toMatch(/ignores url/);
     // Sent to the loopback PagerDuty as the same settings point it there.
     const v1 = channel('pagerduty', { url: `${vendors.base}/pagerduty/generic/2010-04-15/create_event.json`, service_key: SECRETS.routingKey });
     const before = vendors.of('pagerduty').length;
     expect(await v1.send(notification([alert()]))).toEqual({ ok: true });
     expect(await v1.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
-    const sent = vendors.of('pagerduty').slice(before).map((r) => r.body as Record<string, unknown>);
+    const sent = vendors
+      .of('pagerduty')
+      .slice(before)
+      .map((r) => r.body as Record<string, unknown>);
     expect(sent.map((e) => [e.event_type, e.incident_key, e.description])).toEqual([
-      ['trigger', 'fp-lost-gpu3', alert().summary], ['resolve', 'fp-lost-gpu3', alert().summary],
+      ['trigger', 'fp-lost-gpu3', alert().summary],
+      ['resolve', 'fp-lost-gpu3', alert().summary],
     ]);
     expect(sent[0]!.details).toMatchObject({ evidence: alert().evidence });
-    const both = RoutesFile.safeParse(parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - { service_key: a, routing_key: b }\nroute: { receiver: v1 }\n`));
-    expect(both.success ? '' : both.error.issues.map((i) => i.message).join()).toMatch(/one of routing_key \(Events API v2\) and service_key \(Events API v1\), not both/);
+    const both = RoutesFile.safeParse(
+      parseYaml(`receivers:\n- name: v1\n  pagerduty_configs:\n  - { service_key: a, routing_key: b }\nroute: { receiver: v1 }\n`),
+    );
+    expect(both.success ? '' : both.error.issues.map((i) => i.message).join()).toMatch(
+      /one of routing_key \(Events API v2\) and service_key \(Events API v1\), not both/,
+    );
   });
 
   it("victorops from Alertmanager's victorops_configs: one event per alert at the REST endpoint, RECOVERY under the same entity_id, its templates rendered", async () => {
-    const routes = RoutesFile.parse(parseYaml([
-      'global: { victorops_api_url: "' + `${vendors.base}/victorops/integrations/generic/20131114/alert/` + '" }',
-      'receivers:', '- name: oncall', '  victorops_configs:', `  - { api_key: ${SECRETS.routingKey}, routing_key: gpu-team, entity_display_name: '{{ .CommonLabels.cluster }} is hot' }`,
-      'route: { receiver: oncall }', '',
-    ].join('\n')));
+    const routes = RoutesFile.parse(
+      parseYaml(
+        [
+          'global: { victorops_api_url: "' + `${vendors.base}/victorops/integrations/generic/20131114/alert/` + '" }',
+          'receivers:',
+          '- name: oncall',
+          '  victorops_configs:',
+          `  - { api_key: ${SECRETS.routingKey}, routing_key: gpu-team, entity_display_name: '{{ .CommonLabels.cluster }} is hot' }`,
+          'route: { receiver: oncall }',
+          '',
+        ].join('\n'),
+      ),
+    );
     const send = createChannel(routes.receivers[0]!, {});
     const before = vendors.of('victorops').length;
     expect(await send.send(notification([alert()]))).toEqual({ ok: true });
     expect(await send.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
-    const sent = vendors.of('victorops').slice(before).map((r) => r.body as Record<string, unknown>);
+    const sent = vendors
+      .of('victorops')
+      .slice(before)
+      .map((r) => r.body as Record<string, unknown>);
     expect(await send.send(notification([alert({ fingerprint: 'fp-warm', severity: 'warning' })]))).toEqual({ ok: true });
     expect(sent.map((e) => [e.message_type, e.entity_id, e.entity_display_name, e.monitoring_tool])).toEqual([
-      ['CRITICAL', 'fp-lost-gpu3', 'lab is hot', 'gpualert'], ['RECOVERY', 'fp-lost-gpu3', 'lab is hot', 'gpualert'],
+      ['CRITICAL', 'fp-lost-gpu3', 'lab is hot', 'gpualert'],
+      ['RECOVERY', 'fp-lost-gpu3', 'lab is hot', 'gpualert'],
     ]);
     // Alertmanager's default message_type is CRITICAL whatever the severity; the api key is never in a settings URL.
     expect((vendors.of('victorops').at(-1)!.body as Record<string, unknown>).message_type).toBe('CRITICAL');
     expect(routes.receivers[0]!.settings.url).not.toContain(SECRETS.routingKey);
     for (const field of ['routing_key: "{{ .CommonLabels.team }}"', 'message_type: 5']) {
-      const bad = RoutesFile.safeParse(parseYaml(`receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, ${field} }\nroute: { receiver: oncall }\n`.replace('routing_key: r, routing_key', 'routing_key')));
+      const bad = RoutesFile.safeParse(
+        parseYaml(
+          `receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, ${field} }\nroute: { receiver: oncall }\n`.replace(
+            'routing_key: r, routing_key',
+            'routing_key',
+          ),
+        ),
+      );
       expect(bad.success, field).toBe(false);
     }
-    const bad = RoutesFile.safeParse(parseYaml(`receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, message_type: '{{ .Status }}' }\nroute: { receiver: oncall }\n`));
+    const bad = RoutesFile.safeParse(
+      parseYaml(
+        `receivers:\n- name: oncall\n  victorops_configs:\n  - { api_key: k, routing_key: r, message_type: '{{ .Status }}' }\nroute: { receiver: oncall }\n`,
+      ),
+    );
     expect(bad.success ? '' : bad.error.issues.map((i) => i.message).join()).toMatch(/a template is not supported in this field/);
   });
 
   it("pushover from Alertmanager's pushover_configs: emergency while firing (retry and expire as Alertmanager's), 0 resolved, a set priority kept", () => {
-    const load = (extra: string) => RoutesFile.safeParse(parseYaml(`receivers:\n- name: phone\n  pushover_configs:\n  - { user_key: u, token: t${extra} }\nroute: { receiver: phone }\n`));
+    const load = (extra: string) =>
+      RoutesFile.safeParse(parseYaml(`receivers:\n- name: phone\n  pushover_configs:\n  - { user_key: u, token: t${extra} }\nroute: { receiver: phone }\n`));
     const plain = load('');
-    expect(plain.success && plain.data.receivers[0]).toMatchObject({ channel: 'pushover', settings: { url: 'https://api.pushover.net/1/messages.json', token: 't', user_key: 'u' } });
+    expect(plain.success && plain.data.receivers[0]).toMatchObject({
+      channel: 'pushover',
+      settings: { url: 'https://api.pushover.net/1/messages.json', token: 't', user_key: 'u' },
+    });
     expect(load(', priority: 1').success && load(', priority: 1').data?.receivers[0]!.settings.priority).toBe('1');
-    const templated = load(", priority: '{{ if eq .Status \"firing\" }}1{{ end }}'");
+    const templated = load(', priority: \'{{ if eq .Status "firing" }}1{{ end }}\'');
     expect(templated.success ? '' : templated.error.issues.map((i) => i.message).join()).toMatch(/a template is not supported in this field/);
     const unknown = load(', html: true');
     expect(unknown.success ? '' : unknown.error.issues.map((i) => i.message).join()).toMatch(/"html" is not supported by gpualert/);
@@ -201,11 +269,17 @@ describe('every channel against its vendor\'s published contract', () => {
     const before = vendors.of('pushover').length;
     expect(await send.send(notification([alert()]))).toEqual({ ok: true });
     expect(await send.send(notification([alert({ status: 'resolved' })], 'resolved'))).toEqual({ ok: true });
-    const sent = vendors.of('pushover').slice(before).map((r) => r.body as Record<string, unknown>);
-    expect(sent.map((m) => [m.priority, m.retry, m.expire])).toEqual([[2, 60, 3600], [0, undefined, undefined]]);
+    const sent = vendors
+      .of('pushover')
+      .slice(before)
+      .map((r) => r.body as Record<string, unknown>);
+    expect(sent.map((m) => [m.priority, m.retry, m.expire])).toEqual([
+      [2, 60, 3600],
+      [0, undefined, undefined],
+    ]);
   });
 
-  it('slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack\'s published block types', () => {
+  it("slack: escapes &, <, > and writes bold as *x*, in a message that fits Slack's published block types", () => {
     const message = slackMessage(notification([nasty(0)]));
     const blocks: KnownBlock[] = message.blocks; // compile-time check against @slack/types
     const text = (blocks[0] as { text: { text: string } }).text.text;
@@ -227,7 +301,13 @@ describe('every channel against its vendor\'s published contract', () => {
     const dc = new VendorReceivers(SECRETS, { jira: 'datacenter' });
     await dc.start();
     try {
-      const send = createChannel(RoutesFile.parse({ receivers: [{ name: 'r', channel: 'jira', settings: { url: `${dc.base}/jira`, user: 'b', token: 't', project: 'OPS' } }], route: { receiver: 'r' } }).receivers[0]!, {});
+      const send = createChannel(
+        RoutesFile.parse({
+          receivers: [{ name: 'r', channel: 'jira', settings: { url: `${dc.base}/jira`, user: 'b', token: 't', project: 'OPS' } }],
+          route: { receiver: 'r' },
+        }).receivers[0]!,
+        {},
+      );
       expect(await send.send(notification([nasty(1)]))).toEqual({ ok: true });
       expect(dc.of('jira')[0]!.path).toBe('/jira/rest/api/2/issue');
       expect(dc.of('jira')[0]!.body.fields.description).toContain('\\{code\\}');
@@ -270,29 +350,39 @@ function mimeParts(eml: string): { type: string; text: string }[] {
     const raw = rest.join('\n\n');
     const type = /content-type:\s*([^;\r\n]+)/i.exec(head)?.[1]?.trim().toLowerCase() ?? 'text/plain';
     const encoding = /content-transfer-encoding:\s*(\S+)/i.exec(head)?.[1]?.toLowerCase();
-    const bytes = encoding === 'base64'
-      ? Buffer.from(raw.replace(/\s+/g, ''), 'base64')
-      : encoding === 'quoted-printable'
-        ? Buffer.from(raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1')
-        : Buffer.from(raw, 'utf8');
+    const bytes =
+      encoding === 'base64'
+        ? Buffer.from(raw.replace(/\s+/g, ''), 'base64')
+        : encoding === 'quoted-printable'
+          ? Buffer.from(
+              raw.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+              'latin1',
+            )
+          : Buffer.from(raw, 'utf8');
     return { type, text: bytes.toString('utf8') };
   });
 }
 
 describe('email against a real SMTP server', () => {
-  it("an Alertmanager email_configs requires STARTTLS as Alertmanager does: refused by a server without it unless require_tls is false, and says hello as set", async () => {
+  it('an Alertmanager email_configs requires STARTTLS as Alertmanager does: refused by a server without it unless require_tls is false, and says hello as set', async () => {
     const { SmtpSink } = await import('./infra/smtp-sink.ts');
     const smtp = new SmtpSink(); // offers no STARTTLS
     await smtp.start();
     try {
-      const receiver = (extra: string, global = '') => RoutesFile.parse(parseYaml(
-        `${global}receivers:\n- name: mail\n  email_configs:\n  - { to: oncall@example.com, from: am@example.com, smarthost: '127.0.0.1:${smtp.port}'${extra} }\nroute: { receiver: mail }\n`,
-      )).receivers[0]!;
+      const receiver = (extra: string, global = '') =>
+        RoutesFile.parse(
+          parseYaml(
+            `${global}receivers:\n- name: mail\n  email_configs:\n  - { to: oncall@example.com, from: am@example.com, smarthost: '127.0.0.1:${smtp.port}'${extra} }\nroute: { receiver: mail }\n`,
+          ),
+        ).receivers[0]!;
       const required = await createChannel(receiver(''), {}).send(notification([alert()]));
       expect(required).toMatchObject({ ok: false });
       expect(!required.ok && required.error).toMatch(/STARTTLS|TLS/i);
       expect(smtp.mails()).toHaveLength(0);
-      for (const [extra, global] of [[', require_tls: false, hello: gpu-alerts.example.org', ''], ['', 'global:\n  smtp_require_tls: false\n']] as const) {
+      for (const [extra, global] of [
+        [', require_tls: false, hello: gpu-alerts.example.org', ''],
+        ['', 'global:\n  smtp_require_tls: false\n'],
+      ] as const) {
         expect(await createChannel(receiver(extra, global), {}).send(notification([alert()]))).toEqual({ ok: true });
       }
       expect(smtp.mails()).toHaveLength(2);

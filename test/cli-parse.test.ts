@@ -19,7 +19,9 @@ function envelopes(stdout: string): Envelope[] {
 describe('gpualert parse', () => {
   it('kernel: every fixture gives valid kernel.event envelopes for the host, the same ids twice', async () => {
     // The files at the top; the folders beside them (wild/, topology/, …) have tests of their own.
-    for (const file of readdirSync(`${FIXTURES}kernel`, { withFileTypes: true }).filter((f) => f.isFile()).map((f) => f.name)) {
+    for (const file of readdirSync(`${FIXTURES}kernel`, { withFileTypes: true })
+      .filter((f) => f.isFile())
+      .map((f) => f.name)) {
       const first = await runCli(['parse', 'kernel', `${FIXTURES}kernel/${file}`, '--host', 'gpu-node-07']);
       expect(first.code, file).toBe(0);
       const events = envelopes(first.stdout);
@@ -29,7 +31,10 @@ describe('gpualert parse', () => {
       else expect(events.length, file).toBeGreaterThan(0);
       for (const e of events) expect([e.type, e.host]).toEqual(['kernel.event', 'gpu-node-07']);
       const again = await runCli(['parse', 'kernel', `${FIXTURES}kernel/${file}`, '--host', 'gpu-node-07']);
-      expect(envelopes(again.stdout).map((e) => e.id), file).toEqual(events.map((e) => e.id));
+      expect(
+        envelopes(again.stdout).map((e) => e.id),
+        file,
+      ).toEqual(events.map((e) => e.id));
     }
   });
 
@@ -43,7 +48,13 @@ describe('gpualert parse', () => {
 
   it('nvidia-smi: one gpu.sample per scrape, processes counted from compute apps', async () => {
     const result = await runCli([
-      'parse', 'nvidia-smi', `${FIXTURES}nvidia-smi/query-subset.csv`, '--host', 'h1', '--apps', `${FIXTURES}nvidia-smi/query-compute-apps.csv`,
+      'parse',
+      'nvidia-smi',
+      `${FIXTURES}nvidia-smi/query-subset.csv`,
+      '--host',
+      'h1',
+      '--apps',
+      `${FIXTURES}nvidia-smi/query-compute-apps.csv`,
     ]);
     expect(result.code).toBe(0);
     const samples = envelopes(result.stdout);
@@ -64,22 +75,37 @@ describe('gpualert parse', () => {
 
   it('dcgm: one sample per exporter host', async () => {
     const result = await runCli(['parse', 'dcgm', `${FIXTURES}dcgm/exporter.prom`]);
-    expect(envelopes(result.stdout).map((e) => e.host).sort()).toEqual(['424773df46e0', '551bdf382151', 'gpu-node-1', 'unknown']);
+    expect(
+      envelopes(result.stdout)
+        .map((e) => e.host)
+        .sort(),
+    ).toEqual(['424773df46e0', '551bdf382151', 'gpu-node-1', 'unknown']);
   });
 
   it('provider: every fixture normalises through its adapter', async () => {
     const providerOf: Record<string, string> = {
-      'aws-ec2-describe-instance-status-events.json': 'aws', 'aws-eventbridge-rebalance-recommendation.json': 'aws',
-      'aws-eventbridge-spot-interruption-warning.json': 'aws', 'aws-health-scheduled-change-nth.json': 'aws',
+      'aws-ec2-describe-instance-status-events.json': 'aws',
+      'aws-eventbridge-rebalance-recommendation.json': 'aws',
+      'aws-eventbridge-spot-interruption-warning.json': 'aws',
+      'aws-health-scheduled-change-nth.json': 'aws',
       'aws-health-issue-entities-not-instance-ids.json': 'aws',
-      'aws-imds-maintenance-history.json': 'aws-imds', 'aws-imds-rebalance-recommendation.json': 'aws-imds',
-      'aws-imds-scheduled-events.json': 'aws-imds', 'aws-imds-spot-instance-action.json': 'aws-imds',
-      'azure-scheduled-events-ack-request.json': 'azure', 'azure-scheduled-events-empty.json': 'azure',
-      'azure-scheduled-events-freeze-scheduled.json': 'azure', 'azure-scheduled-events-freeze-started.json': 'azure',
-      'gcp-instances-list-upcomingMaintenance.json': 'gcp', 'gcp-upcoming-maintenance-metadata.json': 'gcp',
+      'aws-imds-maintenance-history.json': 'aws-imds',
+      'aws-imds-rebalance-recommendation.json': 'aws-imds',
+      'aws-imds-scheduled-events.json': 'aws-imds',
+      'aws-imds-spot-instance-action.json': 'aws-imds',
+      'azure-scheduled-events-ack-request.json': 'azure',
+      'azure-scheduled-events-empty.json': 'azure',
+      'azure-scheduled-events-freeze-scheduled.json': 'azure',
+      'azure-scheduled-events-freeze-started.json': 'azure',
+      'gcp-instances-list-upcomingMaintenance.json': 'gcp',
+      'gcp-upcoming-maintenance-metadata.json': 'gcp',
       'oci-instance-maintenance-scheduled.json': 'oci',
     };
-    expect(Object.keys(providerOf).sort()).toEqual(readdirSync(`${FIXTURES}provider`).filter((f) => f.endsWith('.json')).sort());
+    expect(Object.keys(providerOf).sort()).toEqual(
+      readdirSync(`${FIXTURES}provider`)
+        .filter((f) => f.endsWith('.json'))
+        .sort(),
+    );
     let total = 0;
     for (const [file, provider] of Object.entries(providerOf)) {
       const result = await runCli(['parse', 'provider', `${FIXTURES}provider/${file}`, '--provider', provider, '--host', 'h1']);
@@ -98,7 +124,10 @@ describe('gpualert parse', () => {
     expect(garbage.code).toBe(2);
     expect(garbage.stderr).toMatch(/no nvidia-smi rows in -/);
     const provider = await runCli(['parse', 'provider', '-', '--provider', 'generic'], { input: '{"event_id":"x","kind":"explode"}' });
-    expect([provider.code, provider.stderr.trim()]).toEqual([2, "error[GA-CLI-USAGE]: gpualert parse provider: -: kind: Invalid option: expected one of \"maintenance\"|\"reboot\"|\"retirement\"|\"stop\"|\"terminate\"|\"preemption\"|\"migration\"|\"rebalance\""]);
+    expect([provider.code, provider.stderr.trim()]).toEqual([
+      2,
+      'error[GA-CLI-USAGE]: gpualert parse provider: -: kind: Invalid option: expected one of "maintenance"|"reboot"|"retirement"|"stop"|"terminate"|"preemption"|"migration"|"rebalance"',
+    ]);
     const format = await runCli(['parse', 'syslog', '-']);
     expect(format.code).toBe(2);
     expect(format.stderr.trim()).toBe('error[GA-CLI-USAGE]: gpualert parse: unknown format "syslog" (expected kernel, nvidia-smi, dcgm or provider)');

@@ -18,7 +18,9 @@ describe('gpualert command line', () => {
   it('timeline without Kafka reads the embedded log, and says so when there is none', async () => {
     const result = await runCli(['timeline', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T01:00:00Z', '--data-dir', '/nonexistent/gpualert']);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim()).toBe('error[GA-CLI-USAGE]: gpualert timeline: no KAFKA_BROKERS and no embedded log at /nonexistent/gpualert (run gpualert up, or give --data-dir)');
+    expect(result.stderr.trim()).toBe(
+      'error[GA-CLI-USAGE]: gpualert timeline: no KAFKA_BROKERS and no embedded log at /nonexistent/gpualert (run gpualert up, or give --data-dir)',
+    );
     const backwards = await runCli(['timeline', '--from', '2026-06-01T01:00:00Z', '--to', '2026-06-01T00:00:00Z']);
     expect(backwards.stderr.trim()).toBe('error[GA-CLI-USAGE]: gpualert timeline: --from must be before --to');
   });
@@ -37,9 +39,17 @@ describe('gpualert command line', () => {
       [['up', '--engine-port', '70000'], {}, 'invalid config: --engine-port (flag): expected a port 0-65535 (got "70000")'],
       [['up'], { GPUALERT_INTAKE_PORT: 'abc' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
       [['intake'], { GPUALERT_INTAKE_PORT: 'abc', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): '],
-      [['intake'], { GPUALERT_INTAKE_PORT: '0x1F91', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' }, 'invalid config: GPUALERT_INTAKE_PORT (environment): expected a port 0-65535 (got "0x1F91")'],
+      [
+        ['intake'],
+        { GPUALERT_INTAKE_PORT: '0x1F91', GPUALERT_INTAKE_TOKEN: 'intake-token-0123456789' },
+        'invalid config: GPUALERT_INTAKE_PORT (environment): expected a port 0-65535 (got "0x1F91")',
+      ],
       [['up', '--intake-port=-1'], {}, 'invalid config: --intake-port (flag): expected a port 0-65535 (got "-1")'],
-      [['up'], { GPUALERT_NOTIFIER_TOKEN: 'short' }, 'invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 5 characters, not shown)'],
+      [
+        ['up'],
+        { GPUALERT_NOTIFIER_TOKEN: 'short' },
+        'invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 5 characters, not shown)',
+      ],
     ] as const) {
       const result = await runCli([...args], { env: cleanEnv(env) });
       expect([result.code, result.stderr.trim().split('\n').length], `${args.join(' ')} ${JSON.stringify(env)}: ${result.stderr}`).toEqual([2, 1]);
@@ -48,11 +58,21 @@ describe('gpualert command line', () => {
   });
 
   it('`up` runs embedded with no Kafka or Redis and stops cleanly on Ctrl-C', async () => {
-    const up = startCli(['up'], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_DATA_DIR: mkdtempSync(join(tmpdir(), 'gpualert-up-')) }));
+    const up = startCli(
+      ['up'],
+      cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_DATA_DIR: mkdtempSync(join(tmpdir(), 'gpualert-up-')) }),
+    );
     await waitFor(() => up.output().includes('"msg":"gpualert_up"'), 'gpualert_up', 20_000);
     expect(up.output()).toMatch(/"mode":"embedded","bus":"memory","store":"memory","services":\["engine","intake","notifier","usage"\]/);
     // Where each listens, a port of 0 included: the intake here (the engine's /metrics too, on its default or the one given).
-    const ports = (JSON.parse(up.output().split('\n').find((l) => l.includes('"msg":"gpualert_up"'))!) as { ports: Record<string, number> }).ports;
+    const ports = (
+      JSON.parse(
+        up
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"msg":"gpualert_up"'))!,
+      ) as { ports: Record<string, number> }
+    ).ports;
     expect(ports.intake).toBeGreaterThan(0);
     // A SIGHUP asks for a reload (none here: no token, no API), never an exit.
     up.kill('SIGHUP');
@@ -88,7 +108,10 @@ describe('gpualert command line', () => {
 
   it('`up --demo` plays the bundled incident, graded alerts within seconds, and its timeline survives the restart', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gpualert-demo-'));
-    const up = startCli(['up', '--demo', '--speed', '600', '--data-dir', dataDir], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+    const up = startCli(
+      ['up', '--demo', '--speed', '600', '--data-dir', dataDir],
+      cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }),
+    );
     // Each host's alerts come on their own partition: the lost GPU (the story's last) can be printed
     // before another host's earlier alert, so wait for every line rather than for the last one.
     const expected = [
@@ -103,7 +126,19 @@ describe('gpualert command line', () => {
     up.kill('SIGINT');
     expect((await once(up, 'exit'))[0]).toBe(0);
     // gpualert is stopped; the story is still there for the post-mortem
-    const timeline = await runCli(['timeline', '--from', '2026-06-01T02:00:00Z', '--to', '2026-06-01T02:30:00Z', '--host', 'gpu-node-002', '--data-dir', dataDir, '--format', 'json']);
+    const timeline = await runCli([
+      'timeline',
+      '--from',
+      '2026-06-01T02:00:00Z',
+      '--to',
+      '2026-06-01T02:30:00Z',
+      '--host',
+      'gpu-node-002',
+      '--data-dir',
+      dataDir,
+      '--format',
+      'json',
+    ]);
     expect(timeline.code).toBe(0);
     const entries = (JSON.parse(timeline.stdout) as { entries: { source: string; title: string }[] }).entries;
     expect(entries.filter((e) => e.source === 'kernel').map((e) => e.title)).toEqual(['Xid 119: GSP RPC Timeout', 'Xid 79: GPU has fallen off the bus']);

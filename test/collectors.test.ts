@@ -3,9 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KafkaBus, type Bus, type Subscription } from '@gpualert/bus';
-import {
-  FileLineSource, nvidiaSmiSource, startGpuCollector, startInventoryCollector, startKernelCollector,
-} from '@gpualert/collectors';
+import { FileLineSource, nvidiaSmiSource, startGpuCollector, startInventoryCollector, startKernelCollector } from '@gpualert/collectors';
 import { createLogger } from '@gpualert/log';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
@@ -64,7 +62,16 @@ describe('gpu collector with a fake nvidia-smi, on the real Kafka', () => {
     // A hang is cut off after 2 s; a healthy run takes tens of ms, but over 150 ms under two busy loops
     // (measured), so a tighter limit could turn a slow healthy scrape into a `timeout` sample.
     const source = await nvidiaSmiSource({ binary: smi.path, timeoutMs: 2_000 });
-    expect(source.fields).toEqual(['index', 'uuid', 'name', 'pci.bus_id', 'utilization.gpu', 'temperature.gpu', 'power.draw', 'clocks_throttle_reasons.active']);
+    expect(source.fields).toEqual([
+      'index',
+      'uuid',
+      'name',
+      'pci.bus_id',
+      'utilization.gpu',
+      'temperature.gpu',
+      'power.draw',
+      'clocks_throttle_reasons.active',
+    ]);
     const collector = startGpuCollector({ bus, source, host: 'gpu-node-1', labels: { cluster: 'test' }, intervalMs: 100, log });
     cleanups.push(() => collector.stop());
 
@@ -106,8 +113,18 @@ describe('kernel collector following a file, on the real Kafka and Redis', () =>
     const start = () => {
       source = new CountedFileSource(file);
       return startKernelCollector({
-        bus, store, source, host: 'gpu-node-2', catalog, log, burstGapMs: 100, pollMs: 20,
-        gpuIndexByPci: new Map([['0000:91:00', 6], ['0000:5d:00', 2]]),
+        bus,
+        store,
+        source,
+        host: 'gpu-node-2',
+        catalog,
+        log,
+        burstGapMs: 100,
+        pollMs: 20,
+        gpuIndexByPci: new Map([
+          ['0000:91:00', 6],
+          ['0000:5d:00', 2],
+        ]),
       });
     };
 
@@ -119,7 +136,7 @@ describe('kernel collector following a file, on the real Kafka and Redis', () =>
     appendFileSync(file, '[ 4300.000001] NVRM: Xid (PCI:0000:91:00): 4');
     const readsThen = source.reads;
     await waitFor(() => source.reads >= readsThen + 2, 'a read of the first piece', 30_000);
-    appendFileSync(file, '8, pid=\'<unknown>\', name=<unknown>, An uncorrectable double bit error\n');
+    appendFileSync(file, "8, pid='<unknown>', name=<unknown>, An uncorrectable double bit error\n");
     await waitFor(() => events.length >= 6, 'the Xid 48 written in two pieces');
     await collector.stop();
 
@@ -129,7 +146,7 @@ describe('kernel collector following a file, on the real Kafka and Redis', () =>
     await waitFor(() => events.length >= 10, 'the events written while stopped');
     // A line written last is published after anything the restart read twice (one host, one
     // partition, file order): once it is here, a duplicate would be too. A fixed sleep was not enough.
-    appendFileSync(file, '[2397200.000000] NVRM: Xid (PCI:0000:aa:00): 48, pid=\'<unknown>\', name=<unknown>, An uncorrectable double bit error\n');
+    appendFileSync(file, "[2397200.000000] NVRM: Xid (PCI:0000:aa:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error\n");
     await waitFor(() => events.some((e) => e.data.pci_bus === '0000:aa:00'), 'the line written last', 30_000);
 
     expect(events.map((e) => [e.data.kind, e.data.xid ?? null, e.data.gpu ?? null])).toEqual([
@@ -170,14 +187,26 @@ describe('inventory collector', () => {
     const port = typeof address === 'object' && address ? address.port : 0;
     const inventories = await collect(bus, TOPICS.hostInventory, 'host.inventory');
     const collector = startInventoryCollector({
-      bus, host: 'gpu-node-3', log, nvidiaSmi: smi.path, timeoutMs: 2_000, intervalMs: 60_000,
-      metadata: ['gcp'], metadataEndpoint: `http://127.0.0.1:${port}`,
+      bus,
+      host: 'gpu-node-3',
+      log,
+      nvidiaSmi: smi.path,
+      timeoutMs: 2_000,
+      intervalMs: 60_000,
+      metadata: ['gcp'],
+      metadataEndpoint: `http://127.0.0.1:${port}`,
     });
     cleanups.push(() => collector.stop());
     await waitFor(() => inventories.length === 1, 'the inventory');
     expect(inventories[0]!.data).toMatchObject({
-      gpu_model: 'NVIDIA H100 80GB HBM3', gpu_count: 2, driver_version: '550.54.15', cuda_version: '12.4',
-      vbios: '96.00.89.00.01', provider: 'gcp', instance_id: '4520031799277581759', instance_type: 'a3-highgpu-8g',
+      gpu_model: 'NVIDIA H100 80GB HBM3',
+      gpu_count: 2,
+      driver_version: '550.54.15',
+      cuda_version: '12.4',
+      vbios: '96.00.89.00.01',
+      provider: 'gcp',
+      instance_id: '4520031799277581759',
+      instance_type: 'a3-highgpu-8g',
       gpus: [
         { index: 0, uuid: 'GPU-aaa', pci_bus: '0000:3b:00', name: 'NVIDIA H100 80GB HBM3', serial: '1650123456789' },
         { index: 1, uuid: 'GPU-bbb', pci_bus: '0000:5d:00', name: 'NVIDIA H100 80GB HBM3', serial: '1650123456790' },

@@ -15,7 +15,11 @@ describe('gpualert config show', () => {
     const env = cleanEnv({ GPUALERT_NOTIFIER_TOKEN: TOKEN, REDIS_URL: REDIS, GPUALERT_ENGINE_PORT: '9292', GPUALERT_CONFIG: config });
     const text = await runCli(['config', 'show', '--partitions', '24'], { env });
     expect([text.code, text.stderr]).toEqual([0, '']);
-    const line = (key: string) => text.stdout.split('\n').find((l) => l.startsWith(`${key} `))?.replace(/\s+/g, ' ');
+    const line = (key: string) =>
+      text.stdout
+        .split('\n')
+        .find((l) => l.startsWith(`${key} `))
+        ?.replace(/\s+/g, ' ');
     expect(line('notifierPort')).toBe(`notifierPort 9191 notifierPort (${config})`);
     expect(line('enginePort')).toBe('enginePort 9292 GPUALERT_ENGINE_PORT (environment)');
     expect(line('partitions')).toBe('partitions 24 --partitions (flag)');
@@ -35,7 +39,10 @@ describe('gpualert config show', () => {
 
   it('fails as the command itself would on a bad value, in one line, and names the commands it knows', async () => {
     const bad = await runCli(['config', 'show', '--command', 'engine'], { env: cleanEnv({ GPUALERT_FORGET_AFTER: 'soon' }) });
-    expect([bad.code, bad.stderr.trim()]).toEqual([2, 'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_FORGET_AFTER (environment): expects a duration like 7d, 36h or 2w (got "soon")']);
+    expect([bad.code, bad.stderr.trim()]).toEqual([
+      2,
+      'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_FORGET_AFTER (environment): expects a duration like 7d, 36h or 2w (got "soon")',
+    ]);
     const unknown = await runCli(['config', 'show', '--command', 'nope'], { env: cleanEnv() });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/^error\[GA-CLI-USAGE\]: gpualert config show: --command must be one of up, agent, engine, notifier, intake, /);

@@ -13,11 +13,15 @@ import { shiftClock } from './infra/clock-shift.mjs';
 export function chromiumPath(): string {
   const which = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' });
   const path = which.stdout.trim();
-  if (!path) throw new Error('Debian\'s chromium is not installed (.ci/run installs it: apt-get install chromium)');
+  if (!path) throw new Error("Debian's chromium is not installed (.ci/run installs it: apt-get install chromium)");
   return path;
 }
 
-interface Pending { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
 
 export class Browser {
   private next = 1;
@@ -25,12 +29,22 @@ export class Browser {
   private readonly listeners = new Set<(message: { method?: string; params?: Record<string, unknown>; sessionId?: string }) => void>();
   private buffer = '';
 
-  private constructor(private readonly child: ChildProcess, private readonly profile: string) {
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly profile: string,
+  ) {
     const out = child.stdio[4] as Readable;
     out.on('data', (chunk: Buffer) => {
       this.buffer += chunk.toString('utf8');
       for (let end = this.buffer.indexOf('\0'); end >= 0; end = this.buffer.indexOf('\0')) {
-        const message = JSON.parse(this.buffer.slice(0, end)) as { id?: number; result?: unknown; error?: { message: string }; method?: string; params?: Record<string, unknown>; sessionId?: string };
+        const message = JSON.parse(this.buffer.slice(0, end)) as {
+          id?: number;
+          result?: unknown;
+          error?: { message: string };
+          method?: string;
+          params?: Record<string, unknown>;
+          sessionId?: string;
+        };
         this.buffer = this.buffer.slice(end + 1);
         if (message.id !== undefined) {
           const p = this.pending.get(message.id);
@@ -48,8 +62,19 @@ export class Browser {
 
   static async launch(width = 1280, height = 900): Promise<Browser> {
     const profile = mkdtempSync(join(tmpdir(), 'gpualert-chromium-'));
-    const args = ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--no-first-run', '--no-default-browser-check', '--disable-extensions',
-      '--remote-debugging-pipe', `--user-data-dir=${profile}`, `--window-size=${width},${height}`, 'about:blank'];
+    const args = [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--hide-scrollbars',
+      '--no-first-run',
+      '--no-default-browser-check',
+      '--disable-extensions',
+      '--remote-debugging-pipe',
+      `--user-data-dir=${profile}`,
+      `--window-size=${width},${height}`,
+      'about:blank',
+    ];
     const child = spawn(chromiumPath(), args, { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
     const browser = new Browser(child, profile);
     await browser.send('Browser.getVersion', {}, undefined, 30_000);
@@ -83,7 +108,8 @@ export class Browser {
     // Under the clock-ahead run the page reads the same shifted clock as the servers it talks to.
     // (set only in that run, by the preload that shifted this process: test/infra/clock-ahead.mjs)
     const offset = Number(process.env.GPUALERT_CLOCK_OFFSET_MS ?? '0');
-    if (Number.isSafeInteger(offset) && offset !== 0) await page.send('Page.addScriptToEvaluateOnNewDocument', { source: `(${shiftClock.toString()})(globalThis, ${offset});` });
+    if (Number.isSafeInteger(offset) && offset !== 0)
+      await page.send('Page.addScriptToEvaluateOnNewDocument', { source: `(${shiftClock.toString()})(globalThis, ${offset});` });
     return page;
   }
 
@@ -96,8 +122,14 @@ export class Browser {
     await this.send('Browser.close', {}, undefined, 5_000).catch(() => undefined);
     if (this.child.exitCode === null) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => { this.child.kill('SIGKILL'); resolve(); }, 5_000);
-        this.child.once('exit', () => { clearTimeout(timer); resolve(); });
+        const timer = setTimeout(() => {
+          this.child.kill('SIGKILL');
+          resolve();
+        }, 5_000);
+        this.child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
     }
     rmSync(this.profile, { recursive: true, force: true });
@@ -108,7 +140,10 @@ export class Page {
   /** Uncaught exceptions, console errors and CSP refusals the page reported. */
   readonly errors: string[] = [];
 
-  constructor(private readonly browser: Browser, private readonly sessionId: string) {
+  constructor(
+    private readonly browser: Browser,
+    private readonly sessionId: string,
+  ) {
     browser.on((m) => {
       if (m.sessionId !== sessionId) return;
       if (m.method === 'Runtime.exceptionThrown') this.errors.push(JSON.stringify((m.params as { exceptionDetails: unknown }).exceptionDetails).slice(0, 500));
@@ -130,7 +165,10 @@ export class Page {
 
   /** An expression's value in the page (promises awaited); a thrown error comes back as one. */
   async evaluate<T>(expression: string): Promise<T> {
-    const r = (await this.send('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true })) as { result: { value?: unknown }; exceptionDetails?: { text: string; exception?: { description?: string } } };
+    const r = (await this.send('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true })) as {
+      result: { value?: unknown };
+      exceptionDetails?: { text: string; exception?: { description?: string } };
+    };
     if (r.exceptionDetails) throw new Error(`in the page: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`);
     return r.result.value as T;
   }

@@ -26,7 +26,13 @@ function demo() {
 describe("the fleet snapshot built from the engine's state", () => {
   it("shows the demo's faulty GPUs in their states, each metric inside or outside its own band, in the contract's shape", () => {
     const { state, latest } = demo();
-    const snapshot = buildFleetSnapshot({ hosts: Object.values(state.hosts), latest, ruleSet: rules.value, now: Date.parse('2026-06-01T03:00:00Z'), source: 'engine' });
+    const snapshot = buildFleetSnapshot({
+      hosts: Object.values(state.hosts),
+      latest,
+      ruleSet: rules.value,
+      now: Date.parse('2026-06-01T03:00:00Z'),
+      source: 'engine',
+    });
     expect(FleetSnapshot.safeParse(snapshot).success).toBe(true);
     const states = Object.fromEntries(snapshot.hosts.flatMap((h) => h.gpus.filter((g) => g.state !== 'ok').map((g) => [`${h.host}/${g.index}`, g.state])));
     expect(states).toMatchObject({ 'gpu-node-002/3': 'critical', 'gpu-node-001/5': 'warning', 'gpu-node-000/2': 'warning' });
@@ -55,7 +61,7 @@ describe("the fleet snapshot built from the engine's state", () => {
     expect(snapshot.events[0]!.at).toBeGreaterThanOrEqual(snapshot.events.at(-1)!.at);
   });
 
-  it("reads the hosts the engine saved in the store, and skips a saved state that does not read", async () => {
+  it('reads the hosts the engine saved in the store, and skips a saved state that does not read', async () => {
     const { state, latest } = demo();
     const store = new MemoryStore();
     for (const [name, host] of Object.entries(state.hosts)) await store.set(engineHostKey(name), JSON.stringify(host));

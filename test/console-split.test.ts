@@ -30,9 +30,17 @@ describe('the console of a split deployment (gpualert engine and gpualert notifi
     await bus.ensureTopics(Object.values(TOPICS));
     cleanups.push(() => bus.close());
     const env = cleanEnv({
-      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${uniqueName('split')}:`,
-      GPUALERT_PARTITIONS: '3', GPUALERT_ENGINE_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
-      GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_NOTIFIER_TOKEN: TOKEN, GPUALERT_LOG_FORMAT: 'json',
+      KAFKA_BROKERS: inject('kafkaBrokers'),
+      REDIS_URL: inject('redisUrl'),
+      GPUALERT_TOPIC_PREFIX: prefix,
+      GPUALERT_KEY_PREFIX: `${uniqueName('split')}:`,
+      GPUALERT_PARTITIONS: '3',
+      GPUALERT_ENGINE_PORT: '0',
+      GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+      GPUALERT_NOTIFIER_PORT: '0',
+      GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+      GPUALERT_NOTIFIER_TOKEN: TOKEN,
+      GPUALERT_LOG_FORMAT: 'json',
       // Routes that need no vendor's credentials: what `up` uses.
       GPUALERT_ROUTES: new URL('../rules/routes.embedded.yaml', import.meta.url).pathname,
     });
@@ -48,19 +56,45 @@ describe('the console of a split deployment (gpualert engine and gpualert notifi
     const hosts = ['split-node-1', 'split-node-2'];
     const send = async () => {
       const ts = new Date().toISOString();
-      await bus.publish(TOPICS.gpuSamples, hosts.map((host) => envelopeMessage(newEnvelope({
-        type: 'gpu.sample', host, source: 'test', ts, labels: { cluster: 'split' },
-        data: { gpus: [0, 1].map((index) => ({ ...emptyMetrics(index), uuid: `GPU-${host}-${index}`, name: 'NVIDIA H100 80GB HBM3', util_pct: 90, temp_c: 61 + index, power_w: 500 })) },
-      }))));
+      await bus.publish(
+        TOPICS.gpuSamples,
+        hosts.map((host) =>
+          envelopeMessage(
+            newEnvelope({
+              type: 'gpu.sample',
+              host,
+              source: 'test',
+              ts,
+              labels: { cluster: 'split' },
+              data: {
+                gpus: [0, 1].map((index) => ({
+                  ...emptyMetrics(index),
+                  uuid: `GPU-${host}-${index}`,
+                  name: 'NVIDIA H100 80GB HBM3',
+                  util_pct: 90,
+                  temp_c: 61 + index,
+                  power_w: 500,
+                })),
+              },
+            }),
+          ),
+        ),
+      );
     };
     let fleet: FleetSnapshot | undefined;
-    await waitFor(async () => {
-      await send();
-      const answer = await fetch(`${base}/v1/fleet`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      if (answer.status !== 200) return false;
-      fleet = (await answer.json()) as FleetSnapshot;
-      return hosts.every((h) => fleet!.hosts.find((v) => v.host === h)?.gpus.length === 2 && fleet!.hosts.find((v) => v.host === h)?.gpus[1]?.metrics.temp_c.value === 62);
-    }, `both hosts in the console's fleet (engine said:\n${engine.output().slice(-1500)}\nnotifier said:\n${notifier.output().slice(-1500)})`, 60_000);
+    await waitFor(
+      async () => {
+        await send();
+        const answer = await fetch(`${base}/v1/fleet`, { headers: { authorization: `Bearer ${TOKEN}` } });
+        if (answer.status !== 200) return false;
+        fleet = (await answer.json()) as FleetSnapshot;
+        return hosts.every(
+          (h) => fleet!.hosts.find((v) => v.host === h)?.gpus.length === 2 && fleet!.hosts.find((v) => v.host === h)?.gpus[1]?.metrics.temp_c.value === 62,
+        );
+      },
+      `both hosts in the console's fleet (engine said:\n${engine.output().slice(-1500)}\nnotifier said:\n${notifier.output().slice(-1500)})`,
+      60_000,
+    );
     expect(fleet!.source).toBe('engine');
     expect((await fetch(`${base}/v1/fleet`)).status).toBe(401);
   }, 120_000);

@@ -15,10 +15,17 @@ describe('the console in `gpualert up --demo`, in headless Chromium', () => {
     mkdirSync(SHOTS, { recursive: true });
     const prefix = `console-up-${process.pid}-${Date.now()}:`;
     const env = cleanEnv({
-      REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: prefix, GPUALERT_NOTIFIER_TOKEN: TOKEN,
-      GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+      REDIS_URL: inject('redisUrl'),
+      GPUALERT_KEY_PREFIX: prefix,
+      GPUALERT_NOTIFIER_TOKEN: TOKEN,
+      GPUALERT_INTAKE_PORT: '0',
+      GPUALERT_INTAKE_LISTEN: '127.0.0.1',
+      GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
     });
-    const up = startCli(['up', '--demo', '--speed', '600', '--log-format', 'pretty', '--notifier-port', '0', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-console-up-'))], env);
+    const up = startCli(
+      ['up', '--demo', '--speed', '600', '--log-format', 'pretty', '--notifier-port', '0', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-console-up-'))],
+      env,
+    );
     const browser = await Browser.launch();
     try {
       await waitFor(() => /console +http:\/\/\S+\/console\//.test(up.output()), 'the console on the banner', 30_000);
@@ -30,10 +37,14 @@ describe('the console in `gpualert up --demo`, in headless Chromium', () => {
       await page.evaluate(`document.getElementById('token').value = ${JSON.stringify(TOKEN)}; document.getElementById('token-form').requestSubmit(); true`);
 
       // The demo's three troubled GPUs, each in its severity's colour, as the incident unfolds (the page redraws every 5 s).
-      const faulty = await page.waitFor<Record<string, string>>(`(() => {
+      const faulty = await page.waitFor<Record<string, string>>(
+        `(() => {
         const cells = Object.fromEntries([...document.querySelectorAll('a.gpu[data-state]:not([data-state="ok"])')].map((a) => [a.dataset.host + '/' + a.dataset.gpu, a.dataset.state + ' ' + getComputedStyle(a).backgroundColor]));
         return cells['gpu-node-002/3'] && cells['gpu-node-001/5'] && cells['gpu-node-000/2'] ? cells : false;
-      })()`, "the demo's faulty GPUs on the grid", 60_000);
+      })()`,
+        "the demo's faulty GPUs on the grid",
+        60_000,
+      );
       expect(faulty).toMatchObject({
         'gpu-node-002/3': 'critical rgb(215, 38, 61)',
         'gpu-node-001/5': 'warning rgb(242, 193, 78)',
@@ -45,11 +56,15 @@ describe('the console in `gpualert up --demo`, in headless Chromium', () => {
 
       // The hot GPU's page: its temperature against its own baseline band, outside it.
       await page.evaluate(`document.querySelector('a.gpu[data-host="gpu-node-001"][data-gpu="5"]').click(); true`);
-      const band = await page.waitFor<{ low: number; high: number; value: number; inside: string }>(`(() => {
+      const band = await page.waitFor<{ low: number; high: number; value: number; inside: string }>(
+        `(() => {
         const m = document.querySelector('[data-gpu-page="gpu-node-001/5"] ~ [data-metric="temp_c"]');
         const rect = m && m.querySelector('rect.band');
         return rect ? { low: Number(rect.dataset.low), high: Number(rect.dataset.high), value: Number(/now ([\\d.]+)/.exec(m.innerText)[1]), inside: m.dataset.inside } : false;
-      })()`, 'the baseline band of gpu-node-001 GPU 5', 30_000);
+      })()`,
+        'the baseline band of gpu-node-001 GPU 5',
+        30_000,
+      );
       expect(band.high).toBeGreaterThan(band.low);
       expect(band.low).toBeGreaterThan(40);
       expect(band.high).toBeLessThan(band.value);
@@ -63,9 +78,14 @@ describe('the console in `gpualert up --demo`, in headless Chromium', () => {
         document.getElementById('s-for').value = '1h'; document.getElementById('s-by').value = 'console-test';
         document.getElementById('s-comment').value = 'made in the console'; document.getElementById('silence-form').requestSubmit(); true`);
       // (the notifier's own silence for the demo's maintenance notice is listed too)
-      const id = await page.waitFor<string>('[...document.querySelectorAll("tr[data-silence][data-state=active]")].find((r) => r.innerText.includes(\'probe="muted"\'))?.dataset.silence', 'the new silence listed');
+      const id = await page.waitFor<string>(
+        '[...document.querySelectorAll("tr[data-silence][data-state=active]")].find((r) => r.innerText.includes(\'probe="muted"\'))?.dataset.silence',
+        'the new silence listed',
+      );
       // It says how far it reaches: none of what the demo has firing.
-      expect(await page.evaluate('document.getElementById("status").textContent')).toMatch(new RegExp(`^created ${id}: matches 0 of [1-9]\\d* firing alerts on 0 hosts$`));
+      expect(await page.evaluate('document.getElementById("status").textContent')).toMatch(
+        new RegExp(`^created ${id}: matches 0 of [1-9]\\d* firing alerts on 0 hosts$`),
+      );
       await page.screenshot(join(SHOTS, 'up-silences.png'));
 
       const list = await runCli(['silence', 'list'], { env });
@@ -74,19 +94,30 @@ describe('the console in `gpualert up --demo`, in headless Chromium', () => {
 
       // The next alert that matches is muted; one beside it that does not match is not (the check can see an unmuted one).
       const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-      const probes = ['muted', 'loud'].map((probe) => ({ labels: { alertname: 'ConsoleProbe', host: 'gpu-node-002', probe }, annotations: { summary: `probe ${probe}` } }));
+      const probes = ['muted', 'loud'].map((probe) => ({
+        labels: { alertname: 'ConsoleProbe', host: 'gpu-node-002', probe },
+        annotations: { summary: `probe ${probe}` },
+      }));
       expect((await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers, body: JSON.stringify(probes) })).status).toBe(200);
       await page.evaluate(`location.hash = '#/alerts'; true`);
-      const states = await page.waitFor<Record<string, string>>(`(() => {
+      const states = await page.waitFor<Record<string, string>>(
+        `(() => {
         const rows = [...document.querySelectorAll('#alerts tr[data-fingerprint]')].filter((r) => r.innerText.includes('probe '));
         const out = Object.fromEntries(rows.map((r) => [/probe (\\w+)/.exec(r.innerText)[1], r.dataset.state + ' ' + r.cells[5].innerText.trim()]));
         return out.muted && out.loud ? out : false;
-      })()`, 'both probes on the alerts page', 30_000);
+      })()`,
+        'both probes on the alerts page',
+        30_000,
+      );
       expect(states).toEqual({ muted: `suppressed suppressed silenced by ${id}`, loud: 'active active' });
       await page.screenshot(join(SHOTS, 'up-alerts.png'));
 
       // The lost GPU's incident, its timeline exported from the page (`gpualert timeline`'s HTML, fetched with the token).
-      const incident = await page.waitFor<string>(`[...document.querySelectorAll('tr[data-incident]')].find((r) => r.cells[1].innerText === 'gpu-node-002')?.dataset.incident`, "gpu-node-002's incident", 30_000);
+      const incident = await page.waitFor<string>(
+        `[...document.querySelectorAll('tr[data-incident]')].find((r) => r.cells[1].innerText === 'gpu-node-002')?.dataset.incident`,
+        "gpu-node-002's incident",
+        30_000,
+      );
       const downloads = mkdtempSync(join(tmpdir(), 'gpualert-console-dl-'));
       await browser.allowDownloads(downloads);
       await page.evaluate(`document.querySelector('button[data-export="${incident}"][data-format="html"]').click(); true`);

@@ -61,7 +61,7 @@ describe('the live console against a fixture fleet, in headless Chromium', () =>
     expect(FleetSnapshot.safeParse(await answer.json()).success).toBe(true);
   });
 
-  it("answers one GPU by its host and index; a bad host, GPU or method is one line", async () => {
+  it('answers one GPU by its host and index; a bad host, GPU or method is one line', async () => {
     const get = (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}` } });
     const one = await get('/v1/fleet/syn-node-0001/3');
     expect(one.status).toBe(200);
@@ -89,7 +89,9 @@ describe('the live console against a fixture fleet, in headless Chromium', () =>
     await page.waitFor('!document.getElementById("token-form").hidden', 'the token form');
     await page.evaluate(`document.getElementById('token').value = ${JSON.stringify(TOKEN)}; document.getElementById('token-form').requestSubmit(); true`);
     await page.waitFor('document.body.dataset.view === "fleet"', 'the fleet grid drawn');
-    const cells = await page.evaluate<Record<string, string>>(`Object.fromEntries([...document.querySelectorAll('a.gpu[data-state]:not([data-state="ok"])')].map((a) => [a.dataset.host + '/' + a.dataset.gpu, a.dataset.state + ' ' + getComputedStyle(a).backgroundColor]))`);
+    const cells = await page.evaluate<Record<string, string>>(
+      `Object.fromEntries([...document.querySelectorAll('a.gpu[data-state]:not([data-state="ok"])')].map((a) => [a.dataset.host + '/' + a.dataset.gpu, a.dataset.state + ' ' + getComputedStyle(a).backgroundColor]))`,
+    );
     expect(cells).toEqual({
       'syn-node-0001/3': 'critical rgb(215, 38, 61)',
       'syn-node-0002/0': 'error rgb(238, 132, 52)',
@@ -130,19 +132,31 @@ describe('the live console against a fixture fleet, in headless Chromium', () =>
     await page.waitFor('document.body.dataset.view === "silences"', 'the silences page');
     expect(await page.evaluate('document.getElementById("s-matchers").value')).toBe('host="syn-node-0001"\ngpu="3"');
     // a refusal is the API's own sentence
-    await page.evaluate(`document.getElementById('s-matchers').value = 'host=~".*"'; document.getElementById('s-by').value = 'ops'; document.getElementById('s-comment').value = 'x'; document.getElementById('silence-form').requestSubmit(); true`);
-    const refusal = await page.waitFor<string>('document.getElementById("s-result").className === "error" && document.getElementById("s-result").textContent', 'the refusal');
+    await page.evaluate(
+      `document.getElementById('s-matchers').value = 'host=~".*"'; document.getElementById('s-by').value = 'ops'; document.getElementById('s-comment').value = 'x'; document.getElementById('silence-form').requestSubmit(); true`,
+    );
+    const refusal = await page.waitFor<string>(
+      'document.getElementById("s-result").className === "error" && document.getElementById("s-result").textContent',
+      'the refusal',
+    );
     expect(refusal).toMatch(/^400: .*would silence every alert/);
     expect(Object.keys(await loadSilences(store))).toEqual([]);
     // One that reaches across what fires is refused with its count (the form's force box would make it).
     const firing = (host: string) => JSON.stringify({ version: 1, labels: { host, alertname: 'GpuHot' } });
     await store.hashSet('notifier:firing', { 'fp-hot-2': firing('syn-node-0002'), 'fp-hot-3': firing('syn-node-0003') });
-    await page.evaluate(`document.getElementById('s-result').textContent = ''; document.getElementById('s-matchers').value = 'alertname="GpuHot"'; document.getElementById('silence-form').requestSubmit(); true`);
-    const broad = await page.waitFor<string>('document.getElementById("s-result").textContent.includes("firing") && document.getElementById("s-result").textContent', 'the broad silence refused');
+    await page.evaluate(
+      `document.getElementById('s-result').textContent = ''; document.getElementById('s-matchers').value = 'alertname="GpuHot"'; document.getElementById('silence-form').requestSubmit(); true`,
+    );
+    const broad = await page.waitFor<string>(
+      'document.getElementById("s-result").textContent.includes("firing") && document.getElementById("s-result").textContent',
+      'the broad silence refused',
+    );
     expect(broad).toMatch(/^400: this silence matches 2 of 2 firing alerts on 2 hosts: .*force/);
     expect(await page.evaluate('document.getElementById("s-force").checked')).toBe(false);
     expect(Object.keys(await loadSilences(store))).toEqual([]);
-    await page.evaluate(`document.getElementById('s-matchers').value = 'host="syn-node-0001"\\ngpu="3"'; document.getElementById('s-comment').value = 'swapping the card'; document.getElementById('silence-form').requestSubmit(); true`);
+    await page.evaluate(
+      `document.getElementById('s-matchers').value = 'host="syn-node-0001"\\ngpu="3"'; document.getElementById('s-comment').value = 'swapping the card'; document.getElementById('silence-form').requestSubmit(); true`,
+    );
     const id = await page.waitFor<string>('document.querySelector("tr[data-silence][data-state=active]")?.dataset.silence', 'the new silence listed');
     expect(await page.evaluate('document.getElementById("status").textContent')).toBe(`created ${id}: matches 0 of 2 firing alerts on 0 hosts`);
     const stored = await loadSilences(store);
@@ -175,11 +189,24 @@ describe("the console's alerts page against a notifier's state", () => {
     if (!routes.ok) throw new Error('routes');
     const state = emptyNotifierState();
     const now = Date.now();
-    const hot = { host: 'syn-node-0001', gpu: '3', severity: 'critical', category: 'baseline', rule: 'baseline_temp', fingerprint: 'syn1-3', expected: 'false' };
+    const hot = {
+      host: 'syn-node-0001',
+      gpu: '3',
+      severity: 'critical',
+      category: 'baseline',
+      rule: 'baseline_temp',
+      fingerprint: 'syn1-3',
+      expected: 'false',
+    };
     const ecc = { host: 'syn-node-0002', gpu: '5', severity: 'warning', category: 'ecc', rule: 'ecc_sbe_rate', fingerprint: 'syn2-5', expected: 'false' };
     state.firing['syn1-3'] = hot;
     state.firing['syn2-5'] = ecc;
-    state.about['syn1-3'] = { startsAt: new Date(now - 600_000).toISOString(), updatedAt: now, summary: 'GPU 3 at 88 °C, 24 °C above its own normal', evidence: ['gpu.sample 7f1c', '<b>kernel</b> Xid 79'] };
+    state.about['syn1-3'] = {
+      startsAt: new Date(now - 600_000).toISOString(),
+      updatedAt: now,
+      summary: 'GPU 3 at 88 °C, 24 °C above its own normal',
+      evidence: ['gpu.sample 7f1c', '<b>kernel</b> Xid 79'],
+    };
     state.about['syn2-5'] = { startsAt: new Date(now - 300_000).toISOString(), updatedAt: now, summary: 'correctable ECC errors rising', evidence: [] };
     state.silences['s-ecc'] = { id: 's-ecc', matchers: ['category="ecc"'], startsAt: now - 1_000, endsAt: now + 3_600_000, createdBy: 'ops', comment: 'known' };
     const view = { routes: routes.value, state: () => state };
@@ -192,13 +219,17 @@ describe("the console's alerts page against a notifier's state", () => {
       await page.waitFor('document.getElementById("token-form") && !document.getElementById("token-form").hidden', 'the token form');
       await page.evaluate(`document.getElementById('token').value = ${JSON.stringify(TOKEN)}; document.getElementById('token-form').requestSubmit(); true`);
       await page.waitFor('document.body.dataset.view === "alerts"', 'the alerts page');
-      const rows = await page.evaluate<Record<string, { state: string; text: string; evidence: string[] }>>(`Object.fromEntries([...document.querySelectorAll('#alerts tr[data-fingerprint]')].map((r) => [r.dataset.fingerprint, { state: r.dataset.state, text: r.cells[5].innerText.trim(), evidence: [...r.querySelectorAll('.evidence li')].map((li) => li.textContent) }]))`);
+      const rows = await page.evaluate<Record<string, { state: string; text: string; evidence: string[] }>>(
+        `Object.fromEntries([...document.querySelectorAll('#alerts tr[data-fingerprint]')].map((r) => [r.dataset.fingerprint, { state: r.dataset.state, text: r.cells[5].innerText.trim(), evidence: [...r.querySelectorAll('.evidence li')].map((li) => li.textContent) }]))`,
+      );
       expect(rows).toEqual({
         'syn1-3': { state: 'active', text: 'active', evidence: ['gpu.sample 7f1c', '<b>kernel</b> Xid 79'] },
         'syn2-5': { state: 'suppressed', text: 'suppressed silenced by s-ecc', evidence: [] },
       });
       // the synthetic fleet names inc-1 for the hot GPU's alert; the incident offers its timeline
-      expect(await page.evaluate('[...document.querySelectorAll("tr[data-incident]")].map((r) => r.dataset.incident + " " + r.cells[1].innerText)')).toEqual(['inc-1 syn-node-0001']);
+      expect(await page.evaluate('[...document.querySelectorAll("tr[data-incident]")].map((r) => r.dataset.incident + " " + r.cells[1].innerText)')).toEqual([
+        'inc-1 syn-node-0001',
+      ]);
       expect(await page.evaluate('document.querySelectorAll("button[data-export=\'inc-1\']").length')).toBe(3);
       await page.screenshot(join(SHOTS, 'fixture-alerts.png'));
       expect(page.errors).toEqual([]);

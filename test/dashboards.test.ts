@@ -17,12 +17,33 @@ const DASHBOARDS = new URL('deploy/grafana/dashboards/', ROOT);
 const RULES = new URL('deploy/prometheus/gpualert.rules.yml', ROOT);
 const readJson = (url: URL) => JSON.parse(readFileSync(url, 'utf8')) as unknown;
 
-interface Target { refId: string; expr: string }
-interface Panel { type: string; title: string; targets?: Target[]; panels?: Panel[] }
-interface Variable { type: string; name: string; query?: string | { query: string }; sort?: number }
-interface Dashboard { uid: string; title: string; panels: Panel[]; templating: { list: Variable[] } }
+interface Target {
+  refId: string;
+  expr: string;
+}
+interface Panel {
+  type: string;
+  title: string;
+  targets?: Target[];
+  panels?: Panel[];
+}
+interface Variable {
+  type: string;
+  name: string;
+  query?: string | { query: string };
+  sort?: number;
+}
+interface Dashboard {
+  uid: string;
+  title: string;
+  panels: Panel[];
+  templating: { list: Variable[] };
+}
 
-const dashboards = readdirSync(DASHBOARDS).filter((f) => f.endsWith('.json')).sort().map((file) => ({ file, board: readJson(new URL(file, DASHBOARDS)) as Dashboard }));
+const dashboards = readdirSync(DASHBOARDS)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((file) => ({ file, board: readJson(new URL(file, DASHBOARDS)) as Dashboard }));
 
 /** Every panel, rows' panels included. */
 function panelsOf(board: Dashboard): Panel[] {
@@ -35,7 +56,7 @@ function validator(file: string) {
   return ajv.compile(readJson(new URL(`test/fixtures/grafana/${file}`, ROOT)) as object);
 }
 
-describe('the Grafana dashboards, against Grafana\'s published schemas', () => {
+describe("the Grafana dashboards, against Grafana's published schemas", () => {
   it('there are the four the deployment provisions: fleet, GPU, host and incident', () => {
     expect(dashboards.map((d) => d.board.uid)).toEqual(['gpualert-fleet', 'gpualert-gpu', 'gpualert-host', 'gpualert-incident']);
   });
@@ -73,7 +94,9 @@ async function labelValues(base: string, query: string): Promise<string[]> {
 }
 
 async function activeTargets(base: string): Promise<{ labels: Record<string, string>; health: string; lastError: string }[]> {
-  const body = (await (await fetch(`${base}/api/v1/targets?state=active`)).json()) as { data: { activeTargets: { labels: Record<string, string>; health: string; lastError: string }[] } };
+  const body = (await (await fetch(`${base}/api/v1/targets?state=active`)).json()) as {
+    data: { activeTargets: { labels: Record<string, string>; health: string; lastError: string }[] };
+  };
   return body.data.activeTargets;
 }
 
@@ -117,10 +140,18 @@ describe('every panel and recording rule against a real Prometheus scraping `gpu
     // `up` runs on without /metrics when its engine port is taken: that start is stopped, and `up`
     // started afresh (its own data dir, the demo from the start) on another port.
     const { up, enginePort } = await onFreePort(async (port) => {
-      const started = startCli(['up', '--demo', '--speed', '5000', '--data-dir', join(dir, `up-${port}`), '--log-format', 'json'], cleanEnv({
-        GPUALERT_ENGINE_PORT: String(port), GPUALERT_INTAKE_PORT: '0', GPUALERT_NOTIFIER_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
-        GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_NOTIFIER_TOKEN: 'dashboards-test-token-0123',
-      }));
+      const started = startCli(
+        ['up', '--demo', '--speed', '5000', '--data-dir', join(dir, `up-${port}`), '--log-format', 'json'],
+        cleanEnv({
+          GPUALERT_ENGINE_PORT: String(port),
+          GPUALERT_INTAKE_PORT: '0',
+          GPUALERT_NOTIFIER_PORT: '0',
+          GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+          GPUALERT_INTAKE_LISTEN: '127.0.0.1',
+          GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+          GPUALERT_NOTIFIER_TOKEN: 'dashboards-test-token-0123',
+        }),
+      );
       const closed = new Promise((resolve) => started.once('close', resolve));
       const stop = async () => {
         if (started.exitCode === null && started.signalCode === null) started.kill('SIGTERM');
@@ -137,58 +168,112 @@ describe('every panel and recording rule against a real Prometheus scraping `gpu
     });
     // An agent beside it, as on a GPU host (a stand-in nvidia-smi, the in-process bus): the agents' job has a target that answers.
     const smi = new FakeNvidiaSmi();
-    const agent = startCli(['agent', '--host', 'gpu-node-000', '--nvidia-smi', smi.path, '--kernel-source', 'none', '--metadata', 'none', '--port', '0', '--listen', '127.0.0.1', '--log-format', 'json'], cleanEnv());
+    const agent = startCli(
+      [
+        'agent',
+        '--host',
+        'gpu-node-000',
+        '--nvidia-smi',
+        smi.path,
+        '--kernel-source',
+        'none',
+        '--metadata',
+        'none',
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+        '--log-format',
+        'json',
+      ],
+      cleanEnv(),
+    );
     const agentClosed = new Promise((resolve) => agent.once('close', resolve));
     cleanups.push(async () => {
       if (agent.exitCode === null && agent.signalCode === null) agent.kill('SIGTERM');
       await agentClosed;
     });
     await waitFor(() => agent.output().includes('"msg":"agent_started"') || agent.exitCode !== null, 'the agent to start', 30_000);
-    const agentPort = (JSON.parse(agent.output().split('\n').find((l) => l.includes('"msg":"agent_started"')) ?? '{}') as { port?: number }).port;
-    const ports = (JSON.parse(up.output().split('\n').find((l) => l.includes('"msg":"gpualert_up"')) ?? '{}') as { ports?: Record<string, number> }).ports ?? {};
+    const agentPort = (
+      JSON.parse(
+        agent
+          .output()
+          .split('\n')
+          .find((l) => l.includes('"msg":"agent_started"')) ?? '{}',
+      ) as { port?: number }
+    ).port;
+    const ports =
+      (
+        JSON.parse(
+          up
+            .output()
+            .split('\n')
+            .find((l) => l.includes('"msg":"gpualert_up"')) ?? '{}',
+        ) as { ports?: Record<string, number> }
+      ).ports ?? {};
     // The shipped config and rules as they are, but for where things are (the services' host names,
     // the rules file's path) and how often (1 s, not 15 s and 30 s, so the test waits seconds).
     const rules = join(dir, 'gpualert.rules.yml');
     writeFileSync(rules, readFileSync(RULES, 'utf8').replace('interval: 30s', 'interval: 1s'));
     const shipped = readFileSync(new URL('deploy/prometheus/prometheus.yml', ROOT), 'utf8');
     const config = [
-      ['engine:9470', `127.0.0.1:${enginePort}`], ['notifier:9095', `127.0.0.1:${ports.notifier}`], ['intake:9468', `127.0.0.1:${ports.intake}`],
-      ['gpu-node-000:9469', `127.0.0.1:${agentPort}`], ['- gpualert.rules.yml', `- ${rules}`], ['scrape_interval: 15s', 'scrape_interval: 1s'], ['evaluation_interval: 30s', 'evaluation_interval: 1s'],
+      ['engine:9470', `127.0.0.1:${enginePort}`],
+      ['notifier:9095', `127.0.0.1:${ports.notifier}`],
+      ['intake:9468', `127.0.0.1:${ports.intake}`],
+      ['gpu-node-000:9469', `127.0.0.1:${agentPort}`],
+      ['- gpualert.rules.yml', `- ${rules}`],
+      ['scrape_interval: 15s', 'scrape_interval: 1s'],
+      ['evaluation_interval: 30s', 'evaluation_interval: 1s'],
     ].reduce((text, [from, to]) => {
       expect(text, `the shipped prometheus.yml has ${from}`).toContain(from);
       return text.replace(from!, to!);
     }, shipped);
     writeFileSync(join(dir, 'prometheus.yml'), config);
     intakeBase = `http://127.0.0.1:${ports.intake}`;
-    const { tool: prometheus, port } = await startToolOnFreePort(debianTool('prometheus', 'prometheus'), (port) => [
-      `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
-    ], cleanups);
+    const { tool: prometheus, port } = await startToolOnFreePort(
+      debianTool('prometheus', 'prometheus'),
+      (port) => [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+      cleanups,
+    );
     base = `http://127.0.0.1:${port}`;
     // The demo played to its end (the lost GPU is its last alert) and the recording rules evaluated since.
-    await waitFor(async () => {
-      try {
-        return (await instant(base, 'gpualert_alert_started_timestamp_seconds{category="fallen_off_bus"}')).length > 0
-          && (await instant(base, 'gpualert:gpu_baseline_band_upper')).length > 0
-          && (await instant(base, 'count_over_time(gpualert_hosts[1m]) > 2')).length > 0;
-      } catch {
-        return false;
-      }
-    }, `Prometheus to have scraped the demo's alerts (up said:\n${up.output().slice(-1500)}\nprometheus said:\n${prometheus.output().slice(-1500)})`, 90_000);
+    await waitFor(
+      async () => {
+        try {
+          return (
+            (await instant(base, 'gpualert_alert_started_timestamp_seconds{category="fallen_off_bus"}')).length > 0 &&
+            (await instant(base, 'gpualert:gpu_baseline_band_upper')).length > 0 &&
+            (await instant(base, 'count_over_time(gpualert_hosts[1m]) > 2')).length > 0
+          );
+        } catch {
+          return false;
+        }
+      },
+      `Prometheus to have scraped the demo's alerts (up said:\n${up.output().slice(-1500)}\nprometheus said:\n${prometheus.output().slice(-1500)})`,
+      90_000,
+    );
   }, 240_000);
 
   it('every target of the shipped scrape config is up: the engine, the notifier, the intake and an agent', async () => {
-    await waitFor(async () => {
-      const targets = await activeTargets(base);
-      return targets.length === 4 && targets.every((t) => t.health === 'up');
-    }, 'every target up', 30_000).catch(() => undefined);
+    await waitFor(
+      async () => {
+        const targets = await activeTargets(base);
+        return targets.length === 4 && targets.every((t) => t.health === 'up');
+      },
+      'every target up',
+      30_000,
+    ).catch(() => undefined);
     const targets = await activeTargets(base);
     expect(targets.map((t) => [t.labels.job, t.health, t.lastError]).sort()).toEqual([
-      ['gpualert-agent', 'up', ''], ['gpualert-engine', 'up', ''], ['gpualert-intake', 'up', ''], ['gpualert-notifier', 'up', ''],
+      ['gpualert-agent', 'up', ''],
+      ['gpualert-engine', 'up', ''],
+      ['gpualert-intake', 'up', ''],
+      ['gpualert-notifier', 'up', ''],
     ]);
     // Each job's own metrics reached Prometheus, not only an answer on its port (the intake counts
     // requests by outcome: one unsigned delivery gives it a series).
     expect((await fetch(`${intakeBase}/v1/events/generic`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(401);
-    await waitFor(async () => (await instant(base, 'gpualert_intake_requests_total')).length > 0, 'the intake\'s counter scraped', 10_000);
+    await waitFor(async () => (await instant(base, 'gpualert_intake_requests_total')).length > 0, "the intake's counter scraped", 10_000);
     const own = await instant(base, 'count by (job) ({job=~"gpualert-.+", __name__=~"gpualert_.+"})');
     expect(own.map((series) => series.metric.job).sort()).toEqual(['gpualert-agent', 'gpualert-engine', 'gpualert-intake', 'gpualert-notifier']);
   });
@@ -218,24 +303,31 @@ describe('every panel and recording rule against a real Prometheus scraping `gpu
     }, 60_000);
   }
 
-  it('the fleet grid shows the demo\'s faulty GPUs in their colours, and the others green despite the maintenance notice', async () => {
+  it("the fleet grid shows the demo's faulty GPUs in their colours, and the others green despite the maintenance notice", async () => {
     const states = new Map((await instant(base, 'gpualert_gpu_state')).map((s) => [`${s.metric.host}/${s.metric.gpu}`, Number(s.value[1])]));
     expect(states.size).toBe(24);
     // The demo: Xid 13 on gpu-node-000 GPU 2 (warning), GPU 5 of gpu-node-001 running hot (warning), GPU 3 of gpu-node-002 lost (critical).
     const faulty = [...states].filter(([, v]) => v > 0).sort();
-    expect(faulty).toEqual([['gpu-node-000/2', 2], ['gpu-node-001/5', 2], ['gpu-node-002/3', 4]]);
+    expect(faulty).toEqual([
+      ['gpu-node-000/2', 2],
+      ['gpu-node-001/5', 2],
+      ['gpu-node-002/3', 4],
+    ]);
     expect((await instant(base, 'gpualert_alert_started_timestamp_seconds{host="gpu-node-000",category="maintenance"}')).length).toBe(1);
   });
 
-  it('the GPU dashboard on the demo\'s hot GPU shows it above its own band and above its siblings', async () => {
+  it("the GPU dashboard on the demo's hot GPU shows it above its own band and above its siblings", async () => {
     const gpu = dashboards.find((d) => d.board.uid === 'gpualert-gpu')!.board;
     const variables = await resolveVariables(base, gpu, { host: 'gpu-node-001', gpu: '5' });
     const panel = (title: string) => panelsOf(gpu).find((p) => p.title === title)!;
     /** Each query of the panel, its temperature series' value. */
-    const temperatures = async (title: string) => Promise.all(panel(title).targets!.map(async (t) => {
-      const series = await instant(base, substitute(t.expr, variables));
-      return Number((series.find((s) => s.metric.metric === 'temp_c') ?? series[0]!).value[1]);
-    }));
+    const temperatures = async (title: string) =>
+      Promise.all(
+        panel(title).targets!.map(async (t) => {
+          const series = await instant(base, substitute(t.expr, variables));
+          return Number((series.find((s) => s.metric.metric === 'temp_c') ?? series[0]!).value[1]);
+        }),
+      );
     const [value, normal, top, bottom] = await temperatures('Temperature in its own band');
     expect(value).toBeGreaterThan(top!);
     expect(bottom!).toBeLessThan(normal!);
@@ -246,20 +338,29 @@ describe('every panel and recording rule against a real Prometheus scraping `gpu
     expect(apart).toBeGreaterThan(8);
     // Its sibling GPU 4 sits inside its band: the panel tells them apart.
     const sibling = await resolveVariables(base, gpu, { host: 'gpu-node-001', gpu: '4' });
-    const [siblingValue, , siblingTop] = await Promise.all(panel('Temperature in its own band').targets!.map(async (t) => Number((await instant(base, substitute(t.expr, sibling)))[0]!.value[1])));
+    const [siblingValue, , siblingTop] = await Promise.all(
+      panel('Temperature in its own band').targets!.map(async (t) => Number((await instant(base, substitute(t.expr, sibling)))[0]!.value[1])),
+    );
     expect(siblingValue).toBeLessThan(siblingTop!);
   });
 
   it('promtool accepts the shipped Prometheus config and recording rules, and the rules pass their unit tests', () => {
     const promtool = join(debianTool('prometheus', 'prometheus'), '..', 'promtool');
     const tests = new URL('test/prometheus/gpualert.rules.test.yml', ROOT).pathname;
-    for (const args of [['check', 'config', new URL('deploy/prometheus/prometheus.yml', ROOT).pathname], ['check', 'rules', RULES.pathname], ['test', 'rules', tests]]) {
+    for (const args of [
+      ['check', 'config', new URL('deploy/prometheus/prometheus.yml', ROOT).pathname],
+      ['check', 'rules', RULES.pathname],
+      ['test', 'rules', tests],
+    ]) {
       const result = spawnSync(promtool, args, { encoding: 'utf8' });
       expect(result.status, `${args.join(' ')}: ${result.stdout}${result.stderr}`).toBe(0);
     }
     // The unit tests can fail: a band of ± 3 spreads where the rule says 4 is caught.
     const wrong = join(mkdtempSync(join(tmpdir(), 'gpualert-rules-test-')), 'wrong.test.yml');
-    writeFileSync(wrong, readFileSync(tests, 'utf8').replace('value: 69.4', 'value: 67.4').replace('../../deploy/prometheus/gpualert.rules.yml', RULES.pathname));
+    writeFileSync(
+      wrong,
+      readFileSync(tests, 'utf8').replace('value: 69.4', 'value: 67.4').replace('../../deploy/prometheus/gpualert.rules.yml', RULES.pathname),
+    );
     const failed = spawnSync(promtool, ['test', 'rules', wrong], { encoding: 'utf8' });
     expect(failed.status).not.toBe(0);
     expect(failed.stdout + failed.stderr).toMatch(/gpualert:gpu_baseline_band_upper/);

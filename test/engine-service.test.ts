@@ -15,14 +15,25 @@ const MIN = 60_000;
 
 /** The partition Kafka's default partitioner (murmur2 of the key) gives a host among `partitions`. */
 function kafkaPartition(host: string, partitions: number): number {
-  const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionErrorCode: 0, partitionId, leader: 0, replicas: [0], isr: [0] }));
+  const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({
+    partitionErrorCode: 0,
+    partitionId,
+    leader: 0,
+    replicas: [0],
+    isr: [0],
+  }));
   return Partitioners.DefaultPartitioner()({ topic: 't', partitionMetadata, message: { key: host, value: '' } });
 }
 
 /** An hour of four hosts with a drifting GPU, an Xid 79 and a stuck job; no cross-host rules. */
 function recording(): Envelope[] {
   const options: FleetOptions = {
-    hosts: 4, gpusPerHost: 8, start: T0, minutes: 60, seed: 11, cluster: '',
+    hosts: 4,
+    gpusPerHost: 8,
+    start: T0,
+    minutes: 60,
+    seed: 11,
+    cluster: '',
     fault: (h, gpu, at) => {
       const g = { ...gpu, util_pct: 97, processes: 1, pcie_gen: 5, temp_c: 60 + (gpu.index % 3), power_w: 630 };
       if (h === 1 && gpu.index === 5 && at > T0 + 20 * MIN) return { ...g, temp_c: 75 };
@@ -32,15 +43,24 @@ function recording(): Envelope[] {
     },
   };
   const envelopes = [...syntheticFleet(options)].map((e) => ({ ...e, labels: {} }) as Envelope);
-  envelopes.push(newEnvelope({
-    type: 'kernel.event', id: 'xid79', host: 'gpu-node-002', source: 'test', ts: new Date(T0 + 30 * MIN - 500).toISOString(),
-    data: { kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:4b:00): 79', count: 1 },
-  }));
+  envelopes.push(
+    newEnvelope({
+      type: 'kernel.event',
+      id: 'xid79',
+      host: 'gpu-node-002',
+      source: 'test',
+      ts: new Date(T0 + 30 * MIN - 500).toISOString(),
+      data: { kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:4b:00): 79', count: 1 },
+    }),
+  );
   return envelopes.sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts));
 }
 
 const TOPIC_OF: Record<string, string> = {
-  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'host.inventory': TOPICS.hostInventory, 'provider.event': TOPICS.providerEvents,
+  'gpu.sample': TOPICS.gpuSamples,
+  'kernel.event': TOPICS.kernelEvents,
+  'host.inventory': TOPICS.hostInventory,
+  'provider.event': TOPICS.providerEvents,
 };
 
 /**
@@ -91,15 +111,19 @@ describe('engine service on the real Kafka and Redis', () => {
     const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });
     await bus.ensureTopics(Object.values(TOPICS));
     const env = cleanEnv({
-      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix,
-      GPUALERT_KEY_PREFIX: `${uniqueName('engine')}:`, GPUALERT_PARTITIONS: '3',
+      KAFKA_BROKERS: inject('kafkaBrokers'),
+      REDIS_URL: inject('redisUrl'),
+      GPUALERT_TOPIC_PREFIX: prefix,
+      GPUALERT_KEY_PREFIX: `${uniqueName('engine')}:`,
+      GPUALERT_PARTITIONS: '3',
     });
     const admin = new Kafka({ brokers: [inject('kafkaBrokers')], logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
     const seen = new Map<string, number>();
     const hostOf = new Map<string, string>();
     const sub = await bus.consume({
-      group: uniqueName('alerts'), topics: [TOPICS.alerts],
+      group: uniqueName('alerts'),
+      topics: [TOPICS.alerts],
       handler: async (batch) => {
         for (const { envelope } of batch.items) {
           if (envelope.type !== 'alert') continue;
@@ -127,9 +151,25 @@ describe('engine service on the real Kafka and Redis', () => {
         // Extra or repeated alerts could still come from the rest of the recording: wait until the
         // engine has committed all of it (it publishes a batch's alerts before committing the batch)
         // and this test has read every alert on the topic. A fixed sleep could end before that.
-        await waitFor(() => committedAll(admin, `${prefix}gpualert-engine`, Object.values(TOPIC_OF).map((t) => bus.topicName(t))), 'the engine to commit the whole recording', 90_000);
-        await waitFor(async () => [...seen.values()].reduce((n, c) => n + c, 0) >= (await bus.read(TOPICS.alerts)).length, 'every alert on the topic read', 30_000);
-        expect({ extra: [...seen.keys()].filter((k) => !expected.has(k)).map((k) => `${k} ${named.get(k.split('|')[0]!)}`), missing: [...expected].filter((k) => !seen.has(k)) }).toEqual({ extra: [], missing: [] });
+        await waitFor(
+          () =>
+            committedAll(
+              admin,
+              `${prefix}gpualert-engine`,
+              Object.values(TOPIC_OF).map((t) => bus.topicName(t)),
+            ),
+          'the engine to commit the whole recording',
+          90_000,
+        );
+        await waitFor(
+          async () => [...seen.values()].reduce((n, c) => n + c, 0) >= (await bus.read(TOPICS.alerts)).length,
+          'every alert on the topic read',
+          30_000,
+        );
+        expect({
+          extra: [...seen.keys()].filter((k) => !expected.has(k)).map((k) => `${k} ${named.get(k.split('|')[0]!)}`),
+          missing: [...expected].filter((k) => !seen.has(k)),
+        }).toEqual({ extra: [], missing: [] });
         // None said twice, apart from the one batch in flight at the kill (its alerts out, its hosts' state
         // not yet saved), judged again: one partition's hosts, however many alerts that batch had.
         const twice = [...seen].filter(([, n]) => n > 1).map(([k]) => hostOf.get(k)!);
@@ -146,14 +186,20 @@ describe('engine service on the real Kafka and Redis', () => {
   }, 180_000);
 });
 
-describe('gpualert engine\'s probes on the real Kafka and Redis', () => {
+describe("gpualert engine's probes on the real Kafka and Redis", () => {
   it('/readyz is 200 once its consumer is in the group, naming each check; /healthz answers all along', async () => {
     const prefix = `${uniqueName('ready')}.`;
     const bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 1 });
     await bus.ensureTopics(Object.values(TOPICS));
     const env = cleanEnv({
-      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${uniqueName('ready')}:`,
-      GPUALERT_PARTITIONS: '1', GPUALERT_ENGINE_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1', GPUALERT_LOG_FORMAT: 'json',
+      KAFKA_BROKERS: inject('kafkaBrokers'),
+      REDIS_URL: inject('redisUrl'),
+      GPUALERT_TOPIC_PREFIX: prefix,
+      GPUALERT_KEY_PREFIX: `${uniqueName('ready')}:`,
+      GPUALERT_PARTITIONS: '1',
+      GPUALERT_ENGINE_PORT: '0',
+      GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+      GPUALERT_LOG_FORMAT: 'json',
     });
     const service = startCli(['engine'], env);
     try {
@@ -162,7 +208,7 @@ describe('gpualert engine\'s probes on the real Kafka and Redis', () => {
       expect(port, service.output()).toBeDefined();
       const readyz = async () => {
         const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-        return { status: res.status, body: await res.json() as { status: string; checks: Record<string, string> } };
+        return { status: res.status, body: (await res.json()) as { status: string; checks: Record<string, string> } };
       };
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
       await waitFor(async () => (await readyz()).status === 200, 'the engine ready', 60_000);
@@ -180,7 +226,10 @@ describe('gpualert replay and rules check', () => {
     const { runCli } = await import('./infra/run-cli.ts');
     const result = await runCli(['replay', new URL('./fixtures/recordings/example-thermal-xid13-gcp.jsonl', import.meta.url).pathname]);
     expect(result.code).toBe(0);
-    const alerts = result.stdout.trim().split('\n').map((l) => parseEnvelope(l));
+    const alerts = result.stdout
+      .trim()
+      .split('\n')
+      .map((l) => parseEnvelope(l));
     expect(alerts.every((a) => a.ok && a.value.type === 'alert')).toBe(true);
     expect(alerts.length).toBe(6);
     // A bad line costs that line, as in the service: passed over, named, counted; the rest judged.
@@ -208,6 +257,8 @@ describe('gpualert replay and rules check', () => {
     writeFileSync(`${dir}/templates/h100.yaml`, readFileSync(`${dir}/templates/h100.yaml`, 'utf8').replace('priority: 10', 'priority: high'));
     const bad = await runCli(['rules', 'check', dir]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr.trim()).toBe(`error[GA-CLI-USAGE]: gpualert rules check: ${dir}/templates/h100.yaml:3: priority: Invalid input: expected number, received string`);
+    expect(bad.stderr.trim()).toBe(
+      `error[GA-CLI-USAGE]: gpualert rules check: ${dir}/templates/h100.yaml:3: priority: Invalid input: expected number, received string`,
+    );
   });
 });

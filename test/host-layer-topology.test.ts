@@ -53,8 +53,21 @@ async function collected(topology?: ReturnType<typeof kernelTopology>): Promise<
   const bus = new MemoryBus();
   await bus.ensureTopics(Object.values(TOPICS));
   const events: EnvelopeOf<'kernel.event'>['data'][] = [];
-  const watch = await bus.consume({ group: 'watch', topics: [TOPICS.kernelEvents], handler: async (b) => void events.push(...b.items.flatMap((i) => (i.envelope.type === 'kernel.event' ? [i.envelope.data] : []))) });
-  const collector = await startKernelCollector({ bus, store: new MemoryStore(), source: new OneLine(), host: 'h1', catalog, log, pollMs: 5, ...(topology ? { topology } : {}) });
+  const watch = await bus.consume({
+    group: 'watch',
+    topics: [TOPICS.kernelEvents],
+    handler: async (b) => void events.push(...b.items.flatMap((i) => (i.envelope.type === 'kernel.event' ? [i.envelope.data] : []))),
+  });
+  const collector = await startKernelCollector({
+    bus,
+    store: new MemoryStore(),
+    source: new OneLine(),
+    host: 'h1',
+    catalog,
+    log,
+    pollMs: 5,
+    ...(topology ? { topology } : {}),
+  });
   await waitFor(() => collector.stats().lines >= 1, 'the collector to read the line', 10_000);
   // Stopping closes the open burst and publishes it.
   await collector.stop();
@@ -65,7 +78,7 @@ async function collected(topology?: ReturnType<typeof kernelTopology>): Promise<
 }
 
 describe('collect kernel --topology', () => {
-  it('the port\'s fatal AER error names the GPUs below it; without the tree it names none', async () => {
+  it("the port's fatal AER error names the GPUs below it; without the tree it names none", async () => {
     const without = await collected();
     expect(without).toMatchObject([{ kind: 'pcie_aer', port: { address: '0000:89:02.0' } }]);
     expect(without[0]!.port!.gpus).toBeUndefined();
@@ -78,7 +91,7 @@ describe('collect kernel --topology', () => {
     expect(() => kernelTopology('/nonexistent/tree.txt')).toThrow(/--topology \/nonexistent\/tree\.txt: ENOENT/);
   });
 
-  it('the agent\'s kernel collector reads the tree as the inventory does (sysfs, else lspci); nothing when neither answers', async () => {
+  it("the agent's kernel collector reads the tree as the inventory does (sysfs, else lspci); nothing when neither answers", async () => {
     const lspci = file('lspci', `#!/bin/sh\ncat <<'TREE'\n${TREE}\nTREE\n`);
     chmodSync(lspci, 0o755);
     const tree = await hostTopology({ sysfsDir: '/nonexistent/sys/bus/pci/devices', lspci, timeoutMs: 5_000 });

@@ -23,19 +23,26 @@ const CATALOG = catalog.value;
 const log = createLogger({ name: 'test', level: 'silent' });
 
 const TOPIC: Partial<Record<Envelope['type'], string>> = {
-  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents, 'host.inventory': TOPICS.hostInventory,
-  'host.sample': TOPICS.hostSamples, 'bmc.event': TOPICS.bmcEvents,
+  'gpu.sample': TOPICS.gpuSamples,
+  'kernel.event': TOPICS.kernelEvents,
+  'provider.event': TOPICS.providerEvents,
+  'host.inventory': TOPICS.hostInventory,
+  'host.sample': TOPICS.hostSamples,
+  'bmc.event': TOPICS.bmcEvents,
 };
 
 /** demo/cooling.jsonl (synthetic, made by tools/make-cooling-demo.ts): a chassis fan fails at minute 25 and two GPUs warm up. */
-const LINES = readFileSync(DEMO_RECORDINGS.cooling, 'utf8').split('\n').filter((l) => l !== '');
+const LINES = readFileSync(DEMO_RECORDINGS.cooling, 'utf8')
+  .split('\n')
+  .filter((l) => l !== '');
 const ENVELOPES = LINES.map((line) => {
   const parsed = parseEnvelope(line);
   if (!parsed.ok) throw new Error(parsed.error.message);
   return parsed.value;
 });
 
-const key = (a: EnvelopeOf<'alert'>) => `${a.ts} ${a.host} ${a.data.rule} ${a.data.fingerprint} ${a.data.status} ${a.data.severity} ${a.data.incident ?? '-'} ${a.data.root_cause ?? '-'}`;
+const key = (a: EnvelopeOf<'alert'>) =>
+  `${a.ts} ${a.host} ${a.data.rule} ${a.data.fingerprint} ${a.data.status} ${a.data.severity} ${a.data.incident ?? '-'} ${a.data.root_cause ?? '-'}`;
 
 /** The alerts are one cooling incident: the fan's, every GPU alert joined to it with root cause cooling. */
 function expectOneCoolingIncident(alerts: EnvelopeOf<'alert'>[]): void {
@@ -54,7 +61,11 @@ async function withService<T>(feed: (bus: MemoryBus, store: MemoryStore) => Prom
   await bus.ensureTopics(Object.values(TOPICS));
   const store = new MemoryStore();
   const alerts: EnvelopeOf<'alert'>[] = [];
-  const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+  const watch = await bus.consume({
+    group: 'watch',
+    topics: [TOPICS.alerts],
+    handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))),
+  });
   const service = await startEngineService({ bus, store, log, ruleSet: RULES, catalog: CATALOG, clock: 'event', group: 'engine' });
   try {
     await feed(bus, store);
@@ -109,16 +120,29 @@ describe('the cooling incident through the service', () => {
 
 describe('gpualert up --demo --demo-recording cooling', () => {
   it('prints the fan and the two GPUs warming as one incident, root cause cooling; a recording it does not have is refused', async () => {
-    const up = startCli(['up', '--demo', '--demo-recording', 'cooling', '--speed', '600', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-cooling-'))], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+    const up = startCli(
+      ['up', '--demo', '--demo-recording', 'cooling', '--speed', '600', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-cooling-'))],
+      cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }),
+    );
     try {
-      await waitFor(() => (up.output().match(/gpu-node-000 GPU \d {2}\[thermal\] {2}GPU \d on gpu-node-000 has run at/g) ?? []).length >= 2, 'both GPUs too hot', 30_000);
+      await waitFor(
+        () => (up.output().match(/gpu-node-000 GPU \d {2}\[thermal\] {2}GPU \d on gpu-node-000 has run at/g) ?? []).length >= 2,
+        'both GPUs too hot',
+        30_000,
+      );
     } finally {
       up.kill('SIGINT');
     }
     expect((await once(up, 'exit'))[0]).toBe(0);
-    const lines = up.output().split('\n').filter((l) => /^\d\d:\d\d:\d\d {2}\w+ +gpu-node-/.test(l) && !l.includes('RESOLVED'));
+    const lines = up
+      .output()
+      .split('\n')
+      .filter((l) => /^\d\d:\d\d:\d\d {2}\w+ +gpu-node-/.test(l) && !l.includes('RESOLVED'));
     // The fan opens the incident (a console that names the incident an opener starts names its own).
-    const fanLine = /ERROR +gpu-node-000 {2}\[thermal\] {2}gpu-node-000: fan FAN3 failed \(0 rpm, health critical\) {2}\((?:incident (\w+), )?root cause cooling\)$/.exec(lines[0]!);
+    const fanLine =
+      /ERROR +gpu-node-000 {2}\[thermal\] {2}gpu-node-000: fan FAN3 failed \(0 rpm, health critical\) {2}\((?:incident (\w+), )?root cause cooling\)$/.exec(
+        lines[0]!,
+      );
     expect(fanLine, lines[0]).not.toBeNull();
     const gpuLines = lines.filter((l) => / GPU \d /.test(l));
     expect(gpuLines.length).toBeGreaterThanOrEqual(4);
@@ -140,7 +164,8 @@ async function judgedUpTo(store: MemoryStore, hosts: string[]): Promise<Record<s
   for (const host of hosts) {
     const saved = await store.get(`engine:host:${host}`);
     if (!saved) continue;
-    for (const [position, offset] of Object.entries((JSON.parse(saved) as { offsets: Record<string, number> }).offsets)) out[position] = Math.max(out[position] ?? -1, offset);
+    for (const [position, offset] of Object.entries((JSON.parse(saved) as { offsets: Record<string, number> }).offsets))
+      out[position] = Math.max(out[position] ?? -1, offset);
   }
   return out;
 }

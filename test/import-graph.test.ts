@@ -5,12 +5,24 @@ import { circles, importGraph, testImports } from '../tools/import-graph.ts';
 describe('the import graph', () => {
   it('finds a circle where there is one: two files, three files through a package, a file importing itself', () => {
     const graph = new Map([
-      ['a.ts', ['b.ts']], ['b.ts', ['a.ts', 'c.ts']], ['c.ts', []],
-      ['x.ts', ['y.ts']], ['y.ts', ['z.ts']], ['z.ts', ['x.ts']],
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['a.ts', 'c.ts']],
+      ['c.ts', []],
+      ['x.ts', ['y.ts']],
+      ['y.ts', ['z.ts']],
+      ['z.ts', ['x.ts']],
       ['self.ts', ['self.ts']],
     ]);
     expect(circles(graph).sort()).toEqual([['a.ts', 'b.ts'], ['self.ts'], ['x.ts', 'y.ts', 'z.ts']]);
-    expect(circles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', []]]))).toEqual([]);
+    expect(
+      circles(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', ['c.ts']],
+          ['c.ts', []],
+        ]),
+      ),
+    ).toEqual([]);
   });
 
   it("of gpualert's own source has no circle (type-only imports counted, tests aside)", () => {

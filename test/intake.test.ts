@@ -28,7 +28,13 @@ function signed(body: string, secret = SECRET, options: { id?: string; at?: numb
 
 async function startIntake(bus: Bus, store: StateStore) {
   const { server } = createIntakeServer({
-    bus, store, log, now: Date.now, seenTtlMs: 86_400_000, publishTimeoutMs: 2_000, maxBodyBytes: 64 * 1024,
+    bus,
+    store,
+    log,
+    now: Date.now,
+    seenTtlMs: 86_400_000,
+    publishTimeoutMs: 2_000,
+    maxBodyBytes: 64 * 1024,
     auth: { secrets: [SECRET, OLD_SECRET], token: 'eventbridge-token', tokenHeader: 'x-gpualert-token' },
   });
   return { server, url: await listen(server) };
@@ -84,7 +90,11 @@ describe('intake over real HTTP, Kafka and Redis', () => {
   });
 
   it('takes an AWS Health event naming no host, and says in its answer why it pages nobody', async () => {
-    const payload = JSON.parse(fixture('aws-health-issue-entities-not-instance-ids.json')) as { id: string; resources: unknown[]; detail: Record<string, unknown> };
+    const payload = JSON.parse(fixture('aws-health-issue-entities-not-instance-ids.json')) as {
+      id: string;
+      resources: unknown[];
+      detail: Record<string, unknown>;
+    };
     payload.id = `${payload.id}-nobody`;
     payload.resources = [];
     payload.detail.eventArn = `${String(payload.detail.eventArn)}-nobody`;
@@ -104,7 +114,11 @@ describe('intake over real HTTP, Kafka and Redis', () => {
     const body = JSON.stringify({ event_id: 'rot-1', kind: 'reboot', status: 'scheduled', hosts: ['h9'], window_start: '2026-12-01T00:00:00Z' });
     expect((await fetch(`${url}/v1/events/generic`, { method: 'POST', headers: signed(body, OLD_SECRET), body })).status).toBe(202);
     const aws = fixture('aws-health-scheduled-change-nth.json');
-    const byToken = await fetch(`${url}/v1/events/aws`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gpualert-token': 'eventbridge-token' }, body: aws });
+    const byToken = await fetch(`${url}/v1/events/aws`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gpualert-token': 'eventbridge-token' },
+      body: aws,
+    });
     expect(byToken.status).toBe(202);
   });
 
@@ -159,27 +173,41 @@ describe('intake over real HTTP, Kafka and Redis', () => {
 
   it('accepts an event sent under two delivery ids at the same moment once: one 202, one event on the topic', async () => {
     const ids = Array.from({ length: 10 }, () => randomUUID());
-    const statuses = await Promise.all(ids.flatMap((id) => {
-      const body = JSON.stringify({ event_id: `race-${id}`, kind: 'reboot', status: 'scheduled', hosts: ['race-host'], window_start: '2026-12-01T02:00:00Z', duration_seconds: 60 });
-      // Two senders, each retrying a 503 as Retry-After says (sooner here).
-      return [0, 1].map(async () => {
-        const headers = signed(body);
-        for (;;) {
-          const response = await fetch(`${url}/v1/events/generic`, { method: 'POST', headers, body });
-          if (response.status !== 503) return `${id} ${response.status}`;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      });
-    }));
-    for (const id of ids) expect(statuses.filter((s) => s.startsWith(id)).map((s) => s.split(' ')[1]).sort()).toEqual(['200', '202']);
+    const statuses = await Promise.all(
+      ids.flatMap((id) => {
+        const body = JSON.stringify({
+          event_id: `race-${id}`,
+          kind: 'reboot',
+          status: 'scheduled',
+          hosts: ['race-host'],
+          window_start: '2026-12-01T02:00:00Z',
+          duration_seconds: 60,
+        });
+        // Two senders, each retrying a 503 as Retry-After says (sooner here).
+        return [0, 1].map(async () => {
+          const headers = signed(body);
+          for (;;) {
+            const response = await fetch(`${url}/v1/events/generic`, { method: 'POST', headers, body });
+            if (response.status !== 503) return `${id} ${response.status}`;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        });
+      }),
+    );
+    for (const id of ids)
+      expect(
+        statuses
+          .filter((s) => s.startsWith(id))
+          .map((s) => s.split(' ')[1])
+          .sort(),
+      ).toEqual(['200', '202']);
     const events = (await envelopesOn(bus)).filter((e) => e.type === 'provider.event' && e.data.event_id.startsWith('race-'));
     expect(events).toHaveLength(10);
   });
-
 });
 
 describe('intake while Kafka is away', () => {
-  it('answers 503 with Retry-After, and the sender\'s retry after Kafka is back lands once', async () => {
+  it("answers 503 with Retry-After, and the sender's retry after Kafka is back lands once", async () => {
     const broker = await KafkaBroker.create();
     const bus = new KafkaBus({ brokers: [broker.brokers], topicPrefix: 'outage.', partitions: 1, publishTimeoutMs: 2_000 });
     const store = new RedisStore({ url: inject('redisUrl'), prefix: `${uniqueName('outage')}:` });
@@ -195,13 +223,15 @@ describe('intake while Kafka is away', () => {
         expect(refused.headers.get('retry-after')).toBe('5');
         await broker.start();
         let retry: Response | undefined;
-        await waitFor(async () => {
-          retry = await fetch(`${url}/v1/events/oci`, { method: 'POST', headers, body });
-          return retry.status === 202;
-        }, 'the retry to be accepted', 60_000);
-        const events = (await bus.read(TOPICS.providerEvents))
-          .map((m) => parseEnvelope(m.value))
-          .filter((r) => r.ok && r.value.type === 'provider.event');
+        await waitFor(
+          async () => {
+            retry = await fetch(`${url}/v1/events/oci`, { method: 'POST', headers, body });
+            return retry.status === 202;
+          },
+          'the retry to be accepted',
+          60_000,
+        );
+        const events = (await bus.read(TOPICS.providerEvents)).map((m) => parseEnvelope(m.value)).filter((r) => r.ok && r.value.type === 'provider.event');
         expect(events).toHaveLength(1);
       } finally {
         await close(server);

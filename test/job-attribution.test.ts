@@ -22,25 +22,32 @@ describe('who runs on a GPU, from /proc under a root (fixtures: test/fixtures/jo
 
   it('Kubernetes, cgroup v1 with the cgroupfs driver (real layout): the pod UID and the container id', async () => {
     expect(await attribute('k8s-v1-cgroupfs', 777)).toEqual({
-      pod_uid: 'd7874f44-eee0-423c-83c9-f246075bdde1', container: 'fbaa59723cd1f05d310e6f48b5d49a9d9e9552b7fde2205d0a2e2b5f60ec21ba',
+      pod_uid: 'd7874f44-eee0-423c-83c9-f246075bdde1',
+      container: 'fbaa59723cd1f05d310e6f48b5d49a9d9e9552b7fde2205d0a2e2b5f60ec21ba',
     });
   });
 
   it('Kubernetes, cgroup v1 with the systemd driver, CRI-O and containerd (real layouts): the UID with dashes again', async () => {
     expect(await attribute('k8s-v1-systemd-crio', 21689)).toEqual({
-      pod_uid: 'a5c1f8d5-1919-434d-add7-4afaafdaef89', container: '5eed917563583925ffdbd40a64efb2aaffe58638e57add8becaf460fe74f5b1c',
+      pod_uid: 'a5c1f8d5-1919-434d-add7-4afaafdaef89',
+      container: '5eed917563583925ffdbd40a64efb2aaffe58638e57add8becaf460fe74f5b1c',
     });
     expect(await attribute('k8s-v1-containerd-systemd', 4310)).toEqual({
-      pod_uid: 'b96a7488-3ee1-4bdc-9c98-155cc887b417', container: '6ef14b5a76df7b5d24285e3a04ccbc6fd323620272b3787b5dc440fc1b75d294',
+      pod_uid: 'b96a7488-3ee1-4bdc-9c98-155cc887b417',
+      container: '6ef14b5a76df7b5d24285e3a04ccbc6fd323620272b3787b5dc440fc1b75d294',
     });
   });
 
-  it('Kubernetes, cgroup v2: the namespace, pod and container names from the kubelet\'s /pods', async () => {
+  it("Kubernetes, cgroup v2: the namespace, pod and container names from the kubelet's /pods", async () => {
     expect(await attribute('k8s-v2-systemd', 9001)).toEqual({
-      pod_uid: '03f3f104-3215-44f2-9686-d4dd1f05a7ed', container: '09d185410c4e25236cc24717f881589bb0978b24eafd101624e627a4dd8d3439',
+      pod_uid: '03f3f104-3215-44f2-9686-d4dd1f05a7ed',
+      container: '09d185410c4e25236cc24717f881589bb0978b24eafd101624e627a4dd8d3439',
     });
     expect(await attribute('k8s-v2-systemd', 9001, 'kubelet-pods.json')).toEqual({
-      namespace: 'ml-research', pod: 'llama-trainer-worker-0', pod_uid: '03f3f104-3215-44f2-9686-d4dd1f05a7ed', container: 'pytorch',
+      namespace: 'ml-research',
+      pod: 'llama-trainer-worker-0',
+      pod_uid: '03f3f104-3215-44f2-9686-d4dd1f05a7ed',
+      container: 'pytorch',
     });
   });
 
@@ -55,7 +62,7 @@ describe('who runs on a GPU, from /proc under a root (fixtures: test/fixtures/jo
     expect(attributor.podsFileProblem).toMatch(/not JSON/);
   });
 
-  it('samples carry each GPU\'s job, valid as an envelope; a pod-resources dump names the pod holding a GPU by UUID', async () => {
+  it("samples carry each GPU's job, valid as an envelope; a pod-resources dump names the pod holding a GPU by UUID", async () => {
     const apps = computeAppPids('GPU-aaaa, 4242\nGPU-aaaa, 4243\nGPU-bbbb, 5151\n');
     const parsed = Envelope.parse(minimal());
     if (parsed.type !== 'gpu.sample') throw new Error('not a sample');

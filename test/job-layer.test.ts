@@ -23,7 +23,9 @@ const log = createLogger({ name: 'test', level: 'silent' });
  * last checkpoint at step 1230 at 03:11:35); two minutes on, the 15 other ranks' watchdogs catch
  * the collective timeout.
  */
-const LINES = readFileSync(DEMO_RECORDINGS.job, 'utf8').split('\n').filter((l) => l !== '');
+const LINES = readFileSync(DEMO_RECORDINGS.job, 'utf8')
+  .split('\n')
+  .filter((l) => l !== '');
 const ENVELOPES = LINES.map((line) => {
   const parsed = parseEnvelope(line);
   if (!parsed.ok) throw new Error(parsed.error.message);
@@ -41,7 +43,9 @@ function expectOneJobIncident(alerts: EnvelopeOf<'alert'>[]): void {
   expect(root.host).toBe('train-node-002');
   expect(root.data.gpu?.index).toBe(1);
   expect(root.labels.job).toBe('73012');
-  expect(root.data.summary).toBe('Job 73012 (mchen) lost GPU 1 on train-node-002 (Xid 79: GPU has fallen off the bus) at step 1280; 3 min of work since its last checkpoint (step 1230) at risk');
+  expect(root.data.summary).toBe(
+    'Job 73012 (mchen) lost GPU 1 on train-node-002 (Xid 79: GPU has fallen off the bus) at step 1280; 3 min of work since its last checkpoint (step 1230) at risk',
+  );
   const incident = root.data.incident ?? root.data.fingerprint;
   // Every alert the owner's labels carry belongs to it: the GPU's own and each other host's ranks' timeouts.
   for (const a of owners) expect(a.data.incident ?? a.data.fingerprint, `${a.host} ${a.data.rule}: ${a.data.summary}`).toBe(incident);
@@ -56,9 +60,15 @@ function expectOneJobIncident(alerts: EnvelopeOf<'alert'>[]): void {
 /** What the owner's route tells, through the notifier's own decisions: a route for the job's owner, grouped by job. */
 function ownerNotifications(alerts: EnvelopeOf<'alert'>[]): string[][] {
   const config = RoutesFile.parse({
-    receivers: [{ name: 'ops', webhook_configs: [{ url: 'http://127.0.0.1:9/ops' }] }, { name: 'owner', webhook_configs: [{ url: 'http://127.0.0.1:9/owner' }] }],
+    receivers: [
+      { name: 'ops', webhook_configs: [{ url: 'http://127.0.0.1:9/ops' }] },
+      { name: 'owner', webhook_configs: [{ url: 'http://127.0.0.1:9/owner' }] },
+    ],
     route: {
-      receiver: 'ops', group_by: ['host'], group_wait: '30s', group_interval: '5m',
+      receiver: 'ops',
+      group_by: ['host'],
+      group_wait: '30s',
+      group_interval: '5m',
       routes: [{ matchers: [`job_user="${OWNER}"`, 'severity!="info"'], receiver: 'owner', group_by: ['job'] }],
     },
   });
@@ -83,7 +93,11 @@ async function withService(feed: (bus: MemoryBus, store: MemoryStore) => Promise
   await bus.ensureTopics(Object.values(TOPICS));
   const store = new MemoryStore();
   const alerts: EnvelopeOf<'alert'>[] = [];
-  const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+  const watch = await bus.consume({
+    group: 'watch',
+    topics: [TOPICS.alerts],
+    handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))),
+  });
   const service = await startEngineService({ bus, store, log, ruleSet: RULE_SET, catalog: CATALOG, clock: 'event', group: 'engine' });
   try {
     await feed(bus, store);
@@ -101,7 +115,8 @@ async function judgedUpTo(store: MemoryStore): Promise<Record<string, number>> {
   for (const host of ['train-node-000', 'train-node-001', 'train-node-002', 'train-node-003']) {
     const saved = await store.get(`engine:host:${host}`);
     if (!saved) continue;
-    for (const [position, offset] of Object.entries((JSON.parse(saved) as { offsets: Record<string, number> }).offsets)) out[position] = Math.max(out[position] ?? -1, offset);
+    for (const [position, offset] of Object.entries((JSON.parse(saved) as { offsets: Record<string, number> }).offsets))
+      out[position] = Math.max(out[position] ?? -1, offset);
   }
   return out;
 }

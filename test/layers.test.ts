@@ -10,13 +10,15 @@ function workspace(runtime: Record<string, string>, typeOnly: Record<string, str
 
 describe('the layering, from schema up to the CLI', () => {
   it('sees an import against it: a core package running an adapter, a package importing a service, two services, a workspace with no layer', () => {
-    const problems = layerViolations(new Map([
-      ['@gpualert/engine', workspace({ '@gpualert/state': 'packages/engine/src/a.ts' }, { '@gpualert/bus': 'packages/engine/src/b.ts' })],
-      ['@gpualert/bus', workspace({ '@gpualert/notifier': 'packages/bus/src/c.ts' })],
-      ['@gpualert/intake', workspace({ '@gpualert/notifier': 'services/intake/src/d.ts' })],
-      ['@gpualert/new-thing', workspace({})],
-      ['@gpualert/cli', workspace({ '@gpualert/notifier': 'packages/cli/src/e.ts' })],
-    ]));
+    const problems = layerViolations(
+      new Map([
+        ['@gpualert/engine', workspace({ '@gpualert/state': 'packages/engine/src/a.ts' }, { '@gpualert/bus': 'packages/engine/src/b.ts' })],
+        ['@gpualert/bus', workspace({ '@gpualert/notifier': 'packages/bus/src/c.ts' })],
+        ['@gpualert/intake', workspace({ '@gpualert/notifier': 'services/intake/src/d.ts' })],
+        ['@gpualert/new-thing', workspace({})],
+        ['@gpualert/cli', workspace({ '@gpualert/notifier': 'packages/cli/src/e.ts' })],
+      ]),
+    );
     expect(problems).toEqual([
       '@gpualert/new-thing has no layer in tools/layers.ts',
       'packages/bus/src/c.ts: @gpualert/bus (adapter) imports @gpualert/notifier (service)',

@@ -17,15 +17,18 @@ afterEach(async () => {
 
 function routesFile(): string {
   const file = join(mkdtempSync(join(tmpdir(), 'gpualert-routes-')), 'routes.yaml');
-  writeFileSync(file, [
-    'receivers:',
-    '  - name: pager',
-    '    channel: pagerduty',
-    '    settings: { url: "env:PD_URL", routing_key: "env:PD_KEY" }',
-    'route:',
-    '  receiver: pager',
-    '  page: true',
-  ].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'receivers:',
+      '  - name: pager',
+      '    channel: pagerduty',
+      '    settings: { url: "env:PD_URL", routing_key: "env:PD_KEY" }',
+      'route:',
+      '  receiver: pager',
+      '  page: true',
+    ].join('\n'),
+  );
   return file;
 }
 
@@ -42,16 +45,37 @@ describe('gpualert notifier and silences from the command line', () => {
     const store = new RedisStore({ url: inject('redisUrl'), prefix: keyPrefix });
     cleanups.push(() => store.close());
     const env = cleanEnv({
-      KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: keyPrefix,
-      GPUALERT_ROUTES: routesFile(), PD_URL: `${vendors.base}/pagerduty/v2/enqueue`, PD_KEY: 'K'.repeat(32), GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+      KAFKA_BROKERS: inject('kafkaBrokers'),
+      REDIS_URL: inject('redisUrl'),
+      GPUALERT_TOPIC_PREFIX: prefix,
+      GPUALERT_KEY_PREFIX: keyPrefix,
+      GPUALERT_ROUTES: routesFile(),
+      PD_URL: `${vendors.base}/pagerduty/v2/enqueue`,
+      PD_KEY: 'K'.repeat(32),
+      GPUALERT_NOTIFIER_PORT: '0',
+      GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
     });
     vendors.fail('pagerduty', '500');
     let notifier = startCli(['notifier'], env);
     await waitFor(() => notifier.output().includes('notifier_listening'), 'the notifier', 30_000);
-    const alertFor = (fingerprint: string) => envelopeMessage(newEnvelope({
-      type: 'alert', host: 'gpu-node-009', source: 'test',
-      data: { fingerprint, status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: `lost (${fingerprint})`, starts_at: new Date().toISOString(), evidence: [] },
-    }));
+    const alertFor = (fingerprint: string) =>
+      envelopeMessage(
+        newEnvelope({
+          type: 'alert',
+          host: 'gpu-node-009',
+          source: 'test',
+          data: {
+            fingerprint,
+            status: 'firing',
+            severity: 'critical',
+            category: 'fallen_off_bus',
+            rule: 'gpu-absent',
+            summary: `lost (${fingerprint})`,
+            starts_at: new Date().toISOString(),
+            evidence: [],
+          },
+        }),
+      );
     await bus.publish(TOPICS.alerts, ['fp-one', 'fp-two'].map(alertFor));
     // Killed while it is retrying against the 500s: the page is in its outbox, not yet sent. (Its own
     // startup lines used to satisfy the old wait at once, and a fixed sleep could end before it even
@@ -71,7 +95,7 @@ describe('gpualert notifier and silences from the command line', () => {
     // again from Kafka; then nothing is left in the outbox that could still go out. Only then is
     // "once" checked (a fixed sleep could end before a duplicate arrived).
     await bus.publish(TOPICS.alerts, [alertFor('fp-three')]);
-    await waitFor(() => vendors.of('pagerduty').some((r) => r.body.dedup_key === 'fp-three'), 'the later fault\'s page', 60_000);
+    await waitFor(() => vendors.of('pagerduty').some((r) => r.body.dedup_key === 'fp-three'), "the later fault's page", 60_000);
     await waitFor(async () => Object.keys(await store.hashGetAll('notifier:outbox')).length === 0, 'an empty outbox', 30_000);
     const triggers = vendors.of('pagerduty').filter((r) => r.body.event_action === 'trigger');
     expect(new Set(triggers.map((r) => r.body.dedup_key))).toEqual(new Set(['fp-one', 'fp-two', 'fp-three']));
@@ -80,7 +104,10 @@ describe('gpualert notifier and silences from the command line', () => {
 
   it('adds, lists and expires a silence, and refuses one without an end or a reason', async () => {
     const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: `${uniqueName('silence')}:` });
-    const added = await runCli(['silence', 'add', '--match', 'host=h1', '--match', 'severity=~warning|error', '--for', '2h', '--comment', 'firmware update', '--author', 'ana'], { env });
+    const added = await runCli(
+      ['silence', 'add', '--match', 'host=h1', '--match', 'severity=~warning|error', '--for', '2h', '--comment', 'firmware update', '--author', 'ana'],
+      { env },
+    );
     expect(added.code).toBe(0);
     const id = added.stdout.split(' ')[0]!;
     expect(added.stdout).toMatch(/host=h1 severity=~warning\|error {2}by ana: firmware update/);
@@ -101,7 +128,10 @@ describe('gpualert notifier and silences from the command line', () => {
     const keyPrefix = `${uniqueName('silence')}:`;
     const env = cleanEnv({ REDIS_URL: inject('redisUrl'), GPUALERT_KEY_PREFIX: keyPrefix });
     const store = new RedisStore({ url: inject('redisUrl'), prefix: keyPrefix });
-    await store.hashSet('notifier:firing', Object.fromEntries(['h1', 'h2', 'h3'].map((h) => [`fp-${h}`, JSON.stringify({ version: 1, labels: { host: h, alertname: 'GpuHot' } })])));
+    await store.hashSet(
+      'notifier:firing',
+      Object.fromEntries(['h1', 'h2', 'h3'].map((h) => [`fp-${h}`, JSON.stringify({ version: 1, labels: { host: h, alertname: 'GpuHot' } })])),
+    );
     await store.close();
     const one = await runCli(['silence', 'add', '--match', 'host=h1', '--for', '1h', '--comment', 'swap', '--author', 'ana'], { env });
     expect(one.code, one.stderr).toBe(0);
@@ -134,8 +164,14 @@ describe('gpualert notifier and silences from the command line', () => {
 
   it('refuses to start the notifier with a token under 16 characters, naming the variable, as `up` does', async () => {
     const answer = await runCli(['notifier'], { env: cleanEnv({ GPUALERT_ROUTES: routesFile(), GPUALERT_NOTIFIER_TOKEN: 'x' }) });
-    expect([answer.code, answer.stderr.trim()]).toEqual([2, 'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 1 characters, not shown)']);
+    expect([answer.code, answer.stderr.trim()]).toEqual([
+      2,
+      'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 1 characters, not shown)',
+    ]);
     const up = await runCli(['up'], { env: cleanEnv({ GPUALERT_NOTIFIER_TOKEN: 'x' }) });
-    expect([up.code, up.stderr.trim()]).toEqual([2, 'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 1 characters, not shown)']);
+    expect([up.code, up.stderr.trim()]).toEqual([
+      2,
+      'error[GA-CONFIG-INVALID]: invalid config: GPUALERT_NOTIFIER_TOKEN (environment): must be at least 16 characters (got a value of 1 characters, not shown)',
+    ]);
   });
 });

@@ -71,14 +71,16 @@ describe('gpualert routes test and show (as amtool config routes)', () => {
   it('shows the tree', async () => {
     const out = await runCli(['routes', 'show', '--routes', routes]);
     expect(out.code).toBe(0);
-    expect(out.stdout).toBe([
-      'Routing tree:',
-      '└── default-route  receiver: notify-def  group_by: []',
-      '    └── {owner="team-A"}  receiver: notify-A',
-      '        ├── {env="testing"}  receiver: notify-testing  group_by: [...]',
-      '        ├── {env="production"}  receiver: notify-productionA  continue: true  group_wait: 1m',
-      '        └── {env=~"produ.*",job=~".*"}  receiver: notify-productionB  group_by: [job]  group_wait: 30s  group_interval: 5m  repeat_interval: 1h',
-      '',
-    ].join('\n'));
+    expect(out.stdout).toBe(
+      [
+        'Routing tree:',
+        '└── default-route  receiver: notify-def  group_by: []',
+        '    └── {owner="team-A"}  receiver: notify-A',
+        '        ├── {env="testing"}  receiver: notify-testing  group_by: [...]',
+        '        ├── {env="production"}  receiver: notify-productionA  continue: true  group_wait: 1m',
+        '        └── {env=~"produ.*",job=~".*"}  receiver: notify-productionB  group_by: [job]  group_wait: 30s  group_interval: 5m  repeat_interval: 1h',
+        '',
+      ].join('\n'),
+    );
   });
 });

@@ -12,8 +12,11 @@ import { uniqueName, waitFor } from './infra/wait-for.ts';
 
 const log = createLogger({ name: 'test', level: 'silent' });
 const SECRETS = {
-  feishu: 'feishu-secret', dingtalk: 'SECdingtalk-secret', webhook: `whsec_${Buffer.from('webhook secret of thirty-two byte').toString('base64')}`,
-  routingKey: 'R0UTINGKEY0000000000000000000000', opsgenie: 'og-key',
+  feishu: 'feishu-secret',
+  dingtalk: 'SECdingtalk-secret',
+  webhook: `whsec_${Buffer.from('webhook secret of thirty-two byte').toString('base64')}`,
+  routingKey: 'R0UTINGKEY0000000000000000000000',
+  opsgenie: 'og-key',
 };
 const FAST_RETRY = { baseMs: 100, maxDelayMs: 1_000, giveUpAfterMs: 20_000 };
 
@@ -35,20 +38,43 @@ async function setup(routes: unknown, options: { retry?: typeof FAST_RETRY } = {
   const store: StateStore = new RedisStore({ url: inject('redisUrl'), prefix: `${uniqueName('notify')}:` });
   cleanups.push(() => store.close());
   const env = {
-    BASE: vendors.base, FEISHU_SECRET: SECRETS.feishu, DINGTALK_SECRET: SECRETS.dingtalk, WEBHOOK_SECRET: SECRETS.webhook,
-    PD_KEY: SECRETS.routingKey, OG_KEY: SECRETS.opsgenie, SMTP: `smtp://127.0.0.1:${smtp.port}`,
+    BASE: vendors.base,
+    FEISHU_SECRET: SECRETS.feishu,
+    DINGTALK_SECRET: SECRETS.dingtalk,
+    WEBHOOK_SECRET: SECRETS.webhook,
+    PD_KEY: SECRETS.routingKey,
+    OG_KEY: SECRETS.opsgenie,
+    SMTP: `smtp://127.0.0.1:${smtp.port}`,
   };
   const parsed = RoutesFile.parse(JSON.parse(JSON.stringify(routes).replaceAll('${BASE}', vendors.base).replaceAll('${SMTP}', env.SMTP)));
   const start = () => startNotifier({ bus, store, log, routes: parsed, env, retry: options.retry ?? FAST_RETRY, flushEveryMs: 100 });
   return { vendors, smtp, bus, store, start, parsed };
 }
 
-function alert(fingerprint: string, status: 'firing' | 'resolved', severity: AlertData['severity'] = 'critical', extra: Partial<AlertData> = {}): EnvelopeOf<'alert'> {
+function alert(
+  fingerprint: string,
+  status: 'firing' | 'resolved',
+  severity: AlertData['severity'] = 'critical',
+  extra: Partial<AlertData> = {},
+): EnvelopeOf<'alert'> {
   return newEnvelope({
-    type: 'alert', id: `${fingerprint}-${status}-${severity}`, host: 'gpu-node-002', source: 'test', labels: { cluster: 'lab' },
+    type: 'alert',
+    id: `${fingerprint}-${status}-${severity}`,
+    host: 'gpu-node-002',
+    source: 'test',
+    labels: { cluster: 'lab' },
     data: {
-      fingerprint, status, severity, category: 'fallen_off_bus', rule: 'gpu-absent', summary: `GPU 3 on gpu-node-002 has disappeared (${fingerprint})`,
-      action: 'Drain the host and reboot it.', starts_at: new Date().toISOString(), evidence: ['k-1'], gpu: { index: 3 }, ...extra,
+      fingerprint,
+      status,
+      severity,
+      category: 'fallen_off_bus',
+      rule: 'gpu-absent',
+      summary: `GPU 3 on gpu-node-002 has disappeared (${fingerprint})`,
+      action: 'Drain the host and reboot it.',
+      starts_at: new Date().toISOString(),
+      evidence: ['k-1'],
+      gpu: { index: 3 },
+      ...extra,
       ...(status === 'resolved' ? { ends_at: new Date().toISOString() } : {}),
     },
   });
@@ -61,7 +87,12 @@ async function records(bus: Bus) {
   });
 }
 
-const receiver = (name: string, channel: string, settings: Record<string, string> = {}, extra: Record<string, unknown> = {}) => ({ name, channel, settings, ...extra });
+const receiver = (name: string, channel: string, settings: Record<string, string> = {}, extra: Record<string, unknown> = {}) => ({
+  name,
+  channel,
+  settings,
+  ...extra,
+});
 
 const EVERY_CHANNEL = {
   receivers: [
@@ -77,8 +108,12 @@ const EVERY_CHANNEL = {
     receiver('hook', 'webhook', { url: '${BASE}/webhook/in', secret: 'env:WEBHOOK_SECRET' }),
   ],
   route: {
-    receiver: 'slack', group_wait: '0s', group_interval: '1s', repeat_interval: '4h',
-    routes: ['feishu', 'dingtalk', 'wecom', 'email', 'jira', 'snow', 'hook', 'slack'].map((r) => ({ receiver: r, continue: true }))
+    receiver: 'slack',
+    group_wait: '0s',
+    group_interval: '1s',
+    repeat_interval: '4h',
+    routes: ['feishu', 'dingtalk', 'wecom', 'email', 'jira', 'snow', 'hook', 'slack']
+      .map((r) => ({ receiver: r, continue: true }))
       .concat(['pd', 'og'].map((r) => ({ receiver: r, page: true, continue: true }) as never)),
   },
 };
@@ -92,7 +127,11 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     const vendorsSeen = () => new Set(vendors.received.map((r) => r.vendor));
     await waitFor(() => vendorsSeen().size === 9 && smtp.mails().length === 1, 'every channel', 30_000);
     expect(vendors.rejected).toEqual([]);
-    expect(vendors.of('pagerduty')[0]!.body).toMatchObject({ event_action: 'trigger', dedup_key: 'fp-lost-gpu3', payload: { severity: 'critical', source: 'gpu-node-002', component: 'GPU 3' } });
+    expect(vendors.of('pagerduty')[0]!.body).toMatchObject({
+      event_action: 'trigger',
+      dedup_key: 'fp-lost-gpu3',
+      payload: { severity: 'critical', source: 'gpu-node-002', component: 'GPU 3' },
+    });
     expect(vendors.of('slack')[0]!.body.text).toBe('[CRITICAL] gpu-node-002 GPU 3: GPU 3 on gpu-node-002 has disappeared (fp-lost-gpu3)');
     expect(vendors.of('opsgenie')[0]!.body).toMatchObject({ alias: 'fp-lost-gpu3', priority: 'P1' });
     expect(vendors.jira()).toEqual([{ key: 'OPS-1', labels: ['gpualert', 'gpualert-fp-lost-gpu3'], status: 'Open', comments: [] }]);
@@ -103,7 +142,15 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     expect(mail).toMatch(/Drain the host and reboot it/);
 
     await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-lost-gpu3', 'resolved'))]);
-    await waitFor(() => vendors.of('pagerduty').length === 2 && vendors.servicenow()[0]!.state === '6' && vendors.jira()[0]!.status === 'Done' && vendors.of('opsgenie').length === 2, 'every resolve', 30_000);
+    await waitFor(
+      () =>
+        vendors.of('pagerduty').length === 2 &&
+        vendors.servicenow()[0]!.state === '6' &&
+        vendors.jira()[0]!.status === 'Done' &&
+        vendors.of('opsgenie').length === 2,
+      'every resolve',
+      30_000,
+    );
     expect(vendors.of('pagerduty')[1]!.body).toMatchObject({ event_action: 'resolve', dedup_key: 'fp-lost-gpu3' });
     expect(vendors.of('opsgenie')[1]!.path).toBe('/opsgenie/v2/alerts/fp-lost-gpu3/close');
     const sentTo = async () => new Set((await records(bus)).filter((r) => r.outcome === 'sent').map((r) => r.receiver));
@@ -147,15 +194,22 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     expect((await records(bus)).map((r) => [r.outcome, r.attempt])).toEqual([['failed', 1]]);
   });
 
-  it('folds what exceeds a destination\'s rate into a digest instead of dropping it', async () => {
+  it("folds what exceeds a destination's rate into a digest instead of dropping it", async () => {
     const { vendors, bus, start } = await setup({
       receivers: [receiver('robot', 'wecom', { url: '${BASE}/wecom/send?key=k' }, { per_second: 2 })],
       route: { receiver: 'robot', group_by: ['fingerprint'], group_wait: '0s' },
     });
     const notifier = await start();
     cleanups.push(() => notifier.stop());
-    await bus.publish(TOPICS.alerts, Array.from({ length: 14 }, (_, i) => envelopeMessage(alert(`fp-${i}`, 'firing', 'warning'))));
-    await waitFor(() => vendors.of('wecom').flatMap((r) => (r.body.markdown.content as string).match(/fingerprint fp-\d+/g) ?? []).length === 14, 'all fourteen alerts', 30_000);
+    await bus.publish(
+      TOPICS.alerts,
+      Array.from({ length: 14 }, (_, i) => envelopeMessage(alert(`fp-${i}`, 'firing', 'warning'))),
+    );
+    await waitFor(
+      () => vendors.of('wecom').flatMap((r) => (r.body.markdown.content as string).match(/fingerprint fp-\d+/g) ?? []).length === 14,
+      'all fourteen alerts',
+      30_000,
+    );
     expect(vendors.of('wecom').length).toBeLessThan(14);
     await waitFor(async () => (await records(bus)).some((r) => r.reason.startsWith('digest:')), 'a digest record', 10_000);
   });
@@ -175,8 +229,14 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     // The silence's own record is `suppressed` too (no fingerprints) and comes from the flush timer,
     // often before the alert batch is judged: wait for the record of the silenced fault itself.
     await waitFor(async () => (await records(bus)).some((r) => r.outcome === 'suppressed' && r.fingerprints.length > 0), 'the suppression record', 30_000);
-    expect(vendors.of('pagerduty').map((r) => [r.body.event_action, r.body.dedup_key])).toEqual([['trigger', 'fp-s'], ['resolve', 'fp-s']]);
-    expect((await records(bus)).find((r) => r.outcome === 'suppressed' && r.fingerprints.length > 0)).toMatchObject({ fingerprints: ['fp-t'], reason: expect.stringMatching(/^silenced: silence \w+ by ana: replacing the GPU/) });
+    expect(vendors.of('pagerduty').map((r) => [r.body.event_action, r.body.dedup_key])).toEqual([
+      ['trigger', 'fp-s'],
+      ['resolve', 'fp-s'],
+    ]);
+    expect((await records(bus)).find((r) => r.outcome === 'suppressed' && r.fingerprints.length > 0)).toMatchObject({
+      fingerprints: ['fp-t'],
+      reason: expect.stringMatching(/^silenced: silence \w+ by ana: replacing the GPU/),
+    });
     // the silence itself is on the record, for the timeline
     await waitFor(async () => (await records(bus)).some((r) => r.channel === 'silence' && /created by ana/.test(r.reason)), 'the silence record');
   });
@@ -199,7 +259,7 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     // everything ahead of it: a second page of fp-k, resent from the outbox or judged again from
     // Kafka, would have arrived before this one. A fixed sleep was too short on a loaded machine.
     await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-later', 'firing'))]);
-    await waitFor(() => vendors.of('pagerduty').some((r) => r.body.dedup_key === 'fp-later'), 'the later fault\'s page', 30_000);
+    await waitFor(() => vendors.of('pagerduty').some((r) => r.body.dedup_key === 'fp-later'), "the later fault's page", 30_000);
     // ...and nothing is left in the notifier's outbox (`notifier:outbox`) that could still go out.
     await waitFor(async () => Object.keys(await store.hashGetAll('notifier:outbox')).length === 0, 'an empty outbox', 30_000);
     expect(vendors.of('pagerduty').map((r) => r.body.dedup_key)).toEqual(['fp-k', 'fp-later']);
@@ -217,13 +277,21 @@ describe('the silences HTTP API', () => {
       const auth = { authorization: 'Bearer api-token-0123456789', 'content-type': 'application/json' };
       expect((await fetch(`${base}/v1/silences`)).status).toBe(401);
       expect((await fetch(`${base}/v1/silences`, { headers: { authorization: 'Bearer nope' } })).status).toBe(401);
-      const created = await fetch(`${base}/v1/silences`, { method: 'POST', headers: auth, body: JSON.stringify({ matchers: ['cluster="lab"'], duration_seconds: 600, created_by: 'bo', comment: 'rack move' }) });
+      const created = await fetch(`${base}/v1/silences`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ matchers: ['cluster="lab"'], duration_seconds: 600, created_by: 'bo', comment: 'rack move' }),
+      });
       expect(created.status).toBe(201);
       const silence = (await created.json()) as { id: string; endsAt: number; startsAt: number };
       expect(silence.endsAt - silence.startsAt).toBe(600_000);
       const listed = (await (await fetch(`${base}/v1/silences`, { headers: auth })).json()) as { silences: { id: string }[] };
       expect(listed.silences.map((s) => s.id)).toEqual([silence.id]);
-      const invalid = await fetch(`${base}/v1/silences`, { method: 'POST', headers: auth, body: JSON.stringify({ matchers: ['cluster'], duration_seconds: 60, comment: 'x' }) });
+      const invalid = await fetch(`${base}/v1/silences`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ matchers: ['cluster'], duration_seconds: 60, comment: 'x' }),
+      });
       expect(invalid.status).toBe(400);
       const expired = await fetch(`${base}/v1/silences/${silence.id}`, { method: 'DELETE', headers: auth });
       expect(((await expired.json()) as { expiredAt?: number }).expiredAt).toBeGreaterThan(0);

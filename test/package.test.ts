@@ -16,7 +16,10 @@ let installed = '';
 beforeAll(() => {
   const packs = mkdtempSync(join(tmpdir(), 'gpualert-pack-'));
   execFileSync('npm', ['pack', '--silent', '--pack-destination', packs], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-  const tarball = join(packs, readdirSync(packs).find((f) => f.endsWith('.tgz'))!);
+  const tarball = join(
+    packs,
+    readdirSync(packs).find((f) => f.endsWith('.tgz'))!,
+  );
   const folder = mkdtempSync(join(tmpdir(), 'gpualert-installed-'));
   writeFileSync(join(folder, 'package.json'), '{"name":"someone-else","private":true}\n');
   execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--silent', tarball], { cwd: folder, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -36,15 +39,22 @@ describe('the packed package, installed where there is no checkout', () => {
   });
 
   it('parses a kernel log and replays the bundled recording', () => {
-    const events = run(['parse', 'kernel', fixture('dmesg-gpu-fallen-off-bus.log'), '--host', 'n1']).trim().split('\n').map((l) => JSON.parse(l) as { data: { xid?: number } });
+    const events = run(['parse', 'kernel', fixture('dmesg-gpu-fallen-off-bus.log'), '--host', 'n1'])
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { data: { xid?: number } });
     expect(events.some((e) => e.data.xid === 79)).toBe(true);
-    const alerts = run(['replay', join(installed, 'demo/incident.jsonl')]).trim().split('\n').map((l) => JSON.parse(l) as { data: { category: string } });
+    const alerts = run(['replay', join(installed, 'demo/incident.jsonl')])
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { data: { category: string } });
     expect(alerts.map((a) => a.data.category)).toContain('fallen_off_bus');
   });
 
   it('runs `up --demo` and stops on Ctrl-C', async () => {
     const up = spawn(bin, ['up', '--demo', '--speed', '600', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-pk-up-'))], {
-      env: cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }), stdio: ['ignore', 'pipe', 'pipe'],
+      env: cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
     up.stdout.on('data', (c: Buffer) => (output += c.toString()));

@@ -30,7 +30,15 @@ describe('the state store when Sentinel fails over', () => {
       await new Promise((r) => setTimeout(r, 500));
       await group.master.stop();
       await waitFor(async () => (await group.masterPort()) === group.replica.port, 'the replica promoted', 60_000);
-      await waitFor(async () => (await store.set('after', 'written').then(() => true, () => false)), 'a write after the failover', 30_000);
+      await waitFor(
+        async () =>
+          await store.set('after', 'written').then(
+            () => true,
+            () => false,
+          ),
+        'a write after the failover',
+        30_000,
+      );
       expect(await store.get('before')).toBe('kept');
       expect(await store.get('after')).toBe('written');
       expect(await store.hashGetAll('h')).toEqual({ a: '1' });
@@ -43,10 +51,26 @@ describe('the state store when Sentinel fails over', () => {
 describe('a redis+sentinel:// URL', () => {
   it('names the Sentinels, the master, its password and database; a plain URL passes through; a broken one is one line without the password', () => {
     expect(redisConnection('redis+sentinel://:s3cret@10.0.0.1:26379,10.0.0.2,sentinel-3:26380/gpualert/2')).toEqual({
-      options: { commandTimeout: 15_000, sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '10.0.0.2', port: 26379 }, { host: 'sentinel-3', port: 26380 }], name: 'gpualert', password: 's3cret', db: 2 },
+      options: {
+        commandTimeout: 15_000,
+        sentinels: [
+          { host: '10.0.0.1', port: 26379 },
+          { host: '10.0.0.2', port: 26379 },
+          { host: 'sentinel-3', port: 26380 },
+        ],
+        name: 'gpualert',
+        password: 's3cret',
+        db: 2,
+      },
     });
     expect(redisConnection('redis://127.0.0.1:6379')).toEqual({ url: 'redis://127.0.0.1:6379' });
-    for (const bad of ['redis+sentinel://:s3cret@/gpualert', 'redis+sentinel://:s3cret@host:99999/gpualert', 'redis+sentinel://:s3cret@host:26379', 'redis+sentinel://:s3cret@host:0x50/gpualert', 'redis+sentinel://:s3cret@host:1:2/gpualert']) {
+    for (const bad of [
+      'redis+sentinel://:s3cret@/gpualert',
+      'redis+sentinel://:s3cret@host:99999/gpualert',
+      'redis+sentinel://:s3cret@host:26379',
+      'redis+sentinel://:s3cret@host:0x50/gpualert',
+      'redis+sentinel://:s3cret@host:1:2/gpualert',
+    ]) {
       expect(() => redisConnection(bad), bad).toThrow(/^REDIS_URL: /);
       try {
         redisConnection(bad);

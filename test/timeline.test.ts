@@ -11,10 +11,35 @@ const iso = (at: number) => new Date(at).toISOString();
 
 function gpu(index: number, temp: number): GpuMetrics {
   return {
-    index, uuid: null, pci_bus: index === 0 ? '0000:18:00' : '0000:29:00', name: 'NVIDIA H100 80GB HBM3', util_pct: 95, mem_util_pct: 40, mem_used_mib: 60_000,
-    mem_total_mib: 81_559, temp_c: temp, mem_temp_c: temp + 4, power_w: 600, power_limit_w: 700, sm_clock_mhz: 1980, mem_clock_mhz: 2619, fan_pct: null,
-    pcie_gen: 5, pcie_gen_max: 5, pcie_width: 16, pcie_width_max: 16, ecc_sbe_volatile: 0, ecc_dbe_volatile: 0, ecc_sbe_aggregate: 0, ecc_dbe_aggregate: 0,
-    remap_pending: false, remap_failure: false, throttle: [], xid_last: null, nvlink_errors: 0, processes: 1,
+    index,
+    uuid: null,
+    pci_bus: index === 0 ? '0000:18:00' : '0000:29:00',
+    name: 'NVIDIA H100 80GB HBM3',
+    util_pct: 95,
+    mem_util_pct: 40,
+    mem_used_mib: 60_000,
+    mem_total_mib: 81_559,
+    temp_c: temp,
+    mem_temp_c: temp + 4,
+    power_w: 600,
+    power_limit_w: 700,
+    sm_clock_mhz: 1980,
+    mem_clock_mhz: 2619,
+    fan_pct: null,
+    pcie_gen: 5,
+    pcie_gen_max: 5,
+    pcie_width: 16,
+    pcie_width_max: 16,
+    ecc_sbe_volatile: 0,
+    ecc_dbe_volatile: 0,
+    ecc_sbe_aggregate: 0,
+    ecc_dbe_aggregate: 0,
+    remap_pending: false,
+    remap_failure: false,
+    throttle: [],
+    xid_last: null,
+    nvlink_errors: 0,
+    processes: 1,
   };
 }
 
@@ -22,12 +47,93 @@ function gpu(index: number, temp: number): GpuMetrics {
 function incident(): Envelope[] {
   const host = 'gpu-node-007';
   const out: Envelope[] = [
-    newEnvelope({ type: 'host.inventory', id: 'inv', host, source: 't', ts: iso(T0), data: { gpu_model: 'NVIDIA H100 80GB HBM3', gpu_count: 2, driver_version: '550.54.15', cuda_version: '12.4', gpus: [] } }),
-    newEnvelope({ type: 'provider.event', id: 'notice', host, source: 't', ts: iso(T0 + 2 * MIN), data: { provider: 'gcp', event_id: 'm1', kind: 'maintenance', status: 'scheduled', hosts: [host], window_start: iso(T0 + 60 * MIN), description: 'planned update', raw_id: 'm1' } }),
-    newEnvelope({ type: 'kernel.event', id: 'xid79', host, source: 't', ts: iso(T0 + 10 * MIN), data: { kind: 'xid', xid: 79, gpu: 1, pci_bus: '0000:29:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:29:00): 79', meaning: 'GPU has fallen off the bus', count: 1 } }),
-    newEnvelope({ type: 'alert', id: 'fire', host, source: 't', ts: iso(T0 + 10 * MIN + 1_000), data: { fingerprint: 'f00dfeed', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', gpu: { index: 1 }, summary: 'GPU 1 on gpu-node-007 has disappeared', starts_at: iso(T0 + 10 * MIN + 1_000), evidence: ['xid79'] } }),
-    newEnvelope({ type: 'notification', id: 'page', host, source: 't', ts: iso(T0 + 10 * MIN + 2_000), data: { receiver: 'pager', channel: 'pagerduty', fingerprints: ['f00dfeed'], reason: 'page', outcome: 'sent', attempt: 1 } }),
-    newEnvelope({ type: 'alert', id: 'resolve', host, source: 't', ts: iso(T0 + 15 * MIN), data: { fingerprint: 'f00dfeed', status: 'resolved', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', gpu: { index: 1 }, summary: 'GPU 1 on gpu-node-007 has disappeared', starts_at: iso(T0 + 10 * MIN + 1_000), ends_at: iso(T0 + 15 * MIN), evidence: ['xid79'] } }),
+    newEnvelope({
+      type: 'host.inventory',
+      id: 'inv',
+      host,
+      source: 't',
+      ts: iso(T0),
+      data: { gpu_model: 'NVIDIA H100 80GB HBM3', gpu_count: 2, driver_version: '550.54.15', cuda_version: '12.4', gpus: [] },
+    }),
+    newEnvelope({
+      type: 'provider.event',
+      id: 'notice',
+      host,
+      source: 't',
+      ts: iso(T0 + 2 * MIN),
+      data: {
+        provider: 'gcp',
+        event_id: 'm1',
+        kind: 'maintenance',
+        status: 'scheduled',
+        hosts: [host],
+        window_start: iso(T0 + 60 * MIN),
+        description: 'planned update',
+        raw_id: 'm1',
+      },
+    }),
+    newEnvelope({
+      type: 'kernel.event',
+      id: 'xid79',
+      host,
+      source: 't',
+      ts: iso(T0 + 10 * MIN),
+      data: {
+        kind: 'xid',
+        xid: 79,
+        gpu: 1,
+        pci_bus: '0000:29:00',
+        severity: 'critical',
+        message: 'NVRM: Xid (PCI:0000:29:00): 79',
+        meaning: 'GPU has fallen off the bus',
+        count: 1,
+      },
+    }),
+    newEnvelope({
+      type: 'alert',
+      id: 'fire',
+      host,
+      source: 't',
+      ts: iso(T0 + 10 * MIN + 1_000),
+      data: {
+        fingerprint: 'f00dfeed',
+        status: 'firing',
+        severity: 'critical',
+        category: 'fallen_off_bus',
+        rule: 'gpu-absent',
+        gpu: { index: 1 },
+        summary: 'GPU 1 on gpu-node-007 has disappeared',
+        starts_at: iso(T0 + 10 * MIN + 1_000),
+        evidence: ['xid79'],
+      },
+    }),
+    newEnvelope({
+      type: 'notification',
+      id: 'page',
+      host,
+      source: 't',
+      ts: iso(T0 + 10 * MIN + 2_000),
+      data: { receiver: 'pager', channel: 'pagerduty', fingerprints: ['f00dfeed'], reason: 'page', outcome: 'sent', attempt: 1 },
+    }),
+    newEnvelope({
+      type: 'alert',
+      id: 'resolve',
+      host,
+      source: 't',
+      ts: iso(T0 + 15 * MIN),
+      data: {
+        fingerprint: 'f00dfeed',
+        status: 'resolved',
+        severity: 'critical',
+        category: 'fallen_off_bus',
+        rule: 'gpu-absent',
+        gpu: { index: 1 },
+        summary: 'GPU 1 on gpu-node-007 has disappeared',
+        starts_at: iso(T0 + 10 * MIN + 1_000),
+        ends_at: iso(T0 + 15 * MIN),
+        evidence: ['xid79'],
+      },
+    }),
   ];
   for (let at = T0; at < T0 + 20 * MIN; at += 10_000) {
     const minute = Math.floor((at - T0) / MIN);
@@ -35,13 +141,26 @@ function incident(): Envelope[] {
     out.push(newEnvelope({ type: 'gpu.sample', id: `s${at}`, host, source: 't', ts: iso(at), data: { gpus } }));
   }
   // another host, outside the incident, to be narrowed away
-  out.push(newEnvelope({ type: 'kernel.event', id: 'other', host: 'gpu-node-008', source: 't', ts: iso(T0 + 5 * MIN), data: { kind: 'oom_kill', severity: 'warning', message: 'Killed process 1 (x)', pid: 1, process: 'x' } }));
+  out.push(
+    newEnvelope({
+      type: 'kernel.event',
+      id: 'other',
+      host: 'gpu-node-008',
+      source: 't',
+      ts: iso(T0 + 5 * MIN),
+      data: { kind: 'oom_kill', severity: 'warning', message: 'Killed process 1 (x)', pid: 1, process: 'x' },
+    }),
+  );
   return out;
 }
 
 const TOPIC: Record<string, string> = {
-  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents,
-  'host.inventory': TOPICS.hostInventory, alert: TOPICS.alerts, notification: TOPICS.notifications,
+  'gpu.sample': TOPICS.gpuSamples,
+  'kernel.event': TOPICS.kernelEvents,
+  'provider.event': TOPICS.providerEvents,
+  'host.inventory': TOPICS.hostInventory,
+  alert: TOPICS.alerts,
+  notification: TOPICS.notifications,
 };
 
 describe('gpualert timeline from the real Kafka', () => {
@@ -65,7 +184,13 @@ describe('gpualert timeline from the real Kafka', () => {
     expect(result.code).toBe(0);
     const t = JSON.parse(result.stdout) as Timeline;
     expect(t.entries.map((e) => [e.source, e.id])).toEqual([
-      ['inventory', 'inv'], ['provider', 'notice'], ['kernel', 'other'], ['kernel', 'xid79'], ['alert', 'fire'], ['notification', 'page'], ['alert', 'resolve'],
+      ['inventory', 'inv'],
+      ['provider', 'notice'],
+      ['kernel', 'other'],
+      ['kernel', 'xid79'],
+      ['alert', 'fire'],
+      ['notification', 'page'],
+      ['alert', 'resolve'],
     ]);
     const gpu1 = t.metrics.filter((m) => m.host === 'gpu-node-007' && m.gpu === 1 && m.metric === 'temp_c');
     expect(gpu1.map((m) => [m.minute.slice(11, 16), m.min, m.mean, m.max, m.samples])).toEqual(
@@ -75,7 +200,7 @@ describe('gpualert timeline from the real Kafka', () => {
     expect([gpu0.min, gpu0.max, gpu0.samples]).toEqual([60, 62, 6]);
   });
 
-  it('narrows to one incident\'s host and GPU, and writes Markdown with the incident\'s facts', async () => {
+  it("narrows to one incident's host and GPU, and writes Markdown with the incident's facts", async () => {
     const result = await runCli(['timeline', ...range, '--incident', 'f00dfeed'], { env: env() });
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^# GPU incident timeline: GPU 1 on gpu-node-007 has disappeared/);
@@ -100,7 +225,7 @@ describe('gpualert timeline from the real Kafka', () => {
     expect(html.stdout).not.toMatch(/<script|src="http/);
   });
 
-  it('the HTML opens in a real headless browser (Debian\'s Chromium) and shows the chart', async () => {
+  it("the HTML opens in a real headless browser (Debian's Chromium) and shows the chart", async () => {
     const { mkdtempSync, readFileSync, statSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
@@ -110,7 +235,7 @@ describe('gpualert timeline from the real Kafka', () => {
     expect((await runCli(['timeline', ...range, '--incident', 'f00dfeed', '--format', 'html', '--out', file], { env: env() })).code).toBe(0);
     const which = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' });
     const chromium = which.stdout.trim();
-    if (!chromium) throw new Error('Debian\'s chromium is not installed (.ci/run installs it: apt-get install chromium)');
+    if (!chromium) throw new Error("Debian's chromium is not installed (.ci/run installs it: apt-get install chromium)");
     const args = ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--window-size=1000,900'];
     const dom = spawnSync(chromium, [...args, '--dump-dom', `file://${file}`], { encoding: 'utf8', timeout: 60_000 });
     expect(dom.status).toBe(0);
@@ -153,6 +278,9 @@ describe('gpualert timeline from the real Kafka', () => {
     expect(empty.stdout).toMatch(/Nothing happened in this range/);
     expect(empty.stderr).toMatch(/nothing happened in this range/);
     const unknown = await runCli(['timeline', ...range, '--incident', 'deadbeef'], { env: env() });
-    expect([unknown.code, unknown.stderr.trim()]).toEqual([2, `error[GA-CLI-USAGE]: gpualert timeline: no alert with fingerprint deadbeef between ${iso(T0)} and ${iso(T0 + 20 * MIN)}`]);
+    expect([unknown.code, unknown.stderr.trim()]).toEqual([
+      2,
+      `error[GA-CLI-USAGE]: gpualert timeline: no alert with fingerprint deadbeef between ${iso(T0)} and ${iso(T0 + 20 * MIN)}`,
+    ]);
   });
 });

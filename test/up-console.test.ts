@@ -23,11 +23,17 @@ function onTerminal(args: readonly string[], env: NodeJS.ProcessEnv) {
 
 describe('gpualert up on a terminal and off it', () => {
   it('on a terminal: a start banner, the alert lines and readable warnings; no JSON', async () => {
-    const up = onTerminal(['up', '--demo', '--speed', '600', '--data-dir', dataDir()], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+    const up = onTerminal(
+      ['up', '--demo', '--speed', '600', '--data-dir', dataDir()],
+      cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }),
+    );
     await waitFor(() => up.output().includes('[fallen_off_bus]'), 'the lost GPU', 30_000);
     up.interrupt();
     await once(up, 'exit');
-    const lines = up.output().split(/\r?\n/).filter((l) => l.trim() !== '');
+    const lines = up
+      .output()
+      .split(/\r?\n/)
+      .filter((l) => l.trim() !== '');
     expect(lines.filter((l) => l.trimStart().startsWith('{'))).toEqual([]);
     expect(up.output()).toMatch(/gpualert up \(embedded: in-process bus, in-memory store\), ready in \d+ ms/);
     expect(up.output()).toMatch(/ intake +listening on port \d+/);
@@ -38,11 +44,17 @@ describe('gpualert up on a terminal and off it', () => {
   });
 
   it('off a terminal: JSON lines, each with exactly one `service` key', async () => {
-    const up = startCli(['up', '--demo', '--speed', '600', '--data-dir', dataDir()], cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+    const up = startCli(
+      ['up', '--demo', '--speed', '600', '--data-dir', dataDir()],
+      cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1' }),
+    );
     await waitFor(() => up.output().includes('[fallen_off_bus]'), 'the lost GPU', 30_000);
     up.kill('SIGINT');
     expect((await once(up, 'exit'))[0]).toBe(0);
-    const logLines = up.output().split('\n').filter((l) => l.startsWith('{'));
+    const logLines = up
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     expect(logLines.length).toBeGreaterThan(5);
     const services = new Set<string>();
     for (const line of logLines) {
@@ -58,7 +70,10 @@ describe('gpualert up on a terminal and off it', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as { port: number }).port;
     try {
-      const up = startCli(['up', '--log-format', 'pretty', '--data-dir', dataDir()], cleanEnv({ GPUALERT_INTAKE_PORT: String(port), GPUALERT_INTAKE_LISTEN: '127.0.0.1' }));
+      const up = startCli(
+        ['up', '--log-format', 'pretty', '--data-dir', dataDir()],
+        cleanEnv({ GPUALERT_INTAKE_PORT: String(port), GPUALERT_INTAKE_LISTEN: '127.0.0.1' }),
+      );
       await waitFor(() => up.output().includes('Ctrl-C stops'), 'the banner', 20_000);
       up.kill('SIGINT');
       expect((await once(up, 'exit'))[0]).toBe(0);
@@ -77,9 +92,13 @@ describe('gpualert up on a terminal and off it', () => {
     const port = (blocker.address() as { port: number }).port;
     try {
       const { runCli } = await import('./infra/run-cli.ts');
-      const result = await runCli(['intake', '--port', String(port), '--listen', '127.0.0.1'], { env: cleanEnv({ GPUALERT_INTAKE_TOKEN: 'a-token-of-twenty-chars' }) });
+      const result = await runCli(['intake', '--port', String(port), '--listen', '127.0.0.1'], {
+        env: cleanEnv({ GPUALERT_INTAKE_TOKEN: 'a-token-of-twenty-chars' }),
+      });
       expect(result.code).toBe(1);
-      expect(result.stderr.trim().split('\n').at(-1)).toBe(`error[GA-CLI-FAILED]: gpualert intake: port ${port} is in use; choose another with --port or GPUALERT_INTAKE_PORT (0 picks a free one)`);
+      expect(result.stderr.trim().split('\n').at(-1)).toBe(
+        `error[GA-CLI-FAILED]: gpualert intake: port ${port} is in use; choose another with --port or GPUALERT_INTAKE_PORT (0 picks a free one)`,
+      );
     } finally {
       blocker.close();
     }
@@ -94,7 +113,9 @@ describe('gpualert up on a terminal and off it', () => {
       env: cleanEnv({ GPUALERT_INTAKE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', MY_SLACK: 'hooks.slack.com/services/T0/B0/XSECRETX' }),
     });
     expect(result.code).toBe(2);
-    expect(result.stderr.trim().split('\n').at(-1)).toMatch(/^error\[GA-CLI-USAGE\]: gpualert up: receiver "chat" \(slack\): settings\.url \(from MY_SLACK\): /);
+    expect(result.stderr.trim().split('\n').at(-1)).toMatch(
+      /^error\[GA-CLI-USAGE\]: gpualert up: receiver "chat" \(slack\): settings\.url \(from MY_SLACK\): /,
+    );
     expect(result.stdout + result.stderr).not.toContain('XSECRETX');
   });
 });

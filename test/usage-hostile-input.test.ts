@@ -19,12 +19,23 @@ const file = (name: string, content: string | Buffer) => {
 const range = ['--from', iso(FROM), '--to', iso(FROM + 24 * HOUR)];
 
 /** The attack's repro line (synthetic): one GPU-hour of gpu-node-07, all idle, with a fixed id. */
-const ROLLUP = '{"id":"3b0c3a52-0000-4000-8000-000000000001","type":"usage.rollup","ts":"2026-06-01T01:00:00.000Z","host":"gpu-node-07","labels":{"provider":"aws","instance_type":"p5.48xlarge","gpu_model":"NVIDIA H100 80GB HBM3"},"source":"x","data":{"gpu":0,"hour":"2026-06-01T00:00:00.000Z","minutes":{"up":60,"busy":0,"idle":60,"broken":0,"maintenance":0},"busy_threshold_pct":2,"evidence":{"alerts":[],"provider_events":[]}}}';
+const ROLLUP =
+  '{"id":"3b0c3a52-0000-4000-8000-000000000001","type":"usage.rollup","ts":"2026-06-01T01:00:00.000Z","host":"gpu-node-07","labels":{"provider":"aws","instance_type":"p5.48xlarge","gpu_model":"NVIDIA H100 80GB HBM3"},"source":"x","data":{"gpu":0,"hour":"2026-06-01T00:00:00.000Z","minutes":{"up":60,"busy":0,"idle":60,"broken":0,"maintenance":0},"busy_threshold_pct":2,"evidence":{"alerts":[],"provider_events":[]}}}';
 
 function rollup(minutes: { busy: number; idle: number }, gpu = 0, hour = FROM): EnvelopeOf<'usage.rollup'> {
   return newEnvelope({
-    type: 'usage.rollup', host: 'gpu-node-07', source: 't', ts: iso(hour), labels: { provider: 'aws' },
-    data: { gpu, hour: iso(hour), minutes: { up: minutes.busy + minutes.idle, ...minutes, broken: 0, maintenance: 0 }, busy_threshold_pct: 2, evidence: { alerts: [], provider_events: [] } },
+    type: 'usage.rollup',
+    host: 'gpu-node-07',
+    source: 't',
+    ts: iso(hour),
+    labels: { provider: 'aws' },
+    data: {
+      gpu,
+      hour: iso(hour),
+      minutes: { up: minutes.busy + minutes.idle, ...minutes, broken: 0, maintenance: 0 },
+      busy_threshold_pct: 2,
+      evidence: { alerts: [], provider_events: [] },
+    },
   });
 }
 
@@ -46,7 +57,7 @@ describe('a rollup read more than once (a redelivery, a recording concatenated t
     expect(builder.hostHours.get('gpu-node-07')!.hours.get(FROM)!.gpus).toBe(2);
   });
 
-  it('gpualert report usage over the attack\'s file (one rollup three times): 1 GPU-hour, not 3', async () => {
+  it("gpualert report usage over the attack's file (one rollup three times): 1 GPU-hour, not 3", async () => {
     const input = file('dup.jsonl', `${ROLLUP}\n${ROLLUP}\n${ROLLUP}\n`);
     const result = await runCli(['report', 'usage', ...range, '--input', input, '--format', 'json', '--prices', 'rules/prices.yaml'], { env: cleanEnv() });
     expect(result.code).toBe(0);
@@ -59,31 +70,52 @@ describe('a rollup read more than once (a redelivery, a recording concatenated t
 
 describe('a hostile bill', () => {
   it('a quoted field with text after its closing quote ("a"b) is one error naming its line, not a phantom instance', () => {
-    const bill = parseBill('csv', 'instance_id,start,end,hours\n"a"b,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1\nok,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,2\n', 'junk.csv');
+    const bill = parseBill(
+      'csv',
+      'instance_id,start,end,hours\n"a"b,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1\nok,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,2\n',
+      'junk.csv',
+    );
     expect(bill.errors).toEqual([{ line: 2, message: expect.stringMatching(/text after the closing quote of a field/) as unknown as string }]);
     expect(bill.lines.map((l) => [l.instance, l.hours, l.ref])).toEqual([['ok', 2, 'junk.csv:3']]);
     // A doubled quote inside a quoted field is still a quote, and a quoted field may end the line or the file.
-    expect(parseBill('csv', 'instance_id,start,end,hours\n"a""b",2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,"1"', 'q.csv').lines.map((l) => [l.instance, l.hours])).toEqual([['a"b', 1]]);
+    expect(
+      parseBill('csv', 'instance_id,start,end,hours\n"a""b",2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,"1"', 'q.csv').lines.map((l) => [l.instance, l.hours]),
+    ).toEqual([['a"b', 1]]);
   });
 
   it('an amount no bill row can hold (1e308, past the bound) is refused with its line; the report never says Infinity', async () => {
-    const bill = parseBill('csv', `instance_id,start,end,hours,cost\nx,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1,1e308\ny,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1e308,1\nz,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1,${MAX_BILL_ROW_COST}\n`, 'big.csv');
+    const bill = parseBill(
+      'csv',
+      `instance_id,start,end,hours,cost\nx,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1,1e308\ny,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1e308,1\nz,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1,${MAX_BILL_ROW_COST}\n`,
+      'big.csv',
+    );
     expect(bill.errors.map((e) => [e.line, e.message])).toEqual([
-      [2, expect.stringMatching(/^cost: expected an amount of at most/)], [3, expect.stringMatching(/^hours: expected a number/)],
+      [2, expect.stringMatching(/^cost: expected an amount of at most/)],
+      [3, expect.stringMatching(/^hours: expected a number/)],
     ]);
     expect(bill.lines.map((l) => l.instance)).toEqual(['z']);
     const input = file('one.jsonl', `${ROLLUP}\n`);
-    const hostile = file('bill-hostile.csv', [
-      'instance_id,start,end,hours,cost,what',
-      'gpu-node-07,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1000,1e308,more hours than the period',
-      'gpu-node-07,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1,2,fine',
-    ].join('\n'));
+    const hostile = file(
+      'bill-hostile.csv',
+      [
+        'instance_id,start,end,hours,cost,what',
+        'gpu-node-07,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1000,1e308,more hours than the period',
+        'gpu-node-07,2026-06-01T00:00:00Z,2026-06-01T01:00:00Z,1,2,fine',
+      ].join('\n'),
+    );
     for (const format of ['md', 'csv', 'json']) {
-      const result = await runCli(['report', 'usage', ...range, '--input', input, '--bill', hostile, '--bill-format', 'csv', '--format', format], { env: cleanEnv() });
+      const result = await runCli(['report', 'usage', ...range, '--input', input, '--bill', hostile, '--bill-format', 'csv', '--format', format], {
+        env: cleanEnv(),
+      });
       expect(result.code, format).toBe(0);
       expect(result.stderr, format).toMatch(/bill-hostile\.csv:2: cost: expected an amount of at most/);
       // JSON writes Infinity as null: what the instance was billed is the one row kept.
-      if (format === 'json') expect((JSON.parse(result.stdout) as { reconciliation: { instances: { billed_hours: number; billed_cost: number }[] } }).reconciliation.instances.map((i) => [i.billed_hours, i.billed_cost])).toEqual([[1, 2]]);
+      if (format === 'json')
+        expect(
+          (JSON.parse(result.stdout) as { reconciliation: { instances: { billed_hours: number; billed_cost: number }[] } }).reconciliation.instances.map(
+            (i) => [i.billed_hours, i.billed_cost],
+          ),
+        ).toEqual([[1, 2]]);
       else expect(result.stdout, format).not.toMatch(/Infinity|e\+308/);
     }
   }, 60_000);
@@ -95,7 +127,11 @@ describe('a hostile bill', () => {
     // Gzip members one after another unpack as one stream: 257 members of 1 MiB of zeros unpack to 257 MiB from a few hundred KB.
     const member = gzipSync(Buffer.alloc(1024 * 1024));
     const bomb = file('bomb.csv.gz', Buffer.concat(Array.from({ length: 257 }, () => member)));
-    for (const [bill, reason] of [[truncated, /not a complete gzip file/], [cut, /not a complete gzip file/], [bomb, /unpacks to more than 268435456 bytes/]] as const) {
+    for (const [bill, reason] of [
+      [truncated, /not a complete gzip file/],
+      [cut, /not a complete gzip file/],
+      [bomb, /unpacks to more than 268435456 bytes/],
+    ] as const) {
       const result = await runCli(['report', 'usage', ...range, '--input', input, '--bill', bill, '--bill-format', 'aws-cur'], { env: cleanEnv() });
       expect(result.code, bill).toBe(2);
       expect(result.stderr, bill).toMatch(new RegExp(`^error\\[GA-CLI-USAGE\\]: gpualert report usage: ${bill.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `, 'm'));

@@ -4,8 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newEnvelope, type Envelope, type EnvelopeOf, type GpuMetrics } from '@gpualert/schema';
 import {
-  IdleDigest, parseBill, priceLookup, PricesFile, reconcile, UsageAccumulator, UsageReportBuilder,
-  type Reconciliation, type UsageReport,
+  IdleDigest,
+  parseBill,
+  priceLookup,
+  PricesFile,
+  reconcile,
+  UsageAccumulator,
+  UsageReportBuilder,
+  type Reconciliation,
+  type UsageReport,
 } from '@gpualert/usage';
 import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -43,20 +50,45 @@ interface HostDef {
 
 const HOSTS: readonly HostDef[] = [
   {
-    host: 'gpu-a', labels: { cluster: 'train', provider: 'aws' }, instanceId: 'i-0aaaaaaaaaaaaaaa1', provider: 'aws', instanceType: 'p5.48xlarge',
-    from: at(1), to: at(DAYS + 1), idle: [{ gpus: [0, 1, 2, 3], from: at(3, 0), to: at(3, 12) }], job: { job_name: 'llm-pretrain', job_user: 'alice' },
+    host: 'gpu-a',
+    labels: { cluster: 'train', provider: 'aws' },
+    instanceId: 'i-0aaaaaaaaaaaaaaa1',
+    provider: 'aws',
+    instanceType: 'p5.48xlarge',
+    from: at(1),
+    to: at(DAYS + 1),
+    idle: [{ gpus: [0, 1, 2, 3], from: at(3, 0), to: at(3, 12) }],
+    job: { job_name: 'llm-pretrain', job_user: 'alice' },
   },
   {
-    host: 'gpu-b', labels: { cluster: 'train', provider: 'aws', job: 'eval-sweep', user: 'bob' }, instanceId: 'i-0bbbbbbbbbbbbbbb2', provider: 'aws', instanceType: 'p5.48xlarge',
-    from: at(1), to: at(DAYS + 1), idle: [{ gpus: [0, 1, 2, 3, 4, 5, 6, 7], from: at(25), to: at(26) }], lost: { gpu: 2, from: at(20, 10), to: at(20, 12) },
+    host: 'gpu-b',
+    labels: { cluster: 'train', provider: 'aws', job: 'eval-sweep', user: 'bob' },
+    instanceId: 'i-0bbbbbbbbbbbbbbb2',
+    provider: 'aws',
+    instanceType: 'p5.48xlarge',
+    from: at(1),
+    to: at(DAYS + 1),
+    idle: [{ gpus: [0, 1, 2, 3, 4, 5, 6, 7], from: at(25), to: at(26) }],
+    lost: { gpu: 2, from: at(20, 10), to: at(20, 12) },
   },
   {
-    host: 'gpu-c', labels: { cluster: 'infer', provider: 'aws', pricing: 'spot' }, instanceId: 'i-0ccccccccccccccc3', provider: 'aws', instanceType: 'p5.48xlarge',
-    from: at(1), to: at(DAYS + 1), silent: [at(27), at(28)],
+    host: 'gpu-c',
+    labels: { cluster: 'infer', provider: 'aws', pricing: 'spot' },
+    instanceId: 'i-0ccccccccccccccc3',
+    provider: 'aws',
+    instanceType: 'p5.48xlarge',
+    from: at(1),
+    to: at(DAYS + 1),
+    silent: [at(27), at(28)],
   },
   {
-    host: 'gpu-d', labels: { cluster: 'infer', provider: 'gcp' }, instanceId: 'gpu-d', provider: 'gcp', instanceType: 'a3-highgpu-8g',
-    from: at(1), to: at(2),
+    host: 'gpu-d',
+    labels: { cluster: 'infer', provider: 'gcp' },
+    instanceId: 'gpu-d',
+    provider: 'gcp',
+    instanceType: 'a3-highgpu-8g',
+    from: at(1),
+    to: at(2),
   },
 ];
 
@@ -68,19 +100,66 @@ const MAINTENANCE_EVENT = 'aws-health-event-0001';
 
 function gpu(index: number, util: number, job?: HostDef['job']): GpuMetrics {
   return {
-    index, uuid: `GPU-${index}`, pci_bus: null, name: 'NVIDIA H100 80GB HBM3', util_pct: util, mem_util_pct: null, mem_used_mib: null, mem_total_mib: null,
-    temp_c: 60, mem_temp_c: null, power_w: null, power_limit_w: null, sm_clock_mhz: null, mem_clock_mhz: null, fan_pct: null, pcie_gen: null, pcie_gen_max: null,
-    pcie_width: null, pcie_width_max: null, ecc_sbe_volatile: null, ecc_dbe_volatile: null, ecc_sbe_aggregate: null, ecc_dbe_aggregate: null,
-    remap_pending: null, remap_failure: null, throttle: null, xid_last: null, nvlink_errors: null, processes: 1, ...(job ? { job } : {}),
+    index,
+    uuid: `GPU-${index}`,
+    pci_bus: null,
+    name: 'NVIDIA H100 80GB HBM3',
+    util_pct: util,
+    mem_util_pct: null,
+    mem_used_mib: null,
+    mem_total_mib: null,
+    temp_c: 60,
+    mem_temp_c: null,
+    power_w: null,
+    power_limit_w: null,
+    sm_clock_mhz: null,
+    mem_clock_mhz: null,
+    fan_pct: null,
+    pcie_gen: null,
+    pcie_gen_max: null,
+    pcie_width: null,
+    pcie_width_max: null,
+    ecc_sbe_volatile: null,
+    ecc_dbe_volatile: null,
+    ecc_sbe_aggregate: null,
+    ecc_dbe_aggregate: null,
+    remap_pending: null,
+    remap_failure: null,
+    throttle: null,
+    xid_last: null,
+    nvlink_errors: null,
+    processes: 1,
+    ...(job ? { job } : {}),
   };
 }
 
-function alert(host: string, fp: string, status: 'firing' | 'resolved', severity: 'warning' | 'error' | 'critical', category: EnvelopeOf<'alert'>['data']['category'], gpuIndex: number | undefined, starts: number, ends?: number): EnvelopeOf<'alert'> {
+function alert(
+  host: string,
+  fp: string,
+  status: 'firing' | 'resolved',
+  severity: 'warning' | 'error' | 'critical',
+  category: EnvelopeOf<'alert'>['data']['category'],
+  gpuIndex: number | undefined,
+  starts: number,
+  ends?: number,
+): EnvelopeOf<'alert'> {
   return newEnvelope({
-    type: 'alert', host, source: 'engine/test', ts: iso((ends ?? starts) + 30_000), labels: {},
+    type: 'alert',
+    host,
+    source: 'engine/test',
+    ts: iso((ends ?? starts) + 30_000),
+    labels: {},
     data: {
-      fingerprint: fp, status, severity, category, rule: category, summary: `${category} on ${host}`, starts_at: iso(starts), evidence: [`ev-${fp}`],
-      ...(gpuIndex !== undefined ? { gpu: { index: gpuIndex } } : {}), ...(ends !== undefined ? { ends_at: iso(ends) } : {}),
+      fingerprint: fp,
+      status,
+      severity,
+      category,
+      rule: category,
+      summary: `${category} on ${host}`,
+      starts_at: iso(starts),
+      evidence: [`ev-${fp}`],
+      ...(gpuIndex !== undefined ? { gpu: { index: gpuIndex } } : {}),
+      ...(ends !== undefined ? { ends_at: iso(ends) } : {}),
     },
   });
 }
@@ -89,10 +168,25 @@ function alert(host: string, fp: string, status: 'firing' | 'resolved', severity
 function events(): Envelope[] {
   const out: Envelope[] = [];
   for (const h of HOSTS) {
-    out.push(newEnvelope({
-      type: 'host.inventory', host: h.host, source: 'inventory/test', ts: iso(h.from), labels: h.labels,
-      data: { gpu_model: 'NVIDIA H100 80GB HBM3', gpu_count: 8, driver_version: '550.54.15', cuda_version: '12.4', provider: h.provider, instance_id: h.instanceId, instance_type: h.instanceType, gpus: [] },
-    }));
+    out.push(
+      newEnvelope({
+        type: 'host.inventory',
+        host: h.host,
+        source: 'inventory/test',
+        ts: iso(h.from),
+        labels: h.labels,
+        data: {
+          gpu_model: 'NVIDIA H100 80GB HBM3',
+          gpu_count: 8,
+          driver_version: '550.54.15',
+          cuda_version: '12.4',
+          provider: h.provider,
+          instance_id: h.instanceId,
+          instance_type: h.instanceType,
+          gpus: [],
+        },
+      }),
+    );
   }
   // gpu-a GPU 5: an Xid, critical, day 10 06:00–09:30 (published 30 s after each edge, as the engine would).
   out.push(alert('gpu-a', XID_FP, 'firing', 'critical', 'xid', 5, at(10, 6)));
@@ -106,10 +200,25 @@ function events(): Envelope[] {
   // gpu-b idle all of day 25: the idle-cost rule fires (warning, not broken) after 4 h.
   out.push(alert('gpu-b', IDLE_FP, 'firing', 'warning', 'idle_cost', undefined, at(25, 4)));
   // gpu-b: provider maintenance, announced on day 14 for day 15 02:00–06:00, completed at 06:00.
-  const notice = (status: 'scheduled' | 'completed', ts: number) => newEnvelope({
-    type: 'provider.event', host: 'gpu-b', source: 'intake/test', ts: iso(ts), labels: {},
-    data: { provider: 'aws', event_id: MAINTENANCE_EVENT, kind: 'maintenance', status, hosts: ['gpu-b'], window_start: iso(at(15, 2)), window_end: iso(at(15, 6)), description: 'instance-reboot', raw_id: 'raw-1' },
-  });
+  const notice = (status: 'scheduled' | 'completed', ts: number) =>
+    newEnvelope({
+      type: 'provider.event',
+      host: 'gpu-b',
+      source: 'intake/test',
+      ts: iso(ts),
+      labels: {},
+      data: {
+        provider: 'aws',
+        event_id: MAINTENANCE_EVENT,
+        kind: 'maintenance',
+        status,
+        hosts: ['gpu-b'],
+        window_start: iso(at(15, 2)),
+        window_end: iso(at(15, 6)),
+        description: 'instance-reboot',
+        raw_id: 'raw-1',
+      },
+    });
   out.push(notice('scheduled', at(14, 9)));
   out.push(notice('completed', at(15, 6)));
   return out.sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts));
@@ -138,18 +247,28 @@ function* recording(): Generator<Envelope> {
 
 /** The bill: AWS CUR 2.0 rows, one per instance-hour of June, for a, b and c, and an instance gpualert never saw. */
 function curBill(): string {
-  const header = 'identity_line_item_id,identity_time_interval,line_item_line_item_type,line_item_usage_start_date,line_item_usage_end_date,line_item_product_code,line_item_usage_type,line_item_operation,line_item_resource_id,line_item_usage_amount,line_item_unblended_rate,line_item_unblended_cost,product_instance_type,pricing_unit';
+  const header =
+    'identity_line_item_id,identity_time_interval,line_item_line_item_type,line_item_usage_start_date,line_item_usage_end_date,line_item_product_code,line_item_usage_type,line_item_operation,line_item_resource_id,line_item_usage_amount,line_item_unblended_rate,line_item_unblended_cost,product_instance_type,pricing_unit';
   const rows = [header];
-  const instances = [['i-0aaaaaaaaaaaaaaa1', 720], ['i-0bbbbbbbbbbbbbbb2', 720], ['i-0ccccccccccccccc3', 720], ['i-0ddddddddddddddd4', 100]] as const;
+  const instances = [
+    ['i-0aaaaaaaaaaaaaaa1', 720],
+    ['i-0bbbbbbbbbbbbbbb2', 720],
+    ['i-0ccccccccccccccc3', 720],
+    ['i-0ddddddddddddddd4', 100],
+  ] as const;
   let id = 0;
   for (const [instance, hours] of instances) {
     for (let hr = 0; hr < hours; hr += 1) {
       const s = T0 + hr * HOUR;
-      rows.push(`li-${++id},${iso(s)}/${iso(s + HOUR)},Usage,${iso(s)},${iso(s + HOUR)},AmazonEC2,USE1-BoxUsage:p5.48xlarge,RunInstances,${instance},1,55.04,55.04,p5.48xlarge,Hrs`);
+      rows.push(
+        `li-${++id},${iso(s)}/${iso(s + HOUR)},Usage,${iso(s)},${iso(s + HOUR)},AmazonEC2,USE1-BoxUsage:p5.48xlarge,RunInstances,${instance},1,55.04,55.04,p5.48xlarge,Hrs`,
+      );
     }
   }
   // Storage on the same instance: billed, but not instance-hours.
-  rows.push(`li-${++id},${iso(T0)}/${iso(T0 + HOUR)},Usage,${iso(T0)},${iso(T0 + HOUR)},AmazonEC2,USE1-EBS:VolumeUsage.gp3,CreateVolume-Gp3,vol-0123,0.5,0.08,0.04,,GB-Mo`);
+  rows.push(
+    `li-${++id},${iso(T0)}/${iso(T0 + HOUR)},Usage,${iso(T0)},${iso(T0 + HOUR)},AmazonEC2,USE1-EBS:VolumeUsage.gp3,CreateVolume-Gp3,vol-0123,0.5,0.08,0.04,,GB-Mo`,
+  );
   return `${rows.join('\n')}\n`;
 }
 
@@ -222,7 +341,15 @@ describe('usage rollups, report and reconciliation over a synthetic month', () =
     const xidHour = rollups.find((r) => r.host === 'gpu-a' && r.data.gpu === 5 && r.data.hour === iso(at(10, 9)))!;
     expect(xidHour.data.minutes).toEqual({ up: 60, busy: 30, idle: 0, broken: 30, maintenance: 0 });
     expect(xidHour.data.evidence.alerts).toEqual([XID_FP]);
-    expect(xidHour.labels).toMatchObject({ provider: 'aws', instance_type: 'p5.48xlarge', instance_id: 'i-0aaaaaaaaaaaaaaa1', cluster: 'train', job: 'llm-pretrain', user: 'alice', gpu_model: 'NVIDIA H100 80GB HBM3' });
+    expect(xidHour.labels).toMatchObject({
+      provider: 'aws',
+      instance_type: 'p5.48xlarge',
+      instance_id: 'i-0aaaaaaaaaaaaaaa1',
+      cluster: 'train',
+      job: 'llm-pretrain',
+      user: 'alice',
+      gpu_model: 'NVIDIA H100 80GB HBM3',
+    });
     const window = rollups.find((r) => r.host === 'gpu-b' && r.data.gpu === 0 && r.data.hour === iso(at(15, 3)))!;
     expect(window.data.minutes.maintenance).toBe(60);
     expect(window.data.evidence.provider_events).toEqual([MAINTENANCE_EVENT]);
@@ -242,8 +369,14 @@ describe('usage rollups, report and reconciliation over a synthetic month', () =
     expect(report.total.idle_cost).toBeCloseTo((48 + 192) * 10, 2);
     expect(report.total.broken_cost).toBeCloseTo((3.5 + 2) * 10, 2);
     expect(report.total.cost).toBeCloseTo(2 * GPU_HOURS_MONTH * 10 + expected['gpu-c'].up * 4 + expected['gpu-d'].up * 5, 1);
-    expect(report.top_idle_hosts.map((t) => [t.key, t.idle_hours])).toEqual([['gpu-b', 192], ['gpu-a', 48]]);
-    expect(report.top_idle_jobs.map((t) => [t.key, t.user, t.idle_hours])).toEqual([['eval-sweep', 'bob', 192], ['llm-pretrain', 'alice', 48]]);
+    expect(report.top_idle_hosts.map((t) => [t.key, t.idle_hours])).toEqual([
+      ['gpu-b', 192],
+      ['gpu-a', 48],
+    ]);
+    expect(report.top_idle_jobs.map((t) => [t.key, t.user, t.idle_hours])).toEqual([
+      ['eval-sweep', 'bob', 192],
+      ['llm-pretrain', 'alice', 48],
+    ]);
   });
 
   it('the bill against what was seen: hours billed while broken and in maintenance with their evidence, the silent day, orphans and the unbilled', () => {
@@ -266,8 +399,29 @@ describe('usage rollups, report and reconciliation over a synthetic month', () =
   });
 
   it('gpualert report usage reads the rollups from a file, prices them and reconciles the CUR bill (json)', async () => {
-    const result = await runCli(['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', rollupsFile, '--prices', pricesFile,
-      '--bill', billFile, '--bill-format', 'aws-cur', '--format', 'json', '--by', 'cluster'], { env: cleanEnv() });
+    const result = await runCli(
+      [
+        'report',
+        'usage',
+        '--from',
+        iso(range.from),
+        '--to',
+        iso(range.to),
+        '--input',
+        rollupsFile,
+        '--prices',
+        pricesFile,
+        '--bill',
+        billFile,
+        '--bill-format',
+        'aws-cur',
+        '--format',
+        'json',
+        '--by',
+        'cluster',
+      ],
+      { env: cleanEnv() },
+    );
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const out = JSON.parse(result.stdout) as UsageReport & { reconciliation: Reconciliation };
@@ -276,12 +430,20 @@ describe('usage rollups, report and reconciliation over a synthetic month', () =
     expect(train.hours.idle).toBeCloseTo(240, 2);
     expect(train.hours.broken).toBeCloseTo(5.5, 2);
     expect(train.hours.maintenance).toBeCloseTo(32, 2);
-    expect(out.reconciliation.instances.map((i) => [i.host, i.billed_broken_hours, i.billed_maintenance_hours])).toEqual([['gpu-a', 3.5, 0], ['gpu-b', 2, 4], ['gpu-c', 0, 0]]);
+    expect(out.reconciliation.instances.map((i) => [i.host, i.billed_broken_hours, i.billed_maintenance_hours])).toEqual([
+      ['gpu-a', 3.5, 0],
+      ['gpu-b', 2, 4],
+      ['gpu-c', 0, 0],
+    ]);
     // Each alert behind broken hours, with when it fired and resolved and the events behind it.
     expect(out.reconciliation.alerts.map((a) => [a.fingerprint, a.gpu, a.starts_at, a.ends_at, a.evidence])).toEqual([
-      [XID_FP, 5, iso(at(10, 6)), iso(at(10, 9, 30)), [`ev-${XID_FP}`]], [LOST_FP, 2, iso(at(20, 10, 0.5)), iso(at(20, 12)), [`ev-${LOST_FP}`]],
+      [XID_FP, 5, iso(at(10, 6)), iso(at(10, 9, 30)), [`ev-${XID_FP}`]],
+      [LOST_FP, 2, iso(at(20, 10, 0.5)), iso(at(20, 12)), [`ev-${LOST_FP}`]],
     ]);
-    const md = await runCli(['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', rollupsFile, '--bill', billFile, '--bill-format', 'aws-cur'], { env: cleanEnv() });
+    const md = await runCli(
+      ['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', rollupsFile, '--bill', billFile, '--bill-format', 'aws-cur'],
+      { env: cleanEnv() },
+    );
     expect(md.stdout).toMatch(/\| gpu-b \| 8 \| 5760\.00 \| [\d.]+ \| 192\.00 \| 2\.00 \| 32\.00 \|/);
     expect(md.stdout).toContain(`alerts ${LOST_FP}`);
     expect(md.stdout).toContain(`- alert ${XID_FP}: critical xid on gpu-a GPU 5, ${iso(at(10, 6))} – ${iso(at(10, 9, 30))}: xid on gpu-a; events ev-${XID_FP}`);
@@ -292,21 +454,28 @@ describe('usage rollups, report and reconciliation over a synthetic month', () =
     const mixed = join(dir, 'mixed.jsonl');
     const good = JSON.stringify(rollups.find((r) => r.host === 'gpu-d')!);
     writeFileSync(mixed, `${good}\n{"type":"usage.rollup","id":"x"}\nnot json\n`);
-    const result = await runCli(['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', mixed, '--format', 'json'], { env: cleanEnv() });
+    const result = await runCli(['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', mixed, '--format', 'json'], {
+      env: cleanEnv(),
+    });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(new RegExp(`${mixed}:2: `));
     expect(result.stderr).toMatch(new RegExp(`${mixed}:3: not JSON`));
     expect((JSON.parse(result.stdout) as UsageReport).rollups).toBe(1);
     const badPrices = join(dir, 'bad-prices.yaml');
     writeFileSync(badPrices, 'currency: USD\nprices:\n  - provider: aws\n    on_demand: lots\n');
-    const bad = await runCli(['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', mixed, '--prices', badPrices], { env: cleanEnv() });
+    const bad = await runCli(['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', mixed, '--prices', badPrices], {
+      env: cleanEnv(),
+    });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(new RegExp(`${badPrices}:4: prices\\.0\\.on_demand: `));
   }, 60_000);
 
-  it('a daily idle-cost digest, routed as an alert, for each day with idle GPUs, naming the idle-cost rule\'s alerts', () => {
+  it("a daily idle-cost digest, routed as an alert, for each day with idle GPUs, naming the idle-cost rule's alerts", () => {
     // Idle GPU-hours by day: day 3 has a's 48, day 25 b's 192; no other day has any.
-    expect(digests.map((d) => [d.labels.day, d.data.value])).toEqual([['2026-06-03', 48], ['2026-06-25', 192]]);
+    expect(digests.map((d) => [d.labels.day, d.data.value])).toEqual([
+      ['2026-06-03', 48],
+      ['2026-06-25', 192],
+    ]);
     const day25 = digests[1]!;
     expect(day25.type).toBe('alert');
     expect(day25.data).toMatchObject({ status: 'firing', severity: 'warning', category: 'idle_cost', rule: 'idle-cost-digest', evidence: [IDLE_FP] });
@@ -316,14 +485,35 @@ describe('usage rollups, report and reconciliation over a synthetic month', () =
 
   it('the HTML report opens in headless Chromium and shows hours by state per day as a chart', async () => {
     const file = join(dir, 'usage.html');
-    const result = await runCli(['report', 'usage', '--from', iso(range.from), '--to', iso(range.to), '--input', rollupsFile, '--prices', pricesFile,
-      '--bill', billFile, '--bill-format', 'aws-cur', '--format', 'html', '--out', file], { env: cleanEnv() });
+    const result = await runCli(
+      [
+        'report',
+        'usage',
+        '--from',
+        iso(range.from),
+        '--to',
+        iso(range.to),
+        '--input',
+        rollupsFile,
+        '--prices',
+        pricesFile,
+        '--bill',
+        billFile,
+        '--bill-format',
+        'aws-cur',
+        '--format',
+        'html',
+        '--out',
+        file,
+      ],
+      { env: cleanEnv() },
+    );
     expect(result.code).toBe(0);
     const page = readFileSync(file, 'utf8');
     expect(page).not.toMatch(/<script|src="http|href="http/);
     const which = spawnSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' });
     const chromium = which.stdout.trim();
-    if (!chromium) throw new Error('Debian\'s chromium is not installed (npm test provisions it: apt-get install chromium)');
+    if (!chromium) throw new Error("Debian's chromium is not installed (npm test provisions it: apt-get install chromium)");
     const args = ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--window-size=1100,1400'];
     const dom = spawnSync(chromium, [...args, '--dump-dom', `file://${file}`], { encoding: 'utf8', timeout: 60_000 });
     expect(dom.status).toBe(0);

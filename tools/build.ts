@@ -31,4 +31,6 @@ const result = await build({
   logLevel: 'warning',
 });
 const bytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
-process.stderr.write(`dist/: ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB with source maps, in ${Date.now() - started} ms\n`);
+process.stderr.write(
+  `dist/: ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB with source maps, in ${Date.now() - started} ms\n`,
+);

@@ -30,7 +30,7 @@ function packageEntries(root: string): Map<string, string> {
       const manifest = join(root, top, dir, 'package.json');
       if (!existsSync(manifest)) continue;
       const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string; exports?: unknown; main?: string };
-      const entry = typeof pkg.exports === 'string' ? pkg.exports : pkg.main ?? './src/index.ts';
+      const entry = typeof pkg.exports === 'string' ? pkg.exports : (pkg.main ?? './src/index.ts');
       entries.set(pkg.name, resolve(root, top, dir, entry));
     }
   }

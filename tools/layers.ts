@@ -61,13 +61,22 @@ function sourceFiles(dir: string, out: string[] = []): string[] {
 
 function isTypeOnly(statement: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
   if (ts.isExportDeclaration(statement)) {
-    return statement.isTypeOnly || (statement.exportClause !== undefined && ts.isNamedExports(statement.exportClause) && statement.exportClause.elements.every((e) => e.isTypeOnly));
+    return (
+      statement.isTypeOnly ||
+      (statement.exportClause !== undefined && ts.isNamedExports(statement.exportClause) && statement.exportClause.elements.every((e) => e.isTypeOnly))
+    );
   }
   const clause = statement.importClause;
   if (!clause) return false; // `import 'x'` runs x
   if (clause.isTypeOnly) return true;
   const bindings = clause.namedBindings;
-  return clause.name === undefined && bindings !== undefined && ts.isNamedImports(bindings) && bindings.elements.length > 0 && bindings.elements.every((e) => e.isTypeOnly);
+  return (
+    clause.name === undefined &&
+    bindings !== undefined &&
+    ts.isNamedImports(bindings) &&
+    bindings.elements.length > 0 &&
+    bindings.elements.every((e) => e.isTypeOnly)
+  );
 }
 
 /** Every workspace's `@gpualert/*` imports in its production source (tests aside), keyed by workspace name; each import with a file that makes it. */
@@ -89,7 +98,9 @@ export function workspaceImports(root: string): Map<string, WorkspaceImports> {
           const target = specifier.text.split('/').slice(0, 2).join('/');
           if (target === name) continue;
           const where = file.slice(root.length + 1);
-          if (isTypeOnly(statement)) { if (!typeOnly.has(target)) typeOnly.set(target, where); } else if (!runtime.has(target)) runtime.set(target, where);
+          if (isTypeOnly(statement)) {
+            if (!typeOnly.has(target)) typeOnly.set(target, where);
+          } else if (!runtime.has(target)) runtime.set(target, where);
         }
       }
       out.set(name, { dir: `${top}/${dir}`, runtime, typeOnly });

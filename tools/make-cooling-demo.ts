@@ -24,14 +24,29 @@ function heat(t: number): number {
   return t < REPLACED ? up : Math.max(0, up - ((t - REPLACED) / MIN) * 6);
 }
 
-const fleet = [...syntheticFleet({
-  hosts: 2, gpusPerHost: 4, start: T0, minutes: 60, seed: 2027, cluster: 'demo',
-  fault: (h, gpu, t) => {
-    const g = { ...gpu, util_pct: 95 + (gpu.index % 4), processes: 1, pcie_gen: 5, temp_c: 60 + (gpu.index % 2), power_w: 615 + gpu.index * 3, throttle: ['sw_power_cap' as const] };
-    if (h === 0 && (gpu.index === 2 || gpu.index === 3)) return { ...g, temp_c: g.temp_c + heat(t) };
-    return g;
-  },
-})].map((e) => ({ ...e, labels: LABELS }) as Envelope);
+const fleet = [
+  ...syntheticFleet({
+    hosts: 2,
+    gpusPerHost: 4,
+    start: T0,
+    minutes: 60,
+    seed: 2027,
+    cluster: 'demo',
+    fault: (h, gpu, t) => {
+      const g = {
+        ...gpu,
+        util_pct: 95 + (gpu.index % 4),
+        processes: 1,
+        pcie_gen: 5,
+        temp_c: 60 + (gpu.index % 2),
+        power_w: 615 + gpu.index * 3,
+        throttle: ['sw_power_cap' as const],
+      };
+      if (h === 0 && (gpu.index === 2 || gpu.index === 3)) return { ...g, temp_c: g.temp_c + heat(t) };
+      return g;
+    },
+  }),
+].map((e) => ({ ...e, labels: LABELS }) as Envelope);
 
 const rand = random(99);
 const bmc: Envelope[] = [];
@@ -56,14 +71,39 @@ for (let t = T0 + 5_000; t < at(60); t += 30_000) {
       psu_redundancy: [{ name: 'PSU Redundancy', state: 'full', health: 'ok' }],
       system_health: dead ? 'critical' : 'ok',
     };
-    bmc.push(newEnvelope({ type: 'host.sample', id: stableId('cooling-demo', h, t), host: hostName(h), source: 'collector-bmc/demo', ts: new Date(t).toISOString(), labels: LABELS, data }));
+    bmc.push(
+      newEnvelope({
+        type: 'host.sample',
+        id: stableId('cooling-demo', h, t),
+        host: hostName(h),
+        source: 'collector-bmc/demo',
+        ts: new Date(t).toISOString(),
+        labels: LABELS,
+        data,
+      }),
+    );
   }
 }
 // The BMC's log entry for the fan, once (its severity below the SEL rule's: the fan rule says it).
-bmc.push(newEnvelope({
-  type: 'bmc.event', id: 'cooling-demo-sel-1', host: hostName(0), source: 'collector-bmc/demo', ts: new Date(FAILS + 7_000).toISOString(), labels: LABELS,
-  data: { entry_id: '42', log: '/redfish/v1/Managers/1/LogServices/SEL', created: new Date(FAILS + 2_000).toISOString(), severity: 'warning', message: 'Fan FAN3 lower critical going low', sensor: 'FAN3', asserted: true },
-}));
+bmc.push(
+  newEnvelope({
+    type: 'bmc.event',
+    id: 'cooling-demo-sel-1',
+    host: hostName(0),
+    source: 'collector-bmc/demo',
+    ts: new Date(FAILS + 7_000).toISOString(),
+    labels: LABELS,
+    data: {
+      entry_id: '42',
+      log: '/redfish/v1/Managers/1/LogServices/SEL',
+      created: new Date(FAILS + 2_000).toISOString(),
+      severity: 'warning',
+      message: 'Fan FAN3 lower critical going low',
+      sensor: 'FAN3',
+      asserted: true,
+    },
+  }),
+);
 
 const all = [...fleet, ...bmc].sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts));
 writeFileSync(new URL('../demo/cooling.jsonl', import.meta.url), `${all.map((e) => JSON.stringify(e)).join('\n')}\n`);

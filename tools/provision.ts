@@ -54,7 +54,10 @@ function fail(line: string): never {
 function install(packages: readonly string[]): void {
   process.stderr.write(`[provision] installing from Debian's packages: ${packages.join(' ')}\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', '--no-install-recommends', ...packages]]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', '--no-install-recommends', ...packages],
+  ]) {
     const run = spawnSync('apt-get', args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     if (run.status !== 0) {
       const why = (run.stderr || run.stdout).trim().split('\n').pop() ?? `exit ${run.status}`;

@@ -59,7 +59,9 @@ export function workspaceImports(root: string): WorkspaceImports[] {
   const rootDeclared = new Set([...Object.keys(rootManifest.dependencies ?? {}), ...Object.keys(rootManifest.devDependencies ?? {})]);
   const dirs = (rootManifest.workspaces ?? []).flatMap((glob) => {
     const parent = glob.replace(/\/\*$/, '');
-    return readdirSync(join(root, parent)).map((d) => `${parent}/${d}`).filter((d) => existsSync(join(root, d, 'package.json')));
+    return readdirSync(join(root, parent))
+      .map((d) => `${parent}/${d}`)
+      .filter((d) => existsSync(join(root, d, 'package.json')));
   });
   return dirs.map((dir) => {
     const manifest = readManifest(join(root, dir));

@@ -32,13 +32,29 @@ describe('amtool 0.25 against gpualert notifier', () => {
 
     // Prometheus' push, as amtool would see it afterwards.
     const alerts = [{ labels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400' }, annotations: { summary: 'GPU 3 at 91 °C' } }];
-    const pushed = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(alerts) });
+    const pushed = await fetch(`${base}/api/v2/alerts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(alerts),
+    });
     expect(pushed.status).toBe(200);
     await waitFor(() => sink.deliveries.some((d) => d.path === '/db'), 'the alert at the db receiver', 30_000);
     // Alertmanager's webhook payload, as a receiver written for Alertmanager reads it.
     expect(sink.deliveries.find((d) => d.path === '/db')!.body).toMatchObject({
-      version: '4', receiver: 'db', status: 'firing', groupLabels: { alertname: 'GpuHot' }, commonLabels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400' },
-      alerts: [{ status: 'firing', labels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400' }, annotations: { summary: 'GPU 3 at 91 °C' }, endsAt: '0001-01-01T00:00:00Z' }], truncatedAlerts: 0,
+      version: '4',
+      receiver: 'db',
+      status: 'firing',
+      groupLabels: { alertname: 'GpuHot' },
+      commonLabels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400' },
+      alerts: [
+        {
+          status: 'firing',
+          labels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400' },
+          annotations: { summary: 'GPU 3 at 91 °C' },
+          endsAt: '0001-01-01T00:00:00Z',
+        },
+      ],
+      truncatedAlerts: 0,
     });
     const query = () => amtool(base, ['alert', 'query']);
     await waitFor(() => query().out.includes('GpuHot'), 'amtool alert query to list GpuHot', 10_000);

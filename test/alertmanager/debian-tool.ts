@@ -33,7 +33,9 @@ function candidate(pkg: string): string | undefined {
 function cached(pkg: string): string | undefined {
   const root = cacheRoot();
   if (!existsSync(root)) return undefined;
-  const dirs = readdirSync(root).filter((d) => d.startsWith(`${pkg}-`) && /^\d/.test(d.slice(pkg.length + 1))).sort();
+  const dirs = readdirSync(root)
+    .filter((d) => d.startsWith(`${pkg}-`) && /^\d/.test(d.slice(pkg.length + 1)))
+    .sort();
   return dirs.length > 0 ? join(root, dirs[dirs.length - 1]!) : undefined;
 }
 

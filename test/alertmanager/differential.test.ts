@@ -81,9 +81,17 @@ async function startAlertmanager(yaml: string): Promise<string> {
   const dir = tempDir('alertmanager');
   writeFileSync(join(dir, 'alertmanager.yml'), yaml);
   const { binary, cwd } = relocatedAlertmanager();
-  const { tool: alertmanager, port } = await startToolOnFreePort(binary, (free) => [
-    `--config.file=${join(dir, 'alertmanager.yml')}`, `--storage.path=${join(dir, 'data')}`, '--cluster.listen-address=', `--web.listen-address=127.0.0.1:${free}`,
-  ], cleanups, cwd);
+  const { tool: alertmanager, port } = await startToolOnFreePort(
+    binary,
+    (free) => [
+      `--config.file=${join(dir, 'alertmanager.yml')}`,
+      `--storage.path=${join(dir, 'data')}`,
+      '--cluster.listen-address=',
+      `--web.listen-address=127.0.0.1:${free}`,
+    ],
+    cleanups,
+    cwd,
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.ok === true || alertmanager.exitCode !== null, 'Alertmanager', 30_000);
   expect(alertmanager.exitCode, alertmanager.output()).toBeNull();
@@ -95,7 +103,10 @@ function delivered(deliveries: readonly Delivery[]): string[] {
   const lines = new Set<string>();
   for (const { body, path } of deliveries) {
     if (path === '/slack') continue;
-    const group = Object.entries(body.groupLabels).sort().map(([k, v]) => `${k}=${v}`).join(',');
+    const group = Object.entries(body.groupLabels)
+      .sort()
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',');
     for (const alert of body.alerts) lines.add(`${body.receiver} {${group}} ${alert.labels.alertname}/${alert.labels.instance} ${alert.status}`);
   }
   return [...lines].sort();
@@ -116,55 +127,112 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     const ourSink = new WebhookSink();
     await amSink.start();
     await ourSink.start();
-    cleanups.push(() => amSink.stop(), () => ourSink.stop());
+    cleanups.push(
+      () => amSink.stop(),
+      () => ourSink.stop(),
+    );
 
     const am = await startAlertmanager(config(amSink.base, window));
     const { base: ours } = await startGpualertNotifier(config(ourSink.base, window), cleanups);
 
     const both = async (path: string, body: unknown) => {
       for (const base of [am, ours]) {
-        const res = await fetch(`${base}/api/v2/${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(`${base}/api/v2/${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         expect(res.status, `${base} ${path}: ${await res.clone().text()}`).toBe(200);
       }
     };
     const now = Date.now();
-    await both('silences', { matchers: [{ name: 'alertname', value: 'Quiet', isRegex: false, isEqual: true }], startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(), createdBy: 'test', comment: 'quiet' });
-    const firing = (labels: Record<string, string>) => ({ labels, annotations: { summary: `${labels.alertname} on ${labels.instance}` }, startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString() });
+    await both('silences', {
+      matchers: [{ name: 'alertname', value: 'Quiet', isRegex: false, isEqual: true }],
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+      createdBy: 'test',
+      comment: 'quiet',
+    });
+    const firing = (labels: Record<string, string>) => ({
+      labels,
+      annotations: { summary: `${labels.alertname} on ${labels.instance}` },
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+    });
     const resolved = (labels: Record<string, string>) => ({ ...firing(labels), endsAt: new Date(Date.now() - 500).toISOString() });
     const settle = async (expected: readonly string[], what: string) => {
-      for (const [name, sink] of [['Alertmanager', amSink], ['gpualert', ourSink]] as const) {
-        await waitFor(() => expected.every((line) => delivered(sink.deliveries).includes(line)), `${name}: ${what}\n${delivered(sink.deliveries).join('\n')}`, 30_000);
+      for (const [name, sink] of [
+        ['Alertmanager', amSink],
+        ['gpualert', ourSink],
+      ] as const) {
+        await waitFor(
+          () => expected.every((line) => delivered(sink.deliveries).includes(line)),
+          `${name}: ${what}\n${delivered(sink.deliveries).join('\n')}`,
+          30_000,
+        );
       }
     };
 
     await both('alerts', [A, B, C, D, E, F, G].map(firing));
     const phase1 = [
-      'db {alertname=DiskFull,instance=i1,severity=warning,team=db} DiskFull/i1 firing', 'db {alertname=DiskFull,instance=i2,severity=warning,team=db} DiskFull/i2 firing',
-      'ops {team=db} DiskFull/i1 firing', 'ops {team=db} DiskFull/i2 firing', 'ops {team=web} NodeDown/i3 firing', 'default {alertname=GpuHot} GpuHot/i4 firing',
+      'db {alertname=DiskFull,instance=i1,severity=warning,team=db} DiskFull/i1 firing',
+      'db {alertname=DiskFull,instance=i2,severity=warning,team=db} DiskFull/i2 firing',
+      'ops {team=db} DiskFull/i1 firing',
+      'ops {team=db} DiskFull/i2 firing',
+      'ops {team=web} NodeDown/i3 firing',
+      'default {alertname=GpuHot} GpuHot/i4 firing',
     ];
     await settle(phase1, 'the first alerts');
 
     // NodeDown resolves: GpuHot on i3, inhibited until now, is told; DiskFull on i1 resolves too.
     await both('alerts', [resolved(C), resolved(A)]);
-    await settle(['ops {team=web} NodeDown/i3 resolved', 'ops {team=web} GpuHot/i3 firing', 'db {alertname=DiskFull,instance=i1,severity=warning,team=db} DiskFull/i1 resolved', 'ops {team=db} DiskFull/i1 resolved'], 'the second step');
+    await settle(
+      [
+        'ops {team=web} NodeDown/i3 resolved',
+        'ops {team=web} GpuHot/i3 firing',
+        'db {alertname=DiskFull,instance=i1,severity=warning,team=db} DiskFull/i1 resolved',
+        'ops {team=db} DiskFull/i1 resolved',
+      ],
+      'the second step',
+    );
 
     await both('alerts', [B, D, E, F, G].map(resolved));
-    const last = ['ops {team=db} DiskFull/i2 resolved', 'ops {team=web} GpuHot/i3 resolved', 'default {alertname=GpuHot} GpuHot/i4 resolved', 'db {alertname=DiskFull,instance=i2,severity=warning,team=db} DiskFull/i2 resolved'];
+    const last = [
+      'ops {team=db} DiskFull/i2 resolved',
+      'ops {team=web} GpuHot/i3 resolved',
+      'default {alertname=GpuHot} GpuHot/i4 resolved',
+      'db {alertname=DiskFull,instance=i2,severity=warning,team=db} DiskFull/i2 resolved',
+    ];
     await settle(last, 'everything resolved');
 
     // A Slack receiver with its own title and text templates: Alertmanager's attachment and gpualert's message say the same.
     const probe = (instance: string, runbook?: string) => ({
       labels: { alertname: 'TemplateProbe', zone: 'eu-1', severity: 'warning', team: 'gpu', instance },
       annotations: { summary: `probe on ${instance}`, ...(runbook ? { runbook_url: runbook } : {}) },
-      startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(),
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
     });
     await both('alerts', [probe('node-b', 'https://runbooks.example/probe'), probe('node-a')]);
-    const slack = (sink: WebhookSink) => sink.deliveries.filter((d) => d.path === '/slack').map((d) => {
-      const body = d.body as unknown as { text?: string; blocks?: { text: { text: string } }[]; attachments?: { title: string; text: string }[]; username?: string; icon_emoji?: string };
-      const look = { username: body.username, icon_emoji: body.icon_emoji };
-      return body.attachments ? { title: body.attachments[0]!.title, text: body.attachments[0]!.text, ...look } : { title: body.text ?? '', text: body.blocks?.[0]?.text.text ?? '', ...look };
-    });
-    for (const [name, sink] of [['Alertmanager', amSink], ['gpualert', ourSink]] as const) {
+    const slack = (sink: WebhookSink) =>
+      sink.deliveries
+        .filter((d) => d.path === '/slack')
+        .map((d) => {
+          const body = d.body as unknown as {
+            text?: string;
+            blocks?: { text: { text: string } }[];
+            attachments?: { title: string; text: string }[];
+            username?: string;
+            icon_emoji?: string;
+          };
+          const look = { username: body.username, icon_emoji: body.icon_emoji };
+          return body.attachments
+            ? { title: body.attachments[0]!.title, text: body.attachments[0]!.text, ...look }
+            : { title: body.text ?? '', text: body.blocks?.[0]?.text.text ?? '', ...look };
+        });
+    for (const [name, sink] of [
+      ['Alertmanager', amSink],
+      ['gpualert', ourSink],
+    ] as const) {
       await waitFor(() => slack(sink).length > 0, `${name}: the templated Slack message`, 30_000);
     }
     const [theirs] = slack(amSink);
@@ -185,7 +253,10 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     await sink.start();
     cleanups.push(() => sink.stop());
     const yaml = `route:\n  receiver: default\n  group_by: [alertname]\nreceivers:\n- name: default\n  webhook_configs: [{ url: '${sink.base}/default' }]\n`;
-    const systems = [['Alertmanager', await startAlertmanager(yaml)], ['gpualert', (await startGpualertNotifier(yaml, cleanups)).base]] as const;
+    const systems = [
+      ['Alertmanager', await startAlertmanager(yaml)],
+      ['gpualert', (await startGpualertNotifier(yaml, cleanups)).base],
+    ] as const;
     const seen: Record<string, unknown>[] = [];
     for (const [name, base] of systems) {
       const before = Date.now();
@@ -193,11 +264,15 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
       const added = amtool(base, ['alert', 'add', 'alertname=AmtoolAdded', 'instance=gpu-9:9400']);
       expect(added.code, `${name}: ${added.out}`).toBe(0);
       let alert: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string } | undefined;
-      await waitFor(async () => {
-        const list = (await (await fetch(`${base}/api/v2/alerts`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as NonNullable<typeof alert>[];
-        alert = list.find((a) => a.labels.alertname === 'AmtoolAdded');
-        return alert !== undefined;
-      }, `${name}: the alert amtool added`, 30_000);
+      await waitFor(
+        async () => {
+          const list = (await (await fetch(`${base}/api/v2/alerts`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as NonNullable<typeof alert>[];
+          alert = list.find((a) => a.labels.alertname === 'AmtoolAdded');
+          return alert !== undefined;
+        },
+        `${name}: the alert amtool added`,
+        30_000,
+      );
       expect(Date.parse(alert!.startsAt), `${name} startsAt ${alert!.startsAt}`).toBeGreaterThanOrEqual(before - 1_000);
       seen.push({ labels: alert!.labels, annotations: alert!.annotations });
 
@@ -208,7 +283,10 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
       expect(updated.code, `${name}: ${updated.out}`).toBe(0);
       const silences = JSON.parse(amtool(base, ['silence', 'query', '-o', 'json']).out) as { id: string; comment: string; status: { state: string } }[];
       // An active silence whose matchers and start stay is changed in place: its id is kept.
-      expect(silences.filter((x) => x.status.state === 'active').map((x) => [x.id, x.comment]), name).toEqual([[id, 'second']]);
+      expect(
+        silences.filter((x) => x.status.state === 'active').map((x) => [x.id, x.comment]),
+        name,
+      ).toEqual([[id, 'second']]);
     }
     expect(seen[1]).toEqual(seen[0]);
     expect(seen[0]).toEqual({ labels: { alertname: 'AmtoolAdded', instance: 'gpu-9:9400' }, annotations: {} });
@@ -234,12 +312,26 @@ describe('the same configuration and alerts to Alertmanager 0.25 and to gpualert
     expect(verdicts.filter(([, theirs]) => theirs === 'refused').length).toBe(3); // amtool does refuse: the comparison can fail
     // And where a bare number in match routes: as written, by both.
     const path = join(tempDir('check-config'), 'alertmanager.yml');
-    writeFileSync(path, `${receiver}- name: v\n  webhook_configs: [{ url: 'http://127.0.0.1:9/v' }]\nroute:\n  receiver: team\n  routes:\n  - { receiver: v, match: { ver: 1.10, hex: 0x1F } }\n`);
+    writeFileSync(
+      path,
+      `${receiver}- name: v\n  webhook_configs: [{ url: 'http://127.0.0.1:9/v' }]\nroute:\n  receiver: team\n  routes:\n  - { receiver: v, match: { ver: 1.10, hex: 0x1F } }\n`,
+    );
     const ours = loadRoutes(path);
     if (!ours.ok) throw new Error('the config did not load');
-    for (const labels of [['ver=1.10', 'hex=0x1F'], ['ver=1.1', 'hex=0x1F'], ['ver=1.10', 'hex=31']]) {
-      const theirs = amtool('http://127.0.0.1:9', ['config', 'routes', 'test', `--config.file=${path}`, ...labels]).out.trim().split('\n')[0];
-      expect(routesFor(ours.value.route, Object.fromEntries(labels.map((l) => l.split('=') as [string, string]))).map((r) => r.receiver).join(','), labels.join(' ')).toBe(theirs);
+    for (const labels of [
+      ['ver=1.10', 'hex=0x1F'],
+      ['ver=1.1', 'hex=0x1F'],
+      ['ver=1.10', 'hex=31'],
+    ]) {
+      const theirs = amtool('http://127.0.0.1:9', ['config', 'routes', 'test', `--config.file=${path}`, ...labels])
+        .out.trim()
+        .split('\n')[0];
+      expect(
+        routesFor(ours.value.route, Object.fromEntries(labels.map((l) => l.split('=') as [string, string])))
+          .map((r) => r.receiver)
+          .join(','),
+        labels.join(' '),
+      ).toBe(theirs);
     }
   });
 });

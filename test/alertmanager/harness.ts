@@ -76,8 +76,15 @@ export async function startGpualertNotifier(routesYaml: string, cleanups: (() =>
   const file = join(tempDir('am-routes'), 'alertmanager.yml');
   writeFileSync(file, routesYaml);
   const env = cleanEnv({
-    KAFKA_BROKERS: inject('kafkaBrokers'), REDIS_URL: inject('redisUrl'), GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${uniqueName('amcompat')}:`,
-    GPUALERT_ROUTES: file, GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1', GPUALERT_NOTIFIER_TOKEN: TOKEN, GPUALERT_LOG_FORMAT: 'json',
+    KAFKA_BROKERS: inject('kafkaBrokers'),
+    REDIS_URL: inject('redisUrl'),
+    GPUALERT_TOPIC_PREFIX: prefix,
+    GPUALERT_KEY_PREFIX: `${uniqueName('amcompat')}:`,
+    GPUALERT_ROUTES: file,
+    GPUALERT_NOTIFIER_PORT: '0',
+    GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+    GPUALERT_NOTIFIER_TOKEN: TOKEN,
+    GPUALERT_LOG_FORMAT: 'json',
   });
   const notifier = startCli(['notifier'], env);
   cleanups.push(async () => {
@@ -98,7 +105,9 @@ export function amtool(url: string, args: readonly string[], token = TOKEN): { c
   const httpConfig = join(dir, 'http.yml');
   writeFileSync(httpConfig, `authorization:\n  credentials: ${token}\n`);
   const run = spawnSync(debianTool('prometheus-alertmanager', 'amtool'), [`--alertmanager.url=${url}`, `--http.config.file=${httpConfig}`, ...args], {
-    encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 30_000,
+    encoding: 'utf8',
+    env: { ...process.env, HOME: dir },
+    timeout: 30_000,
   });
   return { code: run.status, out: `${run.stdout}${run.stderr}` };
 }
@@ -109,7 +118,10 @@ export function amtool(url: string, args: readonly string[], token = TOKEN): { c
  * (Prometheus' and Alertmanager's `msg="Listening on"`), so requests to the port reach this tool.
  */
 export async function startToolOnFreePort(
-  binary: string, args: (port: number) => readonly string[], cleanups: (() => Promise<void>)[], cwd?: string,
+  binary: string,
+  args: (port: number) => readonly string[],
+  cleanups: (() => Promise<void>)[],
+  cwd?: string,
 ): Promise<{ tool: ChildProcess & { output: () => string }; port: number }> {
   return onFreePort(async (port) => {
     const tool = startTool(binary, args(port), cleanups, cwd);

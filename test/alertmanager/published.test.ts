@@ -12,7 +12,9 @@ import { amtool, tempDir } from './harness.ts';
  * published/label-sets.json.
  */
 const DIR = join(import.meta.dirname, 'published');
-const FILES = readdirSync(DIR).filter((f) => f.endsWith('.yml')).sort();
+const FILES = readdirSync(DIR)
+  .filter((f) => f.endsWith('.yml'))
+  .sort();
 const LABEL_SETS = JSON.parse(readFileSync(join(DIR, 'label-sets.json'), 'utf8')) as Record<string, string[][]>;
 
 /**
@@ -21,7 +23,10 @@ const LABEL_SETS = JSON.parse(readFileSync(join(DIR, 'label-sets.json'), 'utf8')
  */
 const REFUSED_BY_GPUALERT: Record<string, { readonly why: RegExp; readonly setting: readonly (string | number)[] }> = {
   'alertmanager-conf-good.yml': { why: /global\.http_config\.proxy_url.*do not take Alertmanager's HTTP client settings/, setting: ['global', 'http_config'] },
-  'openfaas.yml': { why: /receivers\.0\.webhook_configs\.0\.http_config.*not supported by gpualert/, setting: ['receivers', 0, 'webhook_configs', 0, 'http_config'] },
+  'openfaas.yml': {
+    why: /receivers\.0\.webhook_configs\.0\.http_config.*not supported by gpualert/,
+    setting: ['receivers', 0, 'webhook_configs', 0, 'http_config'],
+  },
 };
 
 /** The file as both read it; one gpualert refuses, without the setting it refuses (for routing, which does not depend on it). */
@@ -39,7 +44,12 @@ const verdict = (file: string) => {
   const path = join(DIR, file);
   const theirs = amtool('http://127.0.0.1:9', ['check-config', path]);
   const ours = loadRoutes(path);
-  return { theirs: theirs.code === 0 ? 'loads' : 'refused', theirsOut: theirs.out, ours: ours.ok ? 'loads' : 'refused', why: ours.ok ? '' : ours.errors.map((e) => `${e.line} ${e.field}: ${e.message}`).join('\n') };
+  return {
+    theirs: theirs.code === 0 ? 'loads' : 'refused',
+    theirsOut: theirs.out,
+    ours: ours.ok ? 'loads' : 'refused',
+    why: ours.ok ? '' : ours.errors.map((e) => `${e.line} ${e.field}: ${e.message}`).join('\n'),
+  };
 };
 
 describe('published Alertmanager configurations, through amtool 0.25 and gpualert', () => {
@@ -65,9 +75,16 @@ describe('published Alertmanager configurations, through amtool 0.25 and gpualer
       const ours = loadRoutes(path);
       if (!ours.ok) throw new Error(`${file}: ${ours.errors.map((e) => e.message).join('; ')}`);
       for (const labels of sets) {
-        const theirs = amtool('http://127.0.0.1:9', ['config', 'routes', 'test', `--config.file=${path}`, ...labels]).out.trim().split('\n')[0];
+        const theirs = amtool('http://127.0.0.1:9', ['config', 'routes', 'test', `--config.file=${path}`, ...labels])
+          .out.trim()
+          .split('\n')[0];
         const pairs = labels.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as [string, string]);
-        expect(routesFor(ours.value.route, Object.fromEntries(pairs)).map((r) => r.receiver).join(','), `${file}: ${labels.join(' ')}`).toBe(theirs);
+        expect(
+          routesFor(ours.value.route, Object.fromEntries(pairs))
+            .map((r) => r.receiver)
+            .join(','),
+          `${file}: ${labels.join(' ')}`,
+        ).toBe(theirs);
         compared += 1;
       }
     }

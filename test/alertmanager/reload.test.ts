@@ -22,10 +22,29 @@ describe('reloading the notifier without a restart', () => {
     await sink.start();
     cleanups.push(() => sink.stop());
     const { base, notifier, file } = await startGpualertNotifier(config(sink.base, 'team', '/team'), cleanups);
-    const api = (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
     const now = Date.now();
-    const firing = (instance: string) => ({ labels: { alertname: 'DiskFull', instance }, annotations: {}, startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString() });
-    expect((await api('/api/v2/silences', { method: 'POST', body: JSON.stringify({ matchers: [{ name: 'alertname', value: 'Quiet', isRegex: false, isEqual: true }], startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(), createdBy: 't', comment: 'quiet' }) })).status).toBe(200);
+    const firing = (instance: string) => ({
+      labels: { alertname: 'DiskFull', instance },
+      annotations: {},
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+    });
+    expect(
+      (
+        await api('/api/v2/silences', {
+          method: 'POST',
+          body: JSON.stringify({
+            matchers: [{ name: 'alertname', value: 'Quiet', isRegex: false, isEqual: true }],
+            startsAt: new Date(now).toISOString(),
+            endsAt: new Date(now + 3_600_000).toISOString(),
+            createdBy: 't',
+            comment: 'quiet',
+          }),
+        })
+      ).status,
+    ).toBe(200);
     expect((await api('/api/v2/alerts', { method: 'POST', body: JSON.stringify([firing('i1')]) })).status).toBe(200);
     const at = (path: string) => sink.deliveries.filter((d) => d.path === path).flatMap((d) => d.body.alerts.map((a) => a.labels.instance));
     await waitFor(() => at('/team').includes('i1'), 'i1 told to team', 30_000);
@@ -38,15 +57,15 @@ describe('reloading the notifier without a restart', () => {
     expect((await api('/api/v2/alerts', { method: 'POST', body: JSON.stringify([firing('i2')]) })).status).toBe(200);
     // The group's key changed with its receiver: i1 (moved) and i2 (new) are news to oncall.
     await waitFor(() => ['i1', 'i2'].every((i) => at('/oncall').includes(i)), 'i1 and i2 told to oncall', 30_000);
-    const receivers = await (await api('/api/v2/receivers')).json() as { name: string }[];
+    const receivers = (await (await api('/api/v2/receivers')).json()) as { name: string }[];
     expect(receivers.map((r) => r.name)).toEqual(['oncall']);
-    const silences = await (await api('/api/v2/silences')).json() as { comment: string; status: { state: string } }[];
+    const silences = (await (await api('/api/v2/silences')).json()) as { comment: string; status: { state: string } }[];
     expect(silences.map((s) => [s.comment, s.status.state])).toEqual([['quiet', 'active']]);
 
     // A broken file: refused with its file:line, the running routes kept, the metric at 0.
     writeFileSync(file, `${config(sink.base, 'oncall', '/oncall')}\n  - name: stray\n`.replace('receiver: oncall', 'receiver: nobody'));
     const refused = await api('/-/reload', { method: 'POST' });
-    const body = await refused.json() as { errors: string[] };
+    const body = (await refused.json()) as { errors: string[] };
     expect(refused.status).toBe(400);
     expect(body.errors.join('\n')).toMatch(/alertmanager\.yml:\d+/);
     expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^gpualert_config_last_reload_successful 0$/m);

@@ -32,11 +32,19 @@ describe('provider delivery protocols over real HTTP, Kafka and Redis', () => {
     await bus.ensureTopics(Object.values(TOPICS));
     store = new RedisStore({ url: inject('redisUrl'), prefix: `${uniqueName('deliveries')}:` });
     ({ server } = createIntakeServer({
-      bus, store, log: createLogger({ name: 'test', level: 'silent' }), now: Date.now, seenTtlMs: 86_400_000, publishTimeoutMs: 10_000, maxBodyBytes: 256 * 1024,
+      bus,
+      store,
+      log: createLogger({ name: 'test', level: 'silent' }),
+      now: Date.now,
+      seenTtlMs: 86_400_000,
+      publishTimeoutMs: 10_000,
+      maxBodyBytes: 256 * 1024,
       auth: { secrets: [], token: TOKEN, tokenHeader: 'x-gpualert-token' },
       deliveries: {
-        snsTopicArns: [TOPIC], pubsub: { audience: AUDIENCE, serviceAccounts: [PUSHER] },
-        fetchAllowance: { origins: [provider.origin] }, googleJwksUrl: `${provider.origin}/oauth2/v3/certs`,
+        snsTopicArns: [TOPIC],
+        pubsub: { audience: AUDIENCE, serviceAccounts: [PUSHER] },
+        fetchAllowance: { origins: [provider.origin] },
+        googleJwksUrl: `${provider.origin}/oauth2/v3/certs`,
       },
     }));
     url = await listen(server);
@@ -49,9 +57,15 @@ describe('provider delivery protocols over real HTTP, Kafka and Redis', () => {
   });
 
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
   const eventsFor = async (host: string): Promise<Envelope[]> =>
-    (await bus.read(TOPICS.providerEvents)).map((m) => parseEnvelope(m.value)).flatMap((p) => (p.ok && p.value.type === 'provider.event' && p.value.host === host ? [p.value] : []));
+    (await bus.read(TOPICS.providerEvents))
+      .map((m) => parseEnvelope(m.value))
+      .flatMap((p) => (p.ok && p.value.type === 'provider.event' && p.value.host === host ? [p.value] : []));
   /** Sends a delivery twice: 202 then 200 duplicate, and exactly one provider.event for the host. */
   async function once(host: string, send: () => Promise<Response>): Promise<Envelope> {
     expect((await send()).status).toBe(202);
@@ -68,8 +82,15 @@ describe('provider delivery protocols over real HTTP, Kafka and Redis', () => {
     const confirm = await sns(provider.signSns({ ...json('deliveries/sns-subscription-confirmation.json'), Timestamp: new Date().toISOString() }, '2'));
     expect(confirm.status).toBe(200);
     expect(provider.count('/confirm')).toBe(1);
-    const event = JSON.stringify({ ...JSON.parse(fixture('aws-eventbridge-spot-interruption-warning.json')), id: crypto.randomUUID(), detail: { 'instance-id': 'i-0aaaa1111bbbb2222', 'instance-action': 'terminate' } });
-    const message = provider.signSns({ ...json('deliveries/sns-notification.json'), MessageId: crypto.randomUUID(), Message: event, Timestamp: new Date().toISOString() }, '2');
+    const event = JSON.stringify({
+      ...JSON.parse(fixture('aws-eventbridge-spot-interruption-warning.json')),
+      id: crypto.randomUUID(),
+      detail: { 'instance-id': 'i-0aaaa1111bbbb2222', 'instance-action': 'terminate' },
+    });
+    const message = provider.signSns(
+      { ...json('deliveries/sns-notification.json'), MessageId: crypto.randomUUID(), Message: event, Timestamp: new Date().toISOString() },
+      '2',
+    );
     const published = await once('i-0aaaa1111bbbb2222', () => sns(message));
     expect(published.data).toMatchObject({ provider: 'aws', kind: 'preemption' });
   });
@@ -79,13 +100,27 @@ describe('provider delivery protocols over real HTTP, Kafka and Redis', () => {
     expect(await validation.json()).toEqual({ validationResponse: '512d38b6-c7b8-40c8-89fe-f46f9e9622b6' });
     const alert = json('deliveries/azure-monitor-resource-health.json');
     (alert.data as { essentials: Record<string, unknown> }).essentials.configurationItems = ['eg-vm-01'];
-    const body = [{ id: crypto.randomUUID(), topic: '/subscriptions/x', subject: 's', eventType: 'Microsoft.Insights.Alert', eventTime: new Date().toISOString(), data: alert, dataVersion: '1', metadataVersion: '1' }];
+    const body = [
+      {
+        id: crypto.randomUUID(),
+        topic: '/subscriptions/x',
+        subject: 's',
+        eventType: 'Microsoft.Insights.Alert',
+        eventTime: new Date().toISOString(),
+        data: alert,
+        dataVersion: '1',
+        metadataVersion: '1',
+      },
+    ];
     await once('eg-vm-01', () => post(`/v1/deliveries/eventgrid?token=${TOKEN}`, body));
   });
 
   it('Pub/Sub: a verified push of a system event becomes one provider.event', async () => {
     const entry = fixture('deliveries/gcp-logging-migrate-on-host-maintenance.json').replace('gpu-node-17', 'ps-node-01');
-    const envelope = { message: { data: Buffer.from(entry).toString('base64'), messageId: String(Date.now()), publishTime: new Date().toISOString(), attributes: {} }, subscription: 'projects/p/subscriptions/s' };
+    const envelope = {
+      message: { data: Buffer.from(entry).toString('base64'), messageId: String(Date.now()), publishTime: new Date().toISOString(), attributes: {} },
+      subscription: 'projects/p/subscriptions/s',
+    };
     const now = Math.floor(Date.now() / 1000);
     const token = provider.jwt({ iss: 'https://accounts.google.com', aud: AUDIENCE, email: PUSHER, email_verified: true, iat: now, exp: now + 3600 });
     await once('ps-node-01', () => post('/v1/deliveries/pubsub', envelope, { authorization: `Bearer ${token}` }));
@@ -94,7 +129,15 @@ describe('provider delivery protocols over real HTTP, Kafka and Redis', () => {
   it('OCI: confirms the subscription, then a maintenance event becomes one provider.event', async () => {
     const basic = `Basic ${Buffer.from(`gpualert:${TOKEN}`).toString('base64')}`;
     const to = `${provider.origin}/confirm?oci=1`;
-    expect((await post('/v1/deliveries/oci', { ConfirmationURL: to }, { 'x-oci-ns-messagetype': 'SubscriptionConfirmation', 'x-oci-ns-confirmationurl': to, authorization: basic })).status).toBe(200);
+    expect(
+      (
+        await post(
+          '/v1/deliveries/oci',
+          { ConfirmationURL: to },
+          { 'x-oci-ns-messagetype': 'SubscriptionConfirmation', 'x-oci-ns-confirmationurl': to, authorization: basic },
+        )
+      ).status,
+    ).toBe(200);
     const event = JSON.parse(fixture('oci-instance-maintenance-scheduled.json')) as { data: { resourceId: string; additionalDetails: { instanceId: string } } };
     event.data.additionalDetails.instanceId = 'ocid1.instance.oc1.phx.kafkae2e';
     event.data.resourceId = `ocid1.instancemaintenanceevent.${crypto.randomUUID()}`;
@@ -113,8 +156,14 @@ describe('provider delivery protocols over real HTTP, Kafka and Redis', () => {
   it('CloudEvents: the handshake, then a structured event becomes one provider.event', async () => {
     const handshake = await fetch(`${url}/v1/deliveries/cloudevents`, { method: 'OPTIONS', headers: { 'webhook-request-origin': 'eventgrid.azure.net' } });
     expect(handshake.headers.get('webhook-allowed-origin')).toBe('eventgrid.azure.net');
-    const spot = { ...JSON.parse(fixture('aws-eventbridge-spot-interruption-warning.json')), id: crypto.randomUUID(), detail: { 'instance-id': 'i-0cccc3333dddd4444' } };
+    const spot = {
+      ...JSON.parse(fixture('aws-eventbridge-spot-interruption-warning.json')),
+      id: crypto.randomUUID(),
+      detail: { 'instance-id': 'i-0cccc3333dddd4444' },
+    };
     const event = { specversion: '1.0', id: crypto.randomUUID(), source: 'aws.ec2', type: 'EC2 Spot Instance Interruption Warning', data: spot };
-    await once('i-0cccc3333dddd4444', () => post('/v1/deliveries/cloudevents', event, { 'content-type': 'application/cloudevents+json', 'x-gpualert-token': TOKEN }));
+    await once('i-0cccc3333dddd4444', () =>
+      post('/v1/deliveries/cloudevents', event, { 'content-type': 'application/cloudevents+json', 'x-gpualert-token': TOKEN }),
+    );
   });
 });

@@ -31,7 +31,13 @@ beforeEach(async () => {
   provider.failing = false;
   provider.requests.length = 0;
   ({ server } = createIntakeServer({
-    bus, store: new MemoryStore(), log, now: Date.now, seenTtlMs: 48 * 3_600_000, publishTimeoutMs: 5_000, maxBodyBytes: 256 * 1024,
+    bus,
+    store: new MemoryStore(),
+    log,
+    now: Date.now,
+    seenTtlMs: 48 * 3_600_000,
+    publishTimeoutMs: 5_000,
+    maxBodyBytes: 256 * 1024,
     auth: { secrets: [], token: TOKEN, tokenHeader: 'x-gpualert-token' },
     deliveries: {
       snsTopicArns: [TOPIC],
@@ -54,14 +60,23 @@ async function published(): Promise<Envelope[]> {
 const events = async () => (await published()).filter((e) => e.type === 'provider.event');
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 describe('SNS over HTTPS (/v1/deliveries/sns)', () => {
   const now = () => new Date().toISOString();
   const confirmation = () => ({ ...json('deliveries/sns-subscription-confirmation.json'), Timestamp: now() });
-  const notification = (message = fixture('aws-eventbridge-spot-interruption-warning.json')) =>
-    ({ ...json('deliveries/sns-notification.json'), MessageId: crypto.randomUUID(), Message: message, Timestamp: now() });
-  const sns = (message: Record<string, unknown>) => post('/v1/deliveries/sns', message, { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': String(message.Type) });
+  const notification = (message = fixture('aws-eventbridge-spot-interruption-warning.json')) => ({
+    ...json('deliveries/sns-notification.json'),
+    MessageId: crypto.randomUUID(),
+    Message: message,
+    Timestamp: now(),
+  });
+  const sns = (message: Record<string, unknown>) =>
+    post('/v1/deliveries/sns', message, { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': String(message.Type) });
 
   it('confirms a subscription by fetching its SubscribeURL, once its signature verifies', async () => {
     const answer = await sns(provider.signSns(confirmation()));
@@ -71,7 +86,7 @@ describe('SNS over HTTPS (/v1/deliveries/sns)', () => {
     expect(await published()).toHaveLength(0);
   });
 
-  it('publishes a signed notification\'s EventBridge event once (SignatureVersion 1 and 2), and answers a replay 200 duplicate', async () => {
+  it("publishes a signed notification's EventBridge event once (SignatureVersion 1 and 2), and answers a replay 200 duplicate", async () => {
     // AWS's two samples share one EventBridge id; a real rebalance notice has its own.
     const rebalance = JSON.stringify({ ...JSON.parse(fixture('aws-eventbridge-rebalance-recommendation.json')), id: crypto.randomUUID() });
     const inner = { '1': fixture('aws-eventbridge-spot-interruption-warning.json'), '2': rebalance };
@@ -87,7 +102,10 @@ describe('SNS over HTTPS (/v1/deliveries/sns)', () => {
     const resent = await sns(provider.signSns(notification(), '2'));
     expect(await resent.json()).toMatchObject({ status: 'duplicate' });
     const all = await events();
-    expect(all.map((e) => e.type === 'provider.event' && [e.data.provider, e.data.kind])).toEqual([['aws', 'preemption'], ['aws', 'rebalance']]);
+    expect(all.map((e) => e.type === 'provider.event' && [e.data.provider, e.data.kind])).toEqual([
+      ['aws', 'preemption'],
+      ['aws', 'rebalance'],
+    ]);
     expect(provider.count('/SimpleNotificationService-loopback.pem')).toBe(1); // the certificate is cached
   });
 
@@ -95,11 +113,11 @@ describe('SNS over HTTPS (/v1/deliveries/sns)', () => {
     const signed = provider.signSns(notification());
     const answer = await sns({ ...signed, Message: fixture('aws-eventbridge-rebalance-recommendation.json') });
     expect(answer.status).toBe(401);
-    expect(String((await answer.json() as { message: string }).message)).toMatch(/Signature/);
+    expect(String(((await answer.json()) as { message: string }).message)).toMatch(/Signature/);
     expect(await published()).toHaveLength(0);
   });
 
-  it('never fetches a certificate or SubscribeURL off SNS\'s hosts', async () => {
+  it("never fetches a certificate or SubscribeURL off SNS's hosts", async () => {
     const offHost = { ...provider.signSns(notification()), SigningCertURL: 'https://evil.example.com/SimpleNotificationService-x.pem' };
     expect((await sns(offHost)).status).toBe(401);
     const lookalike = { ...provider.signSns(notification()), SigningCertURL: 'https://sns.us-east-1.amazonaws.com.evil.example/x.pem' };
@@ -135,13 +153,23 @@ describe('SNS over HTTPS (/v1/deliveries/sns)', () => {
 });
 
 describe('Event Grid (/v1/deliveries/eventgrid)', () => {
-  const eventGridEvent = (data: unknown, id = crypto.randomUUID()) => [{
-    id, topic: '/subscriptions/11111111-1111-1111-1111-111111111111', subject: 'alert', eventType: 'Microsoft.Insights.Alert',
-    eventTime: new Date().toISOString(), data, dataVersion: '1', metadataVersion: '1',
-  }];
+  const eventGridEvent = (data: unknown, id = crypto.randomUUID()) => [
+    {
+      id,
+      topic: '/subscriptions/11111111-1111-1111-1111-111111111111',
+      subject: 'alert',
+      eventType: 'Microsoft.Insights.Alert',
+      eventTime: new Date().toISOString(),
+      data,
+      dataVersion: '1',
+      metadataVersion: '1',
+    },
+  ];
 
   it('answers the published SubscriptionValidationEvent with its code, with our token in the URL', async () => {
-    const answer = await post(`/v1/deliveries/eventgrid?token=${TOKEN}`, fixture('deliveries/eventgrid-subscription-validation.json'), { 'aeg-event-type': 'SubscriptionValidation' });
+    const answer = await post(`/v1/deliveries/eventgrid?token=${TOKEN}`, fixture('deliveries/eventgrid-subscription-validation.json'), {
+      'aeg-event-type': 'SubscriptionValidation',
+    });
     expect(answer.status).toBe(200);
     expect(await answer.json()).toEqual({ validationResponse: '512d38b6-c7b8-40c8-89fe-f46f9e9622b6' });
     const without = await post('/v1/deliveries/eventgrid', fixture('deliveries/eventgrid-subscription-validation.json'));
@@ -155,7 +183,9 @@ describe('Event Grid (/v1/deliveries/eventgrid)', () => {
     expect(again.status).toBe(200);
     expect((await post('/v1/deliveries/eventgrid', body, { 'x-gpualert-token': 'not-the-token-at-all-no-no-no' })).status).toBe(401);
     const all = await events();
-    expect(all.map((e) => [e.host, e.type === 'provider.event' && e.data.kind, e.type === 'provider.event' && e.data.status])).toEqual([['test-VM', 'stop', 'started']]);
+    expect(all.map((e) => [e.host, e.type === 'provider.event' && e.data.kind, e.type === 'provider.event' && e.data.status])).toEqual([
+      ['test-VM', 'stop', 'started'],
+    ]);
   });
 
   it('answers the CloudEvents OPTIONS handshake Event Grid uses with the CloudEvents schema', async () => {
@@ -169,11 +199,22 @@ describe('Pub/Sub push (/v1/deliveries/pubsub)', () => {
   const entry = fixture('deliveries/gcp-logging-migrate-on-host-maintenance.json');
   const envelope = (data = entry, messageId = String(Date.now()) + String(Math.random()).slice(2, 8)) => ({
     ...json('deliveries/pubsub-push-envelope.json'),
-    message: { ...(json('deliveries/pubsub-push-envelope.json').message as object), data: Buffer.from(data).toString('base64'), messageId, message_id: messageId },
+    message: {
+      ...(json('deliveries/pubsub-push-envelope.json').message as object),
+      data: Buffer.from(data).toString('base64'),
+      messageId,
+      message_id: messageId,
+    },
   });
   const claims = (over: Record<string, unknown> = {}) => ({
-    iss: 'https://accounts.google.com', aud: AUDIENCE, email: PUSHER, email_verified: true, sub: '1234567890',
-    iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 3600, ...over,
+    iss: 'https://accounts.google.com',
+    aud: AUDIENCE,
+    email: PUSHER,
+    email_verified: true,
+    sub: '1234567890',
+    iat: Math.floor(Date.now() / 1000),
+    exp: Math.floor(Date.now() / 1000) + 3600,
+    ...over,
   });
   const push = (body: unknown, token: string) => post('/v1/deliveries/pubsub', body, { authorization: `Bearer ${token}` });
 
@@ -202,7 +243,7 @@ describe('Pub/Sub push (/v1/deliveries/pubsub)', () => {
     expect(await published()).toHaveLength(0);
   });
 
-  it('answers 503 with Retry-After while Google\'s keys cannot be fetched', async () => {
+  it("answers 503 with Retry-After while Google's keys cannot be fetched", async () => {
     provider.failing = true;
     const answer = await push(envelope(), provider.jwt(claims()));
     expect(answer.status).toBe(503);
@@ -212,14 +253,15 @@ describe('Pub/Sub push (/v1/deliveries/pubsub)', () => {
   it('reads the published push envelope, whose data is not an event: 422 naming message.data', async () => {
     const answer = await push(json('deliveries/pubsub-push-envelope.json'), provider.jwt(claims()));
     expect(answer.status).toBe(422);
-    expect(String((await answer.json() as { message: string }).message)).toMatch(/message\.data/);
+    expect(String(((await answer.json()) as { message: string }).message)).toMatch(/message\.data/);
   });
 });
 
 describe('OCI Notifications (/v1/deliveries/oci)', () => {
   const basic = `Basic ${Buffer.from(`gpualert:${TOKEN}`).toString('base64')}`;
   const sample = json('deliveries/oci-subscription-confirmation.json') as { headers: Record<string, string>; body: Record<string, string> };
-  const confirmation = (to: string) => post('/v1/deliveries/oci', { ConfirmationURL: to }, { ...sample.headers, 'X-OCI-NS-ConfirmationURL': to, authorization: basic });
+  const confirmation = (to: string) =>
+    post('/v1/deliveries/oci', { ConfirmationURL: to }, { ...sample.headers, 'X-OCI-NS-ConfirmationURL': to, authorization: basic });
 
   it('confirms a subscription by fetching its ConfirmationURL on an allowed host, and no other', async () => {
     const answer = await confirmation(`${provider.origin}/confirm?token=abc&protocol=CUSTOM_HTTPS`);
@@ -256,7 +298,10 @@ describe('Azure Monitor action groups (/v1/deliveries/azure-monitor)', () => {
     expect((await post(`/v1/deliveries/azure-monitor?token=${TOKEN}`, fixture('deliveries/azure-monitor-service-health.json'))).status).toBe(202);
     expect((await events())[0]).toMatchObject({ data: { kind: 'maintenance', status: 'completed', event_id: 'servicehealth:ABC1-DEF' } });
     const metric = { ...json('deliveries/azure-monitor-resource-health.json') };
-    (metric.data as { essentials: Record<string, unknown> }).essentials = { ...(metric.data as { essentials: object }).essentials, monitoringService: 'Platform' };
+    (metric.data as { essentials: Record<string, unknown> }).essentials = {
+      ...(metric.data as { essentials: object }).essentials,
+      monitoringService: 'Platform',
+    };
     (metric.data as { alertContext: Record<string, unknown> }).alertContext = { conditionType: 'SingleResourceMultipleMetricCriteria' };
     const answer = await post(`/v1/deliveries/azure-monitor?token=${TOKEN}`, metric);
     expect(answer.status).toBe(422);
@@ -275,10 +320,23 @@ describe('CloudEvents (/v1/deliveries/cloudevents)', () => {
 
   it('publishes a structured-mode event once, a binary-mode resend of it is 200 duplicate, no token is 401', async () => {
     const id = crypto.randomUUID();
-    const structured = { specversion: '1.0', id, source: 'aws.ec2', type: 'EC2 Spot Instance Interruption Warning', datacontenttype: 'application/json', data: spot };
+    const structured = {
+      specversion: '1.0',
+      id,
+      source: 'aws.ec2',
+      type: 'EC2 Spot Instance Interruption Warning',
+      datacontenttype: 'application/json',
+      data: spot,
+    };
     const first = await post('/v1/deliveries/cloudevents', structured, { 'content-type': 'application/cloudevents+json', 'x-gpualert-token': TOKEN });
     expect(first.status).toBe(202);
-    const binary = await post('/v1/deliveries/cloudevents', spot, { 'ce-specversion': '1.0', 'ce-id': id, 'ce-source': 'aws.ec2', 'ce-type': 'x', 'x-gpualert-token': TOKEN });
+    const binary = await post('/v1/deliveries/cloudevents', spot, {
+      'ce-specversion': '1.0',
+      'ce-id': id,
+      'ce-source': 'aws.ec2',
+      'ce-type': 'x',
+      'x-gpualert-token': TOKEN,
+    });
     expect(binary.status).toBe(200);
     expect((await post('/v1/deliveries/cloudevents', structured, { 'content-type': 'application/cloudevents+json' })).status).toBe(401);
     expect(await events()).toHaveLength(1);
@@ -288,5 +346,5 @@ describe('CloudEvents (/v1/deliveries/cloudevents)', () => {
 it('names the protocols on an unknown one', async () => {
   const answer = await post('/v1/deliveries/smoke-signals', {});
   expect(answer.status).toBe(404);
-  expect(String((await answer.json() as { message: string }).message)).toMatch(/sns, eventgrid, pubsub, oci, azure-monitor, cloudevents/);
+  expect(String(((await answer.json()) as { message: string }).message)).toMatch(/sns, eventgrid, pubsub, oci, azure-monitor, cloudevents/);
 });

@@ -19,7 +19,10 @@ export class LoopbackProvider {
   readonly requests: string[] = [];
   failing = false;
   readonly jwtKey: { privateKey: KeyObject; publicKey: KeyObject; kid: string };
-  private constructor(private readonly server: Server, readonly origin: string) {
+  private constructor(
+    private readonly server: Server,
+    readonly origin: string,
+  ) {
     const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
     this.jwtKey = { ...pair, kid: `kid-${randomUUID()}` };
   }
@@ -34,7 +37,9 @@ export class LoopbackProvider {
       if (path === '/SimpleNotificationService-notsns.pem') return void response.writeHead(200).end(NOT_SNS_CERT);
       if (path === '/oauth2/v3/certs') {
         const jwk = { ...self!.jwtKey.publicKey.export({ format: 'jwk' }), kid: self!.jwtKey.kid, alg: 'RS256', use: 'sig' };
-        return void response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=3600' }).end(JSON.stringify({ keys: [jwk] }));
+        return void response
+          .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=3600' })
+          .end(JSON.stringify({ keys: [jwk] }));
       }
       if (path === '/confirm') return void response.writeHead(200, { 'content-type': 'text/xml' }).end('<ConfirmSubscriptionResponse/>');
       response.writeHead(404).end();

@@ -78,11 +78,21 @@ export class FaultPipeline {
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-faults-'));
     writeFileSync(join(dir, 'routes.yaml'), ROUTES);
     this.env = cleanEnv({
-      KAFKA_BROKERS: broker.brokers, REDIS_URL: redis.url, GPUALERT_TOPIC_PREFIX: prefix, GPUALERT_KEY_PREFIX: `${prefix}:`,
-      GPUALERT_PARTITIONS: '6', GPUALERT_ROUTES: join(dir, 'routes.yaml'), GPUALERT_NOTIFIER_PORT: '0', GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+      KAFKA_BROKERS: broker.brokers,
+      REDIS_URL: redis.url,
+      GPUALERT_TOPIC_PREFIX: prefix,
+      GPUALERT_KEY_PREFIX: `${prefix}:`,
+      GPUALERT_PARTITIONS: '6',
+      GPUALERT_ROUTES: join(dir, 'routes.yaml'),
+      GPUALERT_NOTIFIER_PORT: '0',
+      GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
       // Several engines on one machine: each its own free port for /metrics, on loopback.
-      GPUALERT_ENGINE_PORT: '0', GPUALERT_ENGINE_LISTEN: '127.0.0.1',
-      PD_URL: `${vendors.base}/pagerduty/v2/enqueue`, PD_KEY: ROUTING_KEY, HOOK_URL: `${vendors.base}/webhook/in`, HOOK_SECRET,
+      GPUALERT_ENGINE_PORT: '0',
+      GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+      PD_URL: `${vendors.base}/pagerduty/v2/enqueue`,
+      PD_KEY: ROUTING_KEY,
+      HOOK_URL: `${vendors.base}/webhook/in`,
+      HOOK_SECRET,
       GPUALERT_LOG_LEVEL: 'info',
     });
   }
@@ -113,7 +123,11 @@ export class FaultPipeline {
 
   /** How many partitions an engine or notifier holds since its group's last rebalance (its `group_joined` lines). */
   static partitionsHeld(service: Service): number {
-    const joins = service.output().split('\n').filter((l) => l.includes('"group_joined"')).map((l) => JSON.parse(l) as { partitions: number });
+    const joins = service
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"group_joined"'))
+      .map((l) => JSON.parse(l) as { partitions: number });
     return joins.at(-1)?.partitions ?? 0;
   }
 
@@ -158,8 +172,17 @@ export class FaultPipeline {
   /** An Xid 79 on one GPU of one host of the fleet, as the kernel collector would publish it. */
   async injectXid(host: number, gpu: number): Promise<void> {
     const envelope: Envelope = newEnvelope({
-      type: 'kernel.event', host: hostName(host), source: 'kernel/fault-suite',
-      data: { kind: 'xid', xid: 79, pci_bus: pciOf(gpu), severity: 'critical', message: `NVRM: Xid (PCI:${pciOf(gpu)}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.`, count: 1 },
+      type: 'kernel.event',
+      host: hostName(host),
+      source: 'kernel/fault-suite',
+      data: {
+        kind: 'xid',
+        xid: 79,
+        pci_bus: pciOf(gpu),
+        severity: 'critical',
+        message: `NVRM: Xid (PCI:${pciOf(gpu)}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.`,
+        count: 1,
+      },
     });
     this.injected.push({ host: hostName(host), gpu });
     await this.publishDurably(TOPICS.kernelEvents, [envelopeMessage(envelope)]);
@@ -200,18 +223,30 @@ export class FaultPipeline {
 
   async waitForPages(timeoutMs = 90_000): Promise<void> {
     const expected = new Set(this.expectedFaults());
-    await waitFor(() => [...expected].every((f) => this.pagedFaults().includes(f)), `pages for ${[...expected].join(', ')} (paged: ${this.pagedFaults().join(', ') || 'none'})`, timeoutMs)
-      .catch(async (error: Error) => {
-        // What a person needs to tell a stalled consumer from a lost page: each group's lag, what the pager got, each service's last lines.
-        const lags = await Promise.all([
-          this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.kernelEvents]).then((n) => `engine lag ${n}`, (e: Error) => `engine lag unknown: ${e.message}`),
-          this.lag('gpualert-notifier', [TOPICS.alerts]).then((n) => `notifier lag ${n}`, (e: Error) => `notifier lag unknown: ${e.message}`),
-        ]);
-        const alerts = await this.bus.read(TOPICS.alerts).then((m) => `${m.length} alerts on Kafka`, (e: Error) => `alerts unread: ${e.message}`);
-        const arrivals = `${this.vendors.arrivals.filter((a) => a.vendor === 'pagerduty').length} requests at the pager`;
-        const outputs = [...this.services].map(([name, s]) => `--- ${name}:\n${s.output().slice(-4000)}`).join('\n');
-        throw new Error(`${error.message}\n${[...lags, alerts, arrivals].join('; ')}\n${outputs}`);
-      });
+    await waitFor(
+      () => [...expected].every((f) => this.pagedFaults().includes(f)),
+      `pages for ${[...expected].join(', ')} (paged: ${this.pagedFaults().join(', ') || 'none'})`,
+      timeoutMs,
+    ).catch(async (error: Error) => {
+      // What a person needs to tell a stalled consumer from a lost page: each group's lag, what the pager got, each service's last lines.
+      const lags = await Promise.all([
+        this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.kernelEvents]).then(
+          (n) => `engine lag ${n}`,
+          (e: Error) => `engine lag unknown: ${e.message}`,
+        ),
+        this.lag('gpualert-notifier', [TOPICS.alerts]).then(
+          (n) => `notifier lag ${n}`,
+          (e: Error) => `notifier lag unknown: ${e.message}`,
+        ),
+      ]);
+      const alerts = await this.bus.read(TOPICS.alerts).then(
+        (m) => `${m.length} alerts on Kafka`,
+        (e: Error) => `alerts unread: ${e.message}`,
+      );
+      const arrivals = `${this.vendors.arrivals.filter((a) => a.vendor === 'pagerduty').length} requests at the pager`;
+      const outputs = [...this.services].map(([name, s]) => `--- ${name}:\n${s.output().slice(-4000)}`).join('\n');
+      throw new Error(`${error.message}\n${[...lags, alerts, arrivals].join('; ')}\n${outputs}`);
+    });
   }
 
   /**
@@ -234,12 +269,16 @@ export class FaultPipeline {
   /** Waits until the engine and the notifier have judged and committed everything published. */
   async waitCaughtUp(timeoutMs = 60_000): Promise<void> {
     let last = '';
-    await waitFor(async () => {
-      const engine = await this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.kernelEvents]);
-      const notifier = await this.lag('gpualert-notifier', [TOPICS.alerts]);
-      last = `engine lag ${engine}, notifier lag ${notifier}`;
-      return engine === 0 && notifier === 0;
-    }, `the engine and the notifier to catch up (${last})`, timeoutMs);
+    await waitFor(
+      async () => {
+        const engine = await this.lag('gpualert-engine', [TOPICS.gpuSamples, TOPICS.kernelEvents]);
+        const notifier = await this.lag('gpualert-notifier', [TOPICS.alerts]);
+        last = `engine lag ${engine}, notifier lag ${notifier}`;
+        return engine === 0 && notifier === 0;
+      },
+      `the engine and the notifier to catch up (${last})`,
+      timeoutMs,
+    );
   }
 
   /** A key of this deployment in its Redis. */

@@ -20,33 +20,39 @@ describe('Kafka and Redis taken away under steady load', () => {
 
   const alive = () => [...pipeline.services.values()].every((s) => s.exitCode === null && s.signalCode === null);
 
-  it(`the Kafka broker stopped for ${KAFKA_DOWN_MS / 1000} s and started again: the services ride it out, every fault paged once`, async () => {
-    pipeline.startLoad();
-    await pause(2_000);
-    await pipeline.injectXid(1, 1);
-    await pipeline.waitForPages();
-    const stoppedAt = Date.now();
-    await pipeline.broker.stop();
-    // Faults seen while the broker is down: their collectors retry until Kafka acknowledges them.
-    const during = [pipeline.injectXid(4, 2), pipeline.injectXid(7, 3)];
-    await pause(Math.max(0, KAFKA_DOWN_MS - (Date.now() - stoppedAt)));
-    expect(alive()).toBe(true);
-    await pipeline.broker.start();
-    const restartedAt = Date.now();
-    await Promise.all(during);
-    await pipeline.injectXid(10, 4);
-    await pipeline.waitForPages(120_000);
-    const recovered = Date.now() - restartedAt;
-    await pipeline.stopLoad();
-    await pipeline.waitCaughtUp(120_000);
-    expect(alive()).toBe(true);
-    expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
-    expect([...pipeline.pages().values()].every((p) => p.triggers === 1)).toBe(true);
-    expect(await pipeline.deadletters()).toBe(0);
-    // The hosts never stopped: the pipeline did. No host may be called down for it.
-    expect(await pipeline.alertsOf('host-absent')).toEqual([]);
-    console.log(`[faults] Kafka down ${Math.round((restartedAt - stoppedAt) / 1000)} s: every page in ${recovered} ms after the broker was back; ${pipeline.published} samples acked, ${pipeline.publishRetries} publishes retried by the load`);
-  }, KAFKA_DOWN_MS + 210_000);
+  it(
+    `the Kafka broker stopped for ${KAFKA_DOWN_MS / 1000} s and started again: the services ride it out, every fault paged once`,
+    async () => {
+      pipeline.startLoad();
+      await pause(2_000);
+      await pipeline.injectXid(1, 1);
+      await pipeline.waitForPages();
+      const stoppedAt = Date.now();
+      await pipeline.broker.stop();
+      // Faults seen while the broker is down: their collectors retry until Kafka acknowledges them.
+      const during = [pipeline.injectXid(4, 2), pipeline.injectXid(7, 3)];
+      await pause(Math.max(0, KAFKA_DOWN_MS - (Date.now() - stoppedAt)));
+      expect(alive()).toBe(true);
+      await pipeline.broker.start();
+      const restartedAt = Date.now();
+      await Promise.all(during);
+      await pipeline.injectXid(10, 4);
+      await pipeline.waitForPages(120_000);
+      const recovered = Date.now() - restartedAt;
+      await pipeline.stopLoad();
+      await pipeline.waitCaughtUp(120_000);
+      expect(alive()).toBe(true);
+      expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
+      expect([...pipeline.pages().values()].every((p) => p.triggers === 1)).toBe(true);
+      expect(await pipeline.deadletters()).toBe(0);
+      // The hosts never stopped: the pipeline did. No host may be called down for it.
+      expect(await pipeline.alertsOf('host-absent')).toEqual([]);
+      console.log(
+        `[faults] Kafka down ${Math.round((restartedAt - stoppedAt) / 1000)} s: every page in ${recovered} ms after the broker was back; ${pipeline.published} samples acked, ${pipeline.publishRetries} publishes retried by the load`,
+      );
+    },
+    KAFKA_DOWN_MS + 210_000,
+  );
 
   it('Redis restarted with its data gone: gpualert recovers by itself, faults before, during and after paged once', async () => {
     pipeline.startLoad();
@@ -60,11 +66,17 @@ describe('Kafka and Redis taken away under steady load', () => {
     const learnedBefore = await learned();
     expect(learnedBefore).toBeGreaterThan(0);
     // An operator's silence, made before the wipe, for a host in maintenance.
-    const added = await runCli(['silence', 'add', '--match', 'host=gpu-node-040', '--for', '2h', '--comment', 'PSU swap', '--author', 'ana'], { env: pipeline.env });
+    const added = await runCli(['silence', 'add', '--match', 'host=gpu-node-040', '--for', '2h', '--comment', 'PSU swap', '--author', 'ana'], {
+      env: pipeline.env,
+    });
     expect(added.code).toBe(0);
     const silence = added.stdout.split(' ')[0]!;
     // The notifier has it once it says so on gpualert.notifications (for the timeline).
-    await waitFor(async () => (await pipeline.bus.read(TOPICS.notifications)).some((m) => m.value.toString().includes(`silence ${silence} created`)), 'the notifier to take the silence', 30_000);
+    await waitFor(
+      async () => (await pipeline.bus.read(TOPICS.notifications)).some((m) => m.value.toString().includes(`silence ${silence} created`)),
+      'the notifier to take the silence',
+      30_000,
+    );
     await pipeline.redis.stop();
     const stoppedAt = Date.now();
     await pipeline.injectXid(16, 6); // Kafka takes it; the engine cannot save state until Redis is back
@@ -84,7 +96,13 @@ describe('Kafka and Redis taken away under steady load', () => {
     expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
     expect(await pipeline.deadletters()).toBe(0);
     // The notifier held the silence and wrote it back: the maintenance stays quiet.
-    await waitFor(async () => (await runCli(['silence', 'list'], { env: pipeline.env })).stdout.includes(`${silence}  active`), 'the silence to be back in the store', 30_000);
-    console.log(`[faults] Redis down ${Math.round((restartedAt - stoppedAt) / 1000)} s and wiped: every page in ${recovered} ms after it was back; triggers per dedup key ${JSON.stringify([...pipeline.pages().values()].map((p) => p.triggers))}`);
+    await waitFor(
+      async () => (await runCli(['silence', 'list'], { env: pipeline.env })).stdout.includes(`${silence}  active`),
+      'the silence to be back in the store',
+      30_000,
+    );
+    console.log(
+      `[faults] Redis down ${Math.round((restartedAt - stoppedAt) / 1000)} s and wiped: every page in ${recovered} ms after it was back; triggers per dedup key ${JSON.stringify([...pipeline.pages().values()].map((p) => p.triggers))}`,
+    );
   });
 });

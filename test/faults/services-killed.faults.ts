@@ -33,7 +33,9 @@ describe('services killed under steady load', () => {
     await pipeline.waitCaughtUp();
     expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
     expect(await pipeline.deadletters()).toBe(0);
-    console.log(`[faults] engine SIGKILL: ${pipeline.published} samples acked, ${pipeline.injected.length} faults, pages ${JSON.stringify([...pipeline.pages().values()].map((p) => p.triggers))}`);
+    console.log(
+      `[faults] engine SIGKILL: ${pipeline.published} samples acked, ${pipeline.injected.length} faults, pages ${JSON.stringify([...pipeline.pages().values()].map((p) => p.triggers))}`,
+    );
   });
 
   it('the notifier killed mid-send and restarted: the page in flight is sent again under the same dedup key, none lost', async () => {
@@ -57,7 +59,9 @@ describe('services killed under steady load', () => {
     const resent = [...pages.values()].filter((p) => p.triggers > 1);
     // Only the page on the wire at the kill may arrive twice, and under its own dedup key.
     expect(resent.map((p) => p.host)).toEqual(resent.length === 0 ? [] : ['gpu-node-021']);
-    console.log(`[faults] notifier SIGKILL mid-send: ${pipeline.injected.length - before} faults, triggers per dedup key ${JSON.stringify([...pages.values()].slice(-3).map((p) => p.triggers))}`);
+    console.log(
+      `[faults] notifier SIGKILL mid-send: ${pipeline.injected.length - before} faults, triggers per dedup key ${JSON.stringify([...pages.values()].slice(-3).map((p) => p.triggers))}`,
+    );
   });
 
   it('two engines in one group, one killed: the survivor takes over its partitions and judges its hosts', async () => {
@@ -69,7 +73,11 @@ describe('services killed under steady load', () => {
     const b = await pipeline.startService('engine-b', ['engine']);
     // Both hold partitions once the group has rebalanced.
     const partitionsOf = FaultPipeline.partitionsHeld;
-    await waitFor(() => partitionsOf(a) > 0 && partitionsOf(b) > 0 && partitionsOf(a) + partitionsOf(b) === ALL_PARTITIONS, 'the two engines to share the partitions', 60_000);
+    await waitFor(
+      () => partitionsOf(a) > 0 && partitionsOf(b) > 0 && partitionsOf(a) + partitionsOf(b) === ALL_PARTITIONS,
+      'the two engines to share the partitions',
+      60_000,
+    );
     const shared = [partitionsOf(a), partitionsOf(b)];
     await pipeline.kill('engine-a');
     const killedAt = Date.now();
@@ -82,6 +90,8 @@ describe('services killed under steady load', () => {
     await pipeline.waitCaughtUp();
     expect(pipeline.pagedFaults()).toEqual(pipeline.expectedFaults());
     expect(await pipeline.deadletters()).toBe(0);
-    console.log(`[faults] two engines (${shared.join('+')} partitions), one SIGKILLed: survivor held all ${ALL_PARTITIONS} after ${takeover} ms; ${pipeline.published} samples acked in all`);
+    console.log(
+      `[faults] two engines (${shared.join('+')} partitions), one SIGKILLed: survivor held all ${ALL_PARTITIONS} after ${takeover} ms; ${pipeline.published} samples acked in all`,
+    );
   });
 });

@@ -13,11 +13,17 @@ function shifted(): (code: string) => unknown {
   return (code) => runInContext(code, context);
 }
 
-describe('the clock-ahead run\'s Date', () => {
+describe("the clock-ahead run's Date", () => {
   it('reads the shifted clock where code asks for now, and the given time where it gives one', () => {
     const run = shifted();
     const before = realNow();
-    for (const code of ['Date.now()', 'new Date().getTime()', 'Date.parse(Date())', 'new (new Date(0).constructor)().getTime()', 'new (class extends Date {})().getTime()']) {
+    for (const code of [
+      'Date.now()',
+      'new Date().getTime()',
+      'Date.parse(Date())',
+      'new (new Date(0).constructor)().getTime()',
+      'new (class extends Date {})().getTime()',
+    ]) {
       const at = run(code) as number;
       expect(at - before, code).toBeGreaterThanOrEqual(AHEAD - 1_000);
       expect(at - before, code).toBeLessThan(AHEAD + 60_000);

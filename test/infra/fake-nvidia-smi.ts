@@ -37,11 +37,22 @@ esac
 `,
     );
     chmodSync(this.path, 0o755);
-    this.file('help.txt', ['index', 'uuid', 'name', 'pci.bus_id', 'utilization.gpu', 'temperature.gpu', 'power.draw', 'clocks_throttle_reasons.active'].map((f) => `"${f}"\n    Some help text.`).join('\n'));
-    this.file('rows.csv', '0, GPU-aaa, NVIDIA H100 80GB HBM3, 00000000:3B:00.0, 97, 61, 650.50, 0x0000000000000004\n1, GPU-bbb, NVIDIA H100 80GB HBM3, 00000000:5D:00.0, 95, 59, 640.00, 0x0000000000000000\n');
+    this.file(
+      'help.txt',
+      ['index', 'uuid', 'name', 'pci.bus_id', 'utilization.gpu', 'temperature.gpu', 'power.draw', 'clocks_throttle_reasons.active']
+        .map((f) => `"${f}"\n    Some help text.`)
+        .join('\n'),
+    );
+    this.file(
+      'rows.csv',
+      '0, GPU-aaa, NVIDIA H100 80GB HBM3, 00000000:3B:00.0, 97, 61, 650.50, 0x0000000000000004\n1, GPU-bbb, NVIDIA H100 80GB HBM3, 00000000:5D:00.0, 95, 59, 640.00, 0x0000000000000000\n',
+    );
     this.file('apps.csv', 'GPU-aaa, 4242\n');
     this.file('buses.csv', '0, 00000000:3B:00.0\n1, 00000000:5D:00.0\n');
-    this.file('inventory.csv', '0, GPU-aaa, 00000000:3B:00.0, NVIDIA H100 80GB HBM3, 1650123456789, 96.00.89.00.01, 550.54.15\n1, GPU-bbb, 00000000:5D:00.0, NVIDIA H100 80GB HBM3, 1650123456790, 96.00.89.00.01, 550.54.15\n');
+    this.file(
+      'inventory.csv',
+      '0, GPU-aaa, 00000000:3B:00.0, NVIDIA H100 80GB HBM3, 1650123456789, 96.00.89.00.01, 550.54.15\n1, GPU-bbb, 00000000:5D:00.0, NVIDIA H100 80GB HBM3, 1650123456790, 96.00.89.00.01, 550.54.15\n',
+    );
     this.file('banner.txt', '| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n');
     this.mode('ok');
   }

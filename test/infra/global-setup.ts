@@ -15,16 +15,16 @@ declare module 'vitest' {
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const started = Date.now();
-  const starting = [
-    process.env.KAFKA_BROKERS ? Promise.resolve(undefined) : KafkaBroker.create(),
-    ensureRedis(),
-  ] as const;
+  const starting = [process.env.KAFKA_BROKERS ? Promise.resolve(undefined) : KafkaBroker.create(), ensureRedis()] as const;
   const settled = await Promise.allSettled(starting);
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) {
     // What did start is stopped: a failed setup runs no teardown, and a broker left behind runs on.
     const [kafka, store] = settled;
-    await Promise.allSettled([kafka.status === 'fulfilled' ? kafka.value?.destroy() : undefined, store.status === 'fulfilled' ? store.value.stop() : undefined]);
+    await Promise.allSettled([
+      kafka.status === 'fulfilled' ? kafka.value?.destroy() : undefined,
+      store.status === 'fulfilled' ? store.value.stop() : undefined,
+    ]);
     throw failed.reason;
   }
   const [broker, redis] = await Promise.all(starting);

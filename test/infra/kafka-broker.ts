@@ -22,11 +22,10 @@ export function kafkaClasspath(): string {
   const marker = join(dir, '.complete');
   if (!existsSync(marker)) {
     mkdirSync(dir, { recursive: true });
-    const mvn = spawnSync(
-      'mvn',
-      ['-q', '-B', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${dir}`, '-DincludeScope=runtime'],
-      { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' },
-    );
+    const mvn = spawnSync('mvn', ['-q', '-B', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${dir}`, '-DincludeScope=runtime'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+    });
     if (mvn.status !== 0) {
       throw new Error(`mvn could not resolve Apache Kafka ${version}: ${(mvn.stdout + mvn.stderr).slice(-2000)}`);
     }
@@ -88,8 +87,7 @@ export class KafkaBroker {
 
   private format(): void {
     writeFileSync(join(this.dir, 'server.properties'), this.properties());
-    const java = (args: string[]) =>
-      spawnSync('java', ['-cp', this.classpath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const java = (args: string[]) => spawnSync('java', ['-cp', this.classpath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     const uuid = java(['kafka.tools.StorageTool', 'random-uuid']).stdout.trim().split('\n').pop() ?? '';
     this.clusterId = uuid;
     const format = java(['kafka.tools.StorageTool', 'format', '-t', uuid, '-c', join(this.dir, 'server.properties')]);
@@ -134,9 +132,15 @@ export class KafkaBroker {
     const child = spawn(
       'java',
       [
-        '-Xms256m', '-Xmx768m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1',
+        '-Xms256m',
+        '-Xmx768m',
+        '-XX:+UseSerialGC',
+        '-XX:TieredStopAtLevel=1',
         '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn',
-        '-cp', this.classpath, 'kafka.Kafka', join(this.dir, 'server.properties'),
+        '-cp',
+        this.classpath,
+        'kafka.Kafka',
+        join(this.dir, 'server.properties'),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -20,7 +20,10 @@ export class SentinelGroup {
   private readonly dir = mkdtempSync(join(tmpdir(), 'gpualert-sentinel-'));
   readonly sentinelPorts: number[] = [];
 
-  private constructor(readonly master: OwnRedis, readonly replica: OwnRedis) {}
+  private constructor(
+    readonly master: OwnRedis,
+    readonly replica: OwnRedis,
+  ) {}
 
   get url(): string {
     return `redis+sentinel://${this.sentinelPorts.map((p) => `127.0.0.1:${p}`).join(',')}/${SENTINEL_MASTER}`;
@@ -45,13 +48,19 @@ export class SentinelGroup {
     const port = await freePort();
     const conf = join(this.dir, `sentinel-${port}.conf`);
     // Short timeouts: a failover within seconds, not the default half minute.
-    writeFileSync(conf, [
-      `port ${port}`, 'bind 127.0.0.1', `dir ${this.dir}`,
-      `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${this.master.port} 2`,
-      `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
-      `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
-      `sentinel parallel-syncs ${SENTINEL_MASTER} 1`, '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${this.dir}`,
+        `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${this.master.port} 2`,
+        `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
+        `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
+        `sentinel parallel-syncs ${SENTINEL_MASTER} 1`,
+        '',
+      ].join('\n'),
+    );
     const child = spawn('redis-server', [conf, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.sentinels.push(child);
     this.sentinelPorts.push(port);

@@ -58,7 +58,10 @@ export async function ensureRedis(): Promise<{ url: string; stop: () => Promise<
 export class OwnRedis {
   private child: ChildProcess | undefined;
 
-  private constructor(readonly port: number, private readonly extra: readonly string[] = []) {}
+  private constructor(
+    readonly port: number,
+    private readonly extra: readonly string[] = [],
+  ) {}
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
@@ -74,7 +77,9 @@ export class OwnRedis {
   async start(): Promise<void> {
     // Its own directory: a replica's full sync writes dump.rdb where it runs, and the repository is no place for it.
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-redis-'));
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...this.extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...this.extra], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
     let said = '';
     const keep = (chunk: Buffer) => void (said = (said + chunk.toString()).slice(-4_000));

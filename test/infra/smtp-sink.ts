@@ -19,7 +19,9 @@ export class SmtpSink {
   private async startOn(port: number): Promise<void> {
     this.port = port;
     const script = join(this.dir, 'server.cjs');
-    writeFileSync(script, `
+    writeFileSync(
+      script,
+      `
 const { SMTPServer } = require(${JSON.stringify(createRequire(import.meta.url).resolve('smtp-server'))});
 const fs = require('fs');
 let n = 0;
@@ -32,7 +34,8 @@ const server = new SMTPServer({
   },
 });
 server.listen(${port}, '127.0.0.1', () => process.stdout.write('listening\\n'));
-`);
+`,
+    );
     const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let said = '';
@@ -47,7 +50,10 @@ server.listen(${port}, '127.0.0.1', () => process.stdout.write('listening\\n'));
   }
 
   mails(): string[] {
-    return readdirSync(this.dir).filter((f) => f.endsWith('.eml')).sort().map((f) => readFileSync(join(this.dir, f), 'utf8'));
+    return readdirSync(this.dir)
+      .filter((f) => f.endsWith('.eml'))
+      .sort()
+      .map((f) => readFileSync(join(this.dir, f), 'utf8'));
   }
 
   async stop(): Promise<void> {

@@ -30,7 +30,10 @@ function strings(value: unknown, path = '$'): [string, string][] {
 /** A vendor's documented rate as a sliding window: at most `max` in any `windowMs`. */
 class Window {
   private readonly times: number[] = [];
-  constructor(private readonly max: number, private readonly windowMs: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly windowMs: number,
+  ) {}
   over(now: number): boolean {
     while (this.times.length > 0 && this.times[0]! <= now - this.windowMs) this.times.shift();
     if (this.times.length >= this.max) return true;
@@ -43,7 +46,18 @@ class Window {
  * The close codes in ServiceNow's default incident choice list (current releases).
  * Source: https://www.servicenow.com/docs/r/it-service-management/incident-management/resolve-and-close-an-incident.html
  */
-const SERVICENOW_CLOSE_CODES = ['Duplicate', 'Known error', 'No resolution provided', 'Resolved by caller', 'Resolved by change', 'Resolved by problem', 'Resolved by request', 'Solution provided', 'Workaround provided', 'User error'];
+const SERVICENOW_CLOSE_CODES = [
+  'Duplicate',
+  'Known error',
+  'No resolution provided',
+  'Resolved by caller',
+  'Resolved by change',
+  'Resolved by problem',
+  'Resolved by request',
+  'Solution provided',
+  'Workaround provided',
+  'User error',
+];
 
 /**
  * Real HTTP servers on loopback that play Slack, Feishu, DingTalk, WeCom, PagerDuty, Opsgenie,
@@ -64,7 +78,10 @@ export class VendorReceivers {
   readonly refusals: { vendor: string; status: number; at: number }[] = [];
   private failures = new Map<string, { kind: Failure; until: number; count: number }>();
   private readonly jiraIssues = new Map<string, { key: string; labels: string[]; status: string; comments: string[] }>();
-  private readonly incidents = new Map<string, { sys_id: string; correlation_id: string; state: string; notes: string[]; cmdb_ci?: string; close_code?: string }>();
+  private readonly incidents = new Map<
+    string,
+    { sys_id: string; correlation_id: string; state: string; notes: string[]; cmdb_ci?: string; close_code?: string }
+  >();
   private readonly windows = new Map<string, Window[]>();
   private dingtalkBlockedUntil = 0;
   private server: Server | undefined;
@@ -146,13 +163,26 @@ export class VendorReceivers {
       if (failure.kind === '429') {
         this.refusals.push({ vendor, status: 429, at: Date.now() });
         // Feishu's gateway says how long in its own header, with no Retry-After (its frequency-control page).
-        if (vendor === 'feishu') return { status: 429, body: { code: 99991400, msg: 'request trigger frequency limit' }, headers: { 'x-ogw-ratelimit-limit': '100', 'x-ogw-ratelimit-reset': FEISHU_RESET_SECONDS } };
+        if (vendor === 'feishu')
+          return {
+            status: 429,
+            body: { code: 99991400, msg: 'request trigger frequency limit' },
+            headers: { 'x-ogw-ratelimit-limit': '100', 'x-ogw-ratelimit-reset': FEISHU_RESET_SECONDS },
+          };
         return { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } };
       }
       if (failure.kind === 'slow') await new Promise((r) => setTimeout(r, 15_000));
       if (failure.kind === 'body-error') {
         // Each vendor's own rate-limit answer: Feishu 11232 (9499 is a malformed request, not a limit), DingTalk 130101, WeCom 45009.
-        return { status: 200, body: vendor === 'feishu' ? { code: 11232, msg: 'frequency limited psm[lark.oapi.app_platform_runtime]appID[1]' } : vendor === 'wecom' ? { errcode: 45009, errmsg: 'api freq out of limit' } : { errcode: 130101, errmsg: 'send too fast, exceed 20 times per minute' } };
+        return {
+          status: 200,
+          body:
+            vendor === 'feishu'
+              ? { code: 11232, msg: 'frequency limited psm[lark.oapi.app_platform_runtime]appID[1]' }
+              : vendor === 'wecom'
+                ? { errcode: 45009, errmsg: 'api freq out of limit' }
+                : { errcode: 130101, errmsg: 'send too fast, exceed 20 times per minute' },
+        };
       }
     }
     let body: any = {};
@@ -175,31 +205,53 @@ export class VendorReceivers {
       return this.invalid(vendor, `half a character at ${half[0]}`);
     }
     switch (vendor) {
-      case 'slack': return this.slack(json, body, accept, reject, ping);
-      case 'feishu': return this.feishu(json, body, bytes.length, accept, reject, ping);
-      case 'dingtalk': return this.dingtalk(url, json, body, bytes.length, accept, reject, ping);
-      case 'wecom': return this.wecom(json, body, accept, reject, ping);
-      case 'pagerduty': return url.pathname.endsWith('/generic/2010-04-15/create_event.json') ? this.pagerdutyV1(json, body, accept, reject) : this.pagerduty(json, body, bytes.length, accept, reject);
-      case 'opsgenie': return this.opsgenie(req.headers, url, json, body, accept, reject);
-      case 'victorops': return this.victorops(url, json, body, accept, reject);
-      case 'pushover': return this.pushover(json, body, accept, reject);
-      case 'webhook': return this.webhook(req.headers, raw, accept, reject);
-      case 'jira': return this.jiraApi(req.method ?? 'GET', url, body, accept, reject);
-      case 'snow': return this.snowApi(req.method ?? 'GET', url, body, accept, reject);
-      default: return { status: 404, body: { error: 'no such vendor' } };
+      case 'slack':
+        return this.slack(json, body, accept, reject, ping);
+      case 'feishu':
+        return this.feishu(json, body, bytes.length, accept, reject, ping);
+      case 'dingtalk':
+        return this.dingtalk(url, json, body, bytes.length, accept, reject, ping);
+      case 'wecom':
+        return this.wecom(json, body, accept, reject, ping);
+      case 'pagerduty':
+        return url.pathname.endsWith('/generic/2010-04-15/create_event.json')
+          ? this.pagerdutyV1(json, body, accept, reject)
+          : this.pagerduty(json, body, bytes.length, accept, reject);
+      case 'opsgenie':
+        return this.opsgenie(req.headers, url, json, body, accept, reject);
+      case 'victorops':
+        return this.victorops(url, json, body, accept, reject);
+      case 'pushover':
+        return this.pushover(json, body, accept, reject);
+      case 'webhook':
+        return this.webhook(req.headers, raw, accept, reject);
+      case 'jira':
+        return this.jiraApi(req.method ?? 'GET', url, body, accept, reject);
+      case 'snow':
+        return this.snowApi(req.method ?? 'GET', url, body, accept, reject);
+      default:
+        return { status: 404, body: { error: 'no such vendor' } };
     }
   }
 
   /** How each vendor answers a request it cannot take (used for half characters). */
   private invalid(vendor: string, reason: string): Answer {
     switch (vendor) {
-      case 'feishu': return { status: 200, body: { code: 9499, msg: `Bad Request: ${reason}` } };
-      case 'dingtalk': case 'wecom': return { status: 200, body: { errcode: 40035, errmsg: `invalid parameter: ${reason}` } };
-      case 'slack': return { status: 400, body: 'invalid_payload' };
-      case 'opsgenie': return { status: 422, body: { message: reason } };
-      case 'victorops': return { status: 400, body: { result: 'failure', message: reason } };
-      case 'pushover': return { status: 400, body: { status: 0, errors: [reason] } };
-      default: return { status: 400, body: { errors: [reason] } };
+      case 'feishu':
+        return { status: 200, body: { code: 9499, msg: `Bad Request: ${reason}` } };
+      case 'dingtalk':
+      case 'wecom':
+        return { status: 200, body: { errcode: 40035, errmsg: `invalid parameter: ${reason}` } };
+      case 'slack':
+        return { status: 400, body: 'invalid_payload' };
+      case 'opsgenie':
+        return { status: 422, body: { message: reason } };
+      case 'victorops':
+        return { status: 400, body: { result: 'failure', message: reason } };
+      case 'pushover':
+        return { status: 400, body: { status: 0, errors: [reason] } };
+      default:
+        return { status: 400, body: { errors: [reason] } };
     }
   }
 
@@ -215,11 +267,13 @@ export class VendorReceivers {
     else {
       if (body.token !== this.secrets.routingKey) errors.push('application token is invalid');
       if (typeof body.user !== 'string' || body.user === '') errors.push('user identifier is not a valid user');
-      if (typeof body.message !== 'string' || body.message === '' || body.message.length > 1024) errors.push('message cannot be blank and must be at most 1024 characters');
+      if (typeof body.message !== 'string' || body.message === '' || body.message.length > 1024)
+        errors.push('message cannot be blank and must be at most 1024 characters');
       if (body.title !== undefined && (typeof body.title !== 'string' || body.title.length > 250)) errors.push('title is too long');
       const priority = body.priority ?? 0;
       if (![-2, -1, 0, 1, 2].includes(priority)) errors.push('priority is invalid');
-      if (priority === 2 && !(body.retry >= 30 && body.expire <= 10_800)) errors.push('retry must be at least 30 and expire at most 10800 for emergency priority');
+      if (priority === 2 && !(body.retry >= 30 && body.expire <= 10_800))
+        errors.push('retry must be at least 30 and expire at most 10800 for emergency priority');
     }
     if (errors.length > 0) {
       reject(errors.join('; '));
@@ -269,7 +323,8 @@ export class VendorReceivers {
     else {
       if (body.service_key !== this.secrets.routingKey || String(body.service_key).length !== 32) errors.push('service_key');
       if (!['trigger', 'acknowledge', 'resolve'].includes(body.event_type)) errors.push('event_type');
-      if (body.event_type === 'trigger' && (typeof body.description !== 'string' || body.description === '' || body.description.length > 1024)) errors.push('description missing or over 1024');
+      if (body.event_type === 'trigger' && (typeof body.description !== 'string' || body.description === '' || body.description.length > 1024))
+        errors.push('description missing or over 1024');
       if (body.event_type !== 'trigger' && !body.incident_key) errors.push('incident_key required to acknowledge or resolve');
       if ('routing_key' in body || 'payload' in body) errors.push('an Events API v2 field sent to v1');
     }
@@ -295,19 +350,30 @@ export class VendorReceivers {
     if (typeof body.text !== 'string' && blocks.length === 0) return { status: 400, body: 'no_text' };
     if (blocks.length > 50) return { status: 400, body: 'invalid_blocks' };
     for (const block of blocks) {
-      if (block.type === 'section' && (typeof block.text?.text !== 'string' || block.text.text.length > 3000 || !['mrkdwn', 'plain_text'].includes(block.text.type))) {
+      if (
+        block.type === 'section' &&
+        (typeof block.text?.text !== 'string' || block.text.text.length > 3000 || !['mrkdwn', 'plain_text'].includes(block.text.type))
+      ) {
         reject('section text over 3000 characters or malformed');
         return { status: 400, body: 'invalid_blocks' };
       }
       // An image block: image_url ≤ 3,000 characters, alt_text ≤ 2,000 (https://api.slack.com/reference/block-kit/blocks#image).
-      if (block.type === 'image' && (typeof block.image_url !== 'string' || !/^https?:\/\//.test(block.image_url) || block.image_url.length > 3000 || typeof block.alt_text !== 'string' || block.alt_text.length > 2000)) {
+      if (
+        block.type === 'image' &&
+        (typeof block.image_url !== 'string' ||
+          !/^https?:\/\//.test(block.image_url) ||
+          block.image_url.length > 3000 ||
+          typeof block.alt_text !== 'string' ||
+          block.alt_text.length > 2000)
+      ) {
         reject('image block malformed');
         return { status: 400, body: 'invalid_blocks' };
       }
     }
-    if (['username', 'icon_emoji', 'icon_url'].some((field) => body[field] !== undefined && typeof body[field] !== 'string')) return { status: 400, body: 'invalid_payload' };
+    if (['username', 'icon_emoji', 'icon_url'].some((field) => body[field] !== undefined && typeof body[field] !== 'string'))
+      return { status: 400, body: 'invalid_payload' };
     if (this.overRate('slack', [[1, 1_000]])) return { status: 429, body: 'rate_limited', headers: { 'retry-after': '1' } };
-    for (const text of [body.text, ...blocks.map((b) => b.text?.type === 'mrkdwn' ? b.text.text : undefined)]) {
+    for (const text of [body.text, ...blocks.map((b) => (b.text?.type === 'mrkdwn' ? b.text.text : undefined))]) {
       if (typeof text === 'string' && /<[^>]*>/.test(text)) ping(text.match(/<[^>]*>/)![0]);
     }
     accept();
@@ -333,11 +399,20 @@ export class VendorReceivers {
         return { status: 200, body: { code: 19021, msg: 'sign match fail or timestamp is not within one hour from current time' } };
       }
     }
-    if (!['text', 'post', 'image', 'share_chat', 'interactive'].includes(body.msg_type) || (body.msg_type === 'text' && typeof body.content?.text !== 'string')) {
+    if (
+      !['text', 'post', 'image', 'share_chat', 'interactive'].includes(body.msg_type) ||
+      (body.msg_type === 'text' && typeof body.content?.text !== 'string')
+    ) {
       reject('msg_type or content');
       return { status: 200, body: { code: 9499, msg: 'Bad Request' } };
     }
-    if (this.overRate('feishu', [[5, 1_000], [100, 60_000]])) return { status: 200, body: { code: 11232, msg: 'frequency limited' } };
+    if (
+      this.overRate('feishu', [
+        [5, 1_000],
+        [100, 60_000],
+      ])
+    )
+      return { status: 200, body: { code: 11232, msg: 'frequency limited' } };
     if (/<at\b/i.test(body.content?.text ?? '')) ping(body.content.text.match(/<at\b[^>]*>/i)?.[0] ?? '<at');
     accept();
     return { status: 200, body: { code: 0, msg: 'success', data: {} } };
@@ -358,7 +433,8 @@ export class VendorReceivers {
         return { status: 200, body: { errcode: 310000, errmsg: 'sign not match' } };
       }
     }
-    if (!json || !['text', 'link', 'markdown', 'actionCard', 'feedCard'].includes(body.msgtype)) return { status: 200, body: { errcode: 40035, errmsg: 'missing parameter msgtype' } };
+    if (!json || !['text', 'link', 'markdown', 'actionCard', 'feedCard'].includes(body.msgtype))
+      return { status: 200, body: { errcode: 40035, errmsg: 'missing parameter msgtype' } };
     if (body.msgtype === 'markdown' && (typeof body.markdown?.title !== 'string' || typeof body.markdown?.text !== 'string' || body.markdown.title === '')) {
       reject('markdown needs title and text');
       return { status: 200, body: { errcode: 40035, errmsg: 'missing parameter markdown.title or text' } };
@@ -385,7 +461,8 @@ export class VendorReceivers {
    * Source: https://developer.work.weixin.qq.com/document/path/91770
    */
   private wecom(json: boolean, body: any, accept: () => void, reject: (r: string) => void, ping: (t: string) => void): Answer {
-    if (!json || !['text', 'markdown', 'markdown_v2', 'image', 'news', 'file', 'voice', 'template_card'].includes(body.msgtype)) return { status: 200, body: { errcode: 40008, errmsg: 'invalid message type' } };
+    if (!json || !['text', 'markdown', 'markdown_v2', 'image', 'news', 'file', 'voice', 'template_card'].includes(body.msgtype))
+      return { status: 200, body: { errcode: 40008, errmsg: 'invalid message type' } };
     const content = body.markdown?.content;
     if (body.msgtype === 'markdown' && typeof content !== 'string') return { status: 200, body: { errcode: 44004, errmsg: 'empty content' } };
     if (Buffer.byteLength(content ?? '') > 4096) {
@@ -425,7 +502,8 @@ export class VendorReceivers {
       reject(errors.join('; '));
       return { status: 400, body: { status: 'invalid event', message: 'Event object is invalid', errors } };
     }
-    if (this.overRate('pagerduty', [[120, 60_000]])) return { status: 429, body: { status: 'throttle event', message: 'Requests for this service are arriving too quickly.' } };
+    if (this.overRate('pagerduty', [[120, 60_000]]))
+      return { status: 429, body: { status: 'throttle event', message: 'Requests for this service are arriving too quickly.' } };
     accept();
     return { status: 202, body: { status: 'success', message: 'Event processed', dedup_key: body.dedup_key } };
   }
@@ -437,17 +515,28 @@ export class VendorReceivers {
    * Source: https://docs.opsgenie.com/docs/alert-api#create-alert
    */
   private opsgenie(headers: IncomingHttpHeaders, url: URL, json: boolean, body: any, accept: () => void, reject: (r: string) => void): Answer {
-    if (headers.authorization !== `GenieKey ${this.secrets.opsgenie}`) return { status: 401, body: { message: 'Could not authenticate', took: 0, requestId: 'r' } };
+    if (headers.authorization !== `GenieKey ${this.secrets.opsgenie}`)
+      return { status: 401, body: { message: 'Could not authenticate', took: 0, requestId: 'r' } };
     const errors: string[] = [];
-    const within = (field: string, max: number) => body[field] !== undefined && (typeof body[field] !== 'string' || body[field].length > max) && errors.push(`${field} over ${max} characters`);
+    const within = (field: string, max: number) =>
+      body[field] !== undefined && (typeof body[field] !== 'string' || body[field].length > max) && errors.push(`${field} over ${max} characters`);
     if (!json || typeof body !== 'object') errors.push('body is not JSON');
     else if (url.pathname === '/opsgenie/v2/alerts') {
       if (typeof body.message !== 'string' || body.message.trim() === '') errors.push('message is required');
-      within('message', 130); within('alias', 512); within('description', 15_000); within('entity', 512); within('source', 100);
-      if (body.tags !== undefined && (!Array.isArray(body.tags) || body.tags.length > 20 || body.tags.some((t: unknown) => typeof t !== 'string' || t.length > 50))) errors.push('tags: at most 20 of at most 50 characters');
+      within('message', 130);
+      within('alias', 512);
+      within('description', 15_000);
+      within('entity', 512);
+      within('source', 100);
+      if (
+        body.tags !== undefined &&
+        (!Array.isArray(body.tags) || body.tags.length > 20 || body.tags.some((t: unknown) => typeof t !== 'string' || t.length > 50))
+      )
+        errors.push('tags: at most 20 of at most 50 characters');
       if (body.priority !== undefined && !['P1', 'P2', 'P3', 'P4', 'P5'].includes(body.priority)) errors.push('priority');
     } else if (/\/close$/.test(url.pathname)) {
-      within('note', 25_000); within('source', 100);
+      within('note', 25_000);
+      within('source', 100);
     }
     if (errors.length > 0) {
       reject(errors.join('; '));
@@ -465,7 +554,9 @@ export class VendorReceivers {
   private webhook(headers: IncomingHttpHeaders, raw: string, accept: () => void, reject: (r: string) => void): Answer {
     try {
       new Webhook(this.secrets.webhook).verify(raw, {
-        'webhook-id': String(headers['webhook-id'] ?? ''), 'webhook-timestamp': String(headers['webhook-timestamp'] ?? ''), 'webhook-signature': String(headers['webhook-signature'] ?? ''),
+        'webhook-id': String(headers['webhook-id'] ?? ''),
+        'webhook-timestamp': String(headers['webhook-timestamp'] ?? ''),
+        'webhook-signature': String(headers['webhook-signature'] ?? ''),
       });
     } catch {
       reject('bad signature');
@@ -487,14 +578,29 @@ export class VendorReceivers {
     const cloud = (this.options.jira ?? 'cloud') === 'cloud';
     const path = url.pathname.replace(/^\/jira/, '');
     const version = /^\/rest\/api\/(2|3)\//.exec(path)?.[1];
-    if (method === 'GET' && path === '/rest/api/2/serverInfo') return { status: 200, body: { deploymentType: cloud ? 'Cloud' : 'Server', version: cloud ? '1001.0.0' : '9.12.0' } };
+    if (method === 'GET' && path === '/rest/api/2/serverInfo')
+      return { status: 200, body: { deploymentType: cloud ? 'Cloud' : 'Server', version: cloud ? '1001.0.0' : '9.12.0' } };
     if (!version || (version === '3' && !cloud)) return { status: 404, body: { errorMessages: ['null for uri'] } };
     const rest = path.slice('/rest/api/2'.length);
     const adf = version === '3';
     const isAdf = (doc: any) => doc && doc.type === 'doc' && doc.version === 1 && Array.isArray(doc.content);
-    const textOf = (value: any): string => (adf ? strings(value).filter(([p]) => p.endsWith('.text')).map(([, s]) => s).join('\n') : String(value ?? ''));
+    const textOf = (value: any): string =>
+      adf
+        ? strings(value)
+            .filter(([p]) => p.endsWith('.text'))
+            .map(([, s]) => s)
+            .join('\n')
+        : String(value ?? '');
     if (method === 'GET' && (rest === '/search' || rest === '/search/jql')) {
-      if (rest === '/search' && cloud) return { status: 410, body: { errorMessages: ['The requested API has been removed. Please migrate to the /rest/api/3/search/jql API. A full migration guideline is available at https://developer.atlassian.com/changelog/#CHANGE-2046'] } };
+      if (rest === '/search' && cloud)
+        return {
+          status: 410,
+          body: {
+            errorMessages: [
+              'The requested API has been removed. Please migrate to the /rest/api/3/search/jql API. A full migration guideline is available at https://developer.atlassian.com/changelog/#CHANGE-2046',
+            ],
+          },
+        };
       if (rest === '/search/jql' && !cloud) return { status: 404, body: { errorMessages: ['null for uri'] } };
       const label = /labels = "((?:[^"\\]|\\.)*)"/.exec(url.searchParams.get('jql') ?? '')?.[1]?.replace(/\\(.)/g, '$1');
       const issues = [...this.jiraIssues.values()].filter((i) => i.labels.includes(label ?? '') && i.status !== 'Done');
@@ -508,8 +614,10 @@ export class VendorReceivers {
       if (typeof f.summary !== 'string' || f.summary.trim() === '') errors.summary = 'You must specify a summary of the issue.';
       else if (/[\r\n]/.test(f.summary)) errors.summary = 'The summary is invalid because it contains newline characters.';
       else if (f.summary.length > 255) errors.summary = 'Summary must be less than 255 characters.';
-      if (f.description !== undefined && (adf ? !isAdf(f.description) : typeof f.description !== 'string')) errors.description = adf ? 'Operation value must be an Atlassian Document (see the Atlassian Document Format)' : 'Operation value must be a string';
-      if (Array.isArray(f.labels) && f.labels.some((l: unknown) => typeof l !== 'string' || /\s/.test(l) || l.length > 255)) errors.labels = 'The label must not contain spaces and be at most 255 characters.';
+      if (f.description !== undefined && (adf ? !isAdf(f.description) : typeof f.description !== 'string'))
+        errors.description = adf ? 'Operation value must be an Atlassian Document (see the Atlassian Document Format)' : 'Operation value must be a string';
+      if (Array.isArray(f.labels) && f.labels.some((l: unknown) => typeof l !== 'string' || /\s/.test(l) || l.length > 255))
+        errors.labels = 'The label must not contain spaces and be at most 255 characters.';
       if (Object.keys(errors).length > 0) {
         reject(Object.values(errors).join('; '));
         return { status: 400, body: { errorMessages: [], errors } };
@@ -532,7 +640,16 @@ export class VendorReceivers {
       return { status: 201, body: {} };
     }
     const transitions = /^\/issue\/([^/]+)\/transitions$/.exec(rest);
-    if (transitions && method === 'GET') return { status: 200, body: { transitions: [{ id: '21', name: 'In Progress' }, { id: '31', name: 'Done' }] } };
+    if (transitions && method === 'GET')
+      return {
+        status: 200,
+        body: {
+          transitions: [
+            { id: '21', name: 'In Progress' },
+            { id: '31', name: 'Done' },
+          ],
+        },
+      };
     if (transitions && method === 'POST') {
       const issue = this.jiraIssues.get(decodeURIComponent(transitions[1]!));
       if (issue && body.transition?.id === '31') issue.status = 'Done';
@@ -558,13 +675,27 @@ export class VendorReceivers {
     };
     if (method === 'GET' && path === '/api/now/table/incident') {
       const correlation = /correlation_id=([^^]+)/.exec(url.searchParams.get('sysparm_query') ?? '')?.[1];
-      return { status: 200, body: { result: [...this.incidents.values()].filter((i) => i.correlation_id === correlation && i.state !== '6' && i.state !== '7').map((i) => ({ sys_id: i.sys_id })) } };
+      return {
+        status: 200,
+        body: {
+          result: [...this.incidents.values()]
+            .filter((i) => i.correlation_id === correlation && i.state !== '6' && i.state !== '7')
+            .map((i) => ({ sys_id: i.sys_id })),
+        },
+      };
     }
     if (method === 'POST' && path === '/api/now/table/incident') {
       if (typeof body.short_description !== 'string' || body.short_description.length > 160) return invalid('short_description is over 160 characters');
-      if (body.cmdb_ci !== undefined && !displayValues && !/^[0-9a-f]{32}$/.test(String(body.cmdb_ci))) return invalid('cmdb_ci is a reference: a sys_id, or a name with sysparm_input_display_value=true');
+      if (body.cmdb_ci !== undefined && !displayValues && !/^[0-9a-f]{32}$/.test(String(body.cmdb_ci)))
+        return invalid('cmdb_ci is a reference: a sys_id, or a name with sysparm_input_display_value=true');
       const sys_id = `${(this.incidents.size + 1).toString(16).padStart(32, '0')}`;
-      this.incidents.set(sys_id, { sys_id, correlation_id: body.correlation_id, state: '1', notes: [], ...(body.cmdb_ci !== undefined ? { cmdb_ci: String(body.cmdb_ci) } : {}) });
+      this.incidents.set(sys_id, {
+        sys_id,
+        correlation_id: body.correlation_id,
+        state: '1',
+        notes: [],
+        ...(body.cmdb_ci !== undefined ? { cmdb_ci: String(body.cmdb_ci) } : {}),
+      });
       accept();
       return { status: 201, body: { result: { sys_id } } };
     }
@@ -572,7 +703,8 @@ export class VendorReceivers {
     if (method === 'PATCH' && one) {
       const incident = this.incidents.get(decodeURIComponent(one[1]!));
       if (!incident) return { status: 404, body: { error: { message: 'No Record found' }, status: 'failure' } };
-      if (body.state === '6' && (!SERVICENOW_CLOSE_CODES.includes(body.close_code) || !body.close_notes)) return invalid(`Data Policy Exception: resolution code "${String(body.close_code)}" is not in the choice list, and resolution notes are mandatory`);
+      if (body.state === '6' && (!SERVICENOW_CLOSE_CODES.includes(body.close_code) || !body.close_notes))
+        return invalid(`Data Policy Exception: resolution code "${String(body.close_code)}" is not in the choice list, and resolution notes are mandatory`);
       if (body.state) incident.state = body.state;
       if (body.close_code) incident.close_code = body.close_code;
       if (body.work_notes) incident.notes.push(body.work_notes);

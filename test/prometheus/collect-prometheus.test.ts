@@ -36,23 +36,32 @@ async function exporter(text: () => string): Promise<number> {
 /** Debian's Prometheus 2.42 scraping the given exporter every second; resolves once it has the series. */
 async function prometheus(exporterPort: number): Promise<string> {
   const dir = tempDir('prometheus-collect');
-  writeFileSync(join(dir, 'prometheus.yml'), `
+  writeFileSync(
+    join(dir, 'prometheus.yml'),
+    `
 global: { scrape_interval: 1s }
 scrape_configs:
 - job_name: dcgm
   static_configs: [{ targets: ['127.0.0.1:${exporterPort}'] }]
-`);
-  const { tool, port } = await startToolOnFreePort(debianTool('prometheus', 'prometheus'), (port) => [
-    `--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`,
-  ], cleanups);
+`,
+  );
+  const { tool, port } = await startToolOnFreePort(
+    debianTool('prometheus', 'prometheus'),
+    (port) => [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+    cleanups,
+  );
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => {
-    try {
-      return (await queryPrometheusGpus({ url, timeoutMs: 1_000 })).hosts.size > 0;
-    } catch {
-      return false;
-    }
-  }, `Prometheus to have scraped the exporter (it said:\n${tool.output().slice(-1500)})`, 60_000);
+  await waitFor(
+    async () => {
+      try {
+        return (await queryPrometheusGpus({ url, timeoutMs: 1_000 })).hosts.size > 0;
+      } catch {
+        return false;
+      }
+    },
+    `Prometheus to have scraped the exporter (it said:\n${tool.output().slice(-1500)})`,
+    60_000,
+  );
   return url;
 }
 
@@ -79,7 +88,8 @@ describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-e
     const bus = new MemoryBus();
     const samples: EnvelopeOf<'gpu.sample'>[] = [];
     const sub: Subscription = await bus.consume({
-      group: 'reader', topics: [TOPICS.gpuSamples],
+      group: 'reader',
+      topics: [TOPICS.gpuSamples],
       handler: async (batch) => {
         for (const { envelope } of batch.items) if (envelope.type === 'gpu.sample') samples.push(envelope);
       },
@@ -153,8 +163,9 @@ describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-e
     await queryPrometheusGpus({ url: `http://127.0.0.1:${elsewherePort}`, timeoutMs: 2_000 });
     expect(hits).toBe(1);
     const port = (redirecting.address() as { port: number }).port;
-    await expect(queryPrometheusGpus({ url: `http://127.0.0.1:${port}`, authorization: 'Bearer t0ken', timeoutMs: 2_000 }))
-      .rejects.toThrow(`Prometheus at http://127.0.0.1:${port} answered 302, a redirect to http://127.0.0.1:${elsewherePort}: gpualert never follows one`);
+    await expect(queryPrometheusGpus({ url: `http://127.0.0.1:${port}`, authorization: 'Bearer t0ken', timeoutMs: 2_000 })).rejects.toThrow(
+      `Prometheus at http://127.0.0.1:${port} answered 302, a redirect to http://127.0.0.1:${elsewherePort}: gpualert never follows one`,
+    );
     expect(hits).toBe(1);
   });
 

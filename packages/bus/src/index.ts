@@ -1,5 +1,11 @@
 export {
-  DEADLETTER_HEADERS, envelopeMessage, type Batch, type BatchContext, type Bus, type ConsumedEnvelope, type OutgoingMessage,
+  DEADLETTER_HEADERS,
+  envelopeMessage,
+  type Batch,
+  type BatchContext,
+  type Bus,
+  type ConsumedEnvelope,
+  type OutgoingMessage,
   type Subscription,
 } from './bus.ts';
 export { MemoryBus } from './memory-bus.ts';

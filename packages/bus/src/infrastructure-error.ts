@@ -12,12 +12,22 @@ export class RetriableError extends GpualertError {
 
 /** Node's socket and DNS failures: the peer is away, not the message bad. */
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH',
-  'ENETDOWN', 'EAI_AGAIN', 'ENOTFOUND', 'ERR_SOCKET_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'ERR_SOCKET_CLOSED',
 ]);
 
 /** ioredis while Redis is away or restarting, and Redis's own "not now" replies. */
-const REDIS_UNAVAILABLE = /^(?:Connection is closed|Stream isn't writeable|Reached the max retries per request limit|(?:LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY)\b)/;
+const REDIS_UNAVAILABLE =
+  /^(?:Connection is closed|Stream isn't writeable|Reached the max retries per request limit|(?:LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY)\b)/;
 
 /**
  * Whether an error thrown by a handler means the infrastructure is away rather than the message

@@ -1,6 +1,14 @@
 import {
-  Kafka, PartitionAssigners, Partitioners, logLevel as KafkaLogLevel, type Admin, type Consumer, type EachBatchPayload,
-  type IHeaders, type Message, type Producer,
+  Kafka,
+  PartitionAssigners,
+  Partitioners,
+  logLevel as KafkaLogLevel,
+  type Admin,
+  type Consumer,
+  type EachBatchPayload,
+  type IHeaders,
+  type Message,
+  type Producer,
 } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import { redactSecrets } from '@gpualert/log';
@@ -60,13 +68,15 @@ export class KafkaBus implements Bus {
       requestTimeout: 10_000,
       retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2_000 },
       logLevel: KafkaLogLevel.WARN,
-      logCreator: () => ({ level, log: entry }) => {
-        const { message, ...detail } = entry;
-        // Limiting the idempotent producer's retries is deliberate: a publish must fail in
-        // bounded time so the caller can answer 503 and the sender retries.
-        if (message.includes('Limiting retries for the idempotent producer')) return;
-        log(level === KafkaLogLevel.ERROR ? 'error' : 'warn', 'kafka', { message, ...detail });
-      },
+      logCreator:
+        () =>
+        ({ level, log: entry }) => {
+          const { message, ...detail } = entry;
+          // Limiting the idempotent producer's retries is deliberate: a publish must fail in
+          // bounded time so the caller can answer 503 and the sender retries.
+          if (message.includes('Limiting retries for the idempotent producer')) return;
+          log(level === KafkaLogLevel.ERROR ? 'error' : 'warn', 'kafka', { message, ...detail });
+        },
     });
     const publishTimeoutMs = options.publishTimeoutMs ?? 10_000;
     this.producer = this.kafka.producer({
@@ -179,8 +189,11 @@ export class KafkaBus implements Bus {
       joined = true;
       rebalancingSince = undefined;
       this.options.log?.('info', 'group_joined', { group: payload.groupId, partitions: Object.values(payload.memberAssignment).flat().length });
-      options.onAssignment?.(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
-        partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition }))));
+      options.onAssignment?.(
+        Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
+          partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition })),
+        ),
+      );
     });
     // A fetch loop that stops, or a batch stuck in its handler, is said out loud (KafkaJS says it at debug level only).
     // A rebalance may hold the fetch loop for up to its timeout: that alone is not a stall.
@@ -228,7 +241,7 @@ export class KafkaBus implements Bus {
     } else {
       for (const p of await whileLeadersMove(() => this.admin.fetchTopicOffsetsByTimestamp(name, options.from))) {
         const offset = Number(p.offset);
-        starts.set(p.partition, offset < 0 ? ends.get(p.partition) ?? 0 : offset);
+        starts.set(p.partition, offset < 0 ? (ends.get(p.partition) ?? 0) : offset);
       }
     }
     const pending = new Set([...ends].filter(([p, end]) => (starts.get(p) ?? end) < end).map(([p]) => p));
@@ -239,7 +252,13 @@ export class KafkaBus implements Bus {
     const group = `gpualert-reader-${randomUUID()}`;
     // Fetches of half a megabyte a partition: big enough to stream a day-long topic fast, small
     // enough that reading one hour pulls little past the hour's end.
-    const consumer = this.kafka.consumer({ groupId: group, maxWaitTimeInMs: 50, sessionTimeout: 10_000, heartbeatInterval: 3_000, maxBytesPerPartition: 512 * 1024 });
+    const consumer = this.kafka.consumer({
+      groupId: group,
+      maxWaitTimeInMs: 50,
+      sessionTimeout: 10_000,
+      heartbeatInterval: 3_000,
+      maxBytesPerPartition: 512 * 1024,
+    });
     let fetched = 0;
     let finish: () => void = () => {};
     const finished = new Promise<void>((resolve) => (finish = resolve));
@@ -274,8 +293,13 @@ export class KafkaBus implements Bus {
             }
             if (timestamp < (options.from ?? -Infinity)) continue;
             out.push({
-              topic, partition: batch.partition, offset, key: m.key ? m.key.toString() : null,
-              value: m.value ?? Buffer.alloc(0), headers: fromKafkaHeaders(m.headers), timestamp,
+              topic,
+              partition: batch.partition,
+              offset,
+              key: m.key ? m.key.toString() : null,
+              value: m.value ?? Buffer.alloc(0),
+              headers: fromKafkaHeaders(m.headers),
+              timestamp,
             });
             if (offset + 1 >= end) pending.delete(batch.partition);
           }
@@ -310,11 +334,17 @@ export class KafkaBus implements Bus {
     }));
     const owned = (): boolean => running() && isRunning() && !isStale();
     const done = await retryBatch({
-      messages, group: options.group, handler: options.handler, publish: (t, m) => this.publish(t, m),
-      lag: Math.max(0, Number(batch.offsetLag())), onDeadLetter: options.onDeadLetter, stillOwned: owned,
+      messages,
+      group: options.group,
+      handler: options.handler,
+      publish: (t, m) => this.publish(t, m),
+      lag: Math.max(0, Number(batch.offsetLag())),
+      onDeadLetter: options.onDeadLetter,
+      stillOwned: owned,
       // Retries and isolating a poison message take seconds: the group must know this member lives.
       keepAlive: () => heartbeat().catch(() => {}),
-      onError: (error, attempt) => this.options.log?.('error', 'batch_failed', { topic, partition: batch.partition, attempt, error: redactSecrets(String(error)) }),
+      onError: (error, attempt) =>
+        this.options.log?.('error', 'batch_failed', { topic, partition: batch.partition, attempt, error: redactSecrets(String(error)) }),
     });
     if (!done || isStale()) return;
     resolveOffset(last.offset);
@@ -396,7 +426,8 @@ async function whileLeadersMove<T>(call: () => Promise<T>): Promise<T> {
 
 function sizeOf(messages: readonly Message[]): number {
   let bytes = 0;
-  for (const m of messages) bytes += (m.value ? Buffer.byteLength(m.value as string | Buffer) : 0) + (m.key ? Buffer.byteLength(m.key as string | Buffer) : 0) + 64;
+  for (const m of messages)
+    bytes += (m.value ? Buffer.byteLength(m.value as string | Buffer) : 0) + (m.key ? Buffer.byteLength(m.key as string | Buffer) : 0) + 64;
   return bytes;
 }
 

@@ -31,10 +31,13 @@ export function fixKafkajsIdleLoop(): void {
   proto.scheduleCheckPendingRequests = function scheduleCheckPendingRequests(this: RequestQueue): void {
     if (this.throttleCheckTimeoutId || this.pending.length === 0) return;
     const throttledFor = this.throttledUntil - Date.now();
-    this.throttleCheckTimeoutId = setTimeout(() => {
-      this.throttleCheckTimeoutId = null;
-      this.checkPendingRequests();
-    }, throttledFor > 0 ? throttledFor : CHECK_PENDING_REQUESTS_INTERVAL_MS);
+    this.throttleCheckTimeoutId = setTimeout(
+      () => {
+        this.throttleCheckTimeoutId = null;
+        this.checkPendingRequests();
+      },
+      throttledFor > 0 ? throttledFor : CHECK_PENDING_REQUESTS_INTERVAL_MS,
+    );
   };
   proto.__gpualertFixed = true;
 }

@@ -2,9 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, write
 import { join } from 'node:path';
 import { redactSecrets } from '@gpualert/log';
 import { must } from '@gpualert/schema';
-import type {
-  Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription,
-} from './bus.ts';
+import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { partitionFor } from './partition-for.ts';
 import { retryBatch } from './retry-batch.ts';
 
@@ -101,7 +99,15 @@ export class MemoryBus implements Bus {
         }
         while (logs.length <= stored.p) logs.push({ start: 0, messages: [] }); // written with more partitions
         const log = must(logs[stored.p], 'the partitions up to this one were just made');
-        log.messages.push({ topic, partition: stored.p, offset: stored.o, key: stored.k, value: Buffer.from(stored.v, 'base64'), headers: stored.h, timestamp: stored.t });
+        log.messages.push({
+          topic,
+          partition: stored.p,
+          offset: stored.o,
+          key: stored.k,
+          value: Buffer.from(stored.v, 'base64'),
+          headers: stored.h,
+          timestamp: stored.t,
+        });
         if (log.messages.length === 1) log.start = stored.o;
         if (log.messages.length > this.retain) {
           log.messages.shift();
@@ -155,7 +161,9 @@ export class MemoryBus implements Bus {
     }
     if (this.dataDir && created.length > 0) {
       // Durable before the publish resolves, as Kafka's acks are.
-      const lines = created.map((m) => JSON.stringify({ p: m.partition, o: m.offset, k: m.key, t: m.timestamp, h: m.headers, v: m.value.toString('base64') } satisfies StoredLine));
+      const lines = created.map((m) =>
+        JSON.stringify({ p: m.partition, o: m.offset, k: m.key, t: m.timestamp, h: m.headers, v: m.value.toString('base64') } satisfies StoredLine),
+      );
       appendFileSync(MemoryBus.fileOf(this.dataDir, topic), `${lines.join('\n')}\n`);
     }
     this.notify();
@@ -222,8 +230,14 @@ export class MemoryBus implements Bus {
       // others and its late commit is refused.
       const session = sessionWatch(sessionTimeoutMs);
       const batch = retryBatch({
-        messages, group: group.id, handler: member.options.handler, publish: (t, m) => this.publish(t, m), lag,
-        onDeadLetter: member.options.onDeadLetter, stillOwned: owned, keepAlive: async () => session.beat(),
+        messages,
+        group: group.id,
+        handler: member.options.handler,
+        publish: (t, m) => this.publish(t, m),
+        lag,
+        onDeadLetter: member.options.onDeadLetter,
+        stillOwned: owned,
+        keepAlive: async () => session.beat(),
         onError: (error, attempt) => this.onError('batch_failed', { group: group.id, key, attempt, error: redactSecrets(String(error)) }),
       });
       const outcome = await Promise.race([batch, session.expired]);

@@ -1,8 +1,5 @@
 import { parseEnvelope } from '@gpualert/schema';
-import {
-  DEADLETTER_HEADERS, type BatchContext, type BatchHandler, type ConsumedEnvelope, type IncomingMessage,
-  type OutgoingMessage,
-} from './bus.ts';
+import { DEADLETTER_HEADERS, type BatchContext, type BatchHandler, type ConsumedEnvelope, type IncomingMessage, type OutgoingMessage } from './bus.ts';
 import { RetriableError } from './infrastructure-error.ts';
 
 export type Publish = (topic: string, messages: readonly OutgoingMessage[]) => Promise<void>;
@@ -30,12 +27,7 @@ export function parseBatch(messages: readonly IncomingMessage[], group: string):
  * everything it published is durable. A publish that failed makes the whole run an infrastructure
  * failure, whatever the handler threw: Kafka was away, the messages were not at fault.
  */
-export async function runHandler(
-  items: readonly ConsumedEnvelope[],
-  handler: BatchHandler,
-  publish: Publish,
-  lag: number,
-): Promise<void> {
+export async function runHandler(items: readonly ConsumedEnvelope[], handler: BatchHandler, publish: Publish, lag: number): Promise<void> {
   const first = items[0];
   if (!first) return;
   const produced: Promise<void>[] = [];

@@ -12,14 +12,20 @@ function message(offset: number, line: string): IncomingMessage {
 function harness(messages: IncomingMessage[], handler: BatchRun['handler']) {
   const published: { topic: string; messages: readonly OutgoingMessage[] }[] = [];
   const run: BatchRun = {
-    messages, group: 'g', handler, lag: 0, stillOwned: () => true, onError: () => {}, backoffMs: () => 0,
+    messages,
+    group: 'g',
+    handler,
+    lag: 0,
+    stillOwned: () => true,
+    onError: () => {},
+    backoffMs: () => 0,
     publish: async (topic, out) => void published.push({ topic, messages: out }),
   };
   const on = (topic: string) => published.filter((p) => p.topic === topic).flatMap((p) => p.messages);
   return { run, on };
 }
 
-describe('the bus decides retry or dead letter by the error\'s retriable, and records its code', () => {
+describe("the bus decides retry or dead letter by the error's retriable, and records its code", () => {
   it('retries a handler that throws a retriable GpualertError past MAX_HANDLER_ATTEMPTS, and dead-letters nothing', async () => {
     let failing = 3 * MAX_HANDLER_ATTEMPTS;
     const handled: number[] = [];
@@ -58,7 +64,7 @@ describe('the bus decides retry or dead letter by the error\'s retriable, and re
     expect(codes).toEqual({ 0: 'GA-INTERNAL', 1: 'GA-ENVELOPE-INVALID' });
   });
 
-  it('keeps today\'s recognition: RetriableError is GA-INFRA-UNAVAILABLE and retriable; KafkaJS, ioredis and socket errors are outages', () => {
+  it("keeps today's recognition: RetriableError is GA-INFRA-UNAVAILABLE and retriable; KafkaJS, ioredis and socket errors are outages", () => {
     const e = new RetriableError('Redis away', { cause: new Error('Connection is closed.') });
     expect([e.code, e.retriable, e.name, e instanceof GpualertError]).toEqual(['GA-INFRA-UNAVAILABLE', true, 'RetriableError', true]);
     const kafka = Object.assign(new Error('Connection timeout'), { name: 'KafkaJSNumberOfRetriesExceeded', retriable: false });

@@ -14,7 +14,13 @@ const lines = (batch: Batch) => batch.items.map(({ envelope }) => (envelope.type
 function harness(messages: IncomingMessage[], handler: BatchRun['handler'], extra: Partial<BatchRun> = {}) {
   const published: { topic: string; messages: readonly OutgoingMessage[] }[] = [];
   const run: BatchRun = {
-    messages, group: 'g', handler, lag: 0, stillOwned: () => true, onError: () => {}, backoffMs: () => 0,
+    messages,
+    group: 'g',
+    handler,
+    lag: 0,
+    stillOwned: () => true,
+    onError: () => {},
+    backoffMs: () => 0,
     publish: async (topic, out) => void published.push({ topic, messages: out }),
     ...extra,
   };
@@ -54,7 +60,7 @@ describe('retryBatch', () => {
     expect(on(TOPICS.deadletter)[0]!.headers?.[DEADLETTER_HEADERS.attempts]).toBe(String(MAX_HANDLER_ATTEMPTS));
   });
 
-  it('retries without limit while the handler\'s own publish fails (Kafka away), whatever the handler throws', async () => {
+  it("retries without limit while the handler's own publish fails (Kafka away), whatever the handler throws", async () => {
     let failing = 3 * MAX_HANDLER_ATTEMPTS;
     const handled: string[] = [];
     const { run, on } = harness([message(0, 'h', 'a'), message(1, 'h', 'b')], async (batch, context) => {
@@ -76,10 +82,14 @@ describe('retryBatch', () => {
 
   it('gives up uncommitted, dead-lettering nothing, when the partition is taken away mid-isolation', async () => {
     let calls = 0;
-    const { run, published } = harness([message(0, 'h', 'a'), message(1, 'h', 'b')], async () => {
-      calls += 1;
-      throw new Error('bug');
-    }, { stillOwned: () => calls < MAX_HANDLER_ATTEMPTS + 1 });
+    const { run, published } = harness(
+      [message(0, 'h', 'a'), message(1, 'h', 'b')],
+      async () => {
+        calls += 1;
+        throw new Error('bug');
+      },
+      { stillOwned: () => calls < MAX_HANDLER_ATTEMPTS + 1 },
+    );
     expect(await retryBatch(run)).toBe(false);
     expect(published).toEqual([]);
   });
@@ -95,18 +105,39 @@ describe('retryBatch', () => {
   });
 
   it('commits once the dead letter is durable even when the dead-letter hook keeps failing', async () => {
-    const { run, on } = harness([message(0, 'h', 'a')], async () => {
-      throw new Error('bug');
-    }, { onDeadLetter: async () => { throw new Error('hook bug'); } });
+    const { run, on } = harness(
+      [message(0, 'h', 'a')],
+      async () => {
+        throw new Error('bug');
+      },
+      {
+        onDeadLetter: async () => {
+          throw new Error('hook bug');
+        },
+      },
+    );
     expect(await retryBatch(run)).toBe(true);
     expect(on(TOPICS.deadletter)).toHaveLength(1);
   });
 
   it('raises no pipeline alert for a poison pipeline alert, so an alert consumer cannot feed itself', async () => {
-    const alert = envelopeMessage(newEnvelope({
-      type: 'alert', host: 'gpualert', source: 't',
-      data: { fingerprint: 'f', status: 'firing', severity: 'error', category: 'pipeline', rule: 'r', summary: 's', starts_at: '2026-01-01T00:00:00.000Z', evidence: [] },
-    }));
+    const alert = envelopeMessage(
+      newEnvelope({
+        type: 'alert',
+        host: 'gpualert',
+        source: 't',
+        data: {
+          fingerprint: 'f',
+          status: 'firing',
+          severity: 'error',
+          category: 'pipeline',
+          rule: 'r',
+          summary: 's',
+          starts_at: '2026-01-01T00:00:00.000Z',
+          evidence: [],
+        },
+      }),
+    );
     const { run, on } = harness([{ ...message(0, 'gpualert', 'x'), value: Buffer.from(alert.value) }], async () => {
       throw new Error('bug');
     });
@@ -124,7 +155,12 @@ describe('isInfrastructureError', () => {
     for (const e of [kafka, redis, refused, new Error('Connection is closed.'), new RetriableError('x'), new Error('wrapped', { cause: refused })]) {
       expect(isInfrastructureError(e)).toBe(true);
     }
-    for (const e of [new TypeError("Cannot read properties of undefined (reading 'x')"), new RangeError('Maximum call stack size exceeded'), 'a string', null]) {
+    for (const e of [
+      new TypeError("Cannot read properties of undefined (reading 'x')"),
+      new RangeError('Maximum call stack size exceeded'),
+      'a string',
+      null,
+    ]) {
       expect(isInfrastructureError(e)).toBe(false);
     }
   });

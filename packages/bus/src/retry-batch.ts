@@ -56,7 +56,8 @@ type Settled = { readonly ok: true } | { readonly ok: false; readonly error: unk
 export async function retryBatch(run: BatchRun): Promise<boolean> {
   const { items, invalid } = parseBatch(run.messages, run.group);
   // An outage is waited out up to 5 s apart; a bug is retried quickly, it will not go away by waiting.
-  const backoff = run.backoffMs ?? ((attempt: number, outage: boolean) => (outage ? Math.min(5_000, 50 * 2 ** Math.min(attempt, 7)) : Math.min(1_000, 25 * 2 ** attempt)));
+  const backoff =
+    run.backoffMs ?? ((attempt: number, outage: boolean) => (outage ? Math.min(5_000, 50 * 2 ** Math.min(attempt, 7)) : Math.min(1_000, 25 * 2 ** attempt)));
   // How many failed runs each message was part of, for its dead letter.
   const failedRuns = new Array<number>(items.length).fill(0);
 
@@ -84,8 +85,7 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
     }
   };
   // Items [start, end) of the batch; a part's lag counts the batch's messages after it.
-  const handle = (start: number, end: number) => () =>
-    runHandler(items.slice(start, end), run.handler, run.publish, run.lag + items.length - end);
+  const handle = (start: number, end: number) => () => runHandler(items.slice(start, end), run.handler, run.publish, run.lag + items.length - end);
 
   const poison: { index: number; error: unknown }[] = [];
   if (items.length > 0) {
@@ -129,7 +129,10 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
 
 function halves(start: number, end: number): [number, number][] {
   const middle = start + Math.ceil((end - start) / 2);
-  return [[start, middle], [middle, end]];
+  return [
+    [start, middle],
+    [middle, end],
+  ];
 }
 
 /** What a person reading the dead letter needs: who failed and the error, with no secret in it. */

@@ -12,9 +12,17 @@ import { DEMO_RECORDINGS } from './demo-feeder.ts';
 async function printed(alerts: readonly EnvelopeOf<'alert'>[]): Promise<string[]> {
   const bus = new MemoryBus({ partitions: 1 });
   let out = '';
-  const sink = new Writable({ write(chunk, _e, done) { out += String(chunk); done(); } });
+  const sink = new Writable({
+    write(chunk, _e, done) {
+      out += String(chunk);
+      done();
+    },
+  });
   const printer = await printAlerts(bus, sink);
-  await bus.publish(TOPICS.alerts, alerts.map((a) => envelopeMessage(a)));
+  await bus.publish(
+    TOPICS.alerts,
+    alerts.map((a) => envelopeMessage(a)),
+  );
   const deadline = Date.now() + 5_000;
   const lines = () => out.split('\n').filter((l) => /^\d\d:\d\d:\d\d /.test(l));
   while (lines().length < alerts.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -27,14 +35,34 @@ describe('the embedded console', () => {
   it('prints an alert whose text carries escape sequences and newlines as one inert line', async () => {
     const bus = new MemoryBus({ partitions: 1 });
     let out = '';
-    const sink = new Writable({ write(chunk, _e, done) { out += String(chunk); done(); } });
+    const sink = new Writable({
+      write(chunk, _e, done) {
+        out += String(chunk);
+        done();
+      },
+    });
     const printer = await printAlerts(bus, sink);
     const summary = 'desc\u001b[31mRED\u001b[0m\nFAKE 02:00:00  CRITICAL  other-host  [xid]  forged line\r\u001b[1A\u001b[2Kerased';
-    await bus.publish(TOPICS.alerts, [envelopeMessage(newEnvelope({
-      type: 'alert', host: 'gpu-node-1', source: 'test', data: {
-        fingerprint: 'f1', status: 'firing', severity: 'critical', category: 'xid', rule: 'r', summary, action: 'reboot\u001b]0;PWNED\u0007', starts_at: new Date().toISOString(), evidence: [],
-      },
-    }))]);
+    await bus.publish(TOPICS.alerts, [
+      envelopeMessage(
+        newEnvelope({
+          type: 'alert',
+          host: 'gpu-node-1',
+          source: 'test',
+          data: {
+            fingerprint: 'f1',
+            status: 'firing',
+            severity: 'critical',
+            category: 'xid',
+            rule: 'r',
+            summary,
+            action: 'reboot\u001b]0;PWNED\u0007',
+            starts_at: new Date().toISOString(),
+            evidence: [],
+          },
+        }),
+      ),
+    ]);
     const deadline = Date.now() + 5_000;
     while (!out.includes('PWNED') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await printer.stop();
@@ -70,10 +98,27 @@ describe('the embedded console', () => {
   });
 
   it('names no incident where none opens: maintenance notices and alerts the engine did not judge', async () => {
-    const alert = (source: string, category: 'maintenance' | 'thermal', fingerprint: string) => newEnvelope({
-      type: 'alert', host: 'gpu-node-1', source, data: { fingerprint, status: 'firing', severity: 'warning', category, rule: 'r', summary: `${source} ${category}`, starts_at: new Date().toISOString(), evidence: [] },
-    });
-    const lines = await printed([alert(ENGINE_SOURCE, 'maintenance', 'm1'), alert('intake/alertmanager', 'thermal', 'a1'), alert(ENGINE_SOURCE, 'thermal', 't1')]);
+    const alert = (source: string, category: 'maintenance' | 'thermal', fingerprint: string) =>
+      newEnvelope({
+        type: 'alert',
+        host: 'gpu-node-1',
+        source,
+        data: {
+          fingerprint,
+          status: 'firing',
+          severity: 'warning',
+          category,
+          rule: 'r',
+          summary: `${source} ${category}`,
+          starts_at: new Date().toISOString(),
+          evidence: [],
+        },
+      });
+    const lines = await printed([
+      alert(ENGINE_SOURCE, 'maintenance', 'm1'),
+      alert('intake/alertmanager', 'thermal', 'a1'),
+      alert(ENGINE_SOURCE, 'thermal', 't1'),
+    ]);
     expect(lines).toHaveLength(3);
     expect(lines.slice(0, 2).every((l) => !l.includes('incident'))).toBe(true);
     expect(lines[2]).toMatch(/\(incident t1\)$/); // the one that does: a lone engine alert is an incident of its own

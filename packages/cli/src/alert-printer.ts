@@ -2,7 +2,12 @@ import type { Bus, Subscription } from '@gpualert/bus';
 import { ENGINE_SOURCE } from '@gpualert/engine';
 import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
 
-const COLOR = new Map<string, string>([['critical', '\x1b[1;31m'], ['error', '\x1b[31m'], ['warning', '\x1b[33m'], ['info', '\x1b[36m']]);
+const COLOR = new Map<string, string>([
+  ['critical', '\x1b[1;31m'],
+  ['error', '\x1b[31m'],
+  ['warning', '\x1b[33m'],
+  ['info', '\x1b[36m'],
+]);
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /**
@@ -65,8 +70,16 @@ export function printAlerts(bus: Bus, out: NodeJS.WritableStream = process.stdou
         const tag = color ? `${COLOR.get(a.severity) ?? ''}${severity}\x1b[0m` : severity;
         const status = a.status === 'resolved' ? 'RESOLVED ' : '';
         const incident = incidents.incidentOf(envelope);
-        const flags = [a.expected ? 'expected (maintenance)' : '', incident ? `incident ${printable(incident)}` : '', a.root_cause ? `root cause ${printable(a.root_cause)}` : ''].filter(Boolean).join(', ');
-        out.write(`${envelope.ts.slice(11, 19)}  ${tag} ${status}${printable(envelope.host)}${a.gpu ? ` GPU ${a.gpu.index}` : ''}  [${a.category}]  ${printable(a.summary)}${flags ? `  (${flags})` : ''}\n`);
+        const flags = [
+          a.expected ? 'expected (maintenance)' : '',
+          incident ? `incident ${printable(incident)}` : '',
+          a.root_cause ? `root cause ${printable(a.root_cause)}` : '',
+        ]
+          .filter(Boolean)
+          .join(', ');
+        out.write(
+          `${envelope.ts.slice(11, 19)}  ${tag} ${status}${printable(envelope.host)}${a.gpu ? ` GPU ${a.gpu.index}` : ''}  [${a.category}]  ${printable(a.summary)}${flags ? `  (${flags})` : ''}\n`,
+        );
         if (a.status === 'firing' && a.action) out.write(`          → ${printable(a.action)}\n`);
       }
     },

@@ -14,8 +14,16 @@ export class CliError extends GpualertError {
 
 /** Codes that mean the input or the configuration is wrong: fixing them is the person's job (exit 2). */
 const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'GA-CLI-USAGE', 'GA-CONFIG-INVALID', 'GA-SILENCE-INVALID', 'GA-NOTIFIER-CONFIG-INVALID', 'GA-RECEIVER-INVALID',
-  'GA-RECORDING-INVALID', 'GA-INCIDENT-UNKNOWN', 'GA-ENVELOPE-INVALID', 'GA-TEMPLATE-INVALID', 'GA-CSV-INVALID',
+  'GA-CLI-USAGE',
+  'GA-CONFIG-INVALID',
+  'GA-SILENCE-INVALID',
+  'GA-NOTIFIER-CONFIG-INVALID',
+  'GA-RECEIVER-INVALID',
+  'GA-RECORDING-INVALID',
+  'GA-INCIDENT-UNKNOWN',
+  'GA-ENVELOPE-INVALID',
+  'GA-TEMPLATE-INVALID',
+  'GA-CSV-INVALID',
 ]);
 
 /** How the CLI reports a failure: the code, and the exit status it maps to. */
@@ -35,13 +43,22 @@ export function cliFailure(error: unknown): CliFailure {
   // A CliError that wraps a GpualertError (passed as its cause) reports the cause's code, the more telling one.
   const known = (error instanceof CliError ? gpualertErrorIn(error.cause) : undefined) ?? gpualertErrorIn(error);
   const code: ErrorCode = known?.code ?? 'GA-INTERNAL';
-  const exitCode = error instanceof CliError ? error.exitCode
-    : known === undefined ? EXIT.failed
-      : USAGE_CODES.has(code) ? EXIT.usage
-        : known.retriable ? EXIT.unavailable
-          : EXIT.failed;
+  const exitCode =
+    error instanceof CliError
+      ? error.exitCode
+      : known === undefined
+        ? EXIT.failed
+        : USAGE_CODES.has(code)
+          ? EXIT.usage
+          : known.retriable
+            ? EXIT.unavailable
+            : EXIT.failed;
   const message = error instanceof Error ? error.message : String(error);
-  const text = message.split('\n').filter((line) => line !== '').map((line) => `error[${code}]: ${line}`).join('\n');
+  const text = message
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => `error[${code}]: ${line}`)
+    .join('\n');
   return { code, exitCode, text };
 }
 

@@ -11,8 +11,13 @@ export const DEMO_RECORDINGS = { incident: DEMO_RECORDING, cooling: bundledPath(
 export type DemoRecording = keyof typeof DEMO_RECORDINGS;
 
 const TOPIC: Partial<Record<Envelope['type'], string>> = {
-  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents, 'host.inventory': TOPICS.hostInventory,
-  'host.sample': TOPICS.hostSamples, 'bmc.event': TOPICS.bmcEvents, 'job.event': TOPICS.jobEvents,
+  'gpu.sample': TOPICS.gpuSamples,
+  'kernel.event': TOPICS.kernelEvents,
+  'provider.event': TOPICS.providerEvents,
+  'host.inventory': TOPICS.hostInventory,
+  'host.sample': TOPICS.hostSamples,
+  'bmc.event': TOPICS.bmcEvents,
+  'job.event': TOPICS.jobEvents,
 };
 
 /**
@@ -20,11 +25,14 @@ const TOPIC: Partial<Record<Envelope['type'], string>> = {
  * provider payloads parsed on the way), `speed` times faster than it happened.
  */
 export async function playDemo(bus: Bus, catalog: XidCatalog, speed: number, stopped: () => boolean, recording: string = DEMO_RECORDING): Promise<number> {
-  const envelopes = readFileSync(recording, 'utf8').split('\n').filter((l) => l !== '').map((line, i) => {
-    const parsed = parseEnvelope(line);
-    if (!parsed.ok) throw new Error(`${recording}:${i + 1}: ${parsed.error.message}`);
-    return parsed.value;
-  });
+  const envelopes = readFileSync(recording, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((line, i) => {
+      const parsed = parseEnvelope(line);
+      if (!parsed.ok) throw new Error(`${recording}:${i + 1}: ${parsed.error.message}`);
+      return parsed.value;
+    });
   const parsers = new Map<string, KernelLogParser>();
   const [first] = envelopes;
   if (!first) throw new Error(`${recording}: no envelopes to play`);
@@ -39,19 +47,49 @@ export async function playDemo(bus: Bus, catalog: XidCatalog, speed: number, sto
     // The recording's clock closes kernel bursts, as the collector's clock would.
     for (const [host, parser] of parsers) {
       for (const event of parser.tick(at)) {
-        out.push(newEnvelope({ type: 'kernel.event', id: stableId(host, event.position, event.ts), host, source: 'collector-kernel/demo', ts: event.ts, data: event.data }));
+        out.push(
+          newEnvelope({
+            type: 'kernel.event',
+            id: stableId(host, event.position, event.ts),
+            host,
+            source: 'collector-kernel/demo',
+            ts: event.ts,
+            data: event.data,
+          }),
+        );
       }
     }
     if (envelope.type === 'kernel.line') {
       let parser = parsers.get(envelope.host);
       if (!parser) parsers.set(envelope.host, (parser = new KernelLogParser({ catalog })));
       for (const event of parser.push(envelope.data.line, at)) {
-        out.push(newEnvelope({ type: 'kernel.event', id: stableId(envelope.host, event.position, event.ts), host: envelope.host, source: 'collector-kernel/demo', ts: event.ts, labels: envelope.labels, data: event.data }));
+        out.push(
+          newEnvelope({
+            type: 'kernel.event',
+            id: stableId(envelope.host, event.position, event.ts),
+            host: envelope.host,
+            source: 'collector-kernel/demo',
+            ts: event.ts,
+            labels: envelope.labels,
+            data: event.data,
+          }),
+        );
       }
     } else if (envelope.type === 'provider.raw') {
       const result = ADAPTERS[envelope.data.provider](envelope.data.payload, { host: envelope.host, receivedAt: envelope.ts });
       if (result.ok) {
-        for (const data of result.events) out.push(newEnvelope({ type: 'provider.event', id: stableId(envelope.id, data.event_id), host: envelope.host, source: 'collector-provider/demo', ts: envelope.ts, labels: envelope.labels, data }));
+        for (const data of result.events)
+          out.push(
+            newEnvelope({
+              type: 'provider.event',
+              id: stableId(envelope.id, data.event_id),
+              host: envelope.host,
+              source: 'collector-provider/demo',
+              ts: envelope.ts,
+              labels: envelope.labels,
+              data,
+            }),
+          );
       }
     } else {
       out.push(envelope);

@@ -1,6 +1,12 @@
 import { CliError } from './cli-error.ts';
 
-const UNITS = new Map<string, number>([['ms', 1], ['s', 1_000], ['m', 60_000], ['h', 3_600_000], ['d', 86_400_000]]);
+const UNITS = new Map<string, number>([
+  ['ms', 1],
+  ['s', 1_000],
+  ['m', 60_000],
+  ['h', 3_600_000],
+  ['d', 86_400_000],
+]);
 
 /** A unit's milliseconds; no unit is seconds. The pattern takes only the units the table has. */
 export function unitMs(unit: string | undefined): number {

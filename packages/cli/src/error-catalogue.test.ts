@@ -57,7 +57,8 @@ describe('every error code is in the catalogue (docs/errors.md)', () => {
     for (const file of files) {
       const text = readFileSync(file, 'utf8');
       for (const [, code] of text.matchAll(/'(GA-[A-Z0-9-]+)'/g)) seen.add(code!);
-      for (const [, name] of text.matchAll(/class (\w+) extends Error\b/g)) if (!LOCAL_CONTROL_FLOW.has(name!)) bare.push(`${file.slice(ROOT.length)}: ${name}`);
+      for (const [, name] of text.matchAll(/class (\w+) extends Error\b/g))
+        if (!LOCAL_CONTROL_FLOW.has(name!)) bare.push(`${file.slice(ROOT.length)}: ${name}`);
     }
     expect(seen.size).toBeGreaterThan(5);
     expect([...seen].filter((code) => !rows.has(code) || !Object.hasOwn(ERROR_CODES, code))).toEqual([]);
@@ -65,22 +66,30 @@ describe('every error code is in the catalogue (docs/errors.md)', () => {
   });
 });
 
-describe('the CLI reports errors as error[CODE] with the code\'s exit status', () => {
+describe("the CLI reports errors as error[CODE] with the code's exit status", () => {
   it('keeps the exit codes people script against: bad input 2, a failure 1, away 75', () => {
     expect(cliFailure(new CliError('gpualert timeline: --from must be before --to'))).toEqual({
-      code: 'GA-CLI-USAGE', exitCode: EXIT.usage, text: 'error[GA-CLI-USAGE]: gpualert timeline: --from must be before --to',
+      code: 'GA-CLI-USAGE',
+      exitCode: EXIT.usage,
+      text: 'error[GA-CLI-USAGE]: gpualert timeline: --from must be before --to',
     });
     expect(cliFailure(new CliError('gpualert intake: port 9468 is in use', EXIT.failed)).exitCode).toBe(1);
-    expect(cliFailure(new ConfigError('invalid config: KAFKA_BROKERS (environment): expected host:port')).text).toBe('error[GA-CONFIG-INVALID]: invalid config: KAFKA_BROKERS (environment): expected host:port');
+    expect(cliFailure(new ConfigError('invalid config: KAFKA_BROKERS (environment): expected host:port')).text).toBe(
+      'error[GA-CONFIG-INVALID]: invalid config: KAFKA_BROKERS (environment): expected host:port',
+    );
     expect(cliFailure(new GpualertError('GA-INFRA-UNAVAILABLE', 'Redis at redis://…: Connection is closed.')).exitCode).toBe(75);
     expect(cliFailure(new Error('wrapped', { cause: new ConfigError('bad') })).code).toBe('GA-CONFIG-INVALID');
     expect(cliFailure(new TypeError('x is undefined'))).toEqual({ code: 'GA-INTERNAL', exitCode: 1, text: 'error[GA-INTERNAL]: x is undefined' });
   });
 
-  it('a CliError wrapping a GpualertError reports the cause\'s code, and every line of a message is its own error line', () => {
-    const wrapped = new CliError('gpualert silence add: a silence needs a comment', EXIT.usage, { cause: new GpualertError('GA-SILENCE-INVALID', 'a silence needs a comment') });
+  it("a CliError wrapping a GpualertError reports the cause's code, and every line of a message is its own error line", () => {
+    const wrapped = new CliError('gpualert silence add: a silence needs a comment', EXIT.usage, {
+      cause: new GpualertError('GA-SILENCE-INVALID', 'a silence needs a comment'),
+    });
     expect(cliFailure(wrapped)).toMatchObject({ code: 'GA-SILENCE-INVALID', exitCode: 2 });
-    expect(cliFailure(new CliError('gpualert rules check: a.yaml:3: bad\ngpualert rules check: b.yaml:9: worse')).text.split('\n'))
-      .toEqual(['error[GA-CLI-USAGE]: gpualert rules check: a.yaml:3: bad', 'error[GA-CLI-USAGE]: gpualert rules check: b.yaml:9: worse']);
+    expect(cliFailure(new CliError('gpualert rules check: a.yaml:3: bad\ngpualert rules check: b.yaml:9: worse')).text.split('\n')).toEqual([
+      'error[GA-CLI-USAGE]: gpualert rules check: a.yaml:3: bad',
+      'error[GA-CLI-USAGE]: gpualert rules check: b.yaml:9: worse',
+    ]);
   });
 });

@@ -58,26 +58,33 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride(); // set before the subcommands, which inherit it
 
-  withCommonOptions(
-    program.command('up').description('run every service in one process (embedded bus and store by default)'),
-  )
+  withCommonOptions(program.command('up').description('run every service in one process (embedded bus and store by default)'))
     .option('--demo', 'play a bundled incident so alerts flow without a GPU')
     .option('--speed <factor>', 'with --demo: how many times faster than real time', '120')
-    .option('--demo-recording <name>', 'with --demo: incident | cooling (a chassis fan fails, two GPUs warm up: one cooling incident) | job (a 4-host training job loses a GPU: one job incident) (default incident)')
+    .option(
+      '--demo-recording <name>',
+      'with --demo: incident | cooling (a chassis fan fails, two GPUs warm up: one cooling incident) | job (a 4-host training job loses a GPU: one job incident) (default incident)',
+    )
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: record every decision only)')
     .option('--data-dir <dir>', 'where the embedded mode keeps its log (also GPUALERT_DATA_DIR; default ~/.local/share/gpualert)')
     .option('--intake-port <port>', 'the provider webhook intake (also GPUALERT_INTAKE_PORT; default 9468; 0 picks a free one)')
-    .option('--notifier-port <port>', "the notifier's API, Alertmanager's v2 included, when GPUALERT_NOTIFIER_TOKEN is set (also GPUALERT_NOTIFIER_PORT; default 9095; 0 picks a free one)")
-    .option('--engine-port <port>', "the engine's /metrics (the fleet for Prometheus and Grafana) and /healthz (also GPUALERT_ENGINE_PORT; default 9470; 0 picks a free one)")
+    .option(
+      '--notifier-port <port>',
+      "the notifier's API, Alertmanager's v2 included, when GPUALERT_NOTIFIER_TOKEN is set (also GPUALERT_NOTIFIER_PORT; default 9095; 0 picks a free one)",
+    )
+    .option(
+      '--engine-port <port>',
+      "the engine's /metrics (the fleet for Prometheus and Grafana) and /healthz (also GPUALERT_ENGINE_PORT; default 9470; 0 picks a free one)",
+    )
     .action(run(up));
 
   withCommonOptions(program.command('agent').description('every collector a GPU host needs, in one process, with /healthz and /metrics'))
-    .option('--host <host>', 'this machine\'s id (also GPUALERT_HOST; default: the hostname)')
+    .option('--host <host>', "this machine's id (also GPUALERT_HOST; default: the hostname)")
     .option('--label <key=value...>', 'labels for every envelope (cluster, rack, job…)')
     .option('--nvidia-smi <path>', 'the nvidia-smi binary (default nvidia-smi)')
     .option('--gpu-source <source>', 'nvidia-smi | dcgm | none (default nvidia-smi)')
-    .option('--dcgm-url <url>', 'with dcgm: the exporter\'s /metrics URL')
+    .option('--dcgm-url <url>', "with dcgm: the exporter's /metrics URL")
     .option('--gpu-interval <duration>', 'time between GPU scrapes (default 10s)')
     .option('--gpu-timeout <duration>', 'a scrape or poll slower than this is a failure (default 5s)')
     .option('--proc-root <dir>', 'where /proc and /etc/passwd are read to attribute GPU processes to jobs (default /)')
@@ -87,8 +94,8 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--catalog <file>', 'the Xid catalog (default: the bundled one)')
     .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where the inventory asks for the instance id (default auto)')
     .option('--inventory-interval <duration>', 'how often to look for inventory changes (default 5m)')
-    .option('--provider <name>', 'none | aws-imds | gcp | azure: poll this provider\'s maintenance notices (default none)')
-    .option('--provider-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
+    .option('--provider <name>', "none | aws-imds | gcp | azure: poll this provider's maintenance notices (default none)")
+    .option('--provider-endpoint <url>', "the metadata service's base URL (default: the provider's own)")
     .option('--provider-interval <duration>', 'time between provider polls (default 10s)')
     .option('--port <port>', '/healthz and /metrics (also GPUALERT_AGENT_PORT; default 9469; 0 picks a free one)')
     .option('--listen <address>', 'address to listen on (also GPUALERT_AGENT_LISTEN; default 0.0.0.0)')
@@ -97,12 +104,12 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   const collect = program.command('collect').description('run one collector on this host');
   const collector = (name: string, about: string) =>
     withCommonOptions(collect.command(name).description(about))
-      .option('--host <host>', 'this machine\'s id (default: the hostname)')
+      .option('--host <host>', "this machine's id (default: the hostname)")
       .option('--label <key=value...>', 'labels for every envelope (cluster, rack, job…)')
       .option('--nvidia-smi <path>', 'the nvidia-smi binary', 'nvidia-smi');
   collector('gpu', 'GPU metrics from nvidia-smi or a DCGM exporter')
     .option('--source <source>', 'nvidia-smi | dcgm', 'nvidia-smi')
-    .option('--url <url>', 'with dcgm: the exporter\'s /metrics URL')
+    .option('--url <url>', "with dcgm: the exporter's /metrics URL")
     .option('--interval <duration>', 'time between scrapes', '10s')
     .option('--timeout <duration>', 'a scrape slower than this is a failure', '5s')
     .option('--proc-root <dir>', 'where /proc and /etc/passwd are read to attribute GPU processes to jobs (default /)')
@@ -112,17 +119,22 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--source <source>', 'kmsg | journal | dmesg | file (default: file with --file, else kmsg, else journal)')
     .option('--file <path>', 'follow this file')
     .option('--catalog <file>', 'the Xid catalog', undefined)
-    .option('--topology <file>', 'the host\'s PCI tree (lspci -tvnn, sysfs links or the inventory\'s JSON), so a port\'s AER error names the GPUs below it')
+    .option('--topology <file>', "the host's PCI tree (lspci -tvnn, sysfs links or the inventory's JSON), so a port's AER error names the GPUs below it")
     .action(run(collectKernel));
   withCommonOptions(collect.command('provider').description("the cloud provider's maintenance notices from its metadata service"))
     .requiredOption('--provider <name>', 'aws-imds | gcp | azure')
-    .option('--host <host>', 'this machine\'s id (default: the hostname)')
-    .option('--endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
+    .option('--host <host>', "this machine's id (default: the hostname)")
+    .option('--endpoint <url>', "the metadata service's base URL (default: the provider's own)")
     .option('--interval <duration>', 'time between polls', '10s')
     .option('--timeout <duration>', 'a poll slower than this is a failure', '2s')
     .action(run(collectProvider));
-  withCommonOptions(collect.command('prometheus').description("the fleet's dcgm-exporter series through Prometheus' HTTP API: one central collector, no agent per host"))
-    .requiredOption('--url <url>', "Prometheus' base URL (credentials: GPUALERT_PROMETHEUS_TOKEN, or GPUALERT_PROMETHEUS_USER and GPUALERT_PROMETHEUS_PASSWORD)")
+  withCommonOptions(
+    collect.command('prometheus').description("the fleet's dcgm-exporter series through Prometheus' HTTP API: one central collector, no agent per host"),
+  )
+    .requiredOption(
+      '--url <url>',
+      "Prometheus' base URL (credentials: GPUALERT_PROMETHEUS_TOKEN, or GPUALERT_PROMETHEUS_USER and GPUALERT_PROMETHEUS_PASSWORD)",
+    )
     .option('--selector <selector>', 'the series to read', '{__name__=~"DCGM_FI_.*"}')
     .option('--host-label <label...>', 'labels that name the machine, first found wins (default: Hostname, hostname; then instance without its port)')
     .option('--interval <duration>', 'time between queries', '15s')
@@ -131,12 +143,12 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .action(run(collectPrometheus));
   collector('inventory', "the host's fingerprint: GPUs, driver, CUDA, provider")
     .option('--metadata <provider>', 'auto | none | aws | gcp | azure: where to ask for the instance id', 'auto')
-    .option('--metadata-endpoint <url>', 'the metadata service\'s base URL (default: the provider\'s own)')
+    .option('--metadata-endpoint <url>', "the metadata service's base URL (default: the provider's own)")
     .option('--interval <duration>', 'how often to look for changes', '5m')
     .option('--timeout <duration>', 'nvidia-smi and metadata timeout', '5s')
     .action(run(collectInventory));
-  withCommonOptions(collect.command('job').description('a training job\'s log: steps, checkpoints, NCCL and CUDA failures (rules/job-patterns.yaml)'))
-    .option('--host <host>', 'this machine\'s id (default: the hostname)')
+  withCommonOptions(collect.command('job').description("a training job's log: steps, checkpoints, NCCL and CUDA failures (rules/job-patterns.yaml)"))
+    .option('--host <host>', "this machine's id (default: the hostname)")
     .option('--label <key=value...>', 'labels for every envelope (cluster, team…)')
     .requiredOption('--job <id>', 'the job these lines belong to (its Slurm id, pod, run name…)')
     .option('--rank <n>', 'the rank, for lines that do not say')
@@ -148,11 +160,14 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--step-interval <duration>', 'at most one step event per this long (the newest)', '10s')
     .action(run(collectJob));
   withCommonOptions(collect.command('bmc').description("the BMC's fans, temperatures, PSUs, health and log (Redfish, or ipmitool)"))
-    .option('--redfish <url>', 'the BMC\'s Redfish service, https://bmc[:port]')
+    .option('--redfish <url>', "the BMC's Redfish service, https://bmc[:port]")
     .option('--targets <file>', 'many BMCs: "HOST https://BMC" per line (one process polls them all)')
-    .option('--ipmitool', 'read this host\'s BMC with ipmitool sdr elist and sel elist instead')
+    .option('--ipmitool', "read this host's BMC with ipmitool sdr elist and sel elist instead")
     .option('--ipmitool-path <path>', 'with --ipmitool: the binary', 'ipmitool')
-    .option('--ipmitool-args <args>', 'with --ipmitool: arguments before the command, e.g. "-I lanplus -H bmc -U admin -E" (password in IPMI_PASSWORD, never -P)')
+    .option(
+      '--ipmitool-args <args>',
+      'with --ipmitool: arguments before the command, e.g. "-I lanplus -H bmc -U admin -E" (password in IPMI_PASSWORD, never -P)',
+    )
     .option('--host <host>', 'the host the BMC manages (default: the hostname)')
     .option('--label <key=value...>', 'labels for every envelope (cluster, rack, job…)')
     .option('--auth <auth>', 'session | basic | none', 'session')
@@ -174,11 +189,14 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--port <port>', 'port to listen on (also GPUALERT_INTAKE_PORT; default 9468)', undefined)
     .option('--listen <address>', 'address to bind (also GPUALERT_INTAKE_LISTEN; default 0.0.0.0)')
     .option('--secrets-file <file>', 'YAML with secrets: [whsec_…] and token (also GPUALERT_INTAKE_SECRETS_FILE)')
-    .addHelpText('after', '\nSecrets: GPUALERT_INTAKE_SECRETS (whsec_…, comma-separated for rotation), GPUALERT_INTAKE_TOKEN and\nGPUALERT_INTAKE_TOKEN_HEADER for senders that cannot sign, or --secrets-file. Never on the command line.')
+    .addHelpText(
+      'after',
+      '\nSecrets: GPUALERT_INTAKE_SECRETS (whsec_…, comma-separated for rotation), GPUALERT_INTAKE_TOKEN and\nGPUALERT_INTAKE_TOKEN_HEADER for senders that cannot sign, or --secrets-file. Never on the command line.',
+    )
     .action(run(intake));
   withCommonOptions(program.command('engine').description('the rules engine service'))
     .option('--rules <dir>', 'the rules directory (default: the bundled rules/)')
-    .option('--clock <clock>', 'wall (default) | event: whether the machine\'s clock moves time too', 'wall')
+    .option('--clock <clock>', "wall (default) | event: whether the machine's clock moves time too", 'wall')
     .option('--metrics-port <port>', '/metrics (the fleet and the pipeline) and /healthz (also GPUALERT_ENGINE_PORT; default 9470; 0 picks a free one)')
     .action(run(engine));
   withCommonOptions(program.command('notifier').description('the notifier service'))
@@ -200,7 +218,10 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--job <id>', 'with job: the job the log belongs to')
     .option('--rank <n>', 'with job: the rank, for lines that do not say')
     .option('--patterns <file>', 'with job: the patterns file (default: the bundled rules/job-patterns.yaml)')
-    .option('--topology <file>', 'with kernel: the host\'s PCI tree (lspci -tvnn, sysfs links or the inventory\'s JSON), so a port\'s AER error names the GPUs below it')
+    .option(
+      '--topology <file>',
+      "with kernel: the host's PCI tree (lspci -tvnn, sysfs links or the inventory's JSON), so a port's AER error names the GPUs below it",
+    )
     .action(run(parseAnyOrJob));
 
   program
@@ -227,7 +248,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--job <id>', 'narrow to one job: its events (steps included) and what happened on its GPUs')
     .option('--format <format>', 'md | json | csv | html', 'md')
     .option('--out <file>')
-    .option('--data-dir <dir>', 'without Kafka: the embedded mode\'s log (also GPUALERT_DATA_DIR)')
+    .option('--data-dir <dir>', "without Kafka: the embedded mode's log (also GPUALERT_DATA_DIR)")
     .action(run(timeline));
 
   const report = program.command('report').description('reports over the rollups');
@@ -242,9 +263,11 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--bill <file>', 'a provider bill to reconcile (CSV; gzip is read too)')
     .option('--bill-format <format>', 'aws-cur | gcp-billing | azure-cost | csv')
     .option('--out <file>')
-    .option('--data-dir <dir>', 'without Kafka: the embedded mode\'s log (also GPUALERT_DATA_DIR)')
+    .option('--data-dir <dir>', "without Kafka: the embedded mode's log (also GPUALERT_DATA_DIR)")
     .action(run(reportUsage));
-  withCommonOptions(program.command('usage').description('the usage rollups service: a usage.rollup per GPU per hour to gpualert.usage, and the daily idle-cost digest'))
+  withCommonOptions(
+    program.command('usage').description('the usage rollups service: a usage.rollup per GPU per hour to gpualert.usage, and the daily idle-cost digest'),
+  )
     .option('--rules <dir>', 'the rules directory (its idle-cost rule sets the busy threshold)')
     .option('--prices <file>', 'price per GPU-hour for the digest (default: the bundled rules/prices.yaml)')
     .option('--clock <clock>', 'wall (default) | event', 'wall')
@@ -261,23 +284,37 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   withCommonOptions(silence.command('list').description('every silence, active, pending and expired')).action(run(silenceList));
   withCommonOptions(silence.command('expire').description('end a silence now').argument('<id>')).action(run(silenceExpire));
   const routes = program.command('routes').description('the routing tree (as amtool config routes)');
-  routes.command('test').description('which receivers an alert with these labels reaches').argument('<labels...>', 'LABEL=VALUE …')
-    .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)').option('--verify-receivers <list>', 'exit 1 unless exactly these receivers, comma-separated')
+  routes
+    .command('test')
+    .description('which receivers an alert with these labels reaches')
+    .argument('<labels...>', 'LABEL=VALUE …')
+    .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)')
+    .option('--verify-receivers <list>', 'exit 1 unless exactly these receivers, comma-separated')
     .action(run(routesTest));
   routes.command('show').description('the routing tree').option('--routes <file>', 'the routes file (also GPUALERT_ROUTES)').action(run(routesShow));
   const job = program.command('job').description('training jobs');
-  job.command('report').description('post one job event to the intake (GPUALERT_INTAKE_URL, GPUALERT_INTAKE_TOKEN)')
-    .requiredOption('--job <id>', 'the job').option('--rank <n>', 'the rank').option('--gpu <index>', 'the GPU')
-    .option('--step <n>', 'the step reached').option('--checkpoint <outcome>', 'ok | failed: a checkpoint at --step')
-    .option('--step-time <ms>', 'how long the last step took').option('--message <text>', 'words for the timeline')
-    .option('--host <host>', 'this machine\'s id (default: the hostname)')
+  job
+    .command('report')
+    .description('post one job event to the intake (GPUALERT_INTAKE_URL, GPUALERT_INTAKE_TOKEN)')
+    .requiredOption('--job <id>', 'the job')
+    .option('--rank <n>', 'the rank')
+    .option('--gpu <index>', 'the GPU')
+    .option('--step <n>', 'the step reached')
+    .option('--checkpoint <outcome>', 'ok | failed: a checkpoint at --step')
+    .option('--step-time <ms>', 'how long the last step took')
+    .option('--message <text>', 'words for the timeline')
+    .option('--host <host>', "this machine's id (default: the hostname)")
     .action(run(jobReport));
   const alert = program.command('alert').description('alerts');
   withCommonOptions(alert.command('resolve').description('resolve a latched alert by hand').argument('<fingerprint>')).action(run(alertResolve));
   const hostCommand = program.command('host').description('hosts the engine knows');
-  withCommonOptions(hostCommand.command('forget').description('forget a decommissioned host: its engine state goes, it is no longer judged absent').argument('<host>')).action(run(hostForget));
+  withCommonOptions(
+    hostCommand.command('forget').description('forget a decommissioned host: its engine state goes, it is no longer judged absent').argument('<host>'),
+  ).action(run(hostForget));
   const configCommand = program.command('config').description("gpualert's own settings");
-  withCommonOptions(configCommand.command('show').description('the settings a command would run on here: each value (secrets by their length) and where it came from'))
+  withCommonOptions(
+    configCommand.command('show').description('the settings a command would run on here: each value (secrets by their length) and where it came from'),
+  )
     .option('--command <name>', 'up | agent | engine | notifier | intake | collect-prometheus | collect-bmc | job-report | timeline | common (default up)')
     .option('--format <format>', 'text | json', 'text')
     .action(run(configShow));
@@ -288,10 +325,12 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
 /** Runs the command line; resolves to the exit code. One line on stderr for any failure: `error[CODE]: …`. */
 export async function main(argv: readonly string[]): Promise<number> {
   let exitCode: number = EXIT.ok;
-  const run = (action: Action) => async (...args: any[]) => {
-    // commander passes (...arguments, options, command); actions take arguments and options.
-    exitCode = await action(...args.slice(0, -1));
-  };
+  const run =
+    (action: Action) =>
+    async (...args: any[]) => {
+      // commander passes (...arguments, options, command); actions take arguments and options.
+      exitCode = await action(...args.slice(0, -1));
+    };
   const program = buildProgram(run);
   try {
     await program.parseAsync([...argv]);

@@ -30,7 +30,10 @@ export async function runService(
   }
   const starting = start(infra, log);
   const first = await Promise.race([
-    starting.then((service) => ({ service }), (error: unknown) => ({ error })),
+    starting.then(
+      (service) => ({ service }),
+      (error: unknown) => ({ error }),
+    ),
     stop.signalled.then((signal) => ({ signal })),
   ]);
   if ('error' in first) {

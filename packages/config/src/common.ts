@@ -39,7 +39,10 @@ export const CommonConfig = z.object({
       if (problem) context.addIssue({ code: 'custom', message: problem });
     })
     .optional(),
-  topicPrefix: z.string().regex(/^[A-Za-z0-9._-]*$/, 'expected letters, digits, ".", "_" or "-"').default(''),
+  topicPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]*$/, 'expected letters, digits, ".", "_" or "-"')
+    .default(''),
   keyPrefix: z.string().default('gpualert:'),
   partitions: z.coerce.number().int().min(1).max(1024).default(6),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

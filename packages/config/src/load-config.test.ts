@@ -36,7 +36,9 @@ describe('loadConfig', () => {
   it('names the variable and where it came from in one line', () => {
     const attempt = () => loadConfig(CommonConfig, COMMON_SOURCES, { env: { REDIS_URL: 'localhost:6379' } });
     expect(attempt).toThrow(ConfigError);
-    expect(attempt).toThrow('invalid config: REDIS_URL (environment): expected a redis://, rediss:// or redis+sentinel:// URL (got a value of 14 characters, not shown)');
+    expect(attempt).toThrow(
+      'invalid config: REDIS_URL (environment): expected a redis://, rediss:// or redis+sentinel:// URL (got a value of 14 characters, not shown)',
+    );
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { flags: { kafkaBrokers: 'nohostport' } })).toThrow(
       /^invalid config: --kafka-brokers \(flag\): expected host:port/,
     );
@@ -58,7 +60,11 @@ describe('loadConfig', () => {
     expect(kafka).toMatch(/^invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
     expect(kafka).not.toContain('KAFKAPASSWORD');
     // malformed so that no redaction could recognise the password in it
-    for (const [name, value] of [['REDIS_URL', 'redis//:s3cretPW@127.0.0.1'], ['REDIS_URL', 's3cretPW'], ['KAFKA_BROKERS', 's3cretPW']]) {
+    for (const [name, value] of [
+      ['REDIS_URL', 'redis//:s3cretPW@127.0.0.1'],
+      ['REDIS_URL', 's3cretPW'],
+      ['KAFKA_BROKERS', 's3cretPW'],
+    ]) {
       const message = attempt({ [name!]: value! });
       expect(message).toMatch(new RegExp(`^invalid config: ${name} \\(environment\\): .* \\(got a value of \\d+ characters, not shown\\)$`));
       expect(message).not.toContain('s3cretPW');
@@ -66,7 +72,9 @@ describe('loadConfig', () => {
   });
 
   it('names the item of a list that is wrong when there are several', () => {
-    expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { env: { KAFKA_BROKERS: 'a:9092,b,c:9094' } })).toThrow(/^invalid config: KAFKA_BROKERS \(environment\): item 2: expected host:port/);
+    expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { env: { KAFKA_BROKERS: 'a:9092,b,c:9094' } })).toThrow(
+      /^invalid config: KAFKA_BROKERS \(environment\): item 2: expected host:port/,
+    );
   });
 
   it('refuses a REDIS_URL the store could not open, before anything starts, without echoing it', () => {
@@ -76,14 +84,22 @@ describe('loadConfig', () => {
         return 'accepted';
       } catch (error) {
         expect((error as Error).message).not.toContain('s3cret');
-        return (error as Error).message.replace(/^invalid config: REDIS_URL \(environment\): /, '').replace(/ \(got a value of \d+ characters, not shown\)$/, '');
+        return (error as Error).message
+          .replace(/^invalid config: REDIS_URL \(environment\): /, '')
+          .replace(/ \(got a value of \d+ characters, not shown\)$/, '');
       }
     };
     expect(problem('redis://:s3cret@host:notaport')).toBe('expected redis://[:password@]host[:port][/db] or rediss://…');
     expect(problem('redis://:s3cret@host:6379/abc')).toBe('expected a database number after the host (/0 to /99), or nothing');
     expect(problem('redis+sentinel://:s3cret@h:26379/mymaster/abc')).toBe('expected redis+sentinel://[:password@]host:port[,host:port…]/master-name[/db]');
     expect(problem('redis+sentinel://[::1]:26379/mymaster')).toMatch(/an IPv6 address is not supported/);
-    for (const good of ['redis://localhost', 'redis://:s3cret@redis:6379/2', 'rediss://user:s3cret@redis.example:6380', 'redis+sentinel://:s3cret@s1:26379,s2:26379,s3/mymaster/1']) expect(problem(good)).toBe('accepted');
+    for (const good of [
+      'redis://localhost',
+      'redis://:s3cret@redis:6379/2',
+      'rediss://user:s3cret@redis.example:6380',
+      'redis+sentinel://:s3cret@s1:26379,s2:26379,s3/mymaster/1',
+    ])
+      expect(problem(good)).toBe('accepted');
   });
 
   it('says which file is unreadable or malformed', () => {

@@ -88,11 +88,7 @@ function gather(keys: readonly string[], sources: Readonly<Record<string, Settin
  * `ConfigError` whose message is one line naming the setting and where it came from, never a
  * secret's text; the result is frozen.
  */
-export function loadConfig<S extends z.ZodObject>(
-  schema: S,
-  sources: SettingSources<z.infer<S>>,
-  inputs: ConfigInputs,
-): Readonly<z.infer<S>> {
+export function loadConfig<S extends z.ZodObject>(schema: S, sources: SettingSources<z.infer<S>>, inputs: ConfigInputs): Readonly<z.infer<S>> {
   return resolveConfig(schema, sources, inputs).config;
 }
 
@@ -119,7 +115,11 @@ export function resolveConfig<S extends z.ZodObject>(
     const several = Array.isArray(given) ? given.length > 1 : typeof given === 'string' && given.split(/[\s,]+/).filter((s) => s !== '').length > 1;
     const inner = (issue?.path.slice(1) ?? []).map((part) => (typeof part === 'number' ? (several ? ` item ${part + 1}:` : '') : ` ${String(part)}:`)).join('');
     // A malformed secret may not look like one (`redis//:pw@host`, a bare password): say its shape, not its value.
-    const got = !origin ? '' : source?.secret === true ? ` (got a value of ${String(origin.value).length} characters, not shown)` : ` (got ${redactSecrets(JSON.stringify(origin.value) ?? String(origin.value))})`;
+    const got = !origin
+      ? ''
+      : source?.secret === true
+        ? ` (got a value of ${String(origin.value).length} characters, not shown)`
+        : ` (got ${redactSecrets(JSON.stringify(origin.value) ?? String(origin.value))})`;
     throw new ConfigError(`invalid config: ${where}:${inner} ${issue?.message ?? 'invalid'}${got}`);
   }
   const config: Record<string, unknown> = result.data;
@@ -129,7 +129,12 @@ export function resolveConfig<S extends z.ZodObject>(
     const secret = bySource[key]?.secret === true;
     return {
       key,
-      shown: value === undefined ? undefined : secret ? secretShown(value) : redactSecrets(typeof value === 'string' && value !== '' ? value : JSON.stringify(value)),
+      shown:
+        value === undefined
+          ? undefined
+          : secret
+            ? secretShown(value)
+            : redactSecrets(typeof value === 'string' && value !== '' ? value : JSON.stringify(value)),
       origin: origin?.kind ?? (value === undefined ? 'unset' : 'default'),
       where: origin?.label,
       secret,
@@ -143,7 +148,7 @@ export function resolveConfig<S extends z.ZodObject>(
 /** A secret as it may be shown: whether it is set, and its size, never its text. */
 function secretShown(value: unknown): string {
   if (Array.isArray(value)) return value.length === 0 ? 'none' : `(set, ${value.length} ${value.length === 1 ? 'item' : 'items'})`;
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   return text === '' ? 'none' : `(set, ${text.length} characters)`;
 }
 
@@ -159,7 +164,9 @@ function readConfigFile(path: string): Record<string, unknown> {
   try {
     parsed = parseYaml(text);
   } catch (error) {
-    throw new ConfigError(`invalid config: ${path} is not YAML or JSON: ${redactSecrets((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '')}`);
+    throw new ConfigError(
+      `invalid config: ${path} is not YAML or JSON: ${redactSecrets((error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '')}`,
+    );
   }
   if (parsed === null || parsed === undefined) return {};
   if (!isMapping(parsed)) throw new ConfigError(`invalid config: ${path} must hold a mapping of settings`);

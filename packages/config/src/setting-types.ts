@@ -6,24 +6,19 @@ import { z } from 'zod';
  */
 
 /** A TCP port: digits only, 0 to 65535 (0 picks a free one). " 80", "0x50" and "1e3" are refused, not coerced. */
-export const portSetting = z
-  .union([z.string(), z.number()])
-  .transform((value, context) => {
-    const text = String(value);
-    const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
-    if (!Number.isInteger(port) || port > 65_535) {
-      context.addIssue({ code: 'custom', message: 'expected a port 0-65535' });
-      return z.NEVER;
-    }
-    return port;
-  });
+export const portSetting = z.union([z.string(), z.number()]).transform((value, context) => {
+  const text = String(value);
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(port) || port > 65_535) {
+    context.addIssue({ code: 'custom', message: 'expected a port 0-65535' });
+    return z.NEVER;
+  }
+  return port;
+});
 
 /** A list from a variable ("a,b c") or a file (a YAML sequence): commas or white space between items, empty items dropped. */
 export function listSetting<T extends z.ZodType>(item: T) {
-  return z.preprocess(
-    (value) => (typeof value === 'string' ? value.split(/[\s,]+/).filter((s) => s !== '') : value),
-    z.array(item),
-  );
+  return z.preprocess((value) => (typeof value === 'string' ? value.split(/[\s,]+/).filter((s) => s !== '') : value), z.array(item));
 }
 
 /** The shortest shared token gpualert takes: guessed byte by byte no faster than 2^128 tries. */
@@ -39,4 +34,8 @@ export const tokenSetting = z
   .refine((token) => !/^\s|\s$|[\r\n]/.test(token), 'must not start or end with white space, nor hold a line break (no request could present it)');
 
 /** An address to listen on: an IPv4 or IPv6 address or a host name, no port. */
-export const listenSetting = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:_%-]+$/, 'expected an address to listen on (0.0.0.0, ::, 127.0.0.1, a host name)');
+export const listenSetting = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[A-Za-z0-9.:_%-]+$/, 'expected an address to listen on (0.0.0.0, ::, 127.0.0.1, a host name)');

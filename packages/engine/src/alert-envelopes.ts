@@ -8,8 +8,13 @@ export const ENGINE_SOURCE = 'engine/0.1.0';
 export function alertEnvelopes(host: HostState, out: readonly Transition[]): EnvelopeOf<'alert'>[] {
   return out.map((t) =>
     newEnvelope({
-      type: 'alert', id: stableId(t.data.fingerprint, t.data.status, t.data.severity, t.ts), host: host.host, source: ENGINE_SOURCE,
-      ts: new Date(t.ts).toISOString(), labels: t.labels ? withLabels(host.labels, t.labels) : host.labels, data: t.data,
+      type: 'alert',
+      id: stableId(t.data.fingerprint, t.data.status, t.data.severity, t.ts),
+      host: host.host,
+      source: ENGINE_SOURCE,
+      ts: new Date(t.ts).toISOString(),
+      labels: t.labels ? withLabels(host.labels, t.labels) : host.labels,
+      data: t.data,
     }),
   );
 }

@@ -65,7 +65,10 @@ export function inMaintenance(state: HostState, at: number): boolean {
  * and what gets said. Every rule kind feeds observations in; transitions come out.
  */
 export class Conditions {
-  constructor(private readonly templates: readonly string[], private readonly out: Transition[]) {}
+  constructor(
+    private readonly templates: readonly string[],
+    private readonly out: Transition[],
+  ) {}
 
   /** Feeds one observation of a condition keyed `key` (rule|gpu|…) under `rule`. */
   observe(state: HostState, key: string, rule: RuleSpec, gpu: number | undefined, at: number, o: Observation, latch = false): void {
@@ -79,9 +82,20 @@ export class Conditions {
     }
     if (!tracker) {
       tracker = {
-        rule: rule.id, category: rule.category, since: at, firing: false, told: 'none', severity: o.severity ?? rule.severity,
-        baseSeverity: o.severity ?? rule.severity, lastBreach: at, latched: false, transitions: [], flapping: false, evidence: [],
-        summary: o.summary, action: rule.action,
+        rule: rule.id,
+        category: rule.category,
+        since: at,
+        firing: false,
+        told: 'none',
+        severity: o.severity ?? rule.severity,
+        baseSeverity: o.severity ?? rule.severity,
+        lastBreach: at,
+        latched: false,
+        transitions: [],
+        flapping: false,
+        evidence: [],
+        summary: o.summary,
+        action: rule.action,
       };
       if (gpu !== undefined) tracker.gpu = gpu;
       state.trackers[key] = tracker;
@@ -171,7 +185,8 @@ export class Conditions {
     const fingerprint = fingerprintOf(state.host, key);
     let incident: string | undefined;
     // A GPU alert a cooling fault of its host explains joins the cooling incident, whatever its time.
-    const cooling = tracker.gpu !== undefined && state.cooling && at <= state.cooling.until && state.cooling.explains.includes(tracker.rule) ? state.cooling : undefined;
+    const cooling =
+      tracker.gpu !== undefined && state.cooling && at <= state.cooling.until && state.cooling.explains.includes(tracker.rule) ? state.cooling : undefined;
     if (tracker.incident !== undefined && status === 'firing') {
       incident = tracker.incident; // linked across hosts by its judge: the host's own incident is not its
     } else if (cooling && status === 'firing') {

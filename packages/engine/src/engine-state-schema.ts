@@ -25,7 +25,8 @@ const record = <T extends z.ZodType>(value: T) =>
       if (typeof v !== 'object' || v === null || !Object.hasOwn(v, '__proto__')) return;
       const own: unknown = Object.getOwnPropertyDescriptor(v, '__proto__')?.value;
       const checked = value.safeParse(own);
-      if (!checked.success) ctx.issues.push({ code: 'custom', message: `__proto__: ${checked.error.issues[0]?.message ?? 'does not check'}`, input: own, path: ['__proto__'] });
+      if (!checked.success)
+        ctx.issues.push({ code: 'custom', message: `__proto__: ${checked.error.issues[0]?.message ?? 'does not check'}`, input: own, path: ['__proto__'] });
     })
     .pipe(z.record(z.string(), value));
 
@@ -77,10 +78,17 @@ export const HostStateSchema = z.object({
   version: z.literal(ENGINE_STATE_VERSION),
   host: z.string(),
   labels: record(z.string()),
-  inventory: z.object({
-    gpu_model: z.string(), driver: z.string(), cuda: z.string(), provider: z.string().optional(),
-    buses: record(finite), indexes: z.array(finite), at: time,
-  }).optional(),
+  inventory: z
+    .object({
+      gpu_model: z.string(),
+      driver: z.string(),
+      cuda: z.string(),
+      provider: z.string().optional(),
+      buses: record(finite),
+      indexes: z.array(finite),
+      at: time,
+    })
+    .optional(),
   template: z.string(),
   buses: record(finite).optional(),
   lastSample: time.optional(),
@@ -93,13 +101,20 @@ export const HostStateSchema = z.object({
   lastTick: time,
   offsets: record(finite),
   kernel: z.object({ next: finite, lines: z.array(z.tuple([finite, z.string(), time])) }).optional(),
-  hostLayer: z.object({
-    inlet: BaselineSchema.optional(),
-    ib: z.record(z.string(), z.object({ active: z.boolean(), counters: z.partialRecord(z.enum(IB_PORT_COUNTERS), finite), best_rate: finite.optional() }))
-      .refine((ports) => Object.keys(ports).length <= MAX_IB_PORTS_PER_SAMPLE, `at most ${MAX_IB_PORTS_PER_SAMPLE} ports`).optional(),
-    bmcSeen: z.array(z.string().max(1_024)).max(65_536).optional(),
-    failedFans: z.record(z.string(), time).refine((fans) => Object.keys(fans).length <= MAX_FANS_PER_SAMPLE, `at most ${MAX_FANS_PER_SAMPLE} fans`).optional(),
-  }).optional(),
+  hostLayer: z
+    .object({
+      inlet: BaselineSchema.optional(),
+      ib: z
+        .record(z.string(), z.object({ active: z.boolean(), counters: z.partialRecord(z.enum(IB_PORT_COUNTERS), finite), best_rate: finite.optional() }))
+        .refine((ports) => Object.keys(ports).length <= MAX_IB_PORTS_PER_SAMPLE, `at most ${MAX_IB_PORTS_PER_SAMPLE} ports`)
+        .optional(),
+      bmcSeen: z.array(z.string().max(1_024)).max(65_536).optional(),
+      failedFans: z
+        .record(z.string(), time)
+        .refine((fans) => Object.keys(fans).length <= MAX_FANS_PER_SAMPLE, `at most ${MAX_FANS_PER_SAMPLE} fans`)
+        .optional(),
+    })
+    .optional(),
   cooling: z.object({ incident: z.string(), until: time, explains: z.array(z.string()).max(32) }).optional(),
   pci: z.array(PciTreeDevice).max(MAX_PCI_DEVICES).optional(),
   jobs: z.array(z.string()).max(64).optional(),
@@ -121,7 +136,9 @@ export const JobRunSchema = z.object({
   baseline: z.object({ n: finite, mean: finite }).optional(),
   recentMs: finite.optional(),
   ranks: record(z.object({ host: z.string(), gpu: finite.optional(), step: finite.optional(), at: time, ms: finite.optional() })),
-  checkpoint: z.object({ ok: time.optional(), step: finite.optional(), count: finite, every: finite.optional(), failed: time.optional(), began: time.optional() }).optional(),
+  checkpoint: z
+    .object({ ok: time.optional(), step: finite.optional(), count: finite, every: finite.optional(), failed: time.optional(), began: time.optional() })
+    .optional(),
   fault: z.object({ host: z.string(), gpu: finite, at: time, fingerprint: z.string(), what: z.string() }).optional(),
   exited: time.optional(),
   restarted: time.optional(),

@@ -15,12 +15,19 @@ const catalog = loadXidCatalog();
 if (!catalog.ok) throw new Error('catalog');
 const engine = () => new Engine(rules.ok ? rules.value : (undefined as never), catalog.ok ? catalog.value : (undefined as never));
 const V0 = JSON.parse(readFileSync(new URL('./fixtures/engine-state-v0.json', import.meta.url), 'utf8')) as Record<string, string>;
-const DEMO = readFileSync(new URL('../../../demo/incident.jsonl', import.meta.url), 'utf8').split('\n').filter((l) => l !== '');
+const DEMO = readFileSync(new URL('../../../demo/incident.jsonl', import.meta.url), 'utf8')
+  .split('\n')
+  .filter((l) => l !== '');
 
-const xid79 = (host: string, at: number): Envelope => newEnvelope({
-  type: 'kernel.event', id: `xid79-${host}-${at}`, host, source: 'test', ts: new Date(at).toISOString(),
-  data: { kind: 'xid', xid: 79, gpu: 3, message: 'NVRM: Xid (PCI:0000:4b:00): 79, GPU has fallen off the bus.', severity: 'critical' },
-});
+const xid79 = (host: string, at: number): Envelope =>
+  newEnvelope({
+    type: 'kernel.event',
+    id: `xid79-${host}-${at}`,
+    host,
+    source: 'test',
+    ts: new Date(at).toISOString(),
+    data: { kind: 'xid', xid: 79, gpu: 3, message: 'NVRM: Xid (PCI:0000:4b:00): 79, GPU has fallen off the bus.', severity: 'critical' },
+  });
 
 describe('persisted engine state', () => {
   it('a state written by gpualert before issue 22 (no version) loads, migrated with a note, and is judged onward', () => {

@@ -1,5 +1,13 @@
 import { inertRecord, toInertRecord, type PciTreeDevice, type Severity } from '@gpualert/schema';
-import { ENGINE_STATE_VERSION, FleetStateSchema, GpuStateSchema, HostStateSchema, JobRunSchema, MaintenanceWindowSchema, TrackerSchema } from './engine-state-schema.ts';
+import {
+  ENGINE_STATE_VERSION,
+  FleetStateSchema,
+  GpuStateSchema,
+  HostStateSchema,
+  JobRunSchema,
+  MaintenanceWindowSchema,
+  TrackerSchema,
+} from './engine-state-schema.ts';
 
 /** A GPU's own normal for one metric at one load level, learned online. */
 export interface Baseline {
@@ -121,7 +129,6 @@ export interface HostLayerState {
   bmcSeen?: string[];
 }
 
-
 /** State shared across hosts: jobs (for stragglers) and clusters (for version drift). */
 export interface FleetState {
   version: number;
@@ -190,7 +197,19 @@ export function emptyFleetState(): FleetState {
 }
 
 export function newHostState(host: string, labels: Record<string, string>, template: string): HostState {
-  return { version: ENGINE_STATE_VERSION, host, labels, template, intervalMs: 10_000, collectorErrors: 0, gpus: dict(), trackers: dict(), maintenance: dict(), lastTick: 0, offsets: dict() };
+  return {
+    version: ENGINE_STATE_VERSION,
+    host,
+    labels,
+    template,
+    intervalMs: 10_000,
+    collectorErrors: 0,
+    gpus: dict(),
+    trackers: dict(),
+    maintenance: dict(),
+    lastTick: 0,
+    offsets: dict(),
+  };
 }
 
 export function newGpuState(): GpuState {
@@ -224,7 +243,8 @@ export function parseHostState(json: string, note: StateNote = () => {}): HostSt
   if (version === 0) {
     // Version 0 (no version field): the same shape with two fields no one read.
     delete host.now;
-    for (const gpu of Object.values(toDict(host.gpus as Record<string, Record<string, unknown>> | undefined))) if (gpu && typeof gpu === 'object') delete gpu.lastSeen;
+    for (const gpu of Object.values(toDict(host.gpus as Record<string, Record<string, unknown>> | undefined)))
+      if (gpu && typeof gpu === 'object') delete gpu.lastSeen;
     host.version = ENGINE_STATE_VERSION;
     note(`migrated from version 0 to ${ENGINE_STATE_VERSION}`);
   } else if (version !== ENGINE_STATE_VERSION) {
@@ -262,7 +282,12 @@ export function parseHostState(json: string, note: StateNote = () => {}): HostSt
 }
 
 /** An inert copy of `record` with only the entries `schema` accepts; each dropped one noted. */
-function checkedEntries<T>(record: Record<string, T>, schema: { safeParse(v: unknown): { success: boolean } }, field: string, note: StateNote): Record<string, T> {
+function checkedEntries<T>(
+  record: Record<string, T>,
+  schema: { safeParse(v: unknown): { success: boolean } },
+  field: string,
+  note: StateNote,
+): Record<string, T> {
   const out = toDict(record);
   for (const key of Object.keys(out)) {
     if (schema.safeParse(out[key]).success) continue;

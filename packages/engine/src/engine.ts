@@ -44,7 +44,11 @@ export class Engine {
    * `parseRaw`: judge `kernel.line` and `provider.raw` envelopes by parsing them (recordings);
    * the live service leaves them, since the collectors and the intake publish the parsed form.
    */
-  constructor(private readonly ruleSet: RuleSet, private readonly catalog: XidCatalog, private readonly parseRaw = true) {
+  constructor(
+    private readonly ruleSet: RuleSet,
+    private readonly catalog: XidCatalog,
+    private readonly parseRaw = true,
+  ) {
     this.byName = new Map(ruleSet.templates.map((t) => [t.template.name, t]));
   }
 
@@ -144,7 +148,13 @@ export class Engine {
     for (const key in host.trackers) {
       const tracker = host.trackers[key];
       if (tracker === undefined) continue;
-      conditions.tick(host, key, tracker, bound.rules.find((r) => r.id === tracker.rule), now);
+      conditions.tick(
+        host,
+        key,
+        tracker,
+        bound.rules.find((r) => r.id === tracker.rule),
+        now,
+      );
     }
     return this.drain(host, out);
   }
@@ -169,7 +179,12 @@ export class Engine {
    * size, not its square. `owns`: the hosts this engine judges; `beforeEach` is told of each host
    * about to be judged again (the service keeps it, to undo).
    */
-  rejudgeClusters(state: EngineState, clusters: Iterable<string>, owns: (host: string) => boolean = () => true, beforeEach?: (host: HostState) => void): EnvelopeOf<'alert'>[] {
+  rejudgeClusters(
+    state: EngineState,
+    clusters: Iterable<string>,
+    owns: (host: string) => boolean = () => true,
+    beforeEach?: (host: HostState) => void,
+  ): EnvelopeOf<'alert'>[] {
     const alerts: EnvelopeOf<'alert'>[] = [];
     for (const name of new Set(clusters)) {
       const members = state.fleet.clusters[name];
@@ -247,7 +262,8 @@ export class Engine {
     let parser = this.parsers.get(host);
     if (!parser) {
       parser = new KernelLogParser({
-        catalog: this.catalog, gpuIndexByPci: new Map(Object.entries(host.inventory?.buses ?? {})),
+        catalog: this.catalog,
+        gpuIndexByPci: new Map(Object.entries(host.inventory?.buses ?? {})),
         // The host's PCI tree from its inventory: a port's AER error names the GPUs below it.
         ...(host.pci ? { topology: new PciTopology({ source: 'json', devices: host.pci }) } : {}),
       });
@@ -292,7 +308,17 @@ export class Engine {
     const plan = planOf(base.bound);
     const present = this.present;
     present.clear();
-    const ctx: SampleContext = { state: base.state, host, bound: base.bound, conditions: base.conditions, catalog: base.catalog, at, sample: envelope.data, evidence: [envelope.id], present };
+    const ctx: SampleContext = {
+      state: base.state,
+      host,
+      bound: base.bound,
+      conditions: base.conditions,
+      catalog: base.catalog,
+      at,
+      sample: envelope.data,
+      evidence: [envelope.id],
+      present,
+    };
     for (const step of plan.beforeGpus) step.run(ctx, step.rule);
 
     // One context for all the GPUs of the sample, moved from GPU to GPU: a healthy GPU allocates nothing.
@@ -300,8 +326,19 @@ export class Engine {
     const first = gpus[0];
     if (first !== undefined) {
       const gpuCtx: GpuContext = {
-        state: base.state, host, bound: base.bound, conditions: base.conditions, catalog: base.catalog, at, sample: envelope.data, evidence: ctx.evidence, present,
-        gpu: first, position: 0, gs: EMPTY_GPU, peers: new SamplePeers(gpus),
+        state: base.state,
+        host,
+        bound: base.bound,
+        conditions: base.conditions,
+        catalog: base.catalog,
+        at,
+        sample: envelope.data,
+        evidence: ctx.evidence,
+        present,
+        gpu: first,
+        position: 0,
+        gs: EMPTY_GPU,
+        peers: new SamplePeers(gpus),
       };
       let position = 0;
       for (const gpu of gpus) {
@@ -326,7 +363,7 @@ export class Engine {
 
   private kernelEvent(base: JudgeContext, id: string, event: KernelEventData, at: number): void {
     const { host } = base;
-    const gpu = event.gpu ?? (event.pci_bus ? host.inventory?.buses[event.pci_bus] ?? host.buses?.[event.pci_bus] : undefined);
+    const gpu = event.gpu ?? (event.pci_bus ? (host.inventory?.buses[event.pci_bus] ?? host.buses?.[event.pci_bus]) : undefined);
     // A kernel event near a firing metric alert on the same GPU is its evidence.
     if (gpu !== undefined) noteKernelEvidence(host, gpu, id, at);
     if (event.severity === 'info') return; // recorded on the topic for the timeline; nothing to page about
@@ -343,7 +380,12 @@ export class Engine {
   private inventory(base: JudgeContext, data: EnvelopeOf<'host.inventory'>['data']): void {
     const { host, at } = base;
     host.inventory = {
-      gpu_model: data.gpu_model, driver: data.driver_version, cuda: data.cuda_version, buses: dict(), indexes: data.gpus.map((g) => g.index), at,
+      gpu_model: data.gpu_model,
+      driver: data.driver_version,
+      cuda: data.cuda_version,
+      buses: dict(),
+      indexes: data.gpus.map((g) => g.index),
+      at,
       ...(data.provider ? { provider: data.provider } : {}),
     };
     for (const gpu of data.gpus) host.inventory.buses[gpu.pci_bus] = gpu.index;

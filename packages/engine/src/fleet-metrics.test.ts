@@ -30,7 +30,11 @@ function judged(options: Partial<FleetOptions>): { state: EngineState; samples: 
   return { state, samples, alerts };
 }
 
-interface Series { name: string; labels: Record<string, string>; value: number }
+interface Series {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
 
 /** Prometheus' text format, read back strictly: every sample line under its family's HELP and TYPE. */
 function parse(text: string): Series[] {
@@ -49,7 +53,8 @@ function parse(text: string): Series[] {
     expect(m, line).not.toBeNull();
     expect(typed.has(m![1]!), `${m![1]} before its TYPE`).toBe(true);
     const labels: Record<string, string> = Object.create(null) as Record<string, string>;
-    for (const l of (m![2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+    for (const l of (m![2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+      labels[l[1]!] = l[2]!.replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
     out.push({ name: m![1]!, labels, value: Number(m![3]) });
   }
   return out;
@@ -90,8 +95,12 @@ describe('the fleet as /metrics shows it', () => {
     expect(one(series, 'gpualert_gpu_sibling_delta', { host: h0, gpu: '4', metric: 'temp_c' })).toBe(17);
     expect(one(series, 'gpualert_gpu_sibling_delta', { host: h0, gpu: '2', metric: 'temp_c' })).toBe(-1);
     // The alert itself, its start as the alert envelope says, and the fleet's counts.
-    expect(one(series, 'gpualert_alert_started_timestamp_seconds', { host: h0, gpu: '4', rule: 'gpu-temp-baseline' })).toBe(Date.parse(hot[0]!.data.starts_at) / 1000);
-    const firingNow = Object.values(state.hosts).flatMap((h) => Object.values(h.trackers)).filter((t) => t.told === 'firing');
+    expect(one(series, 'gpualert_alert_started_timestamp_seconds', { host: h0, gpu: '4', rule: 'gpu-temp-baseline' })).toBe(
+      Date.parse(hot[0]!.data.starts_at) / 1000,
+    );
+    const firingNow = Object.values(state.hosts)
+      .flatMap((h) => Object.values(h.trackers))
+      .filter((t) => t.told === 'firing');
     expect(pick(series, 'gpualert_alerts_firing').reduce((sum, s) => sum + s.value, 0)).toBe(firingNow.length);
     expect(one(series, 'gpualert_alerts_firing', { severity: hot[0]!.data.severity, category: 'baseline' })).toBe(1);
     expect(pick(series, 'gpualert_alerts_firing')).toHaveLength(4 * 20); // every severity × category, zeros too
@@ -116,14 +125,17 @@ describe('the fleet as /metrics shows it', () => {
     expect(pick(parse(renderFleetMetrics({ ...faulty, ruleSet })), 'gpualert_alert_started_timestamp_seconds').length).toBeGreaterThan(0);
   });
 
-  it('prices the idle streak of a paid host from the idle-cost rule\'s state', () => {
+  it("prices the idle streak of a paid host from the idle-cost rule's state", () => {
     const { state, samples } = judged({ hosts: 1, minutes: 5 * 60, fault: (_h, gpu) => ({ ...gpu, util_pct: 0, processes: 0, temp_c: 34, power_w: 72 }) });
     const host = state.hosts[hostName(0)]!;
     const since = host.trackers['idle-cost|']!.since!;
     const hours = ((Math.max(host.lastSample!, host.lastTick) - since) / 3_600_000) * 8;
     expect(hours).toBeGreaterThan(4 * 8);
     const seen: Record<string, string>[] = [];
-    const prices = { currency: 'USD', rate: (labels: Readonly<Record<string, string>>) => (seen.push({ ...labels }), labels.provider === 'gcp' ? 2.5 : undefined) };
+    const prices = {
+      currency: 'USD',
+      rate: (labels: Readonly<Record<string, string>>) => (seen.push({ ...labels }), labels.provider === 'gcp' ? 2.5 : undefined),
+    };
     const series = parse(renderFleetMetrics({ state, ruleSet, samples, prices }));
     expect(one(series, 'gpualert_host_idle_gpu_hours', { host: hostName(0) })).toBeCloseTo(hours, 2);
     expect(one(series, 'gpualert_idle_cost', { currency: 'USD' })).toBeCloseTo(hours * 2.5, 1);
@@ -134,12 +146,18 @@ describe('the fleet as /metrics shows it', () => {
     expect(one(unpriced, 'gpualert_idle_gpu_hours_unpriced', {})).toBeCloseTo(hours, 2);
   });
 
-  it('between idle and busy the band is the nearer load\'s, and a GPU with no utilisation has none', () => {
+  it("between idle and busy the band is the nearer load's, and a GPU with no utilisation has none", () => {
     const state = emptyEngineState();
     const host = (state.hosts['h'] = newHostState('h', {}, 'default'));
     host.lastSample = T0;
     for (const index of ['0', '1', '2']) {
-      host.gpus[index] = { missing: 0, baselines: { 'temp_c:idle': { n: 500, mean: 35, dev: 1 }, 'temp_c:busy': { n: 500, mean: 65, dev: 2 } }, counters: {}, recent: [], xids: {} };
+      host.gpus[index] = {
+        missing: 0,
+        baselines: { 'temp_c:idle': { n: 500, mean: 35, dev: 1 }, 'temp_c:busy': { n: 500, mean: 65, dev: 2 } },
+        counters: {},
+        recent: [],
+        xids: {},
+      };
     }
     const gpu = (index: number, util: number | null) => ({ index, util_pct: util, temp_c: 50, power_w: null }) as unknown as GpuMetrics;
     const samples = new Map([['h', { gpus: [gpu(0, 20), gpu(1, 40), gpu(2, null)] } as GpuSampleData]]);
@@ -166,14 +184,26 @@ describe('the fleet as /metrics shows it', () => {
     expect(one(series, 'gpualert_host_maintenance_open', { host: name })).toBe(1); // the started window
   });
 
-  it('one host\'s thousands of BMC sensors add at most MAX_ALERT_SERIES_PER_HOST alert series, the worst kept, the rest counted as dropped', () => {
+  it("one host's thousands of BMC sensors add at most MAX_ALERT_SERIES_PER_HOST alert series, the worst kept, the rest counted as dropped", () => {
     const state = emptyEngineState();
     const host = (state.hosts['bmc-storm'] = newHostState('bmc-storm', {}, 'default'));
     host.lastSample = T0;
     host.gpus['0'] = { missing: 0, baselines: {}, counters: {}, recent: [], xids: {} };
     const tracker = (rule: string, severity: 'warning' | 'critical') => ({
-      rule, category: 'other', firing: true, told: 'firing' as const, startsAt: T0, severity, baseSeverity: severity, lastBreach: T0,
-      latched: false, transitions: [], flapping: false, evidence: [], summary: rule, action: '',
+      rule,
+      category: 'other',
+      firing: true,
+      told: 'firing' as const,
+      startsAt: T0,
+      severity,
+      baseSeverity: severity,
+      lastBreach: T0,
+      latched: false,
+      transitions: [],
+      flapping: false,
+      evidence: [],
+      summary: rule,
+      action: '',
     });
     // A BMC that names 2,000 sensors (one alert each), then the one critical that matters.
     for (let i = 0; i < 2_000; i += 1) host.trackers[`bmc-sel|S${i}`] = tracker('bmc-sel', 'warning');

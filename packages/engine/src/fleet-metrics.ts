@@ -95,7 +95,9 @@ export function renderFleetMetricsCounted(input: FleetMetricsInput): { text: str
       alertLines.length = maxAlertSeries;
     }
     for (const { tracker } of alertLines) {
-      f.alert.lines.push(`gpualert_alert_started_timestamp_seconds{${h},gpu="${tracker.gpu ?? ''}",rule="${escape(tracker.rule)}",category="${escape(tracker.category)}",severity="${tracker.severity}"} ${seconds(tracker.startsAt ?? now)}`);
+      f.alert.lines.push(
+        `gpualert_alert_started_timestamp_seconds{${h},gpu="${tracker.gpu ?? ''}",rule="${escape(tracker.rule)}",category="${escape(tracker.category)}",severity="${tracker.severity}"} ${seconds(tracker.startsAt ?? now)}`,
+      );
     }
 
     f.lastSeen.lines.push(`gpualert_host_last_seen_timestamp_seconds{${h}} ${seconds(host.lastSample ?? 0)}`);
@@ -173,22 +175,28 @@ export function renderFleetMetricsCounted(input: FleetMetricsInput): { text: str
 function families() {
   const gauge = (name: string, help: string): Family => ({ name, help, type: 'gauge', lines: [] });
   return {
-    state: gauge('gpualert_gpu_state', 'Worst severity firing on the GPU or on its host (maintenance and drift aside): 0 none, 1 info, 2 warning, 3 error, 4 critical.'),
-    value: gauge('gpualert_gpu_sample_value', 'The GPU\'s latest sampled value of metric (temp_c in Celsius, power_w in watts, util_pct in percent).'),
-    mean: gauge('gpualert_gpu_baseline_mean', 'The GPU\'s own normal of metric at its current load (idle or busy), as the baseline rule judges it.'),
-    spread: gauge('gpualert_gpu_baseline_spread', 'The spread (mean absolute deviation) of the GPU\'s own normal of metric at its current load.'),
-    z: gauge('gpualert_gpu_baseline_z', 'How far the GPU\'s latest value is from its own normal, in spreads.'),
-    sibling: gauge('gpualert_gpu_sibling_delta', 'The GPU\'s latest value minus the median of the same metric across its host\'s GPUs.'),
-    lastSeen: gauge('gpualert_host_last_seen_timestamp_seconds', 'Event time of the host\'s latest GPU sample.'),
+    state: gauge(
+      'gpualert_gpu_state',
+      'Worst severity firing on the GPU or on its host (maintenance and drift aside): 0 none, 1 info, 2 warning, 3 error, 4 critical.',
+    ),
+    value: gauge('gpualert_gpu_sample_value', "The GPU's latest sampled value of metric (temp_c in Celsius, power_w in watts, util_pct in percent)."),
+    mean: gauge('gpualert_gpu_baseline_mean', "The GPU's own normal of metric at its current load (idle or busy), as the baseline rule judges it."),
+    spread: gauge('gpualert_gpu_baseline_spread', "The spread (mean absolute deviation) of the GPU's own normal of metric at its current load."),
+    z: gauge('gpualert_gpu_baseline_z', "How far the GPU's latest value is from its own normal, in spreads."),
+    sibling: gauge('gpualert_gpu_sibling_delta', "The GPU's latest value minus the median of the same metric across its host's GPUs."),
+    lastSeen: gauge('gpualert_host_last_seen_timestamp_seconds', "Event time of the host's latest GPU sample."),
     template: gauge('gpualert_host_template', 'The host template bound to the host (1).'),
-    info: gauge('gpualert_host_info', 'The host\'s inventory and cluster (1).'),
+    info: gauge('gpualert_host_info', "The host's inventory and cluster (1)."),
     drift: gauge('gpualert_host_drift', '1 while a drift alert fires on the host (driver or CUDA off its template or cluster).'),
     maintenance: gauge('gpualert_host_maintenance_open', '1 while the host is inside (or 15 minutes around) an announced maintenance window.'),
     windowStart: gauge('gpualert_maintenance_window_start_timestamp_seconds', 'Start of an announced maintenance window.'),
     windowEnd: gauge('gpualert_maintenance_window_end_timestamp_seconds', 'End of an announced maintenance window.'),
-    idleHours: gauge('gpualert_host_idle_gpu_hours', 'GPU-hours of the host\'s current idle streak on a paid instance (the idle-cost rule\'s condition).'),
+    idleHours: gauge('gpualert_host_idle_gpu_hours', "GPU-hours of the host's current idle streak on a paid instance (the idle-cost rule's condition)."),
     alert: gauge('gpualert_alert_started_timestamp_seconds', 'One series per firing alert: when it started.'),
-    incident: gauge('gpualert_incident_open', 'One series per open incident (1): its host still has an alert firing, or its last alert is under 5 minutes old.'),
+    incident: gauge(
+      'gpualert_incident_open',
+      'One series per open incident (1): its host still has an alert firing, or its last alert is under 5 minutes old.',
+    ),
     hosts: gauge('gpualert_hosts', 'Hosts this engine owns.'),
     gpus: gauge('gpualert_gpus', 'GPUs of the hosts this engine owns.'),
     firing: gauge('gpualert_alerts_firing', 'Alerts firing, by severity and category.'),
@@ -234,7 +242,12 @@ const baselineRules = (bound: BoundTemplate) => rulesOf(bound).baselines;
  * busy (where the judge judges neither) the nearer, as the console draws it; undefined without a
  * utilisation or before anything is known.
  */
-export function baselineBand(rule: BaselineRule, bound: BoundTemplate, baselines: Readonly<Record<string, { n: number; mean: number; dev: number }>>, util: number | null): { mean: number; dev: number } | undefined {
+export function baselineBand(
+  rule: BaselineRule,
+  bound: BoundTemplate,
+  baselines: Readonly<Record<string, { n: number; mean: number; dev: number }>>,
+  util: number | null,
+): { mean: number; dev: number } | undefined {
   if (util === null) return undefined;
   const bucket = util < rule.idle_below || (util < rule.busy_at_least && util - rule.idle_below < rule.busy_at_least - util) ? 'idle' : 'busy';
   const prior = bound.template.priors[rule.metric]?.[bucket];

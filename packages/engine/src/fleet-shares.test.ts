@@ -34,12 +34,16 @@ describe('fleet shares', () => {
   it('counts nowhere a share that does not read, and takes a host named __proto__ as a name', () => {
     const fleet = emptyFleetState();
     const before = Object.getOwnPropertyNames(Object.prototype).join();
-    new SharedView().apply(fleet, Object.assign(Object.create(null) as Record<string, string>, {
-      bad: '{not json',
-      long: share({ job: { name: 'x'.repeat(2_000), util: 1, at: 1 } }),
-      nan: '{"job":{"name":"j","util":"NaN","at":1}}',
-      ['__proto__']: share({ cluster: { name: 'east', driver: '550', cuda: '12.4' } }),
-    }), () => false);
+    new SharedView().apply(
+      fleet,
+      Object.assign(Object.create(null) as Record<string, string>, {
+        bad: '{not json',
+        long: share({ job: { name: 'x'.repeat(2_000), util: 1, at: 1 } }),
+        nan: '{"job":{"name":"j","util":"NaN","at":1}}',
+        ['__proto__']: share({ cluster: { name: 'east', driver: '550', cuda: '12.4' } }),
+      }),
+      () => false,
+    );
     expect(Object.keys(fleet.jobs)).toEqual([]);
     expect(Object.keys(fleet.clusters.east!)).toEqual(['__proto__']);
     expect(Object.getOwnPropertyNames(Object.prototype).join()).toBe(before);

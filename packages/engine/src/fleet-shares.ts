@@ -123,13 +123,21 @@ export class SharedView {
    * fields the store holds, when it was read only in part (the rest are counted as left out).
    * Returns the clusters whose membership or versions changed: their owned hosts are judged again.
    */
-  apply(fleet: FleetState, shares: Readonly<Record<string, string>>, owns: (host: string) => boolean, keepMissing = false, now = Date.now(), held?: number): Set<string> {
+  apply(
+    fleet: FleetState,
+    shares: Readonly<Record<string, string>>,
+    owns: (host: string) => boolean,
+    keepMissing = false,
+    now = Date.now(),
+    held?: number,
+  ): Set<string> {
     const changed = new Set<string>();
     const round = (this.round += 1);
     const latest = now + MAX_EVENT_LEAD_MS;
     // The hosts already in the view first: fields written by no gpualert cannot push them out.
     const hosts = Object.keys(shares);
-    const order = hosts.length <= MAX_SHARED_HOSTS ? hosts : [...hosts.filter((host) => this.applied.has(host)), ...hosts.filter((host) => !this.applied.has(host))];
+    const order =
+      hosts.length <= MAX_SHARED_HOSTS ? hosts : [...hosts.filter((host) => this.applied.has(host)), ...hosts.filter((host) => !this.applied.has(host))];
     let refused = 0;
     let taken = 0;
     let beyond = held === undefined ? 0 : held - hosts.length;
@@ -151,7 +159,8 @@ export class SharedView {
         else taken += 1;
         continue;
       }
-      if (!isHostName(host)) { // never kept: looked at again, as cheaply, at each read
+      if (!isHostName(host)) {
+        // never kept: looked at again, as cheaply, at each read
         refused += 1;
         continue;
       }
@@ -167,7 +176,12 @@ export class SharedView {
         taken += 1;
       }
       // Moved out of a job or a cluster (or no longer readable): out of there; else only its values change.
-      if (was) drop(fleet, host, { ...was, ...(was.job === share?.job?.name ? { job: undefined } : {}), ...(was.cluster === share?.cluster?.name ? { cluster: undefined } : {}) });
+      if (was)
+        drop(fleet, host, {
+          ...was,
+          ...(was.job === share?.job?.name ? { job: undefined } : {}),
+          ...(was.cluster === share?.cluster?.name ? { cluster: undefined } : {}),
+        });
       if (share?.job) {
         (fleet.jobs[share.job.name] ??= dict())[host] = { util: share.job.util, at: share.job.at };
         next.job = share.job.name;
@@ -208,7 +222,6 @@ function drop(fleet: FleetState, host: string, was: Applied): void {
     if (members && isEmpty(members)) delete fleet.clusters[was.cluster];
   }
 }
-
 
 function isEmpty(record: Record<string, unknown>): boolean {
   for (const _ in record) return false;

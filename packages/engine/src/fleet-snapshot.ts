@@ -1,8 +1,27 @@
 import {
-  FLEET_SNAPSHOT_VERSION, isGpuIndex, MAX_FLEET_EVENTS, MAX_FLEET_HOSTS, MAX_GPU_ALERTS, MAX_GPU_EVENTS, MAX_HOST_DRIFT, MAX_HOST_WINDOWS,
-  MAX_LABEL_VALUE_LENGTH, MAX_VIEW_TEXT, worseState,
-  type AlertView, type BaselineBand, type EventView, type FleetMetric, type FleetSnapshot, type FleetSource, type GpuMetrics, type GpuView, type HostView,
-  type MaintenanceView, type MetricView, type ViewState,
+  FLEET_SNAPSHOT_VERSION,
+  isGpuIndex,
+  MAX_FLEET_EVENTS,
+  MAX_FLEET_HOSTS,
+  MAX_GPU_ALERTS,
+  MAX_GPU_EVENTS,
+  MAX_HOST_DRIFT,
+  MAX_HOST_WINDOWS,
+  MAX_LABEL_VALUE_LENGTH,
+  MAX_VIEW_TEXT,
+  worseState,
+  type AlertView,
+  type BaselineBand,
+  type EventView,
+  type FleetMetric,
+  type FleetSnapshot,
+  type FleetSource,
+  type GpuMetrics,
+  type GpuView,
+  type HostView,
+  type MaintenanceView,
+  type MetricView,
+  type ViewState,
 } from '@gpualert/schema';
 import { fingerprintOf, inMaintenance } from './conditions.ts';
 import { parseHostState, type GpuState, type HostState } from './engine-state.ts';
@@ -54,8 +73,12 @@ function windowView(host: HostState, id: string, w: HostState['maintenance'][str
   const one: HostState['maintenance'] = Object.create(null);
   one[id] = w;
   return {
-    id: cut(id, MAX_LABEL_VALUE_LENGTH), open: inMaintenance({ ...host, maintenance: one }, now), status: w.status,
-    start: w.start ?? null, end: w.end ?? null, description: cut(w.description),
+    id: cut(id, MAX_LABEL_VALUE_LENGTH),
+    open: inMaintenance({ ...host, maintenance: one }, now),
+    status: w.status,
+    start: w.start ?? null,
+    end: w.end ?? null,
+    description: cut(w.description),
   };
 }
 
@@ -78,16 +101,44 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
       const siblings: number[] = [];
       for (const other of samples.values()) if (other.index !== index && other[metric] !== null && Number.isFinite(other[metric])) siblings.push(other[metric]);
       const value = sample?.[metric] ?? null;
-      return { value: value !== null && Number.isFinite(value) ? value : null, band: bandOf(baselines.get(metric), bound, gs, sample?.util_pct ?? null), siblings_median: median(siblings) };
+      return {
+        value: value !== null && Number.isFinite(value) ? value : null,
+        band: bandOf(baselines.get(metric), bound, gs, sample?.util_pct ?? null),
+        siblings_median: median(siblings),
+      };
     };
-    const metrics: Record<FleetMetric, MetricView> = { temp_c: metricView('temp_c'), power_w: metricView('power_w'), util_pct: metricView('util_pct'), mem_used_mib: metricView('mem_used_mib') };
-    const events: EventView[] = (gs?.recent ?? []).slice(-MAX_GPU_EVENTS).reverse().map(([id, at]) => ({ at, host: host.host, gpu: index, kind: 'kernel', summary: cut(`kernel event ${id}`) }));
-    gpus.set(index, { index, uuid: sample?.uuid ?? null, name: sample?.name ?? null, state: 'ok', metrics, mem_total_mib: sample?.mem_total_mib ?? null, alerts: [], events });
+    const metrics: Record<FleetMetric, MetricView> = {
+      temp_c: metricView('temp_c'),
+      power_w: metricView('power_w'),
+      util_pct: metricView('util_pct'),
+      mem_used_mib: metricView('mem_used_mib'),
+    };
+    const events: EventView[] = (gs?.recent ?? [])
+      .slice(-MAX_GPU_EVENTS)
+      .reverse()
+      .map(([id, at]) => ({ at, host: host.host, gpu: index, kind: 'kernel', summary: cut(`kernel event ${id}`) }));
+    gpus.set(index, {
+      index,
+      uuid: sample?.uuid ?? null,
+      name: sample?.name ?? null,
+      state: 'ok',
+      metrics,
+      mem_total_mib: sample?.mem_total_mib ?? null,
+      alerts: [],
+      events,
+    });
   }
   const view: HostView = {
-    host: host.host, last_seen: host.lastSample ?? null, template: cut(host.template, MAX_LABEL_VALUE_LENGTH), drift: [],
-    maintenance: Object.entries(host.maintenance).slice(-MAX_HOST_WINDOWS).map(([id, w]) => windowView(host, id, w, now)),
-    state: 'ok', alerts: [], gpus: [],
+    host: host.host,
+    last_seen: host.lastSample ?? null,
+    template: cut(host.template, MAX_LABEL_VALUE_LENGTH),
+    drift: [],
+    maintenance: Object.entries(host.maintenance)
+      .slice(-MAX_HOST_WINDOWS)
+      .map(([id, w]) => windowView(host, id, w, now)),
+    state: 'ok',
+    alerts: [],
+    gpus: [],
   };
   const events: EventView[] = [];
   // As /metrics counts them: what the world was told is firing; a maintenance notice or a drift is
@@ -100,10 +151,15 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
     const aboutTheHost = t.category === 'drift' || t.category === 'maintenance';
     const since = t.startsAt ?? t.since ?? null;
     const cooling = host.cooling && now <= host.cooling.until && host.cooling.explains.includes(t.rule) ? host.cooling.incident : null;
-    const incident = aboutTheHost ? null : cooling ?? openIncident;
+    const incident = aboutTheHost ? null : (cooling ?? openIncident);
     const alert: AlertView = {
-      fingerprint: fingerprintOf(host.host, key), rule: cut(t.rule, MAX_LABEL_VALUE_LENGTH), category: cut(t.category, MAX_LABEL_VALUE_LENGTH),
-      severity: t.severity, summary: cut(t.summary), since, incident,
+      fingerprint: fingerprintOf(host.host, key),
+      rule: cut(t.rule, MAX_LABEL_VALUE_LENGTH),
+      category: cut(t.category, MAX_LABEL_VALUE_LENGTH),
+      severity: t.severity,
+      summary: cut(t.summary),
+      since,
+      incident,
     };
     const gpu = t.gpu === undefined ? undefined : gpus.get(t.gpu);
     const list = gpu ? gpu.alerts : view.alerts;
@@ -113,7 +169,13 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
     view.state = worseState(view.state, t.severity);
     if (t.category === 'drift' && view.drift.length < MAX_HOST_DRIFT) view.drift.push(cut(t.summary));
     if (since !== null) {
-      const event: EventView = { at: since, host: host.host, gpu: gpu ? gpu.index : null, kind: aboutTheHost ? t.category : 'alert', summary: cut(`${t.severity}: ${t.summary}`) };
+      const event: EventView = {
+        at: since,
+        host: host.host,
+        gpu: gpu ? gpu.index : null,
+        kind: aboutTheHost ? t.category : 'alert',
+        summary: cut(`${t.severity}: ${t.summary}`),
+      };
       events.push(event);
       if (gpu && gpu.events.length < MAX_GPU_EVENTS) gpu.events.unshift(event);
     }
@@ -130,7 +192,10 @@ export function buildFleetSnapshot(input: FleetSnapshotInput): FleetSnapshot {
   const events: EventView[] = [];
   let omitted = 0;
   for (const host of input.hosts) {
-    if (hosts.length >= MAX_FLEET_HOSTS) { omitted += 1; continue; }
+    if (hosts.length >= MAX_FLEET_HOSTS) {
+      omitted += 1;
+      continue;
+    }
     const built = fleetHostView(host, input.latest.get(host.host), input.ruleSet);
     hosts.push(built.view);
     events.push(...built.events);

@@ -19,23 +19,33 @@ function judged() {
   const engine = new Engine(rules.ok ? rules.value : (undefined as never), catalog.ok ? catalog.value : (undefined as never));
   const state = emptyEngineState();
   const alerts: EnvelopeOf<'alert'>[] = [];
-  for (const e of syntheticFleet({ hosts: 5, gpusPerHost: 2, start: T0, minutes: 1, seed: 9, inventory: (h, inv) => (h < 3 ? { ...inv, driver_version: OLD } : inv) })) {
+  for (const e of syntheticFleet({
+    hosts: 5,
+    gpusPerHost: 2,
+    start: T0,
+    minutes: 1,
+    seed: 9,
+    inventory: (h, inv) => (h < 3 ? { ...inv, driver_version: OLD } : inv),
+  })) {
     alerts.push(...engine.advance(state, e));
   }
   return { engine, state, alerts };
 }
 
 describe('forgetting a host', () => {
-  it('a forgotten host no longer counts in its cluster\'s majority: drift is judged against the hosts that remain', () => {
+  it("a forgotten host no longer counts in its cluster's majority: drift is judged against the hosts that remain", () => {
     const { engine, state, alerts } = judged();
-    const drift = (list: readonly EnvelopeOf<'alert'>[]) => list.filter((a) => a.data.rule === 'version-drift' && a.data.status === 'firing').map((a) => a.host);
+    const drift = (list: readonly EnvelopeOf<'alert'>[]) =>
+      list.filter((a) => a.data.rule === 'version-drift' && a.data.status === 'firing').map((a) => a.host);
     // The old racks are the majority, so the new hosts look drifted: what forgetting must end.
     expect(drift(alerts)).toEqual(['gpu-node-003', 'gpu-node-004']);
     for (const host of ['gpu-node-000', 'gpu-node-001', 'gpu-node-002']) forgetHost(state, host, T0 + 2 * 60_000);
     expect(Object.keys(state.hosts).sort()).toEqual(['gpu-node-003', 'gpu-node-004']);
     expect(Object.keys(state.fleet.clusters.lab ?? {}).sort()).toEqual(['gpu-node-003', 'gpu-node-004']);
     // A fresh inventory of a new host: 2 of 2 on the new driver, no drift; its alert resolves.
-    const inventory = [...syntheticFleet({ hosts: 5, gpusPerHost: 2, start: T0 + 3 * 60_000, minutes: 1, seed: 9 })].filter((e) => e.type === 'host.inventory' && e.host === 'gpu-node-003');
+    const inventory = [...syntheticFleet({ hosts: 5, gpusPerHost: 2, start: T0 + 3 * 60_000, minutes: 1, seed: 9 })].filter(
+      (e) => e.type === 'host.inventory' && e.host === 'gpu-node-003',
+    );
     const next = inventory.flatMap((e) => engine.advance(state, e));
     expect(drift(next)).toEqual([]);
     expect(next.filter((a) => a.data.rule === 'version-drift').map((a) => [a.host, a.data.status])).toEqual([['gpu-node-003', 'resolved']]);

@@ -42,7 +42,10 @@ export function hostsToForget(state: EngineState, now: number, afterMs: number, 
     const heard = lastHeard(host);
     if (heard !== undefined && now - heard > afterMs) stale.push([host.host, heard]);
   }
-  return stale.sort((a, b) => a[1] - b[1]).slice(0, limit).map(([name]) => name);
+  return stale
+    .sort((a, b) => a[1] - b[1])
+    .slice(0, limit)
+    .map(([name]) => name);
 }
 
 /**

@@ -20,10 +20,36 @@ const RUNS = Number(process.env.GPUALERT_FUZZ_RUNS ?? 300);
 
 function gpu(index: number, over: Partial<GpuMetrics> = {}): GpuMetrics {
   return {
-    index, uuid: null, pci_bus: null, name: 'NVIDIA H100', util_pct: 97, mem_util_pct: 40, mem_used_mib: 60_000, mem_total_mib: 81_559,
-    temp_c: 60 + (index % 5), mem_temp_c: 66, power_w: 640, power_limit_w: 700, sm_clock_mhz: 1980, mem_clock_mhz: 2619, fan_pct: null,
-    pcie_gen: 5, pcie_gen_max: 5, pcie_width: 16, pcie_width_max: 16, ecc_sbe_volatile: 0, ecc_dbe_volatile: 0, ecc_sbe_aggregate: 0,
-    ecc_dbe_aggregate: 0, remap_pending: false, remap_failure: false, throttle: [], xid_last: null, nvlink_errors: 0, processes: 1, ...over,
+    index,
+    uuid: null,
+    pci_bus: null,
+    name: 'NVIDIA H100',
+    util_pct: 97,
+    mem_util_pct: 40,
+    mem_used_mib: 60_000,
+    mem_total_mib: 81_559,
+    temp_c: 60 + (index % 5),
+    mem_temp_c: 66,
+    power_w: 640,
+    power_limit_w: 700,
+    sm_clock_mhz: 1980,
+    mem_clock_mhz: 2619,
+    fan_pct: null,
+    pcie_gen: 5,
+    pcie_gen_max: 5,
+    pcie_width: 16,
+    pcie_width_max: 16,
+    ecc_sbe_volatile: 0,
+    ecc_dbe_volatile: 0,
+    ecc_sbe_aggregate: 0,
+    ecc_dbe_aggregate: 0,
+    remap_pending: false,
+    remap_failure: false,
+    throttle: [],
+    xid_last: null,
+    nvlink_errors: 0,
+    processes: 1,
+    ...over,
   };
 }
 
@@ -33,7 +59,11 @@ const sample = (host: string, at: number, gpus: GpuMetrics[], labels: Record<str
 /** An Xid 79 on a host with no inventory: the GPU fell off the bus, a critical page. */
 const xid79 = (host: string, at: number): Envelope =>
   newEnvelope({
-    type: 'kernel.event', id: `x-${host}-${at}`, host, source: 'test', ts: new Date(at).toISOString(),
+    type: 'kernel.event',
+    id: `x-${host}-${at}`,
+    host,
+    source: 'test',
+    ts: new Date(at).toISOString(),
     data: { kind: 'xid', xid: 79, pci_bus: '0000:3b:00', message: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.', severity: 'critical' },
   });
 
@@ -76,10 +106,24 @@ describe('label values named like members of every object', () => {
     // Parsed as the service and replay parse them: the label values come from outside.
     const hostile = ['__proto__', 'constructor', 'toString'].flatMap((value, i) => [
       parseEnvelope(JSON.stringify(sample(`gpu-node-${i}`, T0 + i, [gpu(0)], { job: value, cluster: value }))),
-      parseEnvelope(JSON.stringify(newEnvelope({
-        type: 'host.inventory', host: `gpu-node-${i}`, source: 'test', ts: new Date(T0 + 5 + i).toISOString(), labels: { job: value, cluster: value },
-        data: { gpu_model: 'NVIDIA H100', gpu_count: 1, driver_version: '550.54.15', cuda_version: '12.4', gpus: [{ index: 0, uuid: 'GPU-1', pci_bus: '0000:18:00', name: 'H100' }] },
-      }))),
+      parseEnvelope(
+        JSON.stringify(
+          newEnvelope({
+            type: 'host.inventory',
+            host: `gpu-node-${i}`,
+            source: 'test',
+            ts: new Date(T0 + 5 + i).toISOString(),
+            labels: { job: value, cluster: value },
+            data: {
+              gpu_model: 'NVIDIA H100',
+              gpu_count: 1,
+              driver_version: '550.54.15',
+              cuda_version: '12.4',
+              gpus: [{ index: 0, uuid: 'GPU-1', pci_bus: '0000:18:00', name: 'H100' }],
+            },
+          }),
+        ),
+      ),
     ]);
     for (const parsed of hostile) {
       if (!parsed.ok) throw new Error(parsed.error.message);
@@ -110,13 +154,17 @@ describe('persisted state', () => {
   });
 
   it('state written by an older engine with prototype keys in it parses into data, never into a prototype', () => {
-    const fleet = parseFleetState('{"jobs":{"__proto__":{"constructor":{"util":90,"at":1}},"toString":{}},"clusters":{"constructor":{"__proto__":{"driver":"550","cuda":"12.4"}}}}');
+    const fleet = parseFleetState(
+      '{"jobs":{"__proto__":{"constructor":{"util":90,"at":1}},"toString":{}},"clusters":{"constructor":{"__proto__":{"driver":"550","cuda":"12.4"}}}}',
+    );
     expect(Object.keys(fleet.jobs).sort()).toEqual(['__proto__', 'toString']);
     const key = (name: string) => name; // a key as data, not as the member TypeScript knows
     expect(fleet.jobs.__proto__![key('constructor')]).toEqual({ util: 90, at: 1 });
     expect(fleet.clusters[key('constructor')]![key('__proto__')]).toEqual({ driver: '550', cuda: '12.4' });
     expect(fleet.jobs.hasOwnProperty).toBeUndefined();
-    const host = parseHostState('{"host":"h","labels":{"__proto__":"x"},"template":"default","intervalMs":10000,"collectorErrors":0,"gpus":{"__proto__":{"lastSeen":0,"missing":0,"baselines":{},"counters":{},"recent":[],"xids":{"__proto__":[1]}}},"trackers":{"constructor":{}},"maintenance":{"__proto__":{"status":"scheduled","description":""}},"now":0,"lastTick":0,"offsets":{}}')!;
+    const host = parseHostState(
+      '{"host":"h","labels":{"__proto__":"x"},"template":"default","intervalMs":10000,"collectorErrors":0,"gpus":{"__proto__":{"lastSeen":0,"missing":0,"baselines":{},"counters":{},"recent":[],"xids":{"__proto__":[1]}}},"trackers":{"constructor":{}},"maintenance":{"__proto__":{"status":"scheduled","description":""}},"now":0,"lastTick":0,"offsets":{}}',
+    )!;
     expect(host.labels.__proto__).toBe('x');
     expect(Object.keys(host.maintenance)).toEqual(['__proto__']);
     expect(host.trackers.toString).toBeUndefined();
@@ -132,7 +180,9 @@ describe('judging time is linear in GPUs per sample', () => {
     const state = emptyEngineState();
     let worst = 0;
     for (let i = 0; i < 4; i += 1) {
-      const gpus = Array.from({ length: 5_000 }, (_, g) => gpu(g, { temp_c: g % 2 === 0 ? 95 : 60 + (g % 5), util_pct: 90 + (g % 10), pci_bus: `0000:${(g % 256).toString(16).padStart(2, '0')}:00` }));
+      const gpus = Array.from({ length: 5_000 }, (_, g) =>
+        gpu(g, { temp_c: g % 2 === 0 ? 95 : 60 + (g % 5), util_pct: 90 + (g % 10), pci_bus: `0000:${(g % 256).toString(16).padStart(2, '0')}:00` }),
+      );
       const started = performance.now();
       e.advance(state, sample('big-host', T0 + i * 10_000, gpus));
       worst = Math.max(worst, performance.now() - started);
@@ -141,12 +191,18 @@ describe('judging time is linear in GPUs per sample', () => {
   });
 
   it('the sliding peer median is each GPU compared with each other GPU, for any sample', () => {
-    const gpuArb = fc.record({ util: fc.option(fc.integer({ min: 0, max: 100 }), { nil: null }), temp: fc.option(fc.integer({ min: 20, max: 100 }), { nil: null }) });
-    fc.assert(fc.property(fc.array(gpuArb, { minLength: 33, maxLength: 120 }), fc.integer({ min: 0, max: 40 }), (specs, band) => {
-      const gpus = specs.map((s, i) => gpu(i, { util_pct: s.util, temp_c: s.temp }));
-      const fast = peerMedians(gpus, 'temp_c', band);
-      return gpus.every((g, i) => Object.is(fast[i], peerMedian(gpus, g, 'temp_c', band)));
-    }), { numRuns: RUNS });
+    const gpuArb = fc.record({
+      util: fc.option(fc.integer({ min: 0, max: 100 }), { nil: null }),
+      temp: fc.option(fc.integer({ min: 20, max: 100 }), { nil: null }),
+    });
+    fc.assert(
+      fc.property(fc.array(gpuArb, { minLength: 33, maxLength: 120 }), fc.integer({ min: 0, max: 40 }), (specs, band) => {
+        const gpus = specs.map((s, i) => gpu(i, { util_pct: s.util, temp_c: s.temp }));
+        const fast = peerMedians(gpus, 'temp_c', band);
+        return gpus.every((g, i) => Object.is(fast[i], peerMedian(gpus, g, 'temp_c', band)));
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it(`a sample at the bound (${MAX_GPUS_PER_SAMPLE} GPUs) judges in milliseconds (21 ms here; the bound is a wide guard)`, () => {
@@ -164,10 +220,16 @@ describe('judging time is linear in GPUs per sample', () => {
     const state = emptyEngineState();
     const hosts = Array.from({ length: 100_000 }, (_, i) => `h${i}`);
     const started = performance.now();
-    const alerts = e.advance(state, newEnvelope({
-      type: 'provider.event', host: 'h1', source: 'test', ts: new Date(T0).toISOString(),
-      data: { provider: 'generic', event_id: 'ev-1', kind: 'maintenance', status: 'scheduled', hosts, description: 'rack swap', raw_id: 'ev-1' },
-    }));
+    const alerts = e.advance(
+      state,
+      newEnvelope({
+        type: 'provider.event',
+        host: 'h1',
+        source: 'test',
+        ts: new Date(T0).toISOString(),
+        data: { provider: 'generic', event_id: 'ev-1', kind: 'maintenance', status: 'scheduled', hosts, description: 'rack swap', raw_id: 'ev-1' },
+      }),
+    );
     expect(performance.now() - started).toBeLessThan(2_000); // guards against a walk per host (a 100,000-host list)
     expect(alerts.map((a) => a.data.category)).toEqual(['maintenance']);
   });
@@ -177,10 +239,14 @@ describe('state one host keeps stays bounded', () => {
   it(`a stream of provider events with made-up ids keeps at most ${MAX_MAINTENANCE_WINDOWS_PER_HOST} windows, the open ones first`, () => {
     const e = engine();
     const state = emptyEngineState();
-    const event = (i: number, status: 'scheduled' | 'completed') => newEnvelope({
-      type: 'provider.event', host: 'h1', source: 'test', ts: new Date(T0 + i).toISOString(),
-      data: { provider: 'generic', event_id: `ev-${i}`, kind: 'maintenance', status, hosts: ['h1'], description: '', raw_id: `ev-${i}` },
-    });
+    const event = (i: number, status: 'scheduled' | 'completed') =>
+      newEnvelope({
+        type: 'provider.event',
+        host: 'h1',
+        source: 'test',
+        ts: new Date(T0 + i).toISOString(),
+        data: { provider: 'generic', event_id: `ev-${i}`, kind: 'maintenance', status, hosts: ['h1'], description: '', raw_id: `ev-${i}` },
+      });
     e.advance(state, event(0, 'scheduled')); // the one real, open window
     for (let i = 1; i <= 5_000; i += 1) e.advance(state, event(i, 'completed'));
     const windows = Object.keys(state.hosts.h1!.maintenance);
@@ -192,25 +258,39 @@ describe('state one host keeps stays bounded', () => {
     const e = engine();
     const state = emptyEngineState();
     for (let xid = 0; xid < 2_000; xid += 1) {
-      e.advance(state, newEnvelope({
-        type: 'kernel.event', host: 'h1', source: 'test', ts: new Date(T0 + xid * 1_000).toISOString(),
-        data: { kind: 'xid', xid, gpu: 0, message: `NVRM: Xid (PCI:0000:3b:00): ${xid}`, severity: 'error' },
-      }));
+      e.advance(
+        state,
+        newEnvelope({
+          type: 'kernel.event',
+          host: 'h1',
+          source: 'test',
+          ts: new Date(T0 + xid * 1_000).toISOString(),
+          data: { kind: 'xid', xid, gpu: 0, message: `NVRM: Xid (PCI:0000:3b:00): ${xid}`, severity: 'error' },
+        }),
+      );
     }
     expect(Object.keys(state.hosts.h1!.gpus[0]!.xids).length).toBe(MAX_XID_CODES_PER_GPU);
   });
 
-  it('a stream of kernel events on a GPU keeps each of its firing alerts\' evidence to the latest 20', () => {
+  it("a stream of kernel events on a GPU keeps each of its firing alerts' evidence to the latest 20", () => {
     const e = engine();
     const state = emptyEngineState();
     // One hardware fault that latches, then a stream of informational lines on the same GPU: each is evidence for it.
     for (let i = 0; i < 300; i += 1) {
-      e.advance(state, newEnvelope({
-        type: 'kernel.event', id: `k-${i}`, host: 'h1', source: 'test', ts: new Date(T0 + i * 1_000).toISOString(),
-        data: i === 0
-          ? { kind: 'xid', xid: 48, gpu: 0, message: 'NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error', severity: 'critical' }
-          : { kind: 'other_gpu', gpu: 0, message: `NVRM: GPU at PCI:0000:3b:00 note ${i}`, severity: 'info' },
-      }));
+      e.advance(
+        state,
+        newEnvelope({
+          type: 'kernel.event',
+          id: `k-${i}`,
+          host: 'h1',
+          source: 'test',
+          ts: new Date(T0 + i * 1_000).toISOString(),
+          data:
+            i === 0
+              ? { kind: 'xid', xid: 48, gpu: 0, message: 'NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error', severity: 'critical' }
+              : { kind: 'other_gpu', gpu: 0, message: `NVRM: GPU at PCI:0000:3b:00 note ${i}`, severity: 'info' },
+        }),
+      );
     }
     const firing = Object.values(state.hosts.h1!.trackers).filter((t) => t.firing && t.gpu === 0);
     expect(firing.length).toBeGreaterThan(0);
@@ -225,10 +305,18 @@ describe('state one host keeps stays bounded', () => {
     const state = emptyEngineState();
     const alerts: EnvelopeOf<'alert'>[] = [];
     for (let i = 0; i < 1_000; i += 1) {
-      alerts.push(...e.advance(state, newEnvelope({
-        type: 'provider.event', host: 'h1', source: 'test', ts: new Date(T0 + i).toISOString(),
-        data: { provider: 'generic', event_id: `made-up-${i}`, kind: 'maintenance', status: 'scheduled', hosts: ['h1'], description: '', raw_id: `r${i}` },
-      })));
+      alerts.push(
+        ...e.advance(
+          state,
+          newEnvelope({
+            type: 'provider.event',
+            host: 'h1',
+            source: 'test',
+            ts: new Date(T0 + i).toISOString(),
+            data: { provider: 'generic', event_id: `made-up-${i}`, kind: 'maintenance', status: 'scheduled', hosts: ['h1'], description: '', raw_id: `r${i}` },
+          }),
+        ),
+      );
     }
     expect(Object.keys(state.hosts.h1!.trackers).length).toBeLessThanOrEqual(MAX_MAINTENANCE_WINDOWS_PER_HOST);
     const last = new Map(alerts.map((a) => [a.data.fingerprint, a.data.status]));
@@ -238,40 +326,46 @@ describe('state one host keeps stays bounded', () => {
 
 describe('property: no message stops, blinds or pollutes the engine', () => {
   it('any hostile envelopes: parse is a result or one clear error, step/advance/tick never throw, the sentinel host still pages', () => {
-    fc.assert(fc.property(fc.array(hostileEnvelope, { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 3_600_000 }), (lines, tickAt) => {
-      const e = engine();
-      const state = emptyEngineState();
-      for (const line of lines) {
-        const parsed = parseEnvelope(line);
-        if (!parsed.ok) {
-          // One clear error: names where, is one line, and does not echo a huge input.
-          expect(parsed.error.message).toMatch(/^[\w.$\-_]*[^\n]*: expected /);
-          expect(parsed.error.message.length).toBeLessThan(400);
-          continue;
+    fc.assert(
+      fc.property(fc.array(hostileEnvelope, { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 3_600_000 }), (lines, tickAt) => {
+        const e = engine();
+        const state = emptyEngineState();
+        for (const line of lines) {
+          const parsed = parseEnvelope(line);
+          if (!parsed.ok) {
+            // One clear error: names where, is one line, and does not echo a huge input.
+            expect(parsed.error.message).toMatch(/^[\w.$\-_]*[^\n]*: expected /);
+            expect(parsed.error.message.length).toBeLessThan(400);
+            continue;
+          }
+          e.advance(state, parsed.value);
+          e.step(state, parsed.value);
         }
-        e.advance(state, parsed.value);
-        e.step(state, parsed.value);
-      }
-      e.tick(state, T0 + tickAt);
-      expect(prototypeUntouched()).toBe(true);
-      const alerts = e.advance(state, xid79(SENTINEL_HOST, T0 + tickAt + 1));
-      expect(pagedFor(alerts, SENTINEL_HOST)).toHaveLength(1);
-    }), { numRuns: RUNS });
+        e.tick(state, T0 + tickAt);
+        expect(prototypeUntouched()).toBe(true);
+        const alerts = e.advance(state, xid79(SENTINEL_HOST, T0 + tickAt + 1));
+        expect(pagedFor(alerts, SENTINEL_HOST)).toHaveLength(1);
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('replay of hostile lines gives alerts or one RecordingError naming the line', () => {
-    fc.assert(fc.property(fc.array(hostileEnvelope, { minLength: 1, maxLength: 8 }), (lines) => {
-      try {
-        replay(engine(), [...lines, JSON.stringify(xid79(SENTINEL_HOST, T0))]);
-      } catch (error) {
-        expect(error).toBeInstanceOf(RecordingError);
-        expect((error as RecordingError).message).toMatch(/^line \d+: /);
-      }
-      // What parses is judged, and the sentinel is paged, whatever came before it.
-      const valid = lines.filter((l) => parseEnvelope(l).ok);
-      const alerts = replay(engine(), [...valid, JSON.stringify(xid79(SENTINEL_HOST, T0))]);
-      expect(pagedFor(alerts, SENTINEL_HOST).length).toBeGreaterThanOrEqual(1);
-      expect(prototypeUntouched()).toBe(true);
-    }), { numRuns: Math.ceil(RUNS / 3) });
+    fc.assert(
+      fc.property(fc.array(hostileEnvelope, { minLength: 1, maxLength: 8 }), (lines) => {
+        try {
+          replay(engine(), [...lines, JSON.stringify(xid79(SENTINEL_HOST, T0))]);
+        } catch (error) {
+          expect(error).toBeInstanceOf(RecordingError);
+          expect((error as RecordingError).message).toMatch(/^line \d+: /);
+        }
+        // What parses is judged, and the sentinel is paged, whatever came before it.
+        const valid = lines.filter((l) => parseEnvelope(l).ok);
+        const alerts = replay(engine(), [...valid, JSON.stringify(xid79(SENTINEL_HOST, T0))]);
+        expect(pagedFor(alerts, SENTINEL_HOST).length).toBeGreaterThanOrEqual(1);
+        expect(prototypeUntouched()).toBe(true);
+      }),
+      { numRuns: Math.ceil(RUNS / 3) },
+    );
   });
 });

@@ -1,7 +1,5 @@
 export { loadRuleSet, type RuleSet } from './load-rules.ts';
-export {
-  dict, emptyEngineState, emptyFleetState, newHostState, parseFleetState, parseHostState, type EngineState, type HostState,
-} from './engine-state.ts';
+export { dict, emptyEngineState, emptyFleetState, newHostState, parseFleetState, parseHostState, type EngineState, type HostState } from './engine-state.ts';
 export { ENGINE_STATE_VERSION } from './engine-state-schema.ts';
 export { ENGINE_SOURCE } from './alert-envelopes.ts';
 export { Engine } from './engine.ts';

@@ -42,7 +42,12 @@ export function noteJobEvent(state: EngineState, host: HostState, data: JobEvent
   const key = eventJobKey(state, training, host, data);
   let run = training[key];
   if (!run) {
-    makeRoom(training, MAX_TRAINING_JOBS, (r) => r.heard, (name) => unindex(training, name));
+    makeRoom(
+      training,
+      MAX_TRAINING_JOBS,
+      (r) => r.heard,
+      (name) => unindex(training, name),
+    );
     run = { labels: dict(), heard: at, home: host.host, ranks: dict() };
     const owner = ownerOn(host, data);
     if (owner) Object.assign(run.labels, owner);
@@ -311,7 +316,9 @@ function makeRoom<T>(record: Record<string, T>, bound: number, heard: (v: T) => 
     for (const _ in record) size += 1;
   }
   if (size >= bound) {
-    const names = Object.entries(record).sort(([, a], [, b]) => heard(a) - heard(b)).map(([name]) => name);
+    const names = Object.entries(record)
+      .sort(([, a], [, b]) => heard(a) - heard(b))
+      .map(([name]) => name);
     const drop = names.length - Math.floor(bound * (1 - FORGET_AT_ONCE));
     for (const name of names.slice(0, drop)) {
       delete record[name];

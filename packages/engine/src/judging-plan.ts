@@ -1,4 +1,16 @@
-import type { BmcEventContext, GpuContext, HostSampleContext, InventoryContext, JobContext, Judge, JudgeContext, KernelContext, ProviderContext, RuleKind, SampleContext } from './judge.ts';
+import type {
+  BmcEventContext,
+  GpuContext,
+  HostSampleContext,
+  InventoryContext,
+  JobContext,
+  Judge,
+  JudgeContext,
+  KernelContext,
+  ProviderContext,
+  RuleKind,
+  SampleContext,
+} from './judge.ts';
 import { JUDGES } from './judges/index.ts';
 import type { BoundTemplate } from './load-rules.ts';
 import type { RuleSpec } from './rule-set.ts';
@@ -33,7 +45,17 @@ export function planOf(bound: BoundTemplate): JudgingPlan {
 
 function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
   const plan: { -readonly [H in keyof JudgingPlan]: JudgingPlan[H] extends readonly (infer S)[] ? S[] : never } = {
-    beforeGpus: [], gpu: [], afterGpus: [], kernel: [], provider: [], inventory: [], job: [], tick: [], hostSample: [], bmcEvent: [], clusterChange: [],
+    beforeGpus: [],
+    gpu: [],
+    afterGpus: [],
+    kernel: [],
+    provider: [],
+    inventory: [],
+    job: [],
+    tick: [],
+    hostSample: [],
+    bmcEvent: [],
+    clusterChange: [],
   };
   for (const rule of rules) {
     // The registry is keyed by kind, so the judge found takes exactly this rule's type.

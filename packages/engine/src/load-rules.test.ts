@@ -28,14 +28,22 @@ describe('gpualert rules check: a typo is an error with its file, line and the n
   });
 
   it('a kernel event kind and a throttle reason misspelt in defaults.yaml', () => {
-    const dir = rulesWith('defaults.yaml', (t) => t.replace('kinds: [xid, sxid,', 'kinds: [xdi, sxid,').replace('reasons: [hw_slowdown,', 'reasons: [hw_slowdwn,'));
+    const dir = rulesWith('defaults.yaml', (t) =>
+      t.replace('kinds: [xid, sxid,', 'kinds: [xdi, sxid,').replace('reasons: [hw_slowdown,', 'reasons: [hw_slowdwn,'),
+    );
     const errors = errorsOf(dir);
     expect(errors).toHaveLength(2);
     // The lines the typos are on, wherever other rules put them.
     const lines = readFileSync(join(DEFAULT_RULES_DIR, 'defaults.yaml'), 'utf8').split('\n');
     const lineOf = (text: string) => lines.findIndex((l) => l.includes(text)) + 1;
-    expect(errors[0]).toMatch(new RegExp(`^defaults\\.yaml:${lineOf('kinds: [xid, sxid,')}: rules\\.\\d+\\.kinds\\.0: "xdi" is not one of xid, sxid, .*; did you mean "xid"\\?$`));
-    expect(errors[1]).toMatch(new RegExp(`^defaults\\.yaml:${lineOf('reasons: [hw_slowdown,')}: rules\\.\\d+\\.reasons\\.0: "hw_slowdwn" is not one of .*; did you mean "hw_slowdown"\\?$`));
+    expect(errors[0]).toMatch(
+      new RegExp(`^defaults\\.yaml:${lineOf('kinds: [xid, sxid,')}: rules\\.\\d+\\.kinds\\.0: "xdi" is not one of xid, sxid, .*; did you mean "xid"\\?$`),
+    );
+    expect(errors[1]).toMatch(
+      new RegExp(
+        `^defaults\\.yaml:${lineOf('reasons: [hw_slowdown,')}: rules\\.\\d+\\.reasons\\.0: "hw_slowdwn" is not one of .*; did you mean "hw_slowdown"\\?$`,
+      ),
+    );
   });
 
   it('a metric and a category misspelt', () => {
@@ -50,13 +58,19 @@ describe('gpualert rules check: a typo is an error with its file, line and the n
     const bad = rulesWith('templates/h100.yaml', (t) => t.replace('gpu-mem-temp-high: { above: 95,', 'gpu-mem-temp-high: { above: "hot",'));
     expect(errorsOf(bad)).toEqual([expect.stringMatching(/^templates\/h100\.yaml:7: overrides\.gpu-mem-temp-high\.above: .*expected number/)]);
     const missing = rulesWith('templates/h100.yaml', (t) => t.replace('gpu-mem-temp-high: { above: 95,', 'gpu-mem-temp-hgh: { above: 95,'));
-    expect(errorsOf(missing)).toEqual(['templates/h100.yaml:7: overrides.gpu-mem-temp-hgh: no rule "gpu-mem-temp-hgh" in defaults.yaml; did you mean "gpu-mem-temp-high"?']);
+    expect(errorsOf(missing)).toEqual([
+      'templates/h100.yaml:7: overrides.gpu-mem-temp-hgh: no rule "gpu-mem-temp-hgh" in defaults.yaml; did you mean "gpu-mem-temp-high"?',
+    ]);
   });
 
-  it('a rule\'s numbers are data: a template can move them, and a bad one is refused where it is written', () => {
-    const dir = rulesWith('templates/h100.yaml', (t) => t.replace('overrides:\n', 'overrides:\n  job-straggler: { window: 5m, peers_busy_above: 50 }\n  gpu-temp-peer: { recover_margin: -1 }\n'));
+  it("a rule's numbers are data: a template can move them, and a bad one is refused where it is written", () => {
+    const dir = rulesWith('templates/h100.yaml', (t) =>
+      t.replace('overrides:\n', 'overrides:\n  job-straggler: { window: 5m, peers_busy_above: 50 }\n  gpu-temp-peer: { recover_margin: -1 }\n'),
+    );
     expect(errorsOf(dir)).toEqual([expect.stringMatching(/^templates\/h100\.yaml:7: overrides\.gpu-temp-peer\.recover_margin: .*>=0/)]);
-    const ok = loadRuleSet(rulesWith('templates/h100.yaml', (t) => t.replace('overrides:\n', 'overrides:\n  job-straggler: { window: 5m, peers_busy_above: 50 }\n')));
+    const ok = loadRuleSet(
+      rulesWith('templates/h100.yaml', (t) => t.replace('overrides:\n', 'overrides:\n  job-straggler: { window: 5m, peers_busy_above: 50 }\n')),
+    );
     if (!ok.ok) throw new Error(ok.errors.map(formatRuleError).join('\n'));
     const straggler = ok.value.templates.find((t) => t.template.name === 'h100')!.rules.find((r) => r.id === 'job-straggler');
     expect(straggler).toMatchObject({ window: 300_000, peers_busy_above: 50, smoothing: 0.7 });

@@ -29,7 +29,9 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
   const templateDir = join(dir, 'templates');
   let files: string[] = [];
   try {
-    files = readdirSync(templateDir).filter((f) => f.endsWith('.yaml') || f.endsWith('.yml')).sort();
+    files = readdirSync(templateDir)
+      .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+      .sort();
   } catch {
     errors.push({ file: templateDir, line: 0, field: '', message: 'no templates directory' });
   }
@@ -50,7 +52,12 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
     const unknown = (id: string, path: readonly PropertyKey[]) => {
       if (ids.includes(id)) return;
       const nearest = nearestOf(id, ids);
-      errors.push({ file, line: lineOf(path), field: path.join('.'), message: `no rule "${id}" in defaults.yaml${nearest ? `; did you mean "${nearest}"?` : ''}` });
+      errors.push({
+        file,
+        line: lineOf(path),
+        field: path.join('.'),
+        message: `no rule "${id}" in defaults.yaml${nearest ? `; did you mean "${nearest}"?` : ''}`,
+      });
     };
     for (const id of Object.keys(template.overrides)) unknown(id, ['overrides', id]);
     template.disable.forEach((id, i) => unknown(id, ['disable', i]));
@@ -66,7 +73,10 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
       else {
         for (const issue of merged.error.issues) {
           const path = ['overrides', rule.id, ...issue.path];
-          const got = issue.path.reduce<unknown>((v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k] : undefined), override);
+          const got = issue.path.reduce<unknown>(
+            (v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k] : undefined),
+            override,
+          );
           errors.push({ file, line: lineOf(path), field: path.map(String).join('.'), message: withNearest(issue as Parameters<typeof withNearest>[0], got) });
         }
       }
@@ -82,7 +92,8 @@ export function loadRuleSet(dir: string = DEFAULT_RULES_DIR): { ok: true; value:
 function toInput(rule: RuleSpec): Record<string, unknown> {
   const out: Record<string, unknown> = { ...rule };
   for (const [key, value] of Object.entries(rule)) {
-    if (['for', 'quiet', 'window', 'explains_for', 'grace', 'stalled_after', 'missing_for', 'settle', 'max_age'].includes(key) && typeof value === 'number') out[key] = `${value}ms`;
+    if (['for', 'quiet', 'window', 'explains_for', 'grace', 'stalled_after', 'missing_for', 'settle', 'max_age'].includes(key) && typeof value === 'number')
+      out[key] = `${value}ms`;
   }
   out.escalate = rule.escalate.map((e) => ({ ...e, after: `${e.after}ms` }));
   if (rule.kind === 'event' && rule.repeat) out.repeat = { ...rule.repeat, within: `${rule.repeat.within}ms` };
@@ -95,7 +106,12 @@ export function bindTemplate(
   fingerprint: { gpu_model?: string | undefined; provider?: string | undefined },
   labels: Readonly<Record<string, string>>,
 ): BoundTemplate {
-  const values: Record<string, string | undefined> = { gpu_model: fingerprint.gpu_model, provider: fingerprint.provider, cluster: labels.cluster, role: labels.role };
+  const values: Record<string, string | undefined> = {
+    gpu_model: fingerprint.gpu_model,
+    provider: fingerprint.provider,
+    cluster: labels.cluster,
+    role: labels.role,
+  };
   for (const bound of ruleSet.templates) {
     const ok = Object.entries(bound.template.match).every(([key, pattern]) => {
       const value = values[key];

@@ -73,10 +73,12 @@ function sliding(gpus: readonly GpuMetrics[], metric: PeerMetric, band: number):
   candidates.sort((a, b) => a.util - b.util || a.index - b.index);
   // Each candidate's slot in value order (ties in utilisation order): the tree counts which slots are in the window.
   const sorted = new Float64Array(m);
-  [...candidates].sort((a, b) => a.value - b.value || a.util - b.util || a.index - b.index).forEach((c, s) => {
-    c.slot = s;
-    sorted[s] = c.value;
-  });
+  [...candidates]
+    .sort((a, b) => a.value - b.value || a.util - b.util || a.index - b.index)
+    .forEach((c, s) => {
+      c.slot = s;
+      sorted[s] = c.value;
+    });
   const tree = new Int32Array(m + 1);
   const add = (s: number, d: number) => {
     // eslint-disable-next-line @typescript-eslint/no-non-null-assertion -- a Fenwick tree: 1 <= i <= m, inside the array

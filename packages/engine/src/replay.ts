@@ -4,7 +4,10 @@ import { emptyEngineState, type EngineState } from './engine-state.ts';
 import { MAX_CLOCK_JUMP_MS, StreamClock } from './time-policy.ts';
 
 export class RecordingError extends GpualertError {
-  constructor(readonly line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super('GA-RECORDING-INVALID', `line ${line}: ${message}`);
   }
 }
@@ -44,7 +47,10 @@ export function replay(engine: Engine, lines: Iterable<string>, state: EngineSta
       if (parsed.value.type === 'host.inventory') alerts.push(...engine.rejudgeClusters(state, engine.takeChangedClusters()));
     } catch (error) {
       // A bug, not bad input: still one line that names the envelope, never a bare stack.
-      throw new RecordingError(number, `the engine failed on this ${parsed.value.type} of host ${JSON.stringify(parsed.value.host.slice(0, 80))}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new RecordingError(
+        number,
+        `the engine failed on this ${parsed.value.type} of host ${JSON.stringify(parsed.value.host.slice(0, 80))}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
   // The end of the recording is a moment too: kernel bursts still open are closed, quiet periods end.

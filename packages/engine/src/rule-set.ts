@@ -15,7 +15,15 @@ export const Duration = z
 
 /** GPU metrics a rule can read. */
 export const NumericMetric = z.enum([
-  'util_pct', 'mem_util_pct', 'mem_used_mib', 'temp_c', 'mem_temp_c', 'power_w', 'sm_clock_mhz', 'mem_clock_mhz', 'fan_pct',
+  'util_pct',
+  'mem_util_pct',
+  'mem_used_mib',
+  'temp_c',
+  'mem_temp_c',
+  'power_w',
+  'sm_clock_mhz',
+  'mem_clock_mhz',
+  'fan_pct',
 ]);
 /** Rule ids one cooling rule may explain. */
 export const MAX_EXPLAINED = 32;
@@ -96,7 +104,14 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     /** An application-level event resolves after this quiet period; hardware waits for recovery. */
     quiet: Duration.default(1_800_000),
   }),
-  z.object({ ...common, kind: z.literal('counter'), metric: CounterMetric, increase: z.number().int().positive().default(1), quiet: Duration.default(3_600_000), latch: z.boolean().default(false) }),
+  z.object({
+    ...common,
+    kind: z.literal('counter'),
+    metric: CounterMetric,
+    increase: z.number().int().positive().default(1),
+    quiet: Duration.default(3_600_000),
+    latch: z.boolean().default(false),
+  }),
   z.object({ ...common, kind: z.literal('flag'), flag: z.enum(['remap_pending', 'remap_failure']), latch: z.boolean().default(false) }),
   z.object({ ...common, kind: z.literal('throttle'), reasons: z.array(ThrottleReason).min(1) }),
   z.object({ ...common, kind: z.literal('stuck_job'), util_below: z.number().default(5) }),
@@ -218,7 +233,10 @@ export const RuleSpec = z.discriminatedUnion('kind', [
     /** With degraded: a rate below this fraction of the sibling ports' median rate. */
     rate_fraction: z.number().positive().max(1).default(1),
     /** With errors: the counters watched. */
-    counters: z.array(z.enum(IB_PORT_COUNTERS)).min(1).default(['link_downed', 'link_error_recovery', 'symbol_error', 'port_rcv_errors', 'local_link_integrity_errors']),
+    counters: z
+      .array(z.enum(IB_PORT_COUNTERS))
+      .min(1)
+      .default(['link_downed', 'link_error_recovery', 'symbol_error', 'port_rcv_errors', 'local_link_integrity_errors']),
     /** With errors: a rise of at least this many between two readings. */
     increase: z.number().int().positive().default(1),
     /** With errors: resolves after this long without a rise. */

@@ -36,10 +36,21 @@ function fleet(options: Partial<FleetOptions> = {}) {
 }
 
 /** A fleet where every host is busy the whole time (so load-only faults show). */
-const busy = (gpu: GpuMetrics): GpuMetrics => ({ ...gpu, util_pct: 97, processes: 1, pcie_gen: 5, temp_c: 60 + (gpu.index % 3), power_w: 630, throttle: ['sw_power_cap'] });
+const busy = (gpu: GpuMetrics): GpuMetrics => ({
+  ...gpu,
+  util_pct: 97,
+  processes: 1,
+  pcie_gen: 5,
+  temp_c: 60 + (gpu.index % 3),
+  power_w: 630,
+  throttle: ['sw_power_cap'],
+});
 
 const firing = (alerts: EnvelopeOf<'alert'>[], min: 'warning' | 'error' | 'critical' = 'warning') =>
-  alerts.filter((a) => a.data.status === 'firing' && ['info', 'warning', 'error', 'critical'].indexOf(a.data.severity) >= ['info', 'warning', 'error', 'critical'].indexOf(min));
+  alerts.filter(
+    (a) =>
+      a.data.status === 'firing' && ['info', 'warning', 'error', 'critical'].indexOf(a.data.severity) >= ['info', 'warning', 'error', 'critical'].indexOf(min),
+  );
 
 function kernelEvent(host: string, at: number, data: EnvelopeOf<'kernel.event'>['data']): Envelope {
   return newEnvelope({ type: 'kernel.event', id: `k-${host}-${at}`, host, source: 'test', ts: new Date(at).toISOString(), data });
@@ -59,14 +70,16 @@ describe('scenarios', () => {
 
   it('catches a GPU drifting 12–16 °C above its siblings within minutes, under every fixed threshold', () => {
     const onset = T0 + 30 * MIN;
-    const { alerts } = run(fleet({
-      fault: (h, gpu, at) => {
-        const g = busy(gpu);
-        if (h !== 1 || gpu.index !== 5 || at < onset) return g;
-        const drift = Math.min(16, 12 + ((at - onset) / MIN) * 0.2);
-        return { ...g, temp_c: (g.temp_c ?? 60) + drift };
-      },
-    }));
+    const { alerts } = run(
+      fleet({
+        fault: (h, gpu, at) => {
+          const g = busy(gpu);
+          if (h !== 1 || gpu.index !== 5 || at < onset) return g;
+          const drift = Math.min(16, 12 + ((at - onset) / MIN) * 0.2);
+          return { ...g, temp_c: (g.temp_c ?? 60) + drift };
+        },
+      }),
+    );
     const hot = firing(alerts);
     expect(hot.length).toBeGreaterThan(0);
     expect(hot.every((a) => a.host === hostName(1) && a.data.gpu?.index === 5)).toBe(true);
@@ -83,8 +96,13 @@ describe('scenarios', () => {
     const rebootAt = T0 + 40 * MIN;
     const samples = fleet({ fault: (h, gpu, at) => (h === 2 && gpu.index === 3 && at >= lostAt && at < rebootAt ? null : busy(gpu)) });
     const xid = kernelEvent(hostName(2), lostAt - 1_000, {
-      kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: "NVRM: Xid (PCI:0000:4b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
-      meaning: 'GPU has fallen off the bus', count: 1,
+      kind: 'xid',
+      xid: 79,
+      pci_bus: '0000:4b:00',
+      severity: 'critical',
+      message: "NVRM: Xid (PCI:0000:4b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+      meaning: 'GPU has fallen off the bus',
+      count: 1,
     });
     const reboot = newEnvelope({ ...samples[2]!, id: 'inventory-after-reboot', ts: new Date(rebootAt - 5_000).toISOString() } as EnvelopeOf<'host.inventory'>);
     const { alerts } = run(merge(samples, [xid, reboot]));
@@ -98,14 +116,31 @@ describe('scenarios', () => {
     expect(firing(alerts).filter((a) => a.host !== hostName(2))).toEqual([]);
   });
 
-  it('a maintenance window is announced as an alert and keeps the host\'s absence off the pager', () => {
+  it("a maintenance window is announced as an alert and keeps the host's absence off the pager", () => {
     const start = T0 + 20 * MIN;
     const end = T0 + 35 * MIN;
-    const samples = fleet({ fault: (h, gpu, at) => busy(gpu) }).filter((e) => !(e.host === hostName(0) && e.type === 'gpu.sample' && Date.parse(e.ts) >= start + 60_000 && Date.parse(e.ts) < end));
-    const notice = (status: 'scheduled' | 'completed', at: number): Envelope => newEnvelope({
-      type: 'provider.event', id: `p-${status}`, host: hostName(0), source: 'test', ts: new Date(at).toISOString(),
-      data: { provider: 'gcp', event_id: 'm-1', kind: 'maintenance', status, hosts: [hostName(0)], window_start: new Date(start).toISOString(), window_end: new Date(end).toISOString(), description: 'host maintenance', raw_id: 'm-1' },
-    });
+    const samples = fleet({ fault: (h, gpu, at) => busy(gpu) }).filter(
+      (e) => !(e.host === hostName(0) && e.type === 'gpu.sample' && Date.parse(e.ts) >= start + 60_000 && Date.parse(e.ts) < end),
+    );
+    const notice = (status: 'scheduled' | 'completed', at: number): Envelope =>
+      newEnvelope({
+        type: 'provider.event',
+        id: `p-${status}`,
+        host: hostName(0),
+        source: 'test',
+        ts: new Date(at).toISOString(),
+        data: {
+          provider: 'gcp',
+          event_id: 'm-1',
+          kind: 'maintenance',
+          status,
+          hosts: [hostName(0)],
+          window_start: new Date(start).toISOString(),
+          window_end: new Date(end).toISOString(),
+          description: 'host maintenance',
+          raw_id: 'm-1',
+        },
+      });
     const { alerts } = run(merge(samples, [notice('scheduled', T0 + 5 * MIN), notice('completed', end + 2 * MIN)]));
     const mine = alerts.filter((a) => a.host === hostName(0));
     expect(mine.map((a) => [a.data.category, a.data.status, a.data.expected ?? false])).toEqual([
@@ -121,18 +156,26 @@ describe('scenarios', () => {
 
   it('catches a stuck job, an ECC double-bit error with row remap pending, and a PCIe link at x8 under load', () => {
     const at = T0 + 10 * MIN;
-    const { alerts } = run(fleet({
-      fault: (h, gpu, t) => {
-        const g = busy(gpu);
-        if (h === 0 && gpu.index === 1 && t >= at) return { ...g, util_pct: 0, temp_c: 36, power_w: 80, throttle: ['gpu_idle'] }; // process alive, work stopped
-        if (h === 1 && gpu.index === 2 && t >= at) return { ...g, ecc_dbe_volatile: 2, remap_pending: true };
-        if (h === 2 && gpu.index === 6) return { ...g, pcie_width: 8 };
-        return g;
-      },
-    }));
-    const by = (host: number) => firing(alerts).filter((a) => a.host === hostName(host)).map((a) => [a.data.rule, a.data.severity, a.data.gpu?.index]);
+    const { alerts } = run(
+      fleet({
+        fault: (h, gpu, t) => {
+          const g = busy(gpu);
+          if (h === 0 && gpu.index === 1 && t >= at) return { ...g, util_pct: 0, temp_c: 36, power_w: 80, throttle: ['gpu_idle'] }; // process alive, work stopped
+          if (h === 1 && gpu.index === 2 && t >= at) return { ...g, ecc_dbe_volatile: 2, remap_pending: true };
+          if (h === 2 && gpu.index === 6) return { ...g, pcie_width: 8 };
+          return g;
+        },
+      }),
+    );
+    const by = (host: number) =>
+      firing(alerts)
+        .filter((a) => a.host === hostName(host))
+        .map((a) => [a.data.rule, a.data.severity, a.data.gpu?.index]);
     expect(by(0)).toEqual([['stuck-job', 'warning', 1]]);
-    expect(by(1)).toEqual([['ecc-dbe', 'critical', 2], ['row-remap-pending', 'warning', 2]]);
+    expect(by(1)).toEqual([
+      ['ecc-dbe', 'critical', 2],
+      ['row-remap-pending', 'warning', 2],
+    ]);
     expect(by(2)).toEqual([['pcie-downtrained', 'warning', 6]]);
     expect(firing(alerts).find((a) => a.data.rule === 'pcie-downtrained')!.data.summary).toMatch(/Gen5 x8 of Gen5 x16/);
     // the two faults of host 1 arrive within seconds: one incident
@@ -152,7 +195,8 @@ describe('scenarios', () => {
     const inventories = envelopes.filter((e): e is EnvelopeOf<'host.inventory'> => e.type === 'host.inventory');
     const last = Math.max(...envelopes.map((e) => Date.parse(e.ts)));
     // Hosts 0 and 1 move to cluster lab-b: lab keeps host 2 (550) and host 3 (535), no majority either way.
-    const moved = inventories.filter((e) => e.host === hostName(0) || e.host === hostName(1))
+    const moved = inventories
+      .filter((e) => e.host === hostName(0) || e.host === hostName(1))
       .map((e) => newEnvelope({ ...e, id: `moved-${e.host}`, ts: new Date(last + 1_000).toISOString(), labels: { ...e.labels, cluster: 'lab-b' } }));
     const engine = new Engine(rules.ok ? rules.value : (undefined as never), catalog.ok ? catalog.value : (undefined as never));
     const state = emptyEngineState();
@@ -163,33 +207,52 @@ describe('scenarios', () => {
       if (envelope.type === 'host.inventory') alerts.push(...engine.rejudgeClusters(state, engine.takeChangedClusters()));
     }
     const drift = alerts.filter((a) => a.data.rule === 'version-drift').map((a) => [a.host, a.data.status]);
-    expect(drift).toEqual([[hostName(3), 'firing'], [hostName(3), 'resolved']]);
+    expect(drift).toEqual([
+      [hostName(3), 'firing'],
+      [hostName(3), 'resolved'],
+    ]);
     expect(Object.keys(state.fleet.clusters.lab!).sort()).toEqual([hostName(2), hostName(3)]);
     expect(Object.keys(state.fleet.clusters['lab-b']!).sort()).toEqual([hostName(0), hostName(1)]);
   });
 
   it('escalates repeated application Xids on one GPU and resolves them after a quiet period', () => {
     const host = hostName(0);
-    const xid13 = (i: number) => kernelEvent(host, T0 + i * 2 * MIN, { kind: 'xid', xid: 13, pci_bus: '0000:18:00', severity: 'warning', message: 'NVRM: Xid 13', meaning: 'Graphics Engine Exception', count: 3 });
+    const xid13 = (i: number) =>
+      kernelEvent(host, T0 + i * 2 * MIN, {
+        kind: 'xid',
+        xid: 13,
+        pci_bus: '0000:18:00',
+        severity: 'warning',
+        message: 'NVRM: Xid 13',
+        meaning: 'Graphics Engine Exception',
+        count: 3,
+      });
     const { alerts } = run(merge(fleet({ fault: (h, g) => busy(g) }), [xid13(1), xid13(2), xid13(3)]), T0 + 60 * MIN);
     expect(alerts.filter((a) => a.data.rule === 'kernel-event').map((a) => [a.data.status, a.data.severity])).toEqual([
-      ['firing', 'warning'], ['firing', 'error'], ['resolved', 'error'],
+      ['firing', 'warning'],
+      ['firing', 'error'],
+      ['resolved', 'error'],
     ]);
     expect(alerts.find((a) => a.data.severity === 'error')!.data.summary).toMatch(/3 times on this GPU within 10 min: suspect the hardware/);
   });
 
   it('turns a flapping alert into one flapping message', () => {
-    const { alerts } = run(fleet({
-      minutes: 40,
-      fault: (h, gpu, at) => (h === 0 && gpu.index === 0 && Math.floor((at - T0) / (2 * MIN)) % 2 === 1 ? { ...busy(gpu), throttle: ['hw_slowdown'] } : busy(gpu)),
-    }));
+    const { alerts } = run(
+      fleet({
+        minutes: 40,
+        fault: (h, gpu, at) =>
+          h === 0 && gpu.index === 0 && Math.floor((at - T0) / (2 * MIN)) % 2 === 1 ? { ...busy(gpu), throttle: ['hw_slowdown'] } : busy(gpu),
+      }),
+    );
     const mine = alerts.filter((a) => a.host === hostName(0));
     expect(mine.filter((a) => a.data.rule === 'flapping').map((a) => a.data.status)).toEqual(['firing']);
     expect(mine.filter((a) => a.data.rule === 'hw-slowdown').length).toBeLessThanOrEqual(5);
   });
 
   it('lets an operator resolve a latched hardware alert', () => {
-    const { alerts, state, engine } = run(fleet({ minutes: 5, fault: (h, g, t) => (h === 0 && g.index === 0 && t > T0 + MIN ? { ...busy(g), remap_failure: true } : busy(g)) }));
+    const { alerts, state, engine } = run(
+      fleet({ minutes: 5, fault: (h, g, t) => (h === 0 && g.index === 0 && t > T0 + MIN ? { ...busy(g), remap_failure: true } : busy(g)) }),
+    );
     const latched = firing(alerts).find((a) => a.data.rule === 'row-remap-failure')!;
     const resolved = engine.resolveByOperator(state, latched.data.fingerprint, T0 + 6 * MIN);
     expect(resolved.map((a) => [a.data.fingerprint, a.data.status])).toEqual([[latched.data.fingerprint, 'resolved']]);
@@ -199,13 +262,23 @@ describe('scenarios', () => {
 describe('the other rule kinds', () => {
   it('baseline: a GPU far from its own normal at the same load, though its siblings run cool too', () => {
     // Every GPU of host 0 idles at its usual 34 °C; after 40 minutes GPU 4 idles at 52 °C.
-    const { alerts } = run(fleet({
-      minutes: 80,
-      fault: (h, gpu, at) => {
-        const idle = { ...gpu, util_pct: 0, processes: 0, temp_c: 34 + (gpu.index % 2), power_w: 72, throttle: ['gpu_idle'] as GpuMetrics['throttle'], pcie_gen: 1 };
-        return h === 0 && gpu.index === 4 && at > T0 + 40 * MIN ? { ...idle, temp_c: 52 } : idle;
-      },
-    }));
+    const { alerts } = run(
+      fleet({
+        minutes: 80,
+        fault: (h, gpu, at) => {
+          const idle = {
+            ...gpu,
+            util_pct: 0,
+            processes: 0,
+            temp_c: 34 + (gpu.index % 2),
+            power_w: 72,
+            throttle: ['gpu_idle'] as GpuMetrics['throttle'],
+            pcie_gen: 1,
+          };
+          return h === 0 && gpu.index === 4 && at > T0 + 40 * MIN ? { ...idle, temp_c: 52 } : idle;
+        },
+      }),
+    );
     const baseline = firing(alerts).filter((a) => a.data.rule === 'gpu-temp-baseline');
     expect(baseline.map((a) => [a.host, a.data.gpu?.index])).toEqual([[hostName(0), 4]]);
     expect(baseline[0]!.data.summary).toMatch(/runs at 52 °C, 1\d(\.\d)? °C above its own normal of 3\d(\.\d)? °C/);
@@ -219,11 +292,26 @@ describe('the other rule kinds', () => {
   it('collector: nvidia-smi failing twice in a row, and the lost-GPU message naming a bus', () => {
     const samples = fleet({ hosts: 1, minutes: 3, fault: (h, g) => busy(g) });
     const failing = samples.map((e, i) =>
-      e.type === 'gpu.sample' && i > 6 && i < 10 ? { ...e, data: { gpus: [], error: { code: 'timeout' as const, message: 'nvidia-smi did not answer in time' } } } : e);
+      e.type === 'gpu.sample' && i > 6 && i < 10
+        ? { ...e, data: { gpus: [], error: { code: 'timeout' as const, message: 'nvidia-smi did not answer in time' } } }
+        : e,
+    );
     const { alerts } = run(failing as Envelope[]);
-    expect(alerts.filter((a) => a.data.rule === 'collector-failing').map((a) => [a.data.status, a.data.severity])).toEqual([['firing', 'error'], ['resolved', 'error']]);
+    expect(alerts.filter((a) => a.data.rule === 'collector-failing').map((a) => [a.data.status, a.data.severity])).toEqual([
+      ['firing', 'error'],
+      ['resolved', 'error'],
+    ]);
     const lost = samples.map((e, i) =>
-      e.type === 'gpu.sample' && i > 6 ? { ...e, data: { gpus: e.data.gpus.filter((g) => g.index !== 1), error: { code: 'gpu_lost' as const, message: 'Unable to determine the device handle for GPU0000:29:00.0: Unknown Error', pci_bus: '0000:29:00' } } } : e);
+      e.type === 'gpu.sample' && i > 6
+        ? {
+            ...e,
+            data: {
+              gpus: e.data.gpus.filter((g) => g.index !== 1),
+              error: { code: 'gpu_lost' as const, message: 'Unable to determine the device handle for GPU0000:29:00.0: Unknown Error', pci_bus: '0000:29:00' },
+            },
+          }
+        : e,
+    );
     const gone = firing(run(lost as Envelope[]).alerts);
     expect(gone.map((a) => [a.data.rule, a.data.severity, a.data.gpu?.index])).toEqual([['gpu-absent', 'critical', 1]]);
   });

@@ -13,7 +13,7 @@ describe('DCGM exporter text', () => {
     expect(parsed.problems).toEqual([]);
   });
 
-  it('maps the H100 node\'s four GPUs with canonical buses', () => {
+  it("maps the H100 node's four GPUs with canonical buses", () => {
     const gpus = parsed.hosts.get('gpu-node-1')!;
     expect(gpus.map((g) => [g.index, g.pci_bus, g.temp_c, g.power_w, g.util_pct])).toEqual([
       [0, '0000:53:00', 30, 113.611, 0],
@@ -43,7 +43,11 @@ describe('DCGM exporter text', () => {
       ].join('\n'),
     );
     expect(next.hosts.get('node-9')![0]).toMatchObject({
-      index: 1, mem_used_mib: 1000, mem_total_mib: 80000, xid_last: 79, remap_pending: true,
+      index: 1,
+      mem_used_mib: 1000,
+      mem_total_mib: 80000,
+      xid_last: 79,
+      remap_pending: true,
       throttle: ['hw_slowdown', 'hw_thermal_slowdown'],
     });
     expect(next.problems).toEqual([{ line: 6, text: 'not a metric line {' }]);
@@ -51,7 +55,7 @@ describe('DCGM exporter text', () => {
   });
 });
 
-describe('label names are the exporter\'s data', () => {
+describe("label names are the exporter's data", () => {
   it('a series labelled __proto__ or constructor is parsed like any other and touches no prototype', () => {
     const text = 'DCGM_FI_DEV_GPU_TEMP{gpu="1",__proto__="x",constructor="y",Hostname="h1"} 71\nDCGM_FI_DEV_GPU_TEMP{gpu="300",Hostname="h1"} 50\n';
     const parsed = parseDcgmText(text);

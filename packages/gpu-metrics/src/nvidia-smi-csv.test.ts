@@ -13,19 +13,44 @@ describe('nvidia-smi --query-gpu CSV', () => {
     expect(withUnits.problems).toEqual([]);
     expect(withUnits.samples).toHaveLength(12);
     expect(withUnits.samples.map((s) => s[0]!.name)).toEqual([
-      'NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3', 'NVIDIA H200', 'NVIDIA H200',
-      'NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3', 'NVIDIA L40S', 'NVIDIA L40S',
-      'NVIDIA GeForce RTX 2080 SUPER', 'NVIDIA GeForce RTX 2080 SUPER', 'NVIDIA GeForce RTX 4080 SUPER', 'NVIDIA GeForce RTX 4080 SUPER',
+      'NVIDIA H100 80GB HBM3',
+      'NVIDIA H100 80GB HBM3',
+      'NVIDIA H200',
+      'NVIDIA H200',
+      'NVIDIA H100 80GB HBM3',
+      'NVIDIA H100 80GB HBM3',
+      'NVIDIA L40S',
+      'NVIDIA L40S',
+      'NVIDIA GeForce RTX 2080 SUPER',
+      'NVIDIA GeForce RTX 2080 SUPER',
+      'NVIDIA GeForce RTX 4080 SUPER',
+      'NVIDIA GeForce RTX 4080 SUPER',
     ]);
   });
 
   it('maps an idle H100 row, units stripped, hex mask decoded, bus canonical', () => {
     expect(withUnits.samples[0]![0]).toMatchObject({
-      index: 0, uuid: 'GPU-e16e002b-a796-db2f-394b-3208bf01e596', pci_bus: '0000:00:09',
-      temp_c: 41, mem_temp_c: 48, power_w: 69.85, power_limit_w: 700, util_pct: 0, mem_util_pct: 0,
-      mem_used_mib: 0, mem_total_mib: 81559, sm_clock_mhz: 345, ecc_dbe_volatile: 0,
-      pcie_gen: 5, pcie_gen_max: 5, pcie_width: 16, pcie_width_max: 16,
-      fan_pct: null, remap_pending: false, remap_failure: false, throttle: ['gpu_idle'],
+      index: 0,
+      uuid: 'GPU-e16e002b-a796-db2f-394b-3208bf01e596',
+      pci_bus: '0000:00:09',
+      temp_c: 41,
+      mem_temp_c: 48,
+      power_w: 69.85,
+      power_limit_w: 700,
+      util_pct: 0,
+      mem_util_pct: 0,
+      mem_used_mib: 0,
+      mem_total_mib: 81559,
+      sm_clock_mhz: 345,
+      ecc_dbe_volatile: 0,
+      pcie_gen: 5,
+      pcie_gen_max: 5,
+      pcie_width: 16,
+      pcie_width_max: 16,
+      fan_pct: null,
+      remap_pending: false,
+      remap_failure: false,
+      throttle: ['gpu_idle'],
     });
     expect(withUnits.samples[1]![0]).toMatchObject({ power_w: 631.95, util_pct: 100, throttle: [] });
   });
@@ -42,7 +67,10 @@ describe('nvidia-smi --query-gpu CSV', () => {
   });
 
   it('reads the same values without header and units when given the fields', () => {
-    const header = fixture('query-subset.csv').split('\n')[0]!.split(', ').map((c) => c.replace(/ \[[^\]]+\]$/, ''));
+    const header = fixture('query-subset.csv')
+      .split('\n')[0]!
+      .split(', ')
+      .map((c) => c.replace(/ \[[^\]]+\]$/, ''));
     const bare = parseNvidiaSmiCsv(fixture('query-subset.noheader-nounits.csv'), header);
     expect(bare.problems).toEqual([]);
     expect(bare.samples).toEqual(withUnits.samples.slice(0, bare.samples.length));
@@ -53,14 +81,25 @@ describe('nvidia-smi --query-gpu CSV', () => {
     expect(full.problems).toEqual([]);
     expect(full.samples).toHaveLength(2);
     expect(full.samples[0]![0]).toMatchObject({
-      mem_clock_mhz: 2619, ecc_sbe_aggregate: 0, ecc_dbe_aggregate: 0, throttle: ['gpu_idle'], temp_c: 41,
+      mem_clock_mhz: 2619,
+      ecc_sbe_aggregate: 0,
+      ecc_dbe_aggregate: 0,
+      throttle: ['gpu_idle'],
+      temp_c: 41,
     });
   });
 
-  it('reads an old driver\'s [Not Supported] cells as null', () => {
-    const rows = fixture('legacy-not-supported.csv').split('\n').filter((l) => /^\d+, /.test(l)).join('\n');
+  it("reads an old driver's [Not Supported] cells as null", () => {
+    const rows = fixture('legacy-not-supported.csv')
+      .split('\n')
+      .filter((l) => /^\d+, /.test(l))
+      .join('\n');
     const legacy = parseNvidiaSmiCsv(rows, ['index', 'uuid', 'name', 'temperature.gpu', 'utilization.gpu', 'memory.used', 'memory.total']);
-    expect(legacy.samples[0]!.map((g) => [g.index, g.temp_c, g.util_pct])).toEqual([[0, 80, 76], [1, 36, 0], [2, 71, null]]);
+    expect(legacy.samples[0]!.map((g) => [g.index, g.temp_c, g.util_pct])).toEqual([
+      [0, 80, 76],
+      [1, 36, 0],
+      [2, 71, null],
+    ]);
   });
 
   it('reports what is not a row instead of throwing', () => {
@@ -74,7 +113,10 @@ describe('nvidia-smi --query-gpu CSV', () => {
   });
 
   it('never throws on arbitrary text', () => {
-    fc.assert(fc.property(fc.string({ maxLength: 500 }), (text) => void parseNvidiaSmiCsv(text)), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 500 }), (text) => void parseNvidiaSmiCsv(text)),
+      { numRuns: 300 },
+    );
   });
 });
 

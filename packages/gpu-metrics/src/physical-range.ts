@@ -26,7 +26,13 @@ const RANGES: ReadonlyMap<NumericMetric, readonly [number, number]> = new Map<Nu
 
 /** Counters: whole numbers from 0 to 2^53 − 1 (ECC counts, the last Xid, NVLink errors, processes). */
 const COUNTERS: ReadonlySet<NumericMetric> = new Set<NumericMetric>([
-  'ecc_sbe_volatile', 'ecc_dbe_volatile', 'ecc_sbe_aggregate', 'ecc_dbe_aggregate', 'xid_last', 'nvlink_errors', 'processes',
+  'ecc_sbe_volatile',
+  'ecc_dbe_volatile',
+  'ecc_sbe_aggregate',
+  'ecc_dbe_aggregate',
+  'xid_last',
+  'nvlink_errors',
+  'processes',
 ]);
 
 /** `value` when a GPU could report it as `metric`, else null. */

@@ -52,24 +52,38 @@ describe('the other patterns the audit bounded', () => {
   it.each([
     // [a real line, what it is; a hostile line built on it, what that is]. The real lines are from
     // test/fixtures/kernel (dmesg-oom.log, dmesg-pcie-aer.log, the wild corpus) and this package's tests.
-    ['NVRM: The NVIDIA GPU 0000:5d:00.0 (PCI ID: 10de:2330) installed in this system has fallen off the bus and is not responding to commands.', ['fallen_off_bus', ''],
-      `NVRM: The NVIDIA GPU ${fill('0:')}`, ['drop']],
-    ['Killed process 13536 (memorymonster) total-vm:33558652kB, anon-rss:920kB, file-rss:452kB', ['oom_kill', 'memorymonster'],
-      fill('Killed process 1 ('), ['drop']],
-    ['rcu: INFO: rcu_preempt self-detected stall on CPU', ['host', 'rcu_stall'],
-      `rcu: ${fill('rcu_')}`, ['drop']],
-    ['pcieport 0000:00:1c.5: AER: Multiple Corrected error received: 0000:00:1c.5', ['pcie_aer', ''],
-      `pcieport 0000:00:1c.5: AER: ${fill('Fatal ')}`, ['drop']],
-    ['NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)', ['xid', 154],
-      `NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x0 (None) ${fill('to 0x1 (')}`, ['xid', 154]],
-    [' ? update_curr+0xf0/0x1e0', ['detail'],
-      `${fill(' ')}x`, ['drop']],
+    [
+      'NVRM: The NVIDIA GPU 0000:5d:00.0 (PCI ID: 10de:2330) installed in this system has fallen off the bus and is not responding to commands.',
+      ['fallen_off_bus', ''],
+      `NVRM: The NVIDIA GPU ${fill('0:')}`,
+      ['drop'],
+    ],
+    [
+      'Killed process 13536 (memorymonster) total-vm:33558652kB, anon-rss:920kB, file-rss:452kB',
+      ['oom_kill', 'memorymonster'],
+      fill('Killed process 1 ('),
+      ['drop'],
+    ],
+    ['rcu: INFO: rcu_preempt self-detected stall on CPU', ['host', 'rcu_stall'], `rcu: ${fill('rcu_')}`, ['drop']],
+    [
+      'pcieport 0000:00:1c.5: AER: Multiple Corrected error received: 0000:00:1c.5',
+      ['pcie_aer', ''],
+      `pcieport 0000:00:1c.5: AER: ${fill('Fatal ')}`,
+      ['drop'],
+    ],
+    [
+      'NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)',
+      ['xid', 154],
+      `NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x0 (None) ${fill('to 0x1 (')}`,
+      ['xid', 154],
+    ],
+    [' ? update_curr+0xf0/0x1e0', ['detail'], `${fill(' ')}x`, ['drop']],
   ])('%s', (real, realIs, hostile, hostileIs) => {
     expect(what(real)).toEqual(realIs);
     expect(what(hostile)).toEqual(hostileIs);
   });
 
-  it('an Xid 154 line whose recovery action is cut off takes the catalog\'s action, not a piece of the line', () => {
+  it("an Xid 154 line whose recovery action is cut off takes the catalog's action, not a piece of the line", () => {
     const c = classify(`NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x0 (None) ${fill('to 0x1 (')}`);
     expect(c.type === 'event' && c.action).toBeUndefined();
     const real = classify('NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x4 (Drain and Reset) to 0x1 (GPU Reset Required)');

@@ -15,7 +15,7 @@ const OOPS = /(?:^|: )Oops(?::| -| ?\[#\d+\])/;
 
 const DRAIN = 'Drain the host: an uncorrectable memory error corrupts whatever held that memory. Replace the DIMM the log names.';
 const WATCH = 'Corrected errors are fixed by ECC; a DIMM that keeps correcting is failing: plan its replacement.';
-const REPEAT = 'Drain the host if it repeats; read the stack trace and run the vendor\'s hardware diagnostics.';
+const REPEAT = "Drain the host if it repeats; read the stack trace and run the vendor's hardware diagnostics.";
 
 function host(text: string, hostFault: HostFault, severity: Severity, meaning: string, action: string, family?: string): ClassifiedEvent {
   return { type: 'event', kind: 'host', hostFault, text, severity, meaning, action, family: family ?? hostFault };
@@ -45,8 +45,16 @@ export function classifyHost(text: string): Classified | undefined {
     }
     const header = GHES_HEADER.exec(text);
     if (header) {
-      return { type: 'event', kind: 'host', hostFault: 'mce', text, severity: 'warning', family: `ghes:${header[1]}`,
-        meaning: 'the firmware reported a hardware error (APEI)', action: REPEAT };
+      return {
+        type: 'event',
+        kind: 'host',
+        hostFault: 'mce',
+        text,
+        severity: 'warning',
+        family: `ghes:${header[1]}`,
+        meaning: 'the firmware reported a hardware error (APEI)',
+        action: REPEAT,
+      };
     }
     const ghes = GHES_SEVERITY.exec(text);
     if (ghes) {
@@ -68,7 +76,13 @@ export function classifyHost(text: string): Classified | undefined {
     return host(text, 'nmi_watchdog', 'error', 'a CPU stopped taking interrupts (hard lockup, NMI watchdog)', REPEAT);
   }
   if (/blocked for more than \d+ seconds/.test(text)) {
-    return host(text, 'hung_task', 'error', 'a task hung in the kernel', 'Check the storage, network mounts and drivers the task waited on; drain the host if tasks keep hanging.');
+    return host(
+      text,
+      'hung_task',
+      'error',
+      'a task hung in the kernel',
+      'Check the storage, network mounts and drivers the task waited on; drain the host if tasks keep hanging.',
+    );
   }
   if (/Kernel panic - not syncing/.test(text)) {
     if (/^---\[ end /.test(text)) return { type: 'detail', text };
@@ -82,13 +96,26 @@ export function classifyHost(text: string): Classified | undefined {
   }
   // A crash report starts with BUG: (a bad pointer, a bad page, …) or Oops:; the Oops inside a BUG's report is its detail.
   if (/(?:^|: )BUG: /.test(text)) {
-    return host(text, 'bug', 'error', /NULL pointer|unable to handle|paging request/.test(text) ? 'the kernel dereferenced a bad pointer (BUG)' : 'the kernel hit a BUG', REPEAT, 'oops');
+    return host(
+      text,
+      'bug',
+      'error',
+      /NULL pointer|unable to handle|paging request/.test(text) ? 'the kernel dereferenced a bad pointer (BUG)' : 'the kernel hit a BUG',
+      REPEAT,
+      'oops',
+    );
   }
   if (OOPS.test(text)) {
     return host(text, 'oops', 'error', 'the kernel oopsed', REPEAT, 'oops');
   }
   if (/NMI received for unknown reason|NMI: (?:PCI system error|IOCK error)/.test(text)) {
-    return host(text, 'nmi', 'error', 'an NMI the kernel cannot explain (often a hardware error)', 'Read the BMC\'s event log for the same minute; run the vendor\'s hardware diagnostics.');
+    return host(
+      text,
+      'nmi',
+      'error',
+      'an NMI the kernel cannot explain (often a hardware error)',
+      "Read the BMC's event log for the same minute; run the vendor's hardware diagnostics.",
+    );
   }
   if (/Dazed and confused|strange power saving mode/.test(text)) return { type: 'detail', text };
   if (/Machine check/i.test(text)) {

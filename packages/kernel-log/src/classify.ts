@@ -27,7 +27,8 @@ const RECOVERY = /to (0x[0-9a-fA-F]{1,16}) \(([^)]{1,64})\)/;
 const SXID = /^nvidia-nvswitch(\d+): SXid \(PCI:([0-9A-Fa-f:.]+)\): (\d+), (.*)$/;
 const FALLEN = /^NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus/;
 const FALLEN_OLD = /^NVRM: GPU at (?:PCI:)?([0-9A-Fa-f:.]+) has fallen off the bus/;
-const RM_INIT = /^NVRM: (?:GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?): )?(?:RmInitAdapter failed|rm_init_adapter failed|nvidia_frontend_open: minor \d+, module->open\(\) failed)/;
+const RM_INIT =
+  /^NVRM: (?:GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?): )?(?:RmInitAdapter failed|rm_init_adapter failed|nvidia_frontend_open: minor \d+, module->open\(\) failed)/;
 const MINOR = /minor(?: number)? (\d+)/;
 const GPU_NOTICE = /^NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)/;
 const PROBE_NOT_CALLED = /^NVRM: The NVIDIA probe routine was not called for (\d+) device/;
@@ -38,13 +39,16 @@ const NVRM_NOTICE_TAIL =
 const FALLEN_LONG = /^NVRM: The NVIDIA GPU ([0-9A-Fa-f:.]{1,16})\b.*fallen off the bus/;
 const PROBE_FAILED = /^nvidia: probe of ([0-9A-Fa-f:.]+) failed/;
 const GSP_RATE = /^NVRM: Rate limiting GSP RPC error prints for GPU at (?:PCI:)?([0-9A-Fa-f:.]+)/;
-const NVRM_DETAIL = /^NVRM: (?:GPU\d+ (?:GSP RPC buffer|RPC history|RPC event history)|\s+(?:entry|-?\d+)\s|GPU [0-9A-Fa-f:.]+: GPU serial number|A GPU crash dump|nvidia-bug-report|the NVIDIA kernel module)/;
+const NVRM_DETAIL =
+  /^NVRM: (?:GPU\d+ (?:GSP RPC buffer|RPC history|RPC event history)|\s+(?:entry|-?\d+)\s|GPU [0-9A-Fa-f:.]+: GPU serial number|A GPU crash dump|nvidia-bug-report|the NVIDIA kernel module)/;
 const NVRM_IDENTITY = /^NVRM: (?:GPU at PCI:|GPU Board Serial Number|loading NVIDIA|nvidia-modeset)/;
 const AER_ERROR = /^(?:(\S+) )?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): (?:AER: )?PCIe Bus Error: severity=([^,]+)/;
-const AER_RECEIVED = /(Multiple )?((?:Un)?[Cc]orrect(?:ed|able)(?: \((?:Non-)?Fatal\))?|Fatal|Non-Fatal)[^:]{0,40}?errors? (?:message )?received(?::| from) (?:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)|id=[0-9a-fA-F]{4})/;
+const AER_RECEIVED =
+  /(Multiple )?((?:Un)?[Cc]orrect(?:ed|able)(?: \((?:Non-)?Fatal\))?|Fatal|Non-Fatal)[^:]{0,40}?errors? (?:message )?received(?::| from) (?:([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)|id=[0-9a-fA-F]{4})/;
 const AER_REPORTER = /^(\S+) ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): /;
 const DPC = /^(?:pcieport )?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): DPC: containment event/;
-const AER_DETAIL = /(?:device \[[0-9a-f]{4}:[0-9a-f]{4}\] error status|TLP Header|^\S+ [0-9a-f:.]+:\s+(?:AER:\s+)?\[\s*\d+\]\s+\S+\s+\(|^[0-9a-f:.]+:\s+\[\s*\d+\])/;
+const AER_DETAIL =
+  /(?:device \[[0-9a-f]{4}:[0-9a-f]{4}\] error status|TLP Header|^\S+ [0-9a-f:.]+:\s+(?:AER:\s+)?\[\s*\d+\]\s+\S+\s+\(|^[0-9a-f:.]+:\s+\[\s*\d+\])/;
 const BANDWIDTH = /^(\S+) ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): .*available PCIe bandwidth, limited by/;
 const OOM_KILLED = /(?:Killed process|Kill process) (\d{1,10})(?:, UID \d{1,10},)? \(([^)]{1,64})\)/;
 const PEERMEM_INVALID_CONTEXT = /^nvidia-peermem .*invalid context/;
@@ -54,7 +58,7 @@ const STACK =
 
 /** The canonical PCI address a match named; undefined where it named none. */
 function bus(raw: string | undefined): string | undefined {
-  return raw === undefined ? undefined : canonicalPciBus(raw) ?? undefined;
+  return raw === undefined ? undefined : (canonicalPciBus(raw) ?? undefined);
 }
 
 /** Decides what one complete message (continuations joined) is; pure and allocation-light. */
@@ -76,7 +80,13 @@ export function classify(text: string): Classified {
     // One SXid prints a header (Fatal/Non-fatal) and its Data/Severity lines: one family per switch.
     // A Data line whose header the paste cut off still reports that switch's SXid.
     return {
-      type: 'event', kind: 'sxid', text, pciBus: bus(sxid[2]), xid: Number(sxid[3]), family: `sxid:${must(sxid[2], 'SXID has no optional group').toLowerCase()}`, counts: fatal || nonfatal,
+      type: 'event',
+      kind: 'sxid',
+      text,
+      pciBus: bus(sxid[2]),
+      xid: Number(sxid[3]),
+      family: `sxid:${must(sxid[2], 'SXID has no optional group').toLowerCase()}`,
+      counts: fatal || nonfatal,
       severity: fatal ? 'critical' : 'warning',
       meaning: `NVSwitch ${fatal ? 'fatal' : nonfatal ? 'non-fatal' : ''} error (nvswitch${sxid[1]})`.replace('  ', ' '),
       action: fatal
@@ -93,12 +103,19 @@ export function classify(text: string): Classified {
     // A switch or root port's own uncorrected error takes down the link to everything below it.
     if (aer[1] === 'pcieport') return portEvent(text, address, severity, reported.trim());
     return {
-      type: 'event', kind: 'pcie_aer', text, pciBus: bus(aer[2]), severity, needsGpu: aer[1] !== 'nvidia', address,
+      type: 'event',
+      kind: 'pcie_aer',
+      text,
+      pciBus: bus(aer[2]),
+      severity,
+      needsGpu: aer[1] !== 'nvidia',
+      address,
       family: `aer:${address}`,
       meaning: `PCIe ${reported.trim()} error on the GPU's link`,
-      action: severity === 'warning'
-        ? 'Corrected errors are retried by the link; a steady rate means a bad riser, slot or cable.'
-        : 'Drain the GPU; an uncorrected PCIe error often precedes the GPU falling off the bus. Reseat or replace the riser.',
+      action:
+        severity === 'warning'
+          ? 'Corrected errors are retried by the link; a steady rate means a bad riser, slot or cable.'
+          : 'Drain the GPU; an uncorrected PCIe error often precedes the GPU falling off the bus. Reseat or replace the riser.',
     };
   }
   const received = AER_RECEIVED.exec(text);
@@ -112,7 +129,13 @@ export function classify(text: string): Classified {
     if (port !== undefined && source === port) return portEvent(text, port, severity, kind);
     if (source === undefined) return DROP;
     return {
-      type: 'event', kind: 'pcie_aer', text, pciBus: bus(source), severity, needsGpu: true, address: source,
+      type: 'event',
+      kind: 'pcie_aer',
+      text,
+      pciBus: bus(source),
+      severity,
+      needsGpu: true,
+      address: source,
       family: severity === 'warning' ? undefined : `aer:${source}`,
       meaning: `PCIe ${kind.toLowerCase()} error on the GPU's link`,
       action: 'Corrected errors are retried by the link; a steady rate means a bad riser, slot or cable.',
@@ -125,7 +148,12 @@ export function classify(text: string): Classified {
   const bandwidth = BANDWIDTH.exec(text);
   if (bandwidth) {
     return {
-      type: 'event', kind: 'other_gpu', text, pciBus: bus(bandwidth[2]), severity: 'warning', needsGpu: bandwidth[1] !== 'nvidia',
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      pciBus: bus(bandwidth[2]),
+      severity: 'warning',
+      needsGpu: bandwidth[1] !== 'nvidia',
       meaning: 'PCIe link trained below its capability at boot',
       action: 'Check the slot, riser and BIOS PCIe settings; the GPU gets a fraction of its host bandwidth.',
     };
@@ -135,7 +163,13 @@ export function classify(text: string): Classified {
   if (oom) {
     // The old two-line report ("Kill process N … or sacrifice child", then "Killed process N") is one kill.
     return {
-      type: 'event', kind: 'oom_kill', text, pid: Number(oom[1]), process: must(oom[2], "OOM_KILLED's name is not optional"), severity: 'warning', family: `oom:${oom[1]}`,
+      type: 'event',
+      kind: 'oom_kill',
+      text,
+      pid: Number(oom[1]),
+      process: must(oom[2], "OOM_KILLED's name is not optional"),
+      severity: 'warning',
+      family: `oom:${oom[1]}`,
       meaning: 'the kernel killed a process for lack of memory',
       action: 'Give the job more host memory or lower its batch size; check its cgroup limit.',
     };
@@ -146,9 +180,12 @@ export function classify(text: string): Classified {
 
   if (/temperature above threshold/.test(text)) {
     return {
-      type: 'event', kind: 'thermal', text, severity: 'warning',
+      type: 'event',
+      kind: 'thermal',
+      text,
+      severity: 'warning',
       meaning: 'the host CPU is throttling on temperature',
-      action: 'Check the host\'s fans and airflow; a hot chassis slows the input pipeline and heats the GPUs.',
+      action: "Check the host's fans and airflow; a hot chassis slows the input pipeline and heats the GPUs.",
     };
   }
   if (/temperature\/speed normal/.test(text)) {
@@ -156,31 +193,66 @@ export function classify(text: string): Classified {
   }
   if (/High Temperature/.test(text)) {
     return {
-      type: 'event', kind: 'thermal', text, severity: 'warning',
+      type: 'event',
+      kind: 'thermal',
+      text,
+      severity: 'warning',
       meaning: 'a network module or cable reports high temperature',
-      action: 'Check the cable and the NIC\'s cooling; an overheating link drops GPU-to-GPU traffic.',
+      action: "Check the cable and the NIC's cooling; an overheating link drops GPU-to-GPU traffic.",
     };
   }
 
   const host = classifyHost(text);
   if (host) return host;
   if (/insufficient power/.test(text)) {
-    return { type: 'event', kind: 'host', hostFault: 'power', text, severity: 'warning', meaning: 'a PCIe slot reports insufficient power', action: 'Check the slot\'s power budget and cabling.' };
+    return {
+      type: 'event',
+      kind: 'host',
+      hostFault: 'power',
+      text,
+      severity: 'warning',
+      meaning: 'a PCIe slot reports insufficient power',
+      action: "Check the slot's power budget and cabling.",
+    };
   }
 
   const probe = PROBE_FAILED.exec(text);
   if (probe) {
     // Right after the driver's notice about the same GPU (not supported, …) it is that notice's end.
-    return { type: 'event', kind: 'other_gpu', text, pciBus: bus(probe[1]), severity: 'error', family: 'gpu_notice', meaning: 'the NVIDIA driver could not probe the GPU', action: 'Reboot the host; if the GPU stays missing, reseat or replace it.' };
+    return {
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      pciBus: bus(probe[1]),
+      severity: 'error',
+      family: 'gpu_notice',
+      meaning: 'the NVIDIA driver could not probe the GPU',
+      action: 'Reboot the host; if the GPU stays missing, reseat or replace it.',
+    };
   }
   const segfault = SEGFAULT_GPU_LIB.exec(text);
   if (segfault) {
-    return { type: 'event', kind: 'other_gpu', text, pid: Number(segfault[2]), process: must(segfault[1], "SEGFAULT_GPU_LIB's process is not optional"), severity: 'info', meaning: `a process crashed inside ${segfault[3]}` };
+    return {
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      pid: Number(segfault[2]),
+      process: must(segfault[1], "SEGFAULT_GPU_LIB's process is not optional"),
+      severity: 'info',
+      meaning: `a process crashed inside ${segfault[3]}`,
+    };
   }
   // nvidia-peermem warns "invalid context" whenever an RDMA registration outlives its CUDA context: harmless.
   if (PEERMEM_INVALID_CONTEXT.test(text)) return DROP;
   if (/^nvidia-peermem .*ERROR/.test(text)) {
-    return { type: 'event', kind: 'other_gpu', text, severity: 'warning', meaning: 'GPUDirect RDMA (nvidia-peermem) reported an error', action: 'Check the NCCL/RDMA job on this host; restart it if it hangs.' };
+    return {
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      severity: 'warning',
+      meaning: 'GPUDirect RDMA (nvidia-peermem) reported an error',
+      action: 'Check the NCCL/RDMA job on this host; restart it if it hangs.',
+    };
   }
   return DROP;
 }
@@ -198,7 +270,12 @@ function withGpuIndexFamily(result: Classified, text: string): Classified {
 /** A PCIe switch or root port's own error. */
 export function portEvent(text: string, address: string, severity: Severity, what: string): ClassifiedEvent {
   return {
-    type: 'event', kind: 'pcie_aer', text, port: address, severity, family: `port:${address}`,
+    type: 'event',
+    kind: 'pcie_aer',
+    text,
+    port: address,
+    severity,
+    family: `port:${address}`,
     meaning: `PCIe ${what} error on the port ${address} (a switch or root port): the link to everything below it is at risk`,
     action: 'Drain the GPUs below this port; reseat or replace the riser, cable or switch board. The GPUs often fall off the bus (Xid 79) next.',
   };
@@ -222,14 +299,15 @@ function classifyNvrm(text: string): Classified {
     }
     const code = Number(xid[4]);
     const event: { -readonly [K in keyof Extract<Classified, { type: 'event' }>]: Extract<Classified, { type: 'event' }>[K] } = {
-      type: 'event', kind: 'xid', text, xid: code,
+      type: 'event',
+      kind: 'xid',
+      text,
+      xid: code,
     };
     const pci = bus(xid[1]);
     if (pci) event.pciBus = pci;
     if (xid[2] !== undefined) {
-      event.mig = xid[3] !== undefined
-        ? { gpu_instance: Number(xid[2]), compute_instance: Number(xid[3]) }
-        : { gpu_instance: Number(xid[2]) };
+      event.mig = xid[3] !== undefined ? { gpu_instance: Number(xid[2]), compute_instance: Number(xid[3]) } : { gpu_instance: Number(xid[2]) };
     }
     if (pid !== undefined) event.pid = pid;
     if (process !== undefined) event.process = process;
@@ -250,7 +328,11 @@ function classifyNvrm(text: string): Classified {
   const fallen = FALLEN.exec(text) ?? FALLEN_LONG.exec(text) ?? FALLEN_OLD.exec(text);
   if (fallen) {
     return {
-      type: 'event', kind: 'fallen_off_bus', text, pciBus: bus(fallen[1]), severity: 'critical',
+      type: 'event',
+      kind: 'fallen_off_bus',
+      text,
+      pciBus: bus(fallen[1]),
+      severity: 'critical',
       meaning: 'GPU has fallen off the bus',
       action: 'Drain the host and reboot it; open an RMA if the GPU does not come back or falls off again.',
     };
@@ -258,7 +340,11 @@ function classifyNvrm(text: string): Classified {
   const gsp = GSP_RATE.exec(text);
   if (gsp) {
     return {
-      type: 'event', kind: 'gsp', text, pciBus: bus(gsp[1]), severity: 'error',
+      type: 'event',
+      kind: 'gsp',
+      text,
+      pciBus: bus(gsp[1]),
+      severity: 'error',
       meaning: 'GSP RPC errors so frequent the driver rate-limits them',
       action: 'The GPU likely needs a reset: drain it and reset it.',
     };
@@ -268,32 +354,54 @@ function classifyNvrm(text: string): Classified {
     // "RmInitAdapter failed!" then "rm_init_adapter failed, device minor number N": one failed start of one GPU.
     const minor = MINOR.exec(text)?.[1];
     return {
-      type: 'event', kind: 'other_gpu', text, pciBus: rmInit[1] ? bus(rmInit[1]) : undefined, severity: 'error', family: 'rm_init',
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      pciBus: rmInit[1] ? bus(rmInit[1]) : undefined,
+      severity: 'error',
+      family: 'rm_init',
       minor: minor === undefined ? undefined : Number(minor),
       meaning: `the NVIDIA driver could not initialise the GPU (RmInitAdapter failed${minor !== undefined ? `, minor number ${minor}` : ''})`,
-      action: 'Check the driver and firmware versions and the GPU\'s power; reboot, and if the GPU still fails to start, reseat or replace it.',
+      action: "Check the driver and firmware versions and the GPU's power; reboot, and if the GPU still fails to start, reseat or replace it.",
     };
   }
   const notice = GPU_NOTICE.exec(text);
   if (notice) {
     const unsupported = /not supported/.test(text);
     return {
-      type: 'event', kind: 'other_gpu', text, pciBus: bus(notice[1]), severity: 'error', family: 'gpu_notice',
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      pciBus: bus(notice[1]),
+      severity: 'error',
+      family: 'gpu_notice',
       meaning: unsupported ? 'the installed NVIDIA driver does not support this GPU' : 'the NVIDIA driver cannot use this GPU',
-      action: unsupported ? 'Install a driver branch that supports this GPU (or the legacy branch it needs).' : 'Read the driver\'s message that follows; reboot, and reseat the GPU if it persists.',
+      action: unsupported
+        ? 'Install a driver branch that supports this GPU (or the legacy branch it needs).'
+        : "Read the driver's message that follows; reboot, and reseat the GPU if it persists.",
     };
   }
   if (/^NVRM: No NVIDIA (?:graphics adapter|devices) probed/.test(text)) {
     // The end of the "probe routine was not called" notice, or all that is left of it
     return {
-      type: 'event', kind: 'other_gpu', text, severity: 'error', family: 'probe_not_called',
-      meaning: 'the NVIDIA driver found no GPU it could use', action: 'Check that another driver (nouveau, vfio-pci) does not own the GPU, and that it is seated and powered.',
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      severity: 'error',
+      family: 'probe_not_called',
+      meaning: 'the NVIDIA driver found no GPU it could use',
+      action: 'Check that another driver (nouveau, vfio-pci) does not own the GPU, and that it is seated and powered.',
     };
   }
   const notCalled = PROBE_NOT_CALLED.exec(text);
   if (notCalled) {
     return {
-      type: 'event', kind: 'other_gpu', text, severity: 'error', family: 'probe_not_called', counts: true,
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      severity: 'error',
+      family: 'probe_not_called',
+      counts: true,
       meaning: `the NVIDIA driver was not given ${notCalled[1]} GPU(s): another driver (nouveau, vfio-pci…) owns them`,
       action: 'Unload or blacklist the conflicting driver (nouveau) and load the NVIDIA module again.',
     };
@@ -302,38 +410,83 @@ function classifyNvrm(text: string): Classified {
   if (NVRM_DETAIL.test(text)) return { type: 'detail', text };
   if (NVRM_IDENTITY.test(text)) return DROP;
   if (/nvlink/i.test(text)) {
-    return { type: 'event', kind: 'nvlink', text, severity: 'warning', meaning: 'the driver reported an NVLink problem', action: 'Check nvidia-smi nvlink -s and -e; a link that fails training needs a reset or a reseat.' };
+    return {
+      type: 'event',
+      kind: 'nvlink',
+      text,
+      severity: 'warning',
+      meaning: 'the driver reported an NVLink problem',
+      action: 'Check nvidia-smi nvlink -s and -e; a link that fails training needs a reset or a reseat.',
+    };
   }
   if (/row remap/i.test(text)) {
-    return { type: 'event', kind: 'row_remap', text, severity: 'warning', meaning: 'GPU memory row remapping', action: 'Reset the GPU at a convenient time to apply the remap.' };
+    return {
+      type: 'event',
+      kind: 'row_remap',
+      text,
+      severity: 'warning',
+      meaning: 'GPU memory row remapping',
+      action: 'Reset the GPU at a convenient time to apply the remap.',
+    };
   }
   if (/\bECC\b|double bit|single bit|\bDBE\b|\bSBE\b/i.test(text)) {
     return { type: 'event', kind: 'ecc', text, severity: /double bit|DBE|uncorrect/i.test(text) ? 'critical' : 'warning', meaning: 'GPU memory ECC error' };
   }
   if (/GfwBoot|GFW_BOOT|GFW boot/.test(text)) {
     return {
-      type: 'event', kind: 'other_gpu', text, severity: 'error', family: 'gfw_boot',
-      meaning: 'the GPU\'s firmware (VBIOS) did not finish booting', action: 'Power-cycle the host (a warm reboot may not reset the GPU); reseat or replace the GPU if it persists.',
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      severity: 'error',
+      family: 'gfw_boot',
+      meaning: "the GPU's firmware (VBIOS) did not finish booting",
+      action: 'Power-cycle the host (a warm reboot may not reset the GPU); reseat or replace the GPU if it persists.',
     };
   }
   if (/GSP|kgsp/.test(text) || (/^NVRM: GPU\d+ /.test(text) && /timeout|timed out/i.test(text))) {
     const address = NVRM_ADDRESS.exec(text)?.[1];
-    return { type: 'event', kind: 'gsp', text, pciBus: address ? bus(address) : undefined, severity: 'warning', meaning: 'the GPU System Processor reported a problem' };
+    return {
+      type: 'event',
+      kind: 'gsp',
+      text,
+      pciBus: address ? bus(address) : undefined,
+      severity: 'warning',
+      meaning: 'the GPU System Processor reported a problem',
+    };
   }
   if (/I\/O region assigned to your NVIDIA device is invalid/.test(text)) {
     const address = NVRM_ADDRESS.exec(text)?.[1];
     return {
-      type: 'event', kind: 'other_gpu', text, pciBus: address ? bus(address) : undefined, severity: 'error',
-      meaning: 'the GPU\'s PCI memory region (BAR) is invalid: the driver cannot reach it',
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      pciBus: address ? bus(address) : undefined,
+      severity: 'error',
+      meaning: "the GPU's PCI memory region (BAR) is invalid: the driver cannot reach it",
       action: 'Check the BIOS settings (Above 4G decoding, resizable BAR) and the slot; the GPU is unusable until fixed.',
     };
   }
   if (/probe routine failed/.test(text)) {
-    return { type: 'event', kind: 'other_gpu', text, severity: 'error', meaning: 'the NVIDIA driver failed to initialise a GPU', action: 'Reboot the host; if the GPU stays missing, reseat or replace it.' };
+    return {
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      severity: 'error',
+      meaning: 'the NVIDIA driver failed to initialise a GPU',
+      action: 'Reboot the host; if the GPU stays missing, reseat or replace it.',
+    };
   }
   if (/\b(?:error|fail|failed|timeout|timed out)\b/i.test(text)) {
     const address = NVRM_ADDRESS.exec(text)?.[1];
-    return { type: 'event', kind: 'other_gpu', text, pciBus: address ? bus(address) : undefined, severity: 'warning', family: 'nvrm_error', meaning: 'the NVIDIA driver reported an error' };
+    return {
+      type: 'event',
+      kind: 'other_gpu',
+      text,
+      pciBus: address ? bus(address) : undefined,
+      severity: 'warning',
+      family: 'nvrm_error',
+      meaning: 'the NVIDIA driver reported an error',
+    };
   }
   return DROP;
 }

@@ -19,32 +19,48 @@ describe('the driver failing to start a GPU', () => {
       expect(e.data.details).toEqual(['NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5']);
     }
     expect(events.map((e) => e.ts)).toEqual([
-      '2025-12-02T11:49:53.000Z', '2025-12-02T11:50:34.000Z', '2025-12-02T11:52:03.000Z',
-      '2025-12-02T11:54:40.000Z', '2025-12-02T11:54:42.000Z', '2025-12-02T11:54:56.000Z',
+      '2025-12-02T11:49:53.000Z',
+      '2025-12-02T11:50:34.000Z',
+      '2025-12-02T11:52:03.000Z',
+      '2025-12-02T11:54:40.000Z',
+      '2025-12-02T11:54:42.000Z',
+      '2025-12-02T11:54:56.000Z',
     ]);
   });
 
-  it('two GPUs\' failed starts are two GPUs\' events, never folded into one', () => {
+  it("two GPUs' failed starts are two GPUs' events, never folded into one", () => {
     const { events } = parse('rminitadapter-two-gpus.log');
     expect(events.map((e) => [e.data.pci_bus, e.data.count])).toEqual([
-      ['0000:04:01', 1], ['0000:04:02', 1], ['0000:04:02', 1], ['0000:04:01', 1], ['0000:04:01', 1],
+      ['0000:04:01', 1],
+      ['0000:04:02', 1],
+      ['0000:04:02', 1],
+      ['0000:04:01', 1],
+      ['0000:04:01', 1],
     ]);
   });
 
   it('address-less lines of two GPUs do not fold, the same line repeated does', () => {
     // synthetic: the old driver's address-less failure for two minor numbers, 1 ms apart
-    const two = parseKernelLog([
-      '[   36.536044] NVRM: rm_init_adapter failed for device bearing minor number 0',
-      '[   36.537044] NVRM: rm_init_adapter failed for device bearing minor number 1',
-    ].join('\n'), { catalog }, ARRIVAL).events;
+    const two = parseKernelLog(
+      [
+        '[   36.536044] NVRM: rm_init_adapter failed for device bearing minor number 0',
+        '[   36.537044] NVRM: rm_init_adapter failed for device bearing minor number 1',
+      ].join('\n'),
+      { catalog },
+      ARRIVAL,
+    ).events;
     expect(two.map((e) => e.data.meaning)).toEqual([
       'the NVIDIA driver could not initialise the GPU (RmInitAdapter failed, minor number 0)',
       'the NVIDIA driver could not initialise the GPU (RmInitAdapter failed, minor number 1)',
     ]);
-    const same = parseKernelLog([
-      '[   36.536044] NVRM: rm_init_adapter failed for device bearing minor number 0',
-      '[   36.537044] NVRM: rm_init_adapter failed for device bearing minor number 0',
-    ].join('\n'), { catalog }, ARRIVAL).events;
+    const same = parseKernelLog(
+      [
+        '[   36.536044] NVRM: rm_init_adapter failed for device bearing minor number 0',
+        '[   36.537044] NVRM: rm_init_adapter failed for device bearing minor number 0',
+      ].join('\n'),
+      { catalog },
+      ARRIVAL,
+    ).events;
     expect(same).toHaveLength(1);
   });
 
@@ -100,7 +116,7 @@ describe('host faults', () => {
     expect(events).toHaveLength(2);
   });
 
-  it('a console capture: the UE critical, then one DIMM\'s burst of corrected errors (each under a second apart) one counted warning', () => {
+  it("a console capture: the UE critical, then one DIMM's burst of corrected errors (each under a second apart) one counted warning", () => {
     const { events } = parse('console-memory-ue.log');
     expect(events.map((e) => [e.ts, e.data.host_fault, e.data.severity, e.data.count])).toEqual([
       ['2023-06-22T21:55:31.352Z', 'memory_ue', 'critical', 1],
@@ -116,7 +132,11 @@ describe('host faults', () => {
     ['Kernel panic - not syncing: hung_task: blocked tasks', 'panic', 'critical'],
     ['general protection fault, probably for non-canonical address 0xd5e5a4ae79d24a32: 0000 [#1] PREEMPT SMP PTI', 'gpf', 'error'],
     ['mce: [Hardware Error]: Machine check events logged', 'mce', 'warning'],
-    ['EDAC MC1: 1 CE memory scrubbing error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0xee30a0 offset:0x0 grain:32 syndrome:0x0 -  area:DRAM err_code:0008:00c2 socket:1 ha:0 channel_mask:1 rank:0)', 'memory_ce', 'warning'],
+    [
+      'EDAC MC1: 1 CE memory scrubbing error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0xee30a0 offset:0x0 grain:32 syndrome:0x0 -  area:DRAM err_code:0008:00c2 socket:1 ha:0 channel_mask:1 rank:0)',
+      'memory_ce',
+      'warning',
+    ],
     // synthetic, in the kernel's formats (kernel/watchdog_hld.c, mm/fault.c, kernel/rcu, arch/x86/kernel/nmi.c)
     ['NMI watchdog: Watchdog detected hard LOCKUP on cpu 5', 'nmi_watchdog', 'error'],
     ['BUG: kernel NULL pointer dereference, address: 0000000000000008', 'bug', 'error'],

@@ -44,17 +44,25 @@ describe('a line stamped after it arrived', () => {
 });
 
 describe('an old log read offline', () => {
-  it('keeps every line\'s own date, however old, under every prefix that writes a year', () => {
+  it("keeps every line's own date, however old, under every prefix that writes a year", () => {
     const log = [
       `<4>1 2019-03-01T10:00:00Z gpu-node-07 kernel - - - ${XID79}`,
       `2020-06-01T10:00:00.000000+00:00 gpu-node-07 kernel: NVRM: Xid (PCI:0000:18:00): 48, pid=1, DBE`,
       `[Mon Jan  4 10:00:00 2021] NVRM: Xid (PCI:0000:29:00): 79, pid=1, GPU has fallen off the bus.`,
-      JSON.stringify({ __REALTIME_TIMESTAMP: '1640995200000000', _TRANSPORT: 'kernel', MESSAGE: 'NVRM: Xid (PCI:0000:4b:00): 79, pid=1, GPU has fallen off the bus.' }),
+      JSON.stringify({
+        __REALTIME_TIMESTAMP: '1640995200000000',
+        _TRANSPORT: 'kernel',
+        MESSAGE: 'NVRM: Xid (PCI:0000:4b:00): 79, pid=1, GPU has fallen off the bus.',
+      }),
       `1672531200.000000 gpu-node-07 kernel: NVRM: Xid (PCI:0000:5c:00): 79, pid=1, GPU has fallen off the bus.`,
     ].join('\n');
     const { events, stats } = parseKernelLog(log, { catalog }, ARRIVAL);
     expect(events.map((e) => e.ts)).toEqual([
-      '2019-03-01T10:00:00.000Z', '2020-06-01T10:00:00.000Z', '2021-01-04T10:00:00.000Z', '2022-01-01T00:00:00.000Z', '2023-01-01T00:00:00.000Z',
+      '2019-03-01T10:00:00.000Z',
+      '2020-06-01T10:00:00.000Z',
+      '2021-01-04T10:00:00.000Z',
+      '2022-01-01T00:00:00.000Z',
+      '2023-01-01T00:00:00.000Z',
     ]);
     expect(events.every((e) => e.claimedTs === undefined && e.data.details === undefined)).toBe(true);
     expect(stats.futureDated).toBe(0);

@@ -12,10 +12,12 @@ const parse = (name: string, gpus?: Map<string, number>) =>
   parseKernelLog(fixture(name), { catalog, referenceYear: 2026, ...(gpus ? { gpuIndexByPci: gpus } : {}) }, ARRIVAL);
 
 describe('kernel log fixtures, as an operator would read them', () => {
-  it('dmesg-xid.log: every Xid with its code, GPU address, process and the catalog\'s judgement', () => {
+  it("dmesg-xid.log: every Xid with its code, GPU address, process and the catalog's judgement", () => {
     const { events, stats } = parse('dmesg-xid.log');
     const xids = events.filter((e) => e.data.kind === 'xid');
-    expect(xids.map((e) => e.data.xid)).toEqual([13, 43, 13, 119, 119, 94, 63, 79, 149, 154, 149, 149, 149, 154, 154, 149, 145, 145, 48, 79, 119, 145, 31, 62, 31]);
+    expect(xids.map((e) => e.data.xid)).toEqual([
+      13, 43, 13, 119, 119, 94, 63, 79, 149, 154, 149, 149, 149, 154, 154, 149, 145, 145, 48, 79, 119, 145, 31, 62, 31,
+    ]);
     const [app13, , sm13] = xids;
     expect(app13!.data).toMatchObject({ pci_bus: '0000:38:00', severity: 'warning', count: 2, meaning: 'Graphics Engine Exception' });
     expect(app13!.data.pid).toBeUndefined(); // pid='<unknown>' is not a pid
@@ -67,15 +69,24 @@ describe('kernel log fixtures, as an operator would read them', () => {
     expect(first.details).toContain('Call Trace:');
     expect(events[3]!.data).toMatchObject({ kind: 'gsp', pci_bus: '0000:9b:00', severity: 'error' });
     expect(events.map((e) => e.ts)).toEqual([
-      '2025-02-23T16:24:18.000Z', '2025-02-23T16:24:24.000Z', '2025-02-23T16:24:30.000Z',
-      '2025-02-23T16:24:36.000Z', '2025-02-23T16:27:12.000Z', '2025-02-23T16:30:13.000Z',
+      '2025-02-23T16:24:18.000Z',
+      '2025-02-23T16:24:24.000Z',
+      '2025-02-23T16:24:30.000Z',
+      '2025-02-23T16:24:36.000Z',
+      '2025-02-23T16:27:12.000Z',
+      '2025-02-23T16:30:13.000Z',
     ]);
     expect(stats.dropped).toBe(3); // the identity lines and the clocksource noise
   });
 
   it('dmesg-ecc-rowremap.log: ECC and row-remap Xids with the chosen severities', () => {
     const { events } = parse('dmesg-ecc-rowremap.log');
-    expect(events.map((e) => [e.data.xid, e.data.severity])).toEqual([[94, 'error'], [63, 'warning'], [48, 'critical'], [95, 'critical']]);
+    expect(events.map((e) => [e.data.xid, e.data.severity])).toEqual([
+      [94, 'error'],
+      [63, 'warning'],
+      [48, 'critical'],
+      [95, 'critical'],
+    ]);
     expect(events[1]!.data.pci_bus).toBe('0000:10:1c');
   });
 
@@ -91,7 +102,7 @@ describe('kernel log fixtures, as an operator would read them', () => {
     expect(events.filter((e) => e.data.kind === 'nvlink')).toHaveLength(3); // three 4-second-apart pairs
   });
 
-  it('dmesg-pcie-aer.log: AER on a GPU\'s address and a root port\'s own fatal error; other devices are dropped', () => {
+  it("dmesg-pcie-aer.log: AER on a GPU's address and a root port's own fatal error; other devices are dropped", () => {
     const withoutInventory = parse('dmesg-pcie-aer.log').events;
     expect(withoutInventory.map((e) => [e.data.kind, e.data.pci_bus, e.data.port?.address, e.data.severity])).toEqual([
       ['pcie_aer', undefined, '0000:89:02.0', 'critical'],
@@ -126,7 +137,10 @@ describe('kernel log fixtures, as an operator would read them', () => {
   it('dmesg-oom.log: one event per kill with its pid and name (the old two-line report is one kill)', () => {
     const { events } = parse('dmesg-oom.log');
     expect(events.map((e) => [e.data.pid, e.data.process])).toEqual([
-      [13536, 'memorymonster'], [19667, 'evil-program2'], [123, 'httpd'], [123, 'httpd'],
+      [13536, 'memorymonster'],
+      [19667, 'evil-program2'],
+      [123, 'httpd'],
+      [123, 'httpd'],
     ]);
     // "Kill process … or sacrifice child" then "Killed process": one kill, the second line its detail
     expect(events[0]!.data.count).toBe(1);
@@ -138,13 +152,21 @@ describe('kernel log fixtures, as an operator would read them', () => {
   it('dmesg-thermal.log and dmesg-misc-kernel.log: host health, not noise', () => {
     const thermal = parse('dmesg-thermal.log').events;
     expect(thermal.map((e) => [e.data.kind, e.data.severity])).toEqual([
-      ['thermal', 'warning'], ['thermal', 'warning'], ['host', 'warning'], ['thermal', 'warning'], ['thermal', 'warning'], ['host', 'warning'],
+      ['thermal', 'warning'],
+      ['thermal', 'warning'],
+      ['host', 'warning'],
+      ['thermal', 'warning'],
+      ['thermal', 'warning'],
+      ['host', 'warning'],
     ]);
     // "Machine check events logged" is the corrected-error summary: a warning, not a drain
     expect(thermal[2]!.data).toMatchObject({ host_fault: 'mce', severity: 'warning' });
     const misc = parse('dmesg-misc-kernel.log').events;
     expect(misc.map((e) => [e.data.kind, e.data.host_fault ?? null, e.data.severity])).toEqual([
-      ['host', 'soft_lockup', 'error'], ['host', 'soft_lockup', 'error'], ['host', 'hung_task', 'error'], ['host', 'panic', 'critical'],
+      ['host', 'soft_lockup', 'error'],
+      ['host', 'soft_lockup', 'error'],
+      ['host', 'hung_task', 'error'],
+      ['host', 'panic', 'critical'],
       ['other_gpu', null, 'info'], // the libnccl segfault; nvidia-peermem's "invalid context" is noise
     ]);
     expect(misc[3]!.data).toMatchObject({ severity: 'critical' });
@@ -193,7 +215,7 @@ describe('KernelLogParser live', () => {
   it('emits a burst once the wall clock passes the gap, with no further line', () => {
     const parser = new KernelLogParser({ catalog, burstGapMs: 300 });
     const t = 1_000_000;
-    expect(parser.push('NVRM: Xid (PCI:0000:01:00): 79, pid=\'<unknown>\', name=<unknown>, GPU has fallen off the bus.', t, 0)).toEqual([]);
+    expect(parser.push("NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", t, 0)).toEqual([]);
     expect(parser.push('NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.', t + 1, 100)).toEqual([]);
     expect(parser.tick(t + 200)).toEqual([]);
     expect(parser.resumePosition()).toBe(0);
@@ -207,9 +229,9 @@ describe('KernelLogParser live', () => {
 describe('property: arbitrary input', () => {
   const noise = fc.oneof(
     fc.string({ maxLength: 200 }),
-    fc.constantFrom(...fixture('dmesg-misc-kernel.log').split('\n'), ...fixture('dmesg-xid.log').split('\n')).chain((line) =>
-      fc.nat({ max: line.length }).map((cut) => line.slice(0, cut)),
-    ),
+    fc
+      .constantFrom(...fixture('dmesg-misc-kernel.log').split('\n'), ...fixture('dmesg-xid.log').split('\n'))
+      .chain((line) => fc.nat({ max: line.length }).map((cut) => line.slice(0, cut))),
   );
 
   it('never throws, on random and truncated lines', () => {

@@ -224,7 +224,8 @@ export class KernelLogParser {
     // A corrupt prefix (an uptime of millennia) would date the event past what ISO-8601 can write
     // (and past what Date can hold, which throws): such a line is dated by its arrival.
     const tsMs = logged >= 0 && logged <= LATEST_ISO_MS ? logged : arrivalMs;
-    const timed = line.wallMs !== undefined || line.uptimeS !== undefined || (line.deltaS !== undefined && this.previous !== undefined) || (this.previous?.timed ?? false);
+    const timed =
+      line.wallMs !== undefined || line.uptimeS !== undefined || (line.deltaS !== undefined && this.previous !== undefined) || (this.previous?.timed ?? false);
     // One object reused: this runs for every line.
     const previous = (this.previous ??= { clock, tsMs, logged: false, timed: false, claimedMs: undefined });
     previous.clock = clock;
@@ -334,7 +335,11 @@ export class KernelLogParser {
     // A firmware record (APEI/GHES) printed inside a machine check's report is that report's detail.
     if (classified.family?.startsWith('ghes:') && GHES_HEADER.test(classified.text)) {
       const host = this.current;
-      if (host?.data.kind === 'host' && ['memory_ue', 'memory_ce', 'mce'].includes(host.family ?? '') && Math.abs(pending.clock - host.lastClock) <= this.gapOf(host)) {
+      if (
+        host?.data.kind === 'host' &&
+        ['memory_ue', 'memory_ce', 'mce'].includes(host.family ?? '') &&
+        Math.abs(pending.clock - host.lastClock) <= this.gapOf(host)
+      ) {
         host.ghes ??= { memoryOnly: true };
         this.attach(host, classified.text);
         host.lastClock = pending.clock;
@@ -365,13 +370,15 @@ export class KernelLogParser {
     // Per-GPU folding only: a line without an address folds only with the same line (other_gpu) or
     // the same fault (host), never with another GPU's.
     const byText = classified.pciBus === undefined && classified.port === undefined && classified.kind === 'other_gpu';
-    const who = classified.pciBus ?? classified.port ?? (classified.kind === 'host' ? classified.family ?? classified.hostFault ?? '' : byText ? classified.text : '');
-    const key = `${classified.kind}|${who}|${classified.xid ?? ''}|${classified.kind === 'oom_kill' ? classified.pid ?? '' : ''}`;
+    const who =
+      classified.pciBus ?? classified.port ?? (classified.kind === 'host' ? (classified.family ?? classified.hostFault ?? '') : byText ? classified.text : '');
+    const key = `${classified.kind}|${who}|${classified.xid ?? ''}|${classified.kind === 'oom_kill' ? (classified.pid ?? '') : ''}`;
     const open = this.bursts.get(key);
     // Without an address only a repeat right after itself is the same GPU's: another event between means another try.
     if (open && Math.abs(pending.clock - open.lastClock) <= this.gapOf(open) && (!byText || open === this.current)) {
       open.data.count += 1;
-      if (classified.kind !== 'xid' && severityRank(classified.severity ?? 'warning') > severityRank(open.data.severity)) open.data.severity = classified.severity ?? 'warning';
+      if (classified.kind !== 'xid' && severityRank(classified.severity ?? 'warning') > severityRank(open.data.severity))
+        open.data.severity = classified.severity ?? 'warning';
       open.lastClock = pending.clock;
       open.lastClockWall = pending.tsMs;
       this.stats.collapsed += 1;
@@ -391,7 +398,8 @@ export class KernelLogParser {
       lastClock: pending.clock,
       lastClockWall: pending.tsMs,
     };
-    if (pending.claimedMs !== undefined) this.attach(burst, `gpualert: the line's own time ${claimedText(pending.claimedMs)} is after it arrived; dated by its arrival`);
+    if (pending.claimedMs !== undefined)
+      this.attach(burst, `gpualert: the line's own time ${claimedText(pending.claimedMs)} is after it arrived; dated by its arrival`);
     this.bursts.set(key, burst);
     this.current = burst;
   }
@@ -400,7 +408,9 @@ export class KernelLogParser {
   private sameFault(c: ClassifiedEvent, clock: number): Burst | undefined {
     if (c.family === undefined) return undefined;
     const fits = (b: Burst | undefined): b is Burst =>
-      b !== undefined && (b.family === c.family || (b.ghes !== undefined && c.family?.startsWith('ghes:') === true)) && Math.abs(clock - b.lastClock) <= this.gapOf(b) &&
+      b !== undefined &&
+      (b.family === c.family || (b.ghes !== undefined && c.family?.startsWith('ghes:') === true)) &&
+      Math.abs(clock - b.lastClock) <= this.gapOf(b) &&
       (b.data.pci_bus === undefined || c.pciBus === undefined || b.data.pci_bus === c.pciBus) &&
       (b.minor === undefined || c.minor === undefined || b.minor === c.minor);
     if (fits(this.current)) return this.current;
@@ -500,7 +510,9 @@ export class KernelLogParser {
     if (this.current === burst) this.current = undefined;
     this.stats.events += 1;
     out.push({
-      ts: new Date(burst.tsMs).toISOString(), data: burst.data, position: burst.position,
+      ts: new Date(burst.tsMs).toISOString(),
+      data: burst.data,
+      position: burst.position,
       ...(burst.claimedMs !== undefined ? { claimedTs: claimedText(burst.claimedMs) } : {}),
     });
   }

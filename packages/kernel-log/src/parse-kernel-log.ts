@@ -1,11 +1,7 @@
 import { KernelLogParser, type KernelLogParserOptions, type KernelLogStats, type ParsedKernelEvent } from './kernel-log-parser.ts';
 
 /** A whole log at once (what `gpualert parse kernel` and the tests use). */
-export function parseKernelLog(
-  text: string,
-  options: KernelLogParserOptions,
-  arrivalMs = Date.now(),
-): { events: ParsedKernelEvent[]; stats: KernelLogStats } {
+export function parseKernelLog(text: string, options: KernelLogParserOptions, arrivalMs = Date.now()): { events: ParsedKernelEvent[]; stats: KernelLogStats } {
   const parser = new KernelLogParser(options);
   const events: ParsedKernelEvent[] = [];
   let position = 0;

@@ -15,7 +15,7 @@ function topology(text: string): PciTopology {
 }
 
 describe('lspci -t trees', () => {
-  it('a GPU behind a PCIe switch: the root port, the switch\'s upstream and downstream ports all have it below them', () => {
+  it("a GPU behind a PCIe switch: the root port, the switch's upstream and downstream ports all have it below them", () => {
     const tree = topology(fixture('lspci-tv-grace-switch.txt'));
     expect(tree.isGpu('0008:05:00.0')).toBe(true); // "NVIDIA Corporation Device"
     expect(tree.upstreamOf('0008:05:00.0')).toEqual(['0008:02:02.0', '0008:01:00.0', '0008:00:00.0']);
@@ -28,7 +28,7 @@ describe('lspci -t trees', () => {
     expect(tree.below('0008:01:00.1').gpus).toEqual([]);
   });
 
-  it('a laptop: the GPU below root port 1c.0, not below 1c.5 whose AER flood is the Wi-Fi card\'s', () => {
+  it("a laptop: the GPU below root port 1c.0, not below 1c.5 whose AER flood is the Wi-Fi card's", () => {
     const tree = topology(fixture('lspci-tv-laptop.txt'));
     expect(tree.size).toBe(19);
     expect(tree.below('0000:00:1c.0').gpus).toEqual(['0000:01:00.0']);
@@ -46,22 +46,30 @@ describe('lspci -t trees', () => {
     expect(tree.below('0000:05:02.0', (a) => inventory.has(a)).gpus).toEqual(['0000:07:00.0']);
   });
 
-  it('-tvnn ids tell GPUs from NVSwitches and audio functions (synthetic tree in lspci\'s format)', () => {
-    const tree = topology([
-      '-[0000:00]-+-00.0  Intel Corporation Sky Lake-E DMI3 Registers [8086:2020]',
-      '           +-01.0-[03-0a]----00.0-[04-0a]--+-00.0-[05]----00.0  NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330]',
-      '           |                               +-01.0-[06]----00.0  NVIDIA Corporation GH100 [H100 NVSwitch] [10de:22a3]',
-      '           |                               \\-02.0-[07]--+-00.0  NVIDIA Corporation GP102 [TITAN Xp] [10de:1b02]',
-      '           |                                            \\-00.1  NVIDIA Corporation GP102 HDMI Audio Controller [10de:10ef]',
-      '           \\-1f.0  Intel Corporation C620 Series Chipset Family LPC Controller [8086:a1c1]',
-    ].join('\n'));
+  it("-tvnn ids tell GPUs from NVSwitches and audio functions (synthetic tree in lspci's format)", () => {
+    const tree = topology(
+      [
+        '-[0000:00]-+-00.0  Intel Corporation Sky Lake-E DMI3 Registers [8086:2020]',
+        '           +-01.0-[03-0a]----00.0-[04-0a]--+-00.0-[05]----00.0  NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330]',
+        '           |                               +-01.0-[06]----00.0  NVIDIA Corporation GH100 [H100 NVSwitch] [10de:22a3]',
+        '           |                               \\-02.0-[07]--+-00.0  NVIDIA Corporation GP102 [TITAN Xp] [10de:1b02]',
+        '           |                                            \\-00.1  NVIDIA Corporation GP102 HDMI Audio Controller [10de:10ef]',
+        '           \\-1f.0  Intel Corporation C620 Series Chipset Family LPC Controller [8086:a1c1]',
+      ].join('\n'),
+    );
     expect(tree.below('0000:00:01.0')).toEqual({ gpus: ['0000:05:00.0', '0000:07:00.0'], nvswitches: ['0000:06:00.0'] });
   });
 
   it('a text that is not a tree is one clear error', () => {
     expect(parseTopology('hello')).toEqual({ ok: false, error: 'no PCI devices found (expected lspci -tvnn output, a sysfs listing or JSON)' });
-    expect(parseTopology('           +-01.0-[03]----00.0')).toMatchObject({ ok: false, error: expect.stringMatching(/^line 1: a device at column 13 with no bus above it/) });
-    expect(parseTopology('{"source":"json","devices":[{"address":"0000:3B:00.0"}]}')).toMatchObject({ ok: false, error: expect.stringMatching(/^not a PCI tree: devices\.0\.address/) });
+    expect(parseTopology('           +-01.0-[03]----00.0')).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^line 1: a device at column 13 with no bus above it/),
+    });
+    expect(parseTopology('{"source":"json","devices":[{"address":"0000:3B:00.0"}]}')).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^not a PCI tree: devices\.0\.address/),
+    });
   });
 });
 
@@ -88,7 +96,7 @@ describe('sysfs device links', () => {
   });
 });
 
-describe('a port\'s AER error names the GPUs below it', () => {
+describe("a port's AER error names the GPUs below it", () => {
   // Real root-port lines (test/fixtures/kernel/dmesg-pcie-aer.log) against a synthetic tree of that host.
   const log = [
     '[256236.152631] pcieport 0000:89:02.0: DPC: containment event, status:0x1f01 source:0x0000',
@@ -110,29 +118,41 @@ describe('a port\'s AER error names the GPUs below it', () => {
   };
 
   it('with the topology and the inventory: the GPUs, their indexes and the NVSwitch below the port', () => {
-    const { events } = parseKernelLog(log, { catalog, topology: topology(JSON.stringify(tree)), gpuIndexByPci: new Map([['0000:8c:00', 2], ['0000:8d:00', 3]]) }, ARRIVAL);
+    const { events } = parseKernelLog(
+      log,
+      {
+        catalog,
+        topology: topology(JSON.stringify(tree)),
+        gpuIndexByPci: new Map([
+          ['0000:8c:00', 2],
+          ['0000:8d:00', 3],
+        ]),
+      },
+      ARRIVAL,
+    );
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({
-      kind: 'pcie_aer', severity: 'critical',
+      kind: 'pcie_aer',
+      severity: 'critical',
       port: { address: '0000:89:02.0', gpus: ['0000:8c:00', '0000:8d:00'], gpu_indexes: [2, 3], nvswitches: ['0000:8e:00'] },
     });
     expect(events[0]!.data.meaning).toMatch(/below it: GPU 2 \(0000:8c:00\), GPU 3 \(0000:8d:00\), 1 NVSwitch/);
     expect(events[0]!.data.pci_bus).toBeUndefined(); // the port is not a GPU
   });
 
-  it('without the topology: still the port\'s event, with its address and no GPUs named', () => {
+  it("without the topology: still the port's event, with its address and no GPUs named", () => {
     const { events } = parseKernelLog(log, { catalog }, ARRIVAL);
     expect(events.map((e) => e.data.port)).toEqual([{ address: '0000:89:02.0' }]);
   });
 
-  it('an uncorrected error on a device with no driver name is the port\'s only when the topology says it is a bridge', () => {
+  it("an uncorrected error on a device with no driver name is the port's only when the topology says it is a bridge", () => {
     const line = '0000:8b:01.0: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, (Requester ID)';
     expect(parseKernelLog(line, { catalog }, ARRIVAL).events).toEqual([]);
     const known = parseKernelLog(line, { catalog, topology: topology(JSON.stringify(tree)) }, ARRIVAL).events;
     expect(known.map((e) => e.data.port)).toEqual([{ address: '0000:8b:01.0', gpus: ['0000:8d:00'] }]);
   });
 
-  it('a port\'s corrected errors: a warning above GPUs, noise above none', () => {
+  it("a port's corrected errors: a warning above GPUs, noise above none", () => {
     const corrected = (port: string) => `[   10.000000] pcieport ${port}: AER: Corrected error received: ${port}`;
     const known = { catalog, topology: topology(JSON.stringify(tree)) };
     expect(parseKernelLog(corrected('0000:89:02.0'), known, ARRIVAL).events.map((e) => [e.data.severity, e.data.port?.gpus])).toEqual([

@@ -12,7 +12,8 @@ const NVIDIA = '10de';
 /** NVSwitch device ids (first, second and third generation), for trees that give ids but no class. */
 const NVSWITCH_IDS = new Set(['1ac0', '1ac1', '1ac2', '1af1', '22a3']);
 /** NVIDIA functions that are not GPUs, for `lspci -tv` trees that give neither class nor id. */
-const NOT_A_GPU = /NVSwitch|Audio|USB|Serial bus|UCSI|Bridge|Memory Controller|LPC|SMBus|Co-processor|Ethernet|AHCI|SATA|IDE|OHCI|EHCI|ISA|PCI Express|Root Port/i;
+const NOT_A_GPU =
+  /NVSwitch|Audio|USB|Serial bus|UCSI|Bridge|Memory Controller|LPC|SMBus|Co-processor|Ethernet|AHCI|SATA|IDE|OHCI|EHCI|ISA|PCI Express|Root Port/i;
 /** The longest text parsed as a topology (a large server's `lspci -tvnn` is under 100 KB). */
 const MAX_TOPOLOGY_TEXT = 4_000_000;
 
@@ -81,7 +82,8 @@ export class PciTopology {
     const seen = new Set<string>(queue);
     // Each device is visited once, so a corrupt tree with a cycle still ends.
     let visited = 0;
-    for (const address of queue) { // it grows as it is read: breadth first
+    for (const address of queue) {
+      // it grows as it is read: breadth first
       if (visited++ >= MAX_PCI_DEVICES) break;
       if (this.isGpu(address) || knownGpu?.(address) === true) gpus.push(address);
       else if (this.isNvSwitch(address)) nvswitches.push(address);
@@ -145,7 +147,10 @@ export function fromSysfsLinks(links: readonly { target: string; vendor?: string
   if (links.length > MAX_PCI_DEVICES) return { ok: false, error: `over ${MAX_PCI_DEVICES} PCI devices` };
   const devices: PciTreeDevice[] = [];
   for (const link of links) {
-    const parts = link.target.split('/').filter((p) => FULL_ADDRESS.test(p.toLowerCase())).map((p) => p.toLowerCase());
+    const parts = link.target
+      .split('/')
+      .filter((p) => FULL_ADDRESS.test(p.toLowerCase()))
+      .map((p) => p.toLowerCase());
     const address = parts.at(-1);
     if (address === undefined) continue;
     const device: PciTreeDevice = { address };
@@ -164,7 +169,10 @@ export function fromSysfsLinks(links: readonly { target: string; vendor?: string
 }
 
 function fromSysfsListing(text: string): TopologyResult {
-  const links = text.split('\n').map((line) => ({ target: line.includes(' -> ') ? line.slice(line.indexOf(' -> ') + 4).trim() : line.trim() })).filter((l) => l.target !== '');
+  const links = text
+    .split('\n')
+    .map((line) => ({ target: line.includes(' -> ') ? line.slice(line.indexOf(' -> ') + 4).trim() : line.trim() }))
+    .filter((l) => l.target !== '');
   return fromSysfsLinks(links);
 }
 

@@ -16,7 +16,11 @@ const SHAPES: readonly (readonly [string, string, { wall?: string; uptime?: numb
   ['journalctl -o cat / dmesg -t', MESSAGE, {}],
   ['journalctl --no-hostname', `Dec  2 11:49:53 kernel: ${MESSAGE}`, { wall: '2026-12-02T11:49:53.000Z' }],
   ['journalctl -o short (syslog)', `Dec  2 11:49:53 worker4 kernel: ${MESSAGE}`, { wall: '2026-12-02T11:49:53.000Z' }],
-  ['syslog with the uptime after kernel:', `Dec  2 11:49:53 worker4 kernel: [  885.242168] ${MESSAGE}`, { wall: '2026-12-02T11:49:53.000Z', uptime: 885.242168 }],
+  [
+    'syslog with the uptime after kernel:',
+    `Dec  2 11:49:53 worker4 kernel: [  885.242168] ${MESSAGE}`,
+    { wall: '2026-12-02T11:49:53.000Z', uptime: 885.242168 },
+  ],
   ['journalctl -o short-precise', `Dec 02 11:49:53.242168 worker4 kernel: ${MESSAGE}`, { wall: '2026-12-02T11:49:53.242Z' }],
   ['journalctl -o short-iso', `2025-12-02T11:49:53+0100 worker4 kernel: ${MESSAGE}`, { wall: '2025-12-02T10:49:53.000Z' }],
   ['journalctl -o short-iso-precise', `2025-12-02T11:49:53.242168+01:00 worker4 kernel: ${MESSAGE}`, { wall: '2025-12-02T10:49:53.242Z' }],
@@ -26,7 +30,11 @@ const SHAPES: readonly (readonly [string, string, { wall?: string; uptime?: numb
   ['rsyslog file format', `2025-12-02T11:49:53.242168+00:00 worker4 kernel: ${MESSAGE}`, { wall: '2025-12-02T11:49:53.242Z' }],
   ['RFC 3164 with a priority', `<3>Dec  2 11:49:53 worker4 kernel: ${MESSAGE}`, { wall: '2026-12-02T11:49:53.000Z' }],
   ['RFC 5424', `<3>1 2025-12-02T11:49:53.242Z worker4 kernel - - - ${MESSAGE}`, { wall: '2025-12-02T11:49:53.242Z' }],
-  ['RFC 5424 with structured data', `<3>1 2025-12-02T11:49:53.242Z worker4 kernel - - [meta seq="1" x="a\\]b"] ${MESSAGE}`, { wall: '2025-12-02T11:49:53.242Z' }],
+  [
+    'RFC 5424 with structured data',
+    `<3>1 2025-12-02T11:49:53.242Z worker4 kernel - - [meta seq="1" x="a\\]b"] ${MESSAGE}`,
+    { wall: '2025-12-02T11:49:53.242Z' },
+  ],
   ['dmesg', `[  885.242168] ${MESSAGE}`, { uptime: 885.242168 }],
   ['dmesg -r', `<3>[  885.242168] ${MESSAGE}`, { uptime: 885.242168 }],
   ['dmesg -x', `kern  :err   : [  885.242168] ${MESSAGE}`, { uptime: 885.242168 }],
@@ -43,9 +51,24 @@ const SHAPES: readonly (readonly [string, string, { wall?: string; uptime?: numb
   ['a serial console logger', `[2025-12-02 11:49:53.242168][  885.242168] ${MESSAGE}`, { wall: '2025-12-02T11:49:53.242Z', uptime: 885.242168 }],
   ['CRI (containerd/CRI-O) full line', `2025-12-02T11:49:53.242168901Z stdout F ${MESSAGE}`, { wall: '2025-12-02T11:49:53.242Z' }],
   ['CRI around a dmesg line', `2025-12-02T11:49:53.242168901Z stdout F [  885.242168] ${MESSAGE}`, { wall: '2025-12-02T11:49:53.242Z', uptime: 885.242168 }],
-  ['CRI around a journal line: the inner time wins', `2025-12-02T12:00:00Z stderr F Dec  2 11:49:53 worker4 kernel: ${MESSAGE}`, { wall: '2026-12-02T11:49:53.000Z' }],
+  [
+    'CRI around a journal line: the inner time wins',
+    `2025-12-02T12:00:00Z stderr F Dec  2 11:49:53 worker4 kernel: ${MESSAGE}`,
+    { wall: '2026-12-02T11:49:53.000Z' },
+  ],
   ['Docker json-file', JSON.stringify({ log: `${MESSAGE}\n`, stream: 'stdout', time: '2025-12-02T11:49:53.242168901Z' }), { wall: '2025-12-02T11:49:53.242Z' }],
-  ['journalctl -o json', JSON.stringify({ __REALTIME_TIMESTAMP: '1764676193242168', __MONOTONIC_TIMESTAMP: '885242168', _TRANSPORT: 'kernel', SYSLOG_IDENTIFIER: 'kernel', MESSAGE, _HOSTNAME: 'worker4' }), { wall: '2025-12-02T11:49:53.242Z', uptime: 885.242168 }],
+  [
+    'journalctl -o json',
+    JSON.stringify({
+      __REALTIME_TIMESTAMP: '1764676193242168',
+      __MONOTONIC_TIMESTAMP: '885242168',
+      _TRANSPORT: 'kernel',
+      SYSLOG_IDENTIFIER: 'kernel',
+      MESSAGE,
+      _HOSTNAME: 'worker4',
+    }),
+    { wall: '2025-12-02T11:49:53.242Z', uptime: 885.242168 },
+  ],
   ['a pasted block indented four spaces', `    [  885.242168] ${MESSAGE}`, { uptime: 885.242168 }],
   ['with terminal colours', `\x1b[32m[  885.242168] \x1b[0m${MESSAGE}`, { uptime: 885.242168 }],
 ];
@@ -60,10 +83,13 @@ describe('every prefix shape operators paste', () => {
     expect(line.deltaS).toBe(expected.delta);
   });
 
-  it('every shape gives the GPU\'s failed start, with its address', () => {
+  it("every shape gives the GPU's failed start, with its address", () => {
     for (const [name, raw] of SHAPES) {
       const { events } = parseKernelLog(raw, { catalog, referenceYear: 2026 }, ARRIVAL);
-      expect(events.map((e) => [e.data.kind, e.data.pci_bus, e.data.severity]), name).toEqual([['other_gpu', '0000:0a:00', 'error']]);
+      expect(
+        events.map((e) => [e.data.kind, e.data.pci_bus, e.data.severity]),
+        name,
+      ).toEqual([['other_gpu', '0000:0a:00', 'error']]);
     }
   });
 
@@ -130,14 +156,14 @@ describe('dates', () => {
     expect(beyond.map((e) => e.ts)).toEqual([new Date(ARRIVAL).toISOString()]);
   });
 
-  it('a parser that runs through New Year reads January\'s syslog dates in the new year', () => {
+  it("a parser that runs through New Year reads January's syslog dates in the new year", () => {
     const parser = new KernelLogParser({ catalog });
     const before = parser.push(`Dec 31 23:59:00 worker4 kernel: ${MESSAGE}`, Date.parse('2026-12-31T23:59:01Z'));
     const after = parser.push(`Jan  1 00:01:00 worker4 kernel: ${MESSAGE}`, Date.parse('2027-01-01T00:01:01Z'));
     expect([...before, ...after, ...parser.flush()].map((e) => e.ts)).toEqual(['2026-12-31T23:59:00.000Z', '2027-01-01T00:01:00.000Z']);
   });
 
-  it('a syslog date with no year that would land in the future is last year\'s', () => {
+  it("a syslog date with no year that would land in the future is last year's", () => {
     const january = Date.parse('2027-01-02T00:00:00Z');
     const { events } = parseKernelLog(`Dec 31 23:59:00 worker4 kernel: ${MESSAGE}`, { catalog }, january);
     expect(events.map((e) => e.ts)).toEqual(['2026-12-31T23:59:00.000Z']);

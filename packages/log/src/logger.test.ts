@@ -30,7 +30,13 @@ describe('createLogger', () => {
       },
     });
     const log = createLogger({ name: 'test', destination });
-    log.error({ error: 'Failed to parse URL from hooks.slack.com/services/T000/B000/XXXXSECRET', cause: new Error('connect to redis://admin:hunter2@redis:6379 failed') }, 'send_failed');
+    log.error(
+      {
+        error: 'Failed to parse URL from hooks.slack.com/services/T000/B000/XXXXSECRET',
+        cause: new Error('connect to redis://admin:hunter2@redis:6379 failed'),
+      },
+      'send_failed',
+    );
     expect(lines[0]).not.toMatch(/XXXXSECRET|hunter2/);
     expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'send_failed', error: expect.stringContaining('hooks.slack.com/services/[redacted]') });
   });

@@ -6,11 +6,32 @@ export type { Logger };
 
 /** Paths whose values never reach a log line: credentials, signing secrets, auth headers. */
 export const REDACTED_PATHS = [
-  'password', 'secret', 'secrets', 'token', 'apiKey', 'routingKey', 'routing_key', 'authorization',
-  '*.password', '*.secret', '*.secrets', '*.token', '*.apiKey', '*.routingKey', '*.routing_key', '*.authorization',
-  '*.*.password', '*.*.secret', '*.*.token', '*.*.routing_key',
-  'headers.authorization', 'headers.cookie', 'headers["webhook-signature"]', 'req.headers.authorization',
-  'redisUrl', '*.redisUrl',
+  'password',
+  'secret',
+  'secrets',
+  'token',
+  'apiKey',
+  'routingKey',
+  'routing_key',
+  'authorization',
+  '*.password',
+  '*.secret',
+  '*.secrets',
+  '*.token',
+  '*.apiKey',
+  '*.routingKey',
+  '*.routing_key',
+  '*.authorization',
+  '*.*.password',
+  '*.*.secret',
+  '*.*.token',
+  '*.*.routing_key',
+  'headers.authorization',
+  'headers.cookie',
+  'headers["webhook-signature"]',
+  'req.headers.authorization',
+  'redisUrl',
+  '*.redisUrl',
 ];
 
 /** `json`: one JSON object per line, for machines; `pretty`: one readable line, for a terminal. */

@@ -1,5 +1,16 @@
-const LEVELS = new Map<number, string>([[10, 'TRACE'], [20, 'DEBUG'], [30, 'INFO'], [40, 'WARN'], [50, 'ERROR'], [60, 'FATAL']]);
-const COLORS = new Map<number, string>([[40, '\x1b[33m'], [50, '\x1b[31m'], [60, '\x1b[1;31m']]);
+const LEVELS = new Map<number, string>([
+  [10, 'TRACE'],
+  [20, 'DEBUG'],
+  [30, 'INFO'],
+  [40, 'WARN'],
+  [50, 'ERROR'],
+  [60, 'FATAL'],
+]);
+const COLORS = new Map<number, string>([
+  [40, '\x1b[33m'],
+  [50, '\x1b[31m'],
+  [60, '\x1b[1;31m'],
+]);
 const OMIT = new Set(['level', 'time', 'service', 'msg', 'pid', 'hostname']);
 
 /** A control character reaching a terminal is an escape sequence: shown as JSON's \uXXXX instead. */

@@ -23,7 +23,13 @@ describe('redactSecrets', () => {
   });
 
   it('leaves what is not a secret as it was', () => {
-    for (const text of ['network: fetch failed', 'gpu-node-002 GPU 3 at 12:30, broker host:9092', 'oncall@example.com', 'http://127.0.0.1:3000/slack/hooks', 'HTTP 400: invalid_payload']) {
+    for (const text of [
+      'network: fetch failed',
+      'gpu-node-002 GPU 3 at 12:30, broker host:9092',
+      'oncall@example.com',
+      'http://127.0.0.1:3000/slack/hooks',
+      'HTTP 400: invalid_payload',
+    ]) {
       expect(redactSecrets(text)).toBe(text);
     }
     expect(redactUrl('https://hooks.slack.com/services/T0/B0/SECRET')).toBe('https://hooks.slack.com/services/[redacted]');

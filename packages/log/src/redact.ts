@@ -19,7 +19,8 @@ const TOKEN_PATHS: readonly RegExp[] = [
 ];
 
 /** Names whose values are secrets wherever they appear as `name=value` or `"name": "value"`. */
-const SECRET_NAMES = 'access_token|token|key|api_key|apikey|routing_key|routingKey|integration_key|secret|password|passwd|sign|signature|sig|auth|authorization|client_secret';
+const SECRET_NAMES =
+  'access_token|token|key|api_key|apikey|routing_key|routingKey|integration_key|secret|password|passwd|sign|signature|sig|auth|authorization|client_secret';
 
 const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
 /** `user:password@` with or without a scheme (a broker list, a URL someone forgot the scheme of). */

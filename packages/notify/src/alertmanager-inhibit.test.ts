@@ -13,8 +13,21 @@ const T = Date.parse('2026-06-01T00:00:00Z');
 
 function pushed(fingerprint: string, labels: Record<string, string>): EnvelopeOf<'alert'> {
   return newEnvelope({
-    type: 'alert', id: fingerprint, host: 'h', source: ALERTMANAGER_API_SOURCE, labels,
-    data: { fingerprint, status: 'firing', severity: 'warning', category: 'other', rule: 'r', summary: fingerprint, starts_at: new Date(T - 60_000).toISOString(), evidence: [] },
+    type: 'alert',
+    id: fingerprint,
+    host: 'h',
+    source: ALERTMANAGER_API_SOURCE,
+    labels,
+    data: {
+      fingerprint,
+      status: 'firing',
+      severity: 'warning',
+      category: 'other',
+      rule: 'r',
+      summary: fingerprint,
+      starts_at: new Date(T - 60_000).toISOString(),
+      evidence: [],
+    },
   });
 }
 
@@ -24,7 +37,9 @@ function pushed(fingerprint: string, labels: Record<string, string>): EnvelopeOf
  * back, or told). The two must agree, or the answer is thrown as a disagreement.
  */
 function inhibitor(rules: unknown[]) {
-  const core = new NotifierCore(RoutesFile.parse({ receivers: [{ name: 'r', channel: 'record' }], route: { receiver: 'r', group_by: ['...'], group_wait: '0s' }, inhibit_rules: rules }));
+  const core = new NotifierCore(
+    RoutesFile.parse({ receivers: [{ name: 'r', channel: 'record' }], route: { receiver: 'r', group_by: ['...'], group_wait: '0s' }, inhibit_rules: rules }),
+  );
   const state = emptyNotifierState();
   core.ingest(state, pushed('source1', { s1: '1', t1: '2', e: '1' }), T);
   core.ingest(state, pushed('source2', { s2: '1', t2: '1', e: '1' }), T);
@@ -40,14 +55,23 @@ function inhibitor(rules: unknown[]) {
     const held = decided.some((d) => 'suppressed' in d && d.suppressed.reason === 'inhibited' && d.suppressed.fingerprints.includes(fp));
     const resolved = pushed(fp, target);
     core.ingest(state, { ...resolved, data: { ...resolved.data, status: 'resolved', ends_at: new Date(now).toISOString() } }, now);
-    if (marked !== held || held === told) throw new Error(`${JSON.stringify(target)}: markers say ${marked ? '' : 'not '}inhibited, the decision path ${told ? 'told it' : held ? 'held it' : 'did neither'}`);
+    if (marked !== held || held === told)
+      throw new Error(
+        `${JSON.stringify(target)}: markers say ${marked ? '' : 'not '}inhibited, the decision path ${told ? 'told it' : held ? 'held it' : 'did neither'}`,
+      );
     return marked;
   };
 }
 
 const TARGETS: readonly Record<string, string>[] = [
-  { t1: '1', e: '1' }, { t2: '1', e: '1' }, { t1: '1', t3: '1', e: '1' }, { t1: '1', t2: '1', e: '1' },
-  { t1: '0', e: '1' }, { s1: '1', t1: '1', e: '1' }, { s2: '1', t2: '1', e: '1' }, { t1: '1', e: '0' },
+  { t1: '1', e: '1' },
+  { t2: '1', e: '1' },
+  { t1: '1', t3: '1', e: '1' },
+  { t1: '1', t2: '1', e: '1' },
+  { t1: '0', e: '1' },
+  { s1: '1', t1: '1', e: '1' },
+  { s2: '1', t2: '1', e: '1' },
+  { t1: '1', e: '0' },
 ];
 
 describe("Alertmanager's inhibit_test.go, through the API's markers and the decision path alike", () => {
@@ -68,7 +92,9 @@ describe("Alertmanager's inhibit_test.go, through the API's markers and the deci
   });
 
   it('an alert never inhibits itself, and a resolved source inhibits nothing', () => {
-    const core = new NotifierCore(RoutesFile.parse({ receivers: [{ name: 'r' }], route: { receiver: 'r' }, inhibit_rules: [{ source_matchers: ['a="1"'], target_matchers: ['b="1"'] }] }));
+    const core = new NotifierCore(
+      RoutesFile.parse({ receivers: [{ name: 'r' }], route: { receiver: 'r' }, inhibit_rules: [{ source_matchers: ['a="1"'], target_matchers: ['b="1"'] }] }),
+    );
     const state = emptyNotifierState();
     core.ingest(state, pushed('both', { a: '1', b: '1' }), T);
     expect(core.markers(state, 'both', { a: '1', b: '1' }, T).inhibitedBy).toEqual([]);

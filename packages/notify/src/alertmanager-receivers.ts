@@ -41,10 +41,12 @@ const INTEGRATION_KEYS: ReadonlyMap<string, ChannelDescriptor<ChannelName>> = ne
 
 /** Alertmanager integrations with no gpualert channel yet: refused with the reason. */
 const UNSUPPORTED: ReadonlyMap<string, string> = new Map([
-  ['wechat_configs', 'WeChat Work\'s app API (corp_id, api_secret) is not supported; use wecom_configs with a WeCom group robot url'],
+  ['wechat_configs', "WeChat Work's app API (corp_id, api_secret) is not supported; use wecom_configs with a WeCom group robot url"],
   ['msteams_configs', 'Microsoft Teams is not a gpualert channel yet'],
-  ['sns_configs', 'Amazon SNS is not a gpualert channel'], ['telegram_configs', 'Telegram is not a gpualert channel'],
-  ['webex_configs', 'Webex is not a gpualert channel'], ['discord_configs', 'Discord is not a gpualert channel'],
+  ['sns_configs', 'Amazon SNS is not a gpualert channel'],
+  ['telegram_configs', 'Telegram is not a gpualert channel'],
+  ['webex_configs', 'Webex is not a gpualert channel'],
+  ['discord_configs', 'Discord is not a gpualert channel'],
 ]);
 
 /** What every integration may carry besides its own fields. */
@@ -104,11 +106,16 @@ export function integrationsOf(receiver: Raw, global: GlobalConfig, ctx: Ctx, pa
       if (mapping) {
         const known = [...mapping.fields, ...COMMON];
         for (const field of Object.keys(raw)) {
-          if (!known.includes(field)) issue(field, `${type}: "${field}" is not supported by gpualert (it would be ignored, so it is refused; see "Coming from Alertmanager" in the README)`);
+          if (!known.includes(field))
+            issue(
+              field,
+              `${type}: "${field}" is not supported by gpualert (it would be ignored, so it is refused; see "Coming from Alertmanager" in the README)`,
+            );
         }
       }
       for (const field of ['send_resolved'] as const) if (raw[field] !== undefined && typeof raw[field] !== 'boolean') issue(field, 'expected true or false');
-      for (const field of ['per_minute', 'per_second'] as const) if (raw[field] !== undefined && !(typeof raw[field] === 'number' && raw[field] > 0)) issue(field, 'expected a positive number');
+      for (const field of ['per_minute', 'per_second'] as const)
+        if (raw[field] !== undefined && !(typeof raw[field] === 'number' && raw[field] > 0)) issue(field, 'expected a positive number');
       const templates = templateFields(descriptor, raw, at, issue);
       // A mapped integration's fields become our settings; gpualert's own `<channel>_configs` holds them as they are.
       const settingsRaw: Raw = mapping ? mapping.settings(raw, global, issue) : Object.fromEntries(Object.entries(raw).filter(([k]) => !COMMON.includes(k)));
@@ -145,7 +152,8 @@ function templateFields(descriptor: ChannelDescriptor, raw: RawIntegration, at: 
     if (!isMapping(raw.headers)) issue('headers', 'expected a mapping of header names to templates');
     else {
       for (const [name, value] of Object.entries(raw.headers)) {
-        if (name.toLowerCase() !== 'subject') issue(`headers.${name}`, `${descriptor.name} header "${name}" is not supported by gpualert (only Subject; it would be ignored, so it is refused)`);
+        if (name.toLowerCase() !== 'subject')
+          issue(`headers.${name}`, `${descriptor.name} header "${name}" is not supported by gpualert (only Subject; it would be ignored, so it is refused)`);
         else if (typeof value !== 'string') issue(`headers.${name}`, 'expected a template (a string)');
         else out.subject = { source: value, path: [...at, 'headers', name] };
       }

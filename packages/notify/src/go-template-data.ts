@@ -58,19 +58,31 @@ function quoteMeta(s: string): string {
 export function templateData(notification: Notification, externalURL = ''): Value {
   const group = notification.alertmanager;
   const alerts = [...(group?.alerts ?? notification.alerts)].sort(alertOrder);
-  const items = alerts.map((a) => new GoStruct('Alert', new Map<string, Value>([
-    ['Status', a.status], ['Labels', kv(a.labels)], ['Annotations', kv(annotationsOf(a))],
-    ['StartsAt', new GoTime(Date.parse(a.startsAt))],
-    ['EndsAt', new GoTime(a.status === 'resolved' ? Date.parse(a.endsAt ?? a.startsAt) : GO_ZERO_MS)],
-    ['GeneratorURL', a.evidence.find((e) => /^https?:\/\//.test(e)) ?? ''], ['Fingerprint', a.fingerprint],
-  ])));
-  return new GoStruct('Data', new Map<string, Value>([
-    ['Receiver', quoteMeta(group?.receiver ?? notification.receiver)],
-    ['Status', alerts.some((a) => a.status === 'firing') ? 'firing' : 'resolved'],
-    ['Alerts', new GoList('Alerts', items)],
-    ['GroupLabels', kv(group?.groupLabels ?? {})],
-    ['CommonLabels', kv(common(alerts.map((a) => a.labels)))],
-    ['CommonAnnotations', kv(common(alerts.map(annotationsOf)))],
-    ['ExternalURL', externalURL],
-  ]));
+  const items = alerts.map(
+    (a) =>
+      new GoStruct(
+        'Alert',
+        new Map<string, Value>([
+          ['Status', a.status],
+          ['Labels', kv(a.labels)],
+          ['Annotations', kv(annotationsOf(a))],
+          ['StartsAt', new GoTime(Date.parse(a.startsAt))],
+          ['EndsAt', new GoTime(a.status === 'resolved' ? Date.parse(a.endsAt ?? a.startsAt) : GO_ZERO_MS)],
+          ['GeneratorURL', a.evidence.find((e) => /^https?:\/\//.test(e)) ?? ''],
+          ['Fingerprint', a.fingerprint],
+        ]),
+      ),
+  );
+  return new GoStruct(
+    'Data',
+    new Map<string, Value>([
+      ['Receiver', quoteMeta(group?.receiver ?? notification.receiver)],
+      ['Status', alerts.some((a) => a.status === 'firing') ? 'firing' : 'resolved'],
+      ['Alerts', new GoList('Alerts', items)],
+      ['GroupLabels', kv(group?.groupLabels ?? {})],
+      ['CommonLabels', kv(common(alerts.map((a) => a.labels)))],
+      ['CommonAnnotations', kv(common(alerts.map(annotationsOf)))],
+      ['ExternalURL', externalURL],
+    ]),
+  );
 }

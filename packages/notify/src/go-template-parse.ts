@@ -14,7 +14,10 @@ export const MAX_TEMPLATE_CHARS = 256 * 1024;
 export const MAX_NESTING = 32;
 
 export class TemplateError extends GpualertError {
-  constructor(readonly line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super('GA-TEMPLATE-INVALID', message);
   }
 }
@@ -27,7 +30,10 @@ export type Arg =
   | { readonly k: 'pipe'; readonly pipe: Pipe; readonly chain: readonly string[] };
 
 /** A command: its first argument names the function or the value, the rest are its arguments. */
-export interface Cmd { readonly args: readonly [Arg, ...Arg[]]; readonly line: number }
+export interface Cmd {
+  readonly args: readonly [Arg, ...Arg[]];
+  readonly line: number;
+}
 export interface Pipe {
   /** `$x :=` or `$x =`; a range's `$i, $e :=`. */
   readonly decl?: { readonly names: readonly [string] | readonly [string, string]; readonly op: ':=' | '=' };
@@ -43,8 +49,31 @@ export type Node =
 
 /** The functions of the subset: Go's builtins that Alertmanager's templates use, and Alertmanager 0.25's own (plus trimSpace). */
 export const FUNCTIONS = new Set([
-  'and', 'or', 'not', 'len', 'index', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'print', 'printf', 'println', 'html', 'urlquery',
-  'toUpper', 'toLower', 'title', 'trimSpace', 'join', 'match', 'safeHtml', 'reReplaceAll', 'stringSlice',
+  'and',
+  'or',
+  'not',
+  'len',
+  'index',
+  'eq',
+  'ne',
+  'lt',
+  'le',
+  'gt',
+  'ge',
+  'print',
+  'printf',
+  'println',
+  'html',
+  'urlquery',
+  'toUpper',
+  'toLower',
+  'title',
+  'trimSpace',
+  'join',
+  'match',
+  'safeHtml',
+  'reReplaceAll',
+  'stringSlice',
 ]);
 
 interface Token {
@@ -54,7 +83,8 @@ interface Token {
   readonly spaced: boolean;
 }
 
-type Item = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'action'; readonly tokens: readonly [Token, ...Token[]]; readonly line: number };
+type Item =
+  { readonly kind: 'text'; readonly text: string } | { readonly kind: 'action'; readonly tokens: readonly [Token, ...Token[]]; readonly line: number };
 
 /** Go's `unquote` for a double-quoted string's escapes. */
 function unquote(body: string, line: number): string {
@@ -125,7 +155,7 @@ function lexAction(src: string, line: number): Token[] {
       push(m === 'true' || m === 'false' ? 'bool' : m === 'nil' ? 'nil' : 'ident', m);
       i += m.length;
     } else if (c === "'") {
-      throw new TemplateError(line, 'character constants (\'x\') are not supported');
+      throw new TemplateError(line, "character constants ('x') are not supported");
     } else {
       throw new TemplateError(line, `unexpected ${JSON.stringify(c)} in an action`);
     }
@@ -279,12 +309,14 @@ class Parser {
     // else: `{{else}}` … `{{end}}`, or `{{else if …}}` chained (sharing the one end).
     const [next] = after;
     if (next !== undefined) {
-      if (next.t !== 'ident' || next.v !== 'if' || k !== 'if') throw new TemplateError(body.end.line, `{{else ${next.v}}} is not supported (only else if after if)`);
+      if (next.t !== 'ident' || next.v !== 'if' || k !== 'if')
+        throw new TemplateError(body.end.line, `{{else ${next.v}}} is not supported (only else if after if)`);
       const chained = this.control('if', after.slice(1), body.end.line);
       return { k, pipe, list: body.nodes, else: [chained], line };
     }
     const rest = this.nested(() => this.list(false), line);
-    if (!rest.end || rest.end.tokens[0].v !== 'end' || rest.end.tokens.length > 1) throw new TemplateError(line, `unclosed ${k} (expected {{end}} after {{else}})`);
+    if (!rest.end || rest.end.tokens[0].v !== 'end' || rest.end.tokens.length > 1)
+      throw new TemplateError(line, `unclosed ${k} (expected {{end}} after {{else}})`);
     return { k, pipe, list: body.nodes, else: rest.nodes, line };
   }
 
@@ -294,7 +326,10 @@ class Parser {
     const opAt = tokens.findIndex((t) => t.t === ':=' || t.t === '=');
     if (opAt > 0 && tokens.slice(0, opAt).every((t) => t.t === 'var' || t.t === ',')) {
       if (!declOk) throw new TemplateError(line, 'a variable declaration is not allowed here');
-      const names = tokens.slice(0, opAt).filter((t) => t.t === 'var').map((t) => t.v);
+      const names = tokens
+        .slice(0, opAt)
+        .filter((t) => t.t === 'var')
+        .map((t) => t.v);
       if (names.length > (range ? 2 : 1)) throw new TemplateError(line, 'too many declarations');
       const [name, second] = names;
       if (name === undefined) throw new TemplateError(line, 'missing variable name in a declaration');
@@ -358,7 +393,8 @@ class Parser {
           out.push({ k: 'lit', value: null });
           break;
         case 'ident':
-          if (!FUNCTIONS.has(t.v)) throw new TemplateError(line, `function "${t.v}" is not supported by gpualert's templates (supported: ${[...FUNCTIONS].join(', ')})`);
+          if (!FUNCTIONS.has(t.v))
+            throw new TemplateError(line, `function "${t.v}" is not supported by gpualert's templates (supported: ${[...FUNCTIONS].join(', ')})`);
           out.push({ k: 'func', name: t.v });
           break;
         case '(': {

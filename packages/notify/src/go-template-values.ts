@@ -41,12 +41,18 @@ export type GoType = 'Data' | 'Alert' | 'Alerts' | 'KV' | 'Pairs' | 'Pair' | 'St
 
 /** A list with its Go type (Alerts, Pairs, Strings or a plain list of anything). */
 export class GoList {
-  constructor(readonly type: 'Alerts' | 'Pairs' | 'Strings' | 'any', readonly items: readonly Value[]) {}
+  constructor(
+    readonly type: 'Alerts' | 'Pairs' | 'Strings' | 'any',
+    readonly items: readonly Value[],
+  ) {}
 }
 
 /** A Go struct: Data, Alert or Pair, fields by name. */
 export class GoStruct {
-  constructor(readonly type: 'Data' | 'Alert' | 'Pair', readonly fields: ReadonlyMap<string, Value>) {}
+  constructor(
+    readonly type: 'Data' | 'Alert' | 'Pair',
+    readonly fields: ReadonlyMap<string, Value>,
+  ) {}
 }
 
 export type Value = string | number | boolean | null | GoTime | SafeHtml | GoKV | GoList | GoStruct;
@@ -60,15 +66,31 @@ interface Member {
 /** Every field and method the subset knows, by the type that holds it (template.go, 0.25). */
 export const MEMBERS: Readonly<Record<'Data' | 'Alert' | 'Alerts' | 'KV' | 'Pairs' | 'Pair' | 'time', Readonly<Record<string, Member>>>> = {
   Data: {
-    Receiver: { type: 'string' }, Status: { type: 'string' }, Alerts: { type: 'Alerts' }, GroupLabels: { type: 'KV' },
-    CommonLabels: { type: 'KV' }, CommonAnnotations: { type: 'KV' }, ExternalURL: { type: 'string' },
+    Receiver: { type: 'string' },
+    Status: { type: 'string' },
+    Alerts: { type: 'Alerts' },
+    GroupLabels: { type: 'KV' },
+    CommonLabels: { type: 'KV' },
+    CommonAnnotations: { type: 'KV' },
+    ExternalURL: { type: 'string' },
   },
   Alert: {
-    Status: { type: 'string' }, Labels: { type: 'KV' }, Annotations: { type: 'KV' }, StartsAt: { type: 'time' }, EndsAt: { type: 'time' },
-    GeneratorURL: { type: 'string' }, Fingerprint: { type: 'string' },
+    Status: { type: 'string' },
+    Labels: { type: 'KV' },
+    Annotations: { type: 'KV' },
+    StartsAt: { type: 'time' },
+    EndsAt: { type: 'time' },
+    GeneratorURL: { type: 'string' },
+    Fingerprint: { type: 'string' },
   },
   Alerts: { Firing: { type: 'Alerts', args: [] }, Resolved: { type: 'Alerts', args: [] } },
-  KV: { SortedPairs: { type: 'Pairs', args: [] }, Names: { type: 'Strings', args: [] }, Values: { type: 'Strings', args: [] }, Remove: { type: 'KV', args: ['Strings'] }, String: { type: 'string', args: [] } },
+  KV: {
+    SortedPairs: { type: 'Pairs', args: [] },
+    Names: { type: 'Strings', args: [] },
+    Values: { type: 'Strings', args: [] },
+    Remove: { type: 'KV', args: ['Strings'] },
+    String: { type: 'string', args: [] },
+  },
   Pairs: { Names: { type: 'Strings', args: [] }, Values: { type: 'Strings', args: [] }, String: { type: 'string', args: [] } },
   Pair: { Name: { type: 'string' }, Value: { type: 'string' } },
   /** Go's time.Time, the methods templates use: `.StartsAt.Format "2006-01-02 15:04"`, `.UTC`, `.Unix`. */
@@ -95,11 +117,20 @@ export function typeOf(v: Value): GoType {
 }
 
 export function pairsOf(kv: GoKV): GoList {
-  return new GoList('Pairs', kv.sortedKeys().map((k) => pair(k, must(kv.map.get(k), 'a sorted key of the map to be in it'))));
+  return new GoList(
+    'Pairs',
+    kv.sortedKeys().map((k) => pair(k, must(kv.map.get(k), 'a sorted key of the map to be in it'))),
+  );
 }
 
 export function pair(name: string, value: string): GoStruct {
-  return new GoStruct('Pair', new Map<string, Value>([['Name', name], ['Value', value]]));
+  return new GoStruct(
+    'Pair',
+    new Map<string, Value>([
+      ['Name', name],
+      ['Value', value],
+    ]),
+  );
 }
 
 function pairsString(list: GoList): string {
@@ -115,22 +146,33 @@ export function callMethod(v: GoKV | GoList | GoTime, name: string, args: readon
   if (v instanceof GoTime) return name === 'Format' ? goFormat(v, String(args[0])) : name === 'Unix' ? Math.floor(v.ms / 1000) : v;
   if (v instanceof GoKV) {
     switch (name) {
-      case 'SortedPairs': return pairsOf(v);
-      case 'Names': return new GoList('Strings', v.sortedKeys());
-      case 'Values': return new GoList('Strings', pairsOf(v).items.map((p) => str(field(p, 'Value'))));
+      case 'SortedPairs':
+        return pairsOf(v);
+      case 'Names':
+        return new GoList('Strings', v.sortedKeys());
+      case 'Values':
+        return new GoList(
+          'Strings',
+          pairsOf(v).items.map((p) => str(field(p, 'Value'))),
+        );
       case 'Remove': {
         // The interpreter refuses a Remove whose argument is not a list before it gets here.
         const list = args[0];
         const drop = new Set(list instanceof GoList ? list.items.map(String) : []);
         return new GoKV(new Map([...v.map].filter(([k]) => !drop.has(k))));
       }
-      case 'String': return pairsString(pairsOf(v));
-      default: return v.map.get(name) ?? '';
+      case 'String':
+        return pairsString(pairsOf(v));
+      default:
+        return v.map.get(name) ?? '';
     }
   }
   if (v.type === 'Alerts') {
     const status = name === 'Firing' ? 'firing' : 'resolved';
-    return new GoList('Alerts', v.items.filter((a) => field(a, 'Status') === status));
+    return new GoList(
+      'Alerts',
+      v.items.filter((a) => field(a, 'Status') === status),
+    );
   }
   const values = v.items.map((p) => str(field(p, name === 'Names' ? 'Name' : 'Value')));
   return name === 'String' ? pairsString(v) : new GoList('Strings', values);
@@ -169,7 +211,8 @@ const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 
 const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 
 /** Go's layout elements (time/format.go's nextStdChunk), longest first where one is a prefix of another. */
-const LAYOUT = /January|Jan|Monday|Mon|MST|Z07:00:00|Z070000|Z07:00|Z0700|Z07|-07:00:00|-070000|-07:00|-0700|-07|2006|002|01|02|_2|15|03|04|05|06|PM|pm|[.,](?:0+|9+)(?![0-9])|1|2|3|4|5/g;
+const LAYOUT =
+  /January|Jan|Monday|Mon|MST|Z07:00:00|Z070000|Z07:00|Z0700|Z07|-07:00:00|-070000|-07:00|-0700|-07|2006|002|01|02|_2|15|03|04|05|06|PM|pm|[.,](?:0+|9+)(?![0-9])|1|2|3|4|5/g;
 
 /** Go's `Time.Format(layout)` for a time in UTC (the zone gpualert's alerts carry). */
 export function goFormat(t: GoTime, layout: string): string {
@@ -179,38 +222,72 @@ export function goFormat(t: GoTime, layout: string): string {
   const yday = Math.floor((Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) - Date.UTC(d.getUTCFullYear(), 0, 1)) / 86_400_000) + 1;
   return layout.replace(LAYOUT, (e) => {
     switch (e) {
-      case 'January': return must(MONTHS[d.getUTCMonth()], 'a month 0 to 11');
-      case 'Jan': return must(MONTHS[d.getUTCMonth()], 'a month 0 to 11').slice(0, 3);
-      case 'Monday': return must(DAYS[d.getUTCDay()], 'a weekday 0 to 6');
-      case 'Mon': return must(DAYS[d.getUTCDay()], 'a weekday 0 to 6').slice(0, 3);
-      case 'MST': return 'UTC';
-      case 'Z07:00:00': case 'Z070000': case 'Z07:00': case 'Z0700': case 'Z07': return 'Z';
-      case '-07:00:00': return '+00:00:00';
-      case '-070000': return '+000000';
-      case '-07:00': return '+00:00';
-      case '-0700': return '+0000';
-      case '-07': return '+00';
-      case '2006': return pad(d.getUTCFullYear(), 4);
-      case '06': return pad(d.getUTCFullYear() % 100);
-      case '002': return pad(yday, 3);
-      case '01': return pad(d.getUTCMonth() + 1);
-      case '1': return String(d.getUTCMonth() + 1);
-      case '02': return pad(d.getUTCDate());
-      case '_2': return String(d.getUTCDate()).padStart(2, ' ');
-      case '2': return String(d.getUTCDate());
-      case '15': return pad(h);
-      case '03': return pad(h % 12 || 12);
-      case '3': return String(h % 12 || 12);
-      case '04': return pad(d.getUTCMinutes());
-      case '4': return String(d.getUTCMinutes());
-      case '05': return pad(d.getUTCSeconds());
-      case '5': return String(d.getUTCSeconds());
-      case 'PM': return h >= 12 ? 'PM' : 'AM';
-      case 'pm': return h >= 12 ? 'pm' : 'am';
+      case 'January':
+        return must(MONTHS[d.getUTCMonth()], 'a month 0 to 11');
+      case 'Jan':
+        return must(MONTHS[d.getUTCMonth()], 'a month 0 to 11').slice(0, 3);
+      case 'Monday':
+        return must(DAYS[d.getUTCDay()], 'a weekday 0 to 6');
+      case 'Mon':
+        return must(DAYS[d.getUTCDay()], 'a weekday 0 to 6').slice(0, 3);
+      case 'MST':
+        return 'UTC';
+      case 'Z07:00:00':
+      case 'Z070000':
+      case 'Z07:00':
+      case 'Z0700':
+      case 'Z07':
+        return 'Z';
+      case '-07:00:00':
+        return '+00:00:00';
+      case '-070000':
+        return '+000000';
+      case '-07:00':
+        return '+00:00';
+      case '-0700':
+        return '+0000';
+      case '-07':
+        return '+00';
+      case '2006':
+        return pad(d.getUTCFullYear(), 4);
+      case '06':
+        return pad(d.getUTCFullYear() % 100);
+      case '002':
+        return pad(yday, 3);
+      case '01':
+        return pad(d.getUTCMonth() + 1);
+      case '1':
+        return String(d.getUTCMonth() + 1);
+      case '02':
+        return pad(d.getUTCDate());
+      case '_2':
+        return String(d.getUTCDate()).padStart(2, ' ');
+      case '2':
+        return String(d.getUTCDate());
+      case '15':
+        return pad(h);
+      case '03':
+        return pad(h % 12 || 12);
+      case '3':
+        return String(h % 12 || 12);
+      case '04':
+        return pad(d.getUTCMinutes());
+      case '4':
+        return String(d.getUTCMinutes());
+      case '05':
+        return pad(d.getUTCSeconds());
+      case '5':
+        return String(d.getUTCSeconds());
+      case 'PM':
+        return h >= 12 ? 'PM' : 'AM';
+      case 'pm':
+        return h >= 12 ? 'pm' : 'am';
       default: {
         // .000 (fixed) or .999 (trailing zeros trimmed) fractional seconds; milliseconds are all a JS time holds.
         const digits = e.length - 1;
-        const frac = pad(((t.ms % 1000) + 1000) % 1000, 3).padEnd(digits, '0').slice(0, digits);
+        const frac = pad(((t.ms % 1000) + 1000) % 1000, 3)
+          .padEnd(digits, '0')
+          .slice(0, digits);
         if (e[1] === '0') return e[0] + frac;
         const trimmed = frac.replace(/0+$/, '');
         return trimmed ? e[0] + trimmed : '';

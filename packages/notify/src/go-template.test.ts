@@ -78,18 +78,42 @@ describe("Alertmanager's KV and Alerts methods (TestKVSortedPairs, TestKVRemove,
 const T = '2026-06-01T00:00:00.000Z';
 function alertView(labels: Record<string, string>, status: 'firing' | 'resolved', annotations?: Record<string, string>): AlertView {
   return {
-    id: JSON.stringify(labels), fingerprint: `fp-${labels.instance}`, host: 'h', status, severity: 'warning', category: 'other', summary: annotations?.summary ?? '',
-    startsAt: T, expected: false, evidence: ['http://prometheus:9090/graph?g0.expr=up'], labels, ...(annotations ? { annotations } : {}),
+    id: JSON.stringify(labels),
+    fingerprint: `fp-${labels.instance}`,
+    host: 'h',
+    status,
+    severity: 'warning',
+    category: 'other',
+    summary: annotations?.summary ?? '',
+    startsAt: T,
+    expected: false,
+    evidence: ['http://prometheus:9090/graph?g0.expr=up'],
+    labels,
+    ...(annotations ? { annotations } : {}),
     ...(status === 'resolved' ? { endsAt: '2026-06-01T00:05:00.000Z' } : {}),
   };
 }
 
 function notification(alerts: AlertView[], groupLabels: Record<string, string>): Notification {
-  return { id: 'n', receiver: 'team-db', group: 'g', reason: 'first', alerts, firing: alerts.length, alertmanager: { receiver: 'team-db', groupLabels, alerts } };
+  return {
+    id: 'n',
+    receiver: 'team-db',
+    group: 'g',
+    reason: 'first',
+    alerts,
+    firing: alerts.length,
+    alertmanager: { receiver: 'team-db', groupLabels, alerts },
+  };
 }
 
-const I1 = alertView({ alertname: 'DiskFull', team: 'db', instance: 'i1', severity: 'warning' }, 'firing', { summary: 'disk full on i1', runbook_url: 'https://runbooks/disk' });
-const I2 = alertView({ alertname: 'DiskFull', team: 'db', instance: 'i2', severity: 'warning' }, 'firing', { summary: 'disk full on i2', runbook_url: 'https://runbooks/disk' });
+const I1 = alertView({ alertname: 'DiskFull', team: 'db', instance: 'i1', severity: 'warning' }, 'firing', {
+  summary: 'disk full on i1',
+  runbook_url: 'https://runbooks/disk',
+});
+const I2 = alertView({ alertname: 'DiskFull', team: 'db', instance: 'i2', severity: 'warning' }, 'firing', {
+  summary: 'disk full on i2',
+  runbook_url: 'https://runbooks/disk',
+});
 const I3 = alertView({ alertname: 'DiskFull', team: 'db', instance: 'i3', severity: 'warning' }, 'resolved', { summary: 'disk full on i3' });
 
 describe("Alertmanager's default templates (0.25.0's default.tmpl, verbatim)", () => {
@@ -100,7 +124,10 @@ describe("Alertmanager's default templates (0.25.0's default.tmpl, verbatim)", (
     expect(ALERTMANAGER_DEFAULT_TEMPLATES).toBe(readFileSync(new URL('../../../test/alertmanager/fixtures/default.tmpl', import.meta.url), 'utf8'));
     expect(set.defined.size).toBe(ALERTMANAGER_DEFAULT_TEMPLATES.match(/\{\{-? define/g)!.length);
     // The alert lists take .Alerts (as pagerduty's details and opsgenie's description pass them); the rest take the whole data.
-    for (const name of set.defined.keys()) expect(() => CompiledTemplate.compile(`{{ template "${name}" . }}`, set, origin, false, /alert_list|instances/.test(name) ? 'Alerts' : 'Data')).not.toThrow();
+    for (const name of set.defined.keys())
+      expect(() =>
+        CompiledTemplate.compile(`{{ template "${name}" . }}`, set, origin, false, /alert_list|instances/.test(name) ? 'Alerts' : 'Data'),
+      ).not.toThrow();
     expect(() => CompiledTemplate.compile('{{ template "__text_alert_list" . }}', set, origin)).toThrow(/range can't iterate over Data/);
   });
 
@@ -110,11 +137,13 @@ describe("Alertmanager's default templates (0.25.0's default.tmpl, verbatim)", (
     // __subject: status upper-cased with the firing count, the group's values, then the other common labels' values.
     expect(render('slack.default.title')).toBe('[FIRING:2] DiskFull (warning db)');
     expect(render('slack.default.titlelink')).toBe('http://am:9093/#/alerts?receiver=team-db');
-    expect(render('pagerduty.default.instances', '.Alerts')).toBe([
-      'Labels:\n - alertname = DiskFull\n - instance = i1\n - severity = warning\n - team = db\nAnnotations:\n - runbook_url = https://runbooks/disk\n - summary = disk full on i1\nSource: http://prometheus:9090/graph?g0.expr=up\n',
-      'Labels:\n - alertname = DiskFull\n - instance = i2\n - severity = warning\n - team = db\nAnnotations:\n - runbook_url = https://runbooks/disk\n - summary = disk full on i2\nSource: http://prometheus:9090/graph?g0.expr=up\n',
-      'Labels:\n - alertname = DiskFull\n - instance = i3\n - severity = warning\n - team = db\nAnnotations:\n - summary = disk full on i3\nSource: http://prometheus:9090/graph?g0.expr=up\n',
-    ].join(''));
+    expect(render('pagerduty.default.instances', '.Alerts')).toBe(
+      [
+        'Labels:\n - alertname = DiskFull\n - instance = i1\n - severity = warning\n - team = db\nAnnotations:\n - runbook_url = https://runbooks/disk\n - summary = disk full on i1\nSource: http://prometheus:9090/graph?g0.expr=up\n',
+        'Labels:\n - alertname = DiskFull\n - instance = i2\n - severity = warning\n - team = db\nAnnotations:\n - runbook_url = https://runbooks/disk\n - summary = disk full on i2\nSource: http://prometheus:9090/graph?g0.expr=up\n',
+        'Labels:\n - alertname = DiskFull\n - instance = i3\n - severity = warning\n - team = db\nAnnotations:\n - summary = disk full on i3\nSource: http://prometheus:9090/graph?g0.expr=up\n',
+      ].join(''),
+    );
     const description = render('opsgenie.default.description');
     expect(description.startsWith('\nAlerts Firing:\nLabels:\n - alertname = DiskFull\n - instance = i1')).toBe(true);
     expect(description).toContain('Alerts Resolved:\nLabels:\n - alertname = DiskFull\n - instance = i3');
@@ -126,21 +155,40 @@ describe('the subset a receiver field uses', () => {
   const render = (text: string) => CompiledTemplate.compile(text, new TemplateSet(), origin).render(data);
 
   it('fields, annotations, range with variables, if/else if/else, len, trim markers, $', () => {
-    expect(render('{{ .Status }} {{ .CommonLabels.alertname }} {{ .GroupLabels.SortedPairs.Values | join " " }} {{ len .Alerts.Firing }} {{ .Receiver }}')).toBe('firing DiskFull db 2 team-db');
-    expect(render('{{ range $i, $a := .Alerts }}{{ if $i }}, {{ end }}{{ $a.Labels.instance }}: {{ .Annotations.summary }} ({{ $.CommonAnnotations.runbook_url }}){{ end }}')).toBe('i1: disk full on i1 (https://runbooks/disk), i2: disk full on i2 (https://runbooks/disk)');
+    expect(
+      render('{{ .Status }} {{ .CommonLabels.alertname }} {{ .GroupLabels.SortedPairs.Values | join " " }} {{ len .Alerts.Firing }} {{ .Receiver }}'),
+    ).toBe('firing DiskFull db 2 team-db');
+    expect(
+      render(
+        '{{ range $i, $a := .Alerts }}{{ if $i }}, {{ end }}{{ $a.Labels.instance }}: {{ .Annotations.summary }} ({{ $.CommonAnnotations.runbook_url }}){{ end }}',
+      ),
+    ).toBe('i1: disk full on i1 (https://runbooks/disk), i2: disk full on i2 (https://runbooks/disk)');
     expect(render('{{ if eq .Status "resolved" }}ok{{ else if gt (len .Alerts) 1 }}many{{ else }}one{{ end }}')).toBe('many');
     expect(render('a  {{- " b " -}}  c\n{{- /* a comment */ -}}\nd')).toBe('a b cd');
     expect(render('{{ $s := .Status }}{{ range .Alerts }}{{ $s = "x" }}{{ end }}{{ $s }}')).toBe('x');
     expect(render('{{ .CommonLabels.missing }}|{{ index .CommonLabels "team" }}')).toBe('|db');
     expect(render('{{ define "line" }}{{ .Labels.instance | toUpper }}{{ end }}{{ range .Alerts }}{{ template "line" . }};{{ end }}')).toBe('I1;I2;');
     // time.Time's Format with Go's layout (UTC), its String, and Alertmanager's zero EndsAt for a firing alert.
-    expect(render('{{ range .Alerts }}{{ .StartsAt.Format "2006-01-02T15:04:05Z07:00 Mon Jan _2 3PM .000 .999" }}|{{ .StartsAt }}|{{ .EndsAt.UTC.Format "2006" }}|{{ .StartsAt.Unix }}{{ break_ }}{{ end }}'.replace('{{ break_ }}', ''))).toBe(
-      '2026-06-01T00:00:00Z Mon Jun  1 12AM .000 |2026-06-01 00:00:00 +0000 UTC|0001|1780272000'.repeat(2));
-    expect(render('{{ reReplaceAll "i(\\\\d)" "host-$1" "i1 i2" }} {{ match "(?i)DISK" .CommonLabels.alertname }} {{ "x y" | title }} {{ printf "%s=%d" "n" 3 }}')).toBe('host-1 host-2 true X Y n=3');
+    expect(
+      render(
+        '{{ range .Alerts }}{{ .StartsAt.Format "2006-01-02T15:04:05Z07:00 Mon Jan _2 3PM .000 .999" }}|{{ .StartsAt }}|{{ .EndsAt.UTC.Format "2006" }}|{{ .StartsAt.Unix }}{{ break_ }}{{ end }}'.replace(
+          '{{ break_ }}',
+          '',
+        ),
+      ),
+    ).toBe('2026-06-01T00:00:00Z Mon Jun  1 12AM .000 |2026-06-01 00:00:00 +0000 UTC|0001|1780272000'.repeat(2));
+    expect(
+      render('{{ reReplaceAll "i(\\\\d)" "host-$1" "i1 i2" }} {{ match "(?i)DISK" .CommonLabels.alertname }} {{ "x y" | title }} {{ printf "%s=%d" "n" 3 }}'),
+    ).toBe('host-1 host-2 true X Y n=3');
   });
 
   it('escapes what it prints in an HTML field unless safeHtml, as html/template does in text', () => {
-    const html = CompiledTemplate.compile('<b>{{ .CommonLabels.alertname }}</b>{{ "<i>+</i>" }}{{ "<hr>" | safeHtml }}', new TemplateSet(), origin, true).render(data);
+    const html = CompiledTemplate.compile(
+      '<b>{{ .CommonLabels.alertname }}</b>{{ "<i>+</i>" }}{{ "<hr>" | safeHtml }}',
+      new TemplateSet(),
+      origin,
+      true,
+    ).render(data);
     expect(html).toBe('<b>DiskFull</b>&lt;i&gt;&#43;&lt;/i&gt;<hr>');
   });
 
@@ -152,7 +200,9 @@ describe('the subset a receiver field uses', () => {
     expect(refused('{{ range .Alerts }}{{ break }}{{ end }}').message).toMatch(/break/);
     expect(refused('{{ .Alerts.Firing.Labels }}').message).toMatch(/field Labels in type Alerts/);
     expect(refused('{{ join " " .CommonLabels }}').message).toMatch(/join: argument 2 must be a list of strings/);
-    expect(refused('{{ range .Alerts }}{{ .StartsAt.Hour }}{{ end }}').message).toMatch(/of a time's methods gpualert's templates support Format, UTC and Unix/);
+    expect(refused('{{ range .Alerts }}{{ .StartsAt.Hour }}{{ end }}').message).toMatch(
+      /of a time's methods gpualert's templates support Format, UTC and Unix/,
+    );
     expect(refused('{{ range .Alerts }}{{ .StartsAt.Format }}{{ end }}').message).toMatch(/wrong number of args for Format: want 1 got 0/);
     expect(refused('{{ if .Status }}open').message).toMatch(/unclosed if/);
     const e = refused('line one\n\n{{ .Nope }}');
@@ -163,17 +213,33 @@ describe('the subset a receiver field uses', () => {
     const set = new TemplateSet();
     set.add('{{ define "loop" }}{{ template "loop" . }}{{ end }}', { file: 't.tmpl', line: 1 });
     expect(() => CompiledTemplate.compile('{{ template "loop" . }}', set, origin).render(data)).toThrow(/nested deeper than/);
-    const big = templateData(notification(Array.from({ length: 200 }, (_v, i) => alertView({ alertname: 'A', instance: `i${i}` }, 'firing', { summary: 'x'.repeat(400) })), {}));
-    expect(() => CompiledTemplate.compile('{{ range .Alerts }}{{ .Annotations.summary }}{{ end }}', new TemplateSet(), origin).render(big)).toThrow(new RegExp(`longer than ${MAX_OUTPUT_CHARS}`));
+    const big = templateData(
+      notification(
+        Array.from({ length: 200 }, (_v, i) => alertView({ alertname: 'A', instance: `i${i}` }, 'firing', { summary: 'x'.repeat(400) })),
+        {},
+      ),
+    );
+    expect(() => CompiledTemplate.compile('{{ range .Alerts }}{{ .Annotations.summary }}{{ end }}', new TemplateSet(), origin).render(big)).toThrow(
+      new RegExp(`longer than ${MAX_OUTPUT_CHARS}`),
+    );
     expect(() => run(`${'{{ if true }}'.repeat(40)}x${'{{ end }}'.repeat(40)}`)).toThrow(/nested deeper than 32/);
   });
 
   it('bounds every value a function builds, not only what is written: a doubled variable is a TemplateError, not 256 MB', () => {
     // The attack: a variable doubled in a range never writes, so only a bound on each produced value stops it.
-    const doubling = (n: number, expr: string) => `{{ $x := "aaaaaaaaaaaaaaaa" }}{{ range stringSlice ${Array.from({ length: n }, (_v, i) => `"${i}"`).join(' ')} }}{{ $x = ${expr} }}{{ end }}{{ len $x }}`;
+    const doubling = (n: number, expr: string) =>
+      `{{ $x := "aaaaaaaaaaaaaaaa" }}{{ range stringSlice ${Array.from({ length: n }, (_v, i) => `"${i}"`).join(' ')} }}{{ $x = ${expr} }}{{ end }}{{ len $x }}`;
     // Below the bound it still works: 16 × 2^11 = 32 KiB.
     expect(run(doubling(11, 'printf "%s%s" $x $x'))).toBe(String(16 * 2 ** 11));
-    for (const expr of ['printf "%s%s" $x $x', 'print $x $x', 'println $x $x', 'join "" (stringSlice $x $x)', 'html $x $x', 'urlquery $x $x', 'reReplaceAll "(a+)" "$1$1" $x']) {
+    for (const expr of [
+      'printf "%s%s" $x $x',
+      'print $x $x',
+      'println $x $x',
+      'join "" (stringSlice $x $x)',
+      'html $x $x',
+      'urlquery $x $x',
+      'reReplaceAll "(a+)" "$1$1" $x',
+    ]) {
       let thrown: unknown;
       try {
         run(doubling(25, expr));

@@ -1,8 +1,6 @@
 import { RE2JS } from 're2js';
 import { FUNCTIONS, parseTemplate, TemplateError, type Arg, type Node, type Pipe } from './go-template-parse.ts';
-import {
-  callMethod, GoKV, GoList, GoStruct, GoTime, memberOf, printValue, SafeHtml, truth, typeOf, type GoType, type Value,
-} from './go-template-values.ts';
+import { callMethod, GoKV, GoList, GoStruct, GoTime, memberOf, printValue, SafeHtml, truth, typeOf, type GoType, type Value } from './go-template-values.ts';
 import { must } from './must.ts';
 
 export { TemplateError };
@@ -97,10 +95,15 @@ function funcType(name: string, args: readonly GoType[], line: number): GoType {
     if (t !== undefined && t !== 'any' && !ok.includes(t)) throw new TemplateError(line, `${name}: argument ${i + 1} must be ${what}, not ${t}`);
   };
   const count = (min: number, max = min) => {
-    if (args.length < min || args.length > max) throw new TemplateError(line, `wrong number of args for ${name}: want ${min === max ? min : `${min} to ${max}`} got ${args.length}`);
+    if (args.length < min || args.length > max)
+      throw new TemplateError(line, `wrong number of args for ${name}: want ${min === max ? min : `${min} to ${max}`} got ${args.length}`);
   };
   switch (name) {
-    case 'toUpper': case 'toLower': case 'title': case 'trimSpace': case 'safeHtml':
+    case 'toUpper':
+    case 'toLower':
+    case 'title':
+    case 'trimSpace':
+    case 'safeHtml':
       count(1);
       need(0, [...STRINGISH], 'a string');
       return name === 'safeHtml' ? 'html' : 'string';
@@ -129,13 +132,19 @@ function funcType(name: string, args: readonly GoType[], line: number): GoType {
       count(2);
       need(0, ['KV', 'Alerts', 'Pairs', 'Strings'], 'a map or list');
       return args[0] === 'KV' ? 'string' : (ELEMENT[args[0] ?? 'any'] ?? 'any');
-    case 'eq': case 'ne': case 'lt': case 'le': case 'gt': case 'ge':
+    case 'eq':
+    case 'ne':
+    case 'lt':
+    case 'le':
+    case 'gt':
+    case 'ge':
       count(2, name === 'eq' ? 16 : 2);
       return 'bool';
     case 'not':
       count(1);
       return 'bool';
-    case 'and': case 'or':
+    case 'and':
+    case 'or':
       count(1, 16);
       const [head = 'any'] = args; // count(1, 16): there is a head
       return args.every((t) => t === head) ? head : 'any';
@@ -215,10 +224,14 @@ class Checker {
       const name = pipe.decl.names[0];
       if (pipe.decl.op === ':=') must(scope.at(-1), 'a scope with its innermost level').set(name, result);
       else if (!scope.some((s) => s.has(name))) throw new TemplateError(pipe.line, `undefined variable: ${name}`);
-      else for (let i = scope.length - 1; i >= 0; i -= 1) {
-        const t = scope[i]?.get(name);
-        if (t !== undefined) { if (t !== result) scope[i]?.set(name, 'any'); break; }
-      }
+      else
+        for (let i = scope.length - 1; i >= 0; i -= 1) {
+          const t = scope[i]?.get(name);
+          if (t !== undefined) {
+            if (t !== result) scope[i]?.set(name, 'any');
+            break;
+          }
+        }
     }
     return result;
   }
@@ -289,11 +302,16 @@ class Checker {
 
 function describe(a: Arg): string {
   switch (a.k) {
-    case 'lit': return JSON.stringify(a.value);
-    case 'dot': return a.chain.length ? `.${a.chain.join('.')}` : '.';
-    case 'var': return `${a.name}${a.chain.map((n) => `.${n}`).join('')}`;
-    case 'func': return a.name;
-    case 'pipe': return '(…)';
+    case 'lit':
+      return JSON.stringify(a.value);
+    case 'dot':
+      return a.chain.length ? `.${a.chain.join('.')}` : '.';
+    case 'var':
+      return `${a.name}${a.chain.map((n) => `.${n}`).join('')}`;
+    case 'func':
+      return a.name;
+    case 'pipe':
+      return '(…)';
   }
 }
 
@@ -318,7 +336,10 @@ class Bounded {
   private parts: string[] = [];
   private length = 0;
 
-  constructor(private readonly what: string, private readonly line: number) {}
+  constructor(
+    private readonly what: string,
+    private readonly line: number,
+  ) {}
 
   add(s: string): void {
     this.length += s.length;
@@ -356,7 +377,13 @@ function bounded<T extends Value>(v: T, what: string, line: number): T {
 
 /** printValue within the bound: a list of strings (stringSlice of big values) is joined piece by piece. */
 function printBounded(v: Value, what: string, line: number): string {
-  if (v instanceof GoList && v.type !== 'Pairs') return `[${Bounded.join(v.items.map((item) => printBounded(item, what, line)), ' ', what, line)}]`;
+  if (v instanceof GoList && v.type !== 'Pairs')
+    return `[${Bounded.join(
+      v.items.map((item) => printBounded(item, what, line)),
+      ' ',
+      what,
+      line,
+    )}]`;
   return bounded(printValue(v), what, line);
 }
 
@@ -424,7 +451,8 @@ function comparable(a: Value, b: Value, name: string, line: number): [string | n
   const y = basic(b);
   if (typeof x === 'object' && x !== null) throw new TemplateError(line, `${name}: cannot compare ${typeOf(a)}`);
   if (typeof y === 'object' && y !== null) throw new TemplateError(line, `${name}: cannot compare ${typeOf(b)}`);
-  if (x !== null && y !== null && typeof x !== typeof y) throw new TemplateError(line, `${name}: incompatible types for comparison (${typeOf(a)} and ${typeOf(b)})`);
+  if (x !== null && y !== null && typeof x !== typeof y)
+    throw new TemplateError(line, `${name}: incompatible types for comparison (${typeOf(a)} and ${typeOf(b)})`);
   return [x, y];
 }
 
@@ -446,10 +474,15 @@ function sprintf(format: string, args: readonly Value[], line: number): string {
 function verbOf(verb: string, v: Value | undefined, line: number): string {
   if (v === undefined) return `%!${verb}(MISSING)`;
   switch (verb) {
-    case 's': case 'v': return printBounded(v, 'printf', line);
-    case 'd': return typeof v === 'number' ? String(Math.trunc(v)) : `%!d(${typeOf(v)}=${printBounded(v, 'printf', line)})`;
-    case 'q': return JSON.stringify(printBounded(v, 'printf', line));
-    default: throw new TemplateError(line, `printf: verb %${verb} is not supported (use %s, %v, %d, %q)`);
+    case 's':
+    case 'v':
+      return printBounded(v, 'printf', line);
+    case 'd':
+      return typeof v === 'number' ? String(Math.trunc(v)) : `%!d(${typeOf(v)}=${printBounded(v, 'printf', line)})`;
+    case 'q':
+      return JSON.stringify(printBounded(v, 'printf', line));
+    default:
+      throw new TemplateError(line, `printf: verb %${verb} is not supported (use %s, %v, %d, %q)`);
   }
 }
 
@@ -458,7 +491,10 @@ class Run {
   private steps = 0;
   private depth = 0;
 
-  constructor(private readonly set: TemplateSet, private readonly escape: ((s: string) => string) | undefined) {}
+  constructor(
+    private readonly set: TemplateSet,
+    private readonly escape: ((s: string) => string) | undefined,
+  ) {}
 
   private write(s: string, line: number): void {
     this.out += s;
@@ -533,10 +569,14 @@ class Run {
     if (pipe.decl && !range) {
       const name = pipe.decl.names[0];
       if (pipe.decl.op === ':=') must(scope.at(-1), 'a scope with its innermost level').set(name, result);
-      else for (let i = scope.length - 1; i >= 0; i -= 1) {
-        const level = scope[i];
-        if (level?.has(name)) { level.set(name, result); break; }
-      }
+      else
+        for (let i = scope.length - 1; i >= 0; i -= 1) {
+          const level = scope[i];
+          if (level?.has(name)) {
+            level.set(name, result);
+            break;
+          }
+        }
     }
     return result;
   }
@@ -624,20 +664,37 @@ class Run {
       throw new TemplateError(line, `${name}: argument ${i + 1} must be a string, not ${v === undefined ? 'missing' : typeOf(v)}`);
     };
     switch (name) {
-      case 'toUpper': return s(0).toUpperCase();
-      case 'toLower': return s(0).toLowerCase();
-      case 'title': return goTitle(s(0));
-      case 'trimSpace': return s(0).trim();
-      case 'safeHtml': return new SafeHtml(s(0));
+      case 'toUpper':
+        return s(0).toUpperCase();
+      case 'toLower':
+        return s(0).toLowerCase();
+      case 'title':
+        return goTitle(s(0));
+      case 'trimSpace':
+        return s(0).trim();
+      case 'safeHtml':
+        return new SafeHtml(s(0));
       case 'join': {
         const list = args[1];
         if (!(list instanceof GoList)) throw new TemplateError(line, 'join: argument 2 must be a list of strings');
-        return Bounded.join(list.items.map((v) => printBounded(v, name, line)), s(0), name, line);
+        return Bounded.join(
+          list.items.map((v) => printBounded(v, name, line)),
+          s(0),
+          name,
+          line,
+        );
       }
-      case 'match': return compile(s(0), line).matcher(s(1)).find();
-      case 'reReplaceAll': return goReplaceAll(compile(s(0), line), s(2), s(1), line);
-      case 'stringSlice': return new GoList('Strings', args.map((_v, i) => s(i)));
-      case 'len': return lengthOf(args[0] ?? null, line);
+      case 'match':
+        return compile(s(0), line).matcher(s(1)).find();
+      case 'reReplaceAll':
+        return goReplaceAll(compile(s(0), line), s(2), s(1), line);
+      case 'stringSlice':
+        return new GoList(
+          'Strings',
+          args.map((_v, i) => s(i)),
+        );
+      case 'len':
+        return lengthOf(args[0] ?? null, line);
       case 'index': {
         const [c, k] = args;
         if (c instanceof GoKV) return c.map.get(typeof k === 'string' ? k : printValue(k ?? null)) ?? '';
@@ -648,7 +705,8 @@ class Run {
         }
         throw new TemplateError(line, 'index: expected a map and a key, or a list and a number');
       }
-      case 'not': return !truth(args[0] ?? null);
+      case 'not':
+        return !truth(args[0] ?? null);
       case 'eq': {
         const [head = null, ...others] = args; // the check counted 2 to 16
         for (const other of others) {
@@ -657,19 +715,55 @@ class Run {
         }
         return false;
       }
-      case 'ne': case 'lt': case 'le': case 'gt': case 'ge': {
+      case 'ne':
+      case 'lt':
+      case 'le':
+      case 'gt':
+      case 'ge': {
         const [a = null, b = null] = args; // the check counted 2
         const [x, y] = comparable(a, b, name, line);
         if (name === 'ne') return x !== y;
         if (x === null || y === null || typeof x === 'boolean') throw new TemplateError(line, `${name}: invalid type for comparison`);
         return name === 'lt' ? x < y : name === 'le' ? x <= y : name === 'gt' ? x > y : x >= y;
       }
-      case 'print': return Bounded.join(args.map((v) => printBounded(v, name, line)), '', name, line);
-      case 'println': return `${Bounded.join(args.map((v) => printBounded(v, name, line)), ' ', name, line)}\n`;
-      case 'printf': return sprintf(s(0), args.slice(1), line);
-      case 'html': return escapeHtmlText(Bounded.join(args.map((v) => printBounded(v, name, line)), '', name, line));
-      case 'urlquery': return encodeURIComponent(Bounded.join(args.map((v) => printBounded(v, name, line)), '', name, line)).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`).replace(/%20/g, '+');
-      default: throw new TemplateError(line, `function "${name}" not defined`);
+      case 'print':
+        return Bounded.join(
+          args.map((v) => printBounded(v, name, line)),
+          '',
+          name,
+          line,
+        );
+      case 'println':
+        return `${Bounded.join(
+          args.map((v) => printBounded(v, name, line)),
+          ' ',
+          name,
+          line,
+        )}\n`;
+      case 'printf':
+        return sprintf(s(0), args.slice(1), line);
+      case 'html':
+        return escapeHtmlText(
+          Bounded.join(
+            args.map((v) => printBounded(v, name, line)),
+            '',
+            name,
+            line,
+          ),
+        );
+      case 'urlquery':
+        return encodeURIComponent(
+          Bounded.join(
+            args.map((v) => printBounded(v, name, line)),
+            '',
+            name,
+            line,
+          ),
+        )
+          .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+          .replace(/%20/g, '+');
+      default:
+        throw new TemplateError(line, `function "${name}" not defined`);
     }
   }
 }

@@ -48,7 +48,9 @@ describe('loading a routes file', () => {
     ]);
     const found = errors(path).join('\n');
     expect(found).toContain(':4: receivers.0.settings.routingkey: pagerduty takes no setting "routingkey"');
-    expect(found).toContain(':4: receivers.0.settings.routing_key: pagerduty needs one of settings.routing_key (Events API v2) and settings.service_key (Events API v1)');
+    expect(found).toContain(
+      ':4: receivers.0.settings.routing_key: pagerduty needs one of settings.routing_key (Events API v2) and settings.service_key (Events API v1)',
+    );
     expect(found).toContain(':7: receivers.1.settings.url: the URL must not carry user:password');
     expect(found).not.toContain('hunter2');
   });

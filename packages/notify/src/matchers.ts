@@ -91,7 +91,9 @@ export function parseMatcher(text: string): Matcher | string {
 function parseOne(s: string): Matcher | string {
   const bad = `bad matcher format: ${printable(s)}`;
   let i = 0;
-  const skipSpace = () => { while (i < s.length && GO_SPACE.has(s.charAt(i))) i += 1; };
+  const skipSpace = () => {
+    while (i < s.length && GO_SPACE.has(s.charAt(i))) i += 1;
+  };
   skipSpace();
   let label: string;
   if (s[i] === '"') {

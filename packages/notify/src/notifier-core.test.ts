@@ -9,15 +9,36 @@ if (!routes.ok) throw new Error(JSON.stringify(routes.errors));
 const T = Date.parse('2026-06-01T00:00:00Z');
 const S = 1_000;
 
-function alert(fingerprint: string, status: 'firing' | 'resolved', severity: AlertData['severity'], extra: Partial<AlertData> & { host?: string; at?: number } = {}): EnvelopeOf<'alert'> {
+function alert(
+  fingerprint: string,
+  status: 'firing' | 'resolved',
+  severity: AlertData['severity'],
+  extra: Partial<AlertData> & { host?: string; at?: number } = {},
+): EnvelopeOf<'alert'> {
   const { host = 'h1', at = T, ...data } = extra;
   return newEnvelope({
-    type: 'alert', id: `${fingerprint}-${status}-${severity}-${at}`, host, source: 'test', ts: new Date(at).toISOString(), labels: { cluster: 'lab' },
-    data: { fingerprint, status, severity, category: 'thermal', rule: 'r', summary: `${fingerprint} ${status}`, starts_at: new Date(T).toISOString(), evidence: [], ...data },
+    type: 'alert',
+    id: `${fingerprint}-${status}-${severity}-${at}`,
+    host,
+    source: 'test',
+    ts: new Date(at).toISOString(),
+    labels: { cluster: 'lab' },
+    data: {
+      fingerprint,
+      status,
+      severity,
+      category: 'thermal',
+      rule: 'r',
+      summary: `${fingerprint} ${status}`,
+      starts_at: new Date(T).toISOString(),
+      evidence: [],
+      ...data,
+    },
   });
 }
 
-const sent = (decisions: Decision[]) => decisions.flatMap((d) => ('send' in d ? [[d.send.receiver, d.send.reason, d.send.alerts.map((a) => `${a.fingerprint}:${a.status}`).join(',')]] : []));
+const sent = (decisions: Decision[]) =>
+  decisions.flatMap((d) => ('send' in d ? [[d.send.receiver, d.send.reason, d.send.alerts.map((a) => `${a.fingerprint}:${a.status}`).join(',')]] : []));
 const suppressed = (decisions: Decision[]) => decisions.flatMap((d) => ('suppressed' in d ? [[d.suppressed.receiver, d.suppressed.reason]] : []));
 
 describe('notifier decisions with the default routes', () => {
@@ -65,7 +86,10 @@ describe('notifier decisions with the default routes', () => {
     // while a new firing alert under the silence is only recorded as suppressed
     const silenced = n.ingest(state, alert('y', 'firing', 'critical'), T + 500 * S);
     expect(sent(silenced)).toEqual([]);
-    expect(suppressed(silenced)).toEqual([['pager', 'silenced'], ['chat', 'silenced']]);
+    expect(suppressed(silenced)).toEqual([
+      ['pager', 'silenced'],
+      ['chat', 'silenced'],
+    ]);
   });
 
   it('inhibits what a lost GPU explains', () => {
@@ -73,7 +97,10 @@ describe('notifier decisions with the default routes', () => {
     const state = emptyNotifierState();
     n.ingest(state, alert('lost', 'firing', 'critical', { category: 'fallen_off_bus' }), T);
     const collector = n.ingest(state, alert('smi', 'firing', 'error', { category: 'collector' }), T + S);
-    expect(suppressed(collector)).toEqual([['chat', 'inhibited'], ['ticket', 'inhibited']]);
+    expect(suppressed(collector)).toEqual([
+      ['chat', 'inhibited'],
+      ['ticket', 'inhibited'],
+    ]);
     const otherHost = n.ingest(state, alert('smi2', 'firing', 'error', { category: 'collector', host: 'h2' }), T + S);
     expect(suppressed(otherHost)).toEqual([]);
   });
@@ -82,9 +109,15 @@ describe('notifier decisions with the default routes', () => {
     const n = core();
     const state = emptyNotifierState();
     n.ingest(state, alert('e', 'firing', 'error'), T);
-    expect(sent(n.flush(state, T + 30 * S))).toEqual([['chat', 'first', 'e:firing'], ['ticket', 'first', 'e:firing']]);
+    expect(sent(n.flush(state, T + 30 * S))).toEqual([
+      ['chat', 'first', 'e:firing'],
+      ['ticket', 'first', 'e:firing'],
+    ]);
     expect(sent(n.flush(state, T + 3_600 * S))).toEqual([]);
-    expect(sent(n.flush(state, T + 4 * 3_600 * S + 30 * S))).toEqual([['chat', 'repeat', 'e:firing'], ['ticket', 'repeat', 'e:firing']]);
+    expect(sent(n.flush(state, T + 4 * 3_600 * S + 30 * S))).toEqual([
+      ['chat', 'repeat', 'e:firing'],
+      ['ticket', 'repeat', 'e:firing'],
+    ]);
   });
 
   it('a maintenance window silences its host for the pager until it resolves; chat still hears', () => {
@@ -97,13 +130,30 @@ describe('notifier decisions with the default routes', () => {
     expect(sent(n.flush(state, T + S))).toEqual([['chat', 'first', 'lost:firing']]); // the critical one without group_wait
     n.ingest(state, alert('maint', 'resolved', 'warning', { category: 'maintenance' }), T + 60 * S);
     expect(Object.values(state.silences)[0]!.expiredAt).toBe(T + 60 * S);
-    expect(sent(n.ingest(state, alert('lost2', 'firing', 'critical', { category: 'fallen_off_bus' }), T + 61 * S))).toEqual([['pager', 'page', 'lost2:firing']]);
+    expect(sent(n.ingest(state, alert('lost2', 'firing', 'critical', { category: 'fallen_off_bus' }), T + 61 * S))).toEqual([
+      ['pager', 'page', 'lost2:firing'],
+    ]);
   });
 
   it('mutes a route inside its mute time interval', () => {
     const routesWithMute = loadRoutes();
     if (!routesWithMute.ok) throw new Error('routes');
-    const config = { ...routesWithMute.value, time_intervals: [{ name: 'weekend', time_intervals: [{ weekdays: [{ begin: 6, end: 6 }, { begin: 0, end: 0 }] }] }] };
+    const config = {
+      ...routesWithMute.value,
+      time_intervals: [
+        {
+          name: 'weekend',
+          time_intervals: [
+            {
+              weekdays: [
+                { begin: 6, end: 6 },
+                { begin: 0, end: 0 },
+              ],
+            },
+          ],
+        },
+      ],
+    };
     config.route = { ...config.route, routes: config.route.routes.map((r) => (r.receiver === 'chat' ? { ...r, mute_time_intervals: ['weekend'] } : r)) };
     const n = new NotifierCore(config);
     const state = emptyNotifierState();
@@ -134,7 +184,10 @@ describe('notifier decisions with the default routes', () => {
     const n = core();
     const state = emptyNotifierState();
     n.ingest(state, alert('f|flapping', 'firing', 'error', { rule: 'flapping', summary: 'flapping: GPU 1 hw slowdown' }), T);
-    expect(sent(n.flush(state, T + 30 * S))).toEqual([['chat', 'first', 'f|flapping:firing'], ['ticket', 'first', 'f|flapping:firing']]);
+    expect(sent(n.flush(state, T + 30 * S))).toEqual([
+      ['chat', 'first', 'f|flapping:firing'],
+      ['ticket', 'first', 'f|flapping:firing'],
+    ]);
     expect(sent(n.flush(state, T + 400 * S))).toEqual([]);
   });
 
@@ -148,12 +201,25 @@ describe('notifier decisions with the default routes', () => {
 
 describe('a reload: a new core adopts the state the old one built', () => {
   const first = RoutesFile.parse({
-    receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }],
+    receivers: [
+      { name: 'chat', channel: 'record' },
+      { name: 'gpu-team', channel: 'record' },
+    ],
     route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h' },
   });
   const second = RoutesFile.parse({
-    receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }],
-    route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h', routes: [{ receiver: 'gpu-team', matchers: ['host="h1"'] }] },
+    receivers: [
+      { name: 'chat', channel: 'record' },
+      { name: 'gpu-team', channel: 'record' },
+    ],
+    route: {
+      receiver: 'chat',
+      group_by: ['host'],
+      group_wait: '30s',
+      group_interval: '5m',
+      repeat_interval: '4h',
+      routes: [{ receiver: 'gpu-team', matchers: ['host="h1"'] }],
+    },
     inhibit_rules: [{ source_matchers: ['severity="critical"'], target_matchers: ['severity="warning"'], equal: ['host'] }],
   });
 
@@ -163,7 +229,10 @@ describe('a reload: a new core adopts the state the old one built', () => {
     before.ingest(state, alert('a', 'firing', 'warning', { host: 'h1' }), T);
     before.ingest(state, alert('b', 'firing', 'warning', { host: 'h2' }), T);
     before.ingest(state, alert('c', 'firing', 'critical', { host: 'h2' }), T);
-    expect(sent(before.flush(state, T + 30 * S))).toEqual([['chat', 'first', 'a:firing'], ['chat', 'first', 'b:firing,c:firing']]);
+    expect(sent(before.flush(state, T + 30 * S))).toEqual([
+      ['chat', 'first', 'a:firing'],
+      ['chat', 'first', 'b:firing,c:firing'],
+    ]);
     expect(before.markers(state, 'b', state.firing.b!, T + 30 * S).inhibitedBy).toEqual([]); // no rule yet
     const h2 = state.groups['root|chat|host="h2"']!;
     const told = h2.told.b;
@@ -183,12 +252,37 @@ describe('a reload: a new core adopts the state the old one built', () => {
 
   it('a route inserted above a group (its place in the file moves) keeps the group: nothing is told again, its resolve still goes out', async () => {
     const one = RoutesFile.parse({
-      receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }, { name: 'db', channel: 'record' }],
-      route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h', routes: [{ receiver: 'gpu-team', matchers: ['host="h1"'] }] },
+      receivers: [
+        { name: 'chat', channel: 'record' },
+        { name: 'gpu-team', channel: 'record' },
+        { name: 'db', channel: 'record' },
+      ],
+      route: {
+        receiver: 'chat',
+        group_by: ['host'],
+        group_wait: '30s',
+        group_interval: '5m',
+        repeat_interval: '4h',
+        routes: [{ receiver: 'gpu-team', matchers: ['host="h1"'] }],
+      },
     });
     const two = RoutesFile.parse({
-      receivers: [{ name: 'chat', channel: 'record' }, { name: 'gpu-team', channel: 'record' }, { name: 'db', channel: 'record' }],
-      route: { receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h', routes: [{ receiver: 'db', matchers: ['host="zzz"'] }, { receiver: 'gpu-team', matchers: ['host="h1"'] }] },
+      receivers: [
+        { name: 'chat', channel: 'record' },
+        { name: 'gpu-team', channel: 'record' },
+        { name: 'db', channel: 'record' },
+      ],
+      route: {
+        receiver: 'chat',
+        group_by: ['host'],
+        group_wait: '30s',
+        group_interval: '5m',
+        repeat_interval: '4h',
+        routes: [
+          { receiver: 'db', matchers: ['host="zzz"'] },
+          { receiver: 'gpu-team', matchers: ['host="h1"'] },
+        ],
+      },
     });
     const before = new NotifierCore(one);
     const state = emptyNotifierState();

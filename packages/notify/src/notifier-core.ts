@@ -2,7 +2,18 @@ import { decodeVersioned, encodeVersioned, stableId, type EnvelopeOf } from '@gp
 import { alertLabels } from './alert-labels.ts';
 import { labelValue, parseMatchers, type Matcher } from './matchers.ts';
 import type { RoutesFile } from './route-config.ts';
-import { dict, type AlertView, type AlertmanagerGroup, type NotifierState, type Notification, type Reason, type ResolvedRoute, type Silence, type Suppression, type AlertMarkers } from './notifier-types.ts';
+import {
+  dict,
+  type AlertView,
+  type AlertmanagerGroup,
+  type NotifierState,
+  type Notification,
+  type Reason,
+  type ResolvedRoute,
+  type Silence,
+  type Suppression,
+  type AlertMarkers,
+} from './notifier-types.ts';
 import { routesFor } from './routing.ts';
 import { SilenceIndex } from './silence-index.ts';
 import { NOTIFIER_STATE } from './saved-notifier-state.ts';
@@ -10,9 +21,30 @@ import { Inhibitor } from './stages/inhibitor.ts';
 import { activeTimeStage, held, inhibitStage, muteTimeStage, silenceStage, type Hold, type MuteStage } from './stages/mute-stages.ts';
 import { dedup, due, recordSent, settle, view as groupView } from './stages/group-stages.ts';
 
-export type { AlertAbout, AlertMarkers, AlertmanagerGroup, AlertView, Group, Notification, NotifierState, Reason, Silence, Suppression, Told } from './notifier-types.ts';
+export type {
+  AlertAbout,
+  AlertMarkers,
+  AlertmanagerGroup,
+  AlertView,
+  Group,
+  Notification,
+  NotifierState,
+  Reason,
+  Silence,
+  Suppression,
+  Told,
+} from './notifier-types.ts';
 export { dict, type Dict } from './notifier-types.ts';
-export { MAX_SAVED_ALERTS, MAX_SAVED_ALERTS_PER_GROUP, MAX_SAVED_ENTRY_CHARS, MAX_SAVED_GROUPS, MAX_SAVED_SILENCES, NOTIFIER_STATE, SavedNotification, SILENCE } from './saved-notifier-state.ts';
+export {
+  MAX_SAVED_ALERTS,
+  MAX_SAVED_ALERTS_PER_GROUP,
+  MAX_SAVED_ENTRY_CHARS,
+  MAX_SAVED_GROUPS,
+  MAX_SAVED_SILENCES,
+  NOTIFIER_STATE,
+  SavedNotification,
+  SILENCE,
+} from './saved-notifier-state.ts';
 
 export function emptyNotifierState(): NotifierState {
   return { groups: dict(), pages: dict(), silences: dict(), firing: dict(), sources: dict(), about: dict() };
@@ -25,8 +57,7 @@ export function saveNotifierState(state: NotifierState): string {
 
 /** Saved state read back, and what became of it: as saved, migrated from an older version, or rebuilt empty (the reason is for one log line). */
 export type LoadedNotifierState =
-  | { readonly state: NotifierState; readonly migratedFrom?: number; readonly rebuilt?: undefined }
-  | { readonly state: NotifierState; readonly rebuilt: string };
+  { readonly state: NotifierState; readonly migratedFrom?: number; readonly rebuilt?: undefined } | { readonly state: NotifierState; readonly rebuilt: string };
 
 /**
  * Saved state read back: validated against its schema, with every map inert again (JSON.parse
@@ -67,9 +98,21 @@ export function groupLabels(route: ResolvedRoute, labels: Readonly<Record<string
 function view(alert: EnvelopeOf<'alert'>): AlertView {
   const a = alert.data;
   return {
-    id: alert.id, fingerprint: a.fingerprint, host: alert.host, status: a.status, severity: a.severity, category: a.category,
-    summary: a.summary, ...(a.description ? { description: a.description } : {}), startsAt: a.starts_at, expected: a.expected === true, evidence: a.evidence, labels: alertLabels(alert),
-    ...(a.action ? { action: a.action } : {}), ...(a.gpu ? { gpu: a.gpu.index } : {}), ...(a.ends_at ? { endsAt: a.ends_at } : {}),
+    id: alert.id,
+    fingerprint: a.fingerprint,
+    host: alert.host,
+    status: a.status,
+    severity: a.severity,
+    category: a.category,
+    summary: a.summary,
+    ...(a.description ? { description: a.description } : {}),
+    startsAt: a.starts_at,
+    expected: a.expected === true,
+    evidence: a.evidence,
+    labels: alertLabels(alert),
+    ...(a.action ? { action: a.action } : {}),
+    ...(a.gpu ? { gpu: a.gpu.index } : {}),
+    ...(a.ends_at ? { endsAt: a.ends_at } : {}),
     ...(a.annotations ? { annotations: a.annotations } : {}),
   };
 }
@@ -96,7 +139,9 @@ export class NotifierCore {
   constructor(private readonly config: RoutesFile) {
     this.inhibitor = new Inhibitor(config.inhibit_rules);
     this.stages = [
-      inhibitStage(this.inhibitor), activeTimeStage(config.time_intervals), muteTimeStage(config.time_intervals),
+      inhibitStage(this.inhibitor),
+      activeTimeStage(config.time_intervals),
+      muteTimeStage(config.time_intervals),
       silenceStage((state) => this.silenceIndex(state.silences)),
     ];
   }
@@ -156,7 +201,11 @@ export class NotifierCore {
    * after group_wait; its old one is not told it resolved). The inhibition index is rebuilt for
    * these rules. Pages and silences are kept as they are. Returns what moved, for one log line.
    */
-  async adopt(state: NotifierState, now: number, pause: () => Promise<void> = () => Promise.resolve()): Promise<{ kept: number; moved: number; groups: number }> {
+  async adopt(
+    state: NotifierState,
+    now: number,
+    pause: () => Promise<void> = () => Promise.resolve(),
+  ): Promise<{ kept: number; moved: number; groups: number }> {
     const before = state.groups;
     state.groups = dict();
     let kept = 0;
@@ -276,7 +325,9 @@ export class NotifierCore {
    * Alertmanager's silencedBy and inhibitedBy. Read-only: the API shows it, decisions use suppressedBy.
    */
   markers(state: Readonly<NotifierState>, fingerprint: string, labels: Readonly<Record<string, string>>, now: number): AlertMarkers {
-    const silencedBy = this.silenceIndex(state.silences).all(labels, now).map((s) => s.id);
+    const silencedBy = this.silenceIndex(state.silences)
+      .all(labels, now)
+      .map((s) => s.id);
     return { silencedBy: silencedBy.sort(), inhibitedBy: this.inhibitor.all(state, fingerprint, labels) };
   }
 
@@ -293,11 +344,22 @@ export class NotifierCore {
   private maintenanceSilence(state: NotifierState, alert: AlertView, now: number): void {
     if (alert.category !== 'maintenance') return;
     const id = `maintenance-${alert.fingerprint}`;
-    const pagers = [...new Set(routesFor(this.config.route, dict([...Object.entries(alert.labels), ['severity', 'critical'], ['expected', 'false'], ['category', 'host_down']])).filter((r) => r.page).map((r) => r.receiver))];
+    const pagers = [
+      ...new Set(
+        routesFor(this.config.route, dict([...Object.entries(alert.labels), ['severity', 'critical'], ['expected', 'false'], ['category', 'host_down']]))
+          .filter((r) => r.page)
+          .map((r) => r.receiver),
+      ),
+    ];
     if (alert.status === 'firing' && !state.silences[id] && pagers.length > 0) {
       const silence: Silence = {
-        id, matchers: [`host="${alert.host}"`], receivers: pagers, startsAt: now, endsAt: now + 7 * 86_400_000,
-        createdBy: 'gpualert', comment: `provider maintenance: ${alert.summary}`,
+        id,
+        matchers: [`host="${alert.host}"`],
+        receivers: pagers,
+        startsAt: now,
+        endsAt: now + 7 * 86_400_000,
+        createdBy: 'gpualert',
+        comment: `provider maintenance: ${alert.summary}`,
       };
       state.silences[id] = silence;
       this.indexed(state, silence);
@@ -319,7 +381,11 @@ export class NotifierCore {
     if (alert.status === 'firing') {
       state.firing[alert.fingerprint] = dict(Object.entries(alert.labels));
       state.about[alert.fingerprint] = {
-        startsAt: alert.startsAt, updatedAt: now, summary: alert.summary, ...(alert.description ? { description: alert.description } : {}), ...(alert.evidence.length > 0 ? { evidence: alert.evidence } : {}),
+        startsAt: alert.startsAt,
+        updatedAt: now,
+        summary: alert.summary,
+        ...(alert.description ? { description: alert.description } : {}),
+        ...(alert.evidence.length > 0 ? { evidence: alert.evidence } : {}),
         ...(alert.annotations ? { annotations: alert.annotations } : {}),
       };
       this.inhibitor.remember(state, alert.fingerprint, alert.labels);
@@ -357,7 +423,15 @@ export class NotifierCore {
   }
 
   /** One notification per integration of the route's receiver; one with send_resolved: false is told only what fires. */
-  private notifications(route: ResolvedRoute, group: string, reason: Reason, alerts: AlertView[], firing: number, all: AlertView[], labels: Readonly<Record<string, string>>): Decision[] {
+  private notifications(
+    route: ResolvedRoute,
+    group: string,
+    reason: Reason,
+    alerts: AlertView[],
+    firing: number,
+    all: AlertView[],
+    labels: Readonly<Record<string, string>>,
+  ): Decision[] {
     const integrations = this.config.integrations?.[route.receiver] ?? [route.receiver];
     const out: Decision[] = [];
     const groupLabels = route.page ? dict<string>() : groupLabelSet(route, labels);
@@ -366,7 +440,17 @@ export class NotifierCore {
       const told = sendResolved ? alerts : alerts.filter((a) => a.status === 'firing');
       if (told.length === 0) continue;
       const alertmanager: AlertmanagerGroup = { receiver: route.receiver, groupLabels, alerts: sendResolved ? all : all.filter((a) => a.status === 'firing') };
-      out.push({ send: { id: stableId('notification', name, group, reason, ...told.map((a) => `${a.id}`)), receiver: name, group, reason, alerts: told, firing, alertmanager } });
+      out.push({
+        send: {
+          id: stableId('notification', name, group, reason, ...told.map((a) => `${a.id}`)),
+          receiver: name,
+          group,
+          reason,
+          alerts: told,
+          firing,
+          alertmanager,
+        },
+      });
     }
     return out;
   }

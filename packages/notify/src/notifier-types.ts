@@ -100,7 +100,6 @@ export interface Group {
   lastSent: number;
 }
 
-
 export interface NotifierState {
   groups: Record<string, Group>;
   /** Page per fault: what each pager receiver was told per fingerprint. */
@@ -137,4 +136,3 @@ export function dict<T>(entries: Iterable<readonly [string, T]> = []): Dict<T> {
   for (const [key, value] of entries) out[key] = value;
   return out;
 }
-

@@ -44,13 +44,31 @@ const TEAM = `{{ define "team.title" }}[{{ .Status | toUpper }}{{ if eq .Status 
 
 function alert(instance: string, extra: Record<string, string> = {}): AlertView {
   return {
-    id: instance, fingerprint: `fp-${instance}`, host: instance, status: 'firing', severity: 'warning', category: 'other', summary: '', startsAt: '2026-06-01T00:00:00.000Z',
-    expected: false, evidence: [], labels: { alertname: 'DiskFull', instance, ...extra }, annotations: { summary: `disk full on ${instance}`, runbook_url: 'https://runbooks.example/disk' },
+    id: instance,
+    fingerprint: `fp-${instance}`,
+    host: instance,
+    status: 'firing',
+    severity: 'warning',
+    category: 'other',
+    summary: '',
+    startsAt: '2026-06-01T00:00:00.000Z',
+    expected: false,
+    evidence: [],
+    labels: { alertname: 'DiskFull', instance, ...extra },
+    annotations: { summary: `disk full on ${instance}`, runbook_url: 'https://runbooks.example/disk' },
   };
 }
 
 function message(alerts: AlertView[]): Notification {
-  return { id: 'n1', receiver: 'team-db/slack/0', group: 'g', reason: 'first', alerts, firing: alerts.length, alertmanager: { receiver: 'team-db', groupLabels: { alertname: 'DiskFull' }, alerts } };
+  return {
+    id: 'n1',
+    receiver: 'team-db/slack/0',
+    group: 'g',
+    reason: 'first',
+    alerts,
+    firing: alerts.length,
+    alertmanager: { receiver: 'team-db', groupLabels: { alertname: 'DiskFull' }, alerts },
+  };
 }
 
 function setup(config: string, templates: Record<string, string>): string {
@@ -69,20 +87,36 @@ describe("templates: files and receivers' template fields", () => {
     // A label value with Slack's control sequences is printed inert; the template's own <url|text> link stays a link.
     const out = slackMessage(message([alert('db-1'), alert('db-2', { note: '<!channel>' })]), {}, slack.compiled);
     expect(out.text).toBe('[FIRING:2] DiskFull');
-    expect(sectionText(out)).toBe('*db-1*: disk full on db-1 <https://runbooks.example/disk|runbook>\n*db-2*: disk full on db-2 <https://runbooks.example/disk|runbook>\n');
+    expect(sectionText(out)).toBe(
+      '*db-1*: disk full on db-1 <https://runbooks.example/disk|runbook>\n*db-2*: disk full on db-2 <https://runbooks.example/disk|runbook>\n',
+    );
     expect(JSON.stringify(slack)).not.toContain('compiled'); // never serialized
   });
 
   it("sends Slack's username and icon_emoji (templates) and icon_url and image_url (URLs) as Slack's webhook takes them; a template in a URL field is refused", () => {
-    const config = (extra: string) => `receivers:\n- name: team-db\n  slack_configs:\n  - api_url: 'http://127.0.0.1:9/'\n${extra}route: { receiver: team-db }\n`;
-    const loaded = loadRoutes(setup(config("    username: '{{ .CommonLabels.alertname }} bot'\n    icon_emoji: ':fire:'\n    icon_url: 'https://example.com/gpu.png'\n    image_url: 'https://grafana.example/render/panel.png?from=now-1h&to=now'\n"), {}));
+    const config = (extra: string) =>
+      `receivers:\n- name: team-db\n  slack_configs:\n  - api_url: 'http://127.0.0.1:9/'\n${extra}route: { receiver: team-db }\n`;
+    const loaded = loadRoutes(
+      setup(
+        config(
+          "    username: '{{ .CommonLabels.alertname }} bot'\n    icon_emoji: ':fire:'\n    icon_url: 'https://example.com/gpu.png'\n    image_url: 'https://grafana.example/render/panel.png?from=now-1h&to=now'\n",
+        ),
+        {},
+      ),
+    );
     if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
     const slack = loaded.value.receivers[0]!;
-    const out = slackMessage(message([alert('db-1')]), { icon_url: String(slack.settings.icon_url), image_url: String(slack.settings.image_url) }, slack.compiled);
+    const out = slackMessage(
+      message([alert('db-1')]),
+      { icon_url: String(slack.settings.icon_url), image_url: String(slack.settings.image_url) },
+      slack.compiled,
+    );
     expect(out).toMatchObject({ username: 'DiskFull bot', icon_emoji: ':fire:', icon_url: 'https://example.com/gpu.png' });
     expect(out.blocks.at(-1)).toEqual({ type: 'image', image_url: 'https://grafana.example/render/panel.png?from=now-1h&to=now', alt_text: out.text });
     const templated = loadRoutes(setup(config("    icon_url: '{{ .CommonLabels.icon }}'\n"), {}));
-    expect(templated.ok ? [] : templated.errors.map(formatRuleError)).toEqual([expect.stringMatching(/:5: receivers\.0\.slack_configs\.0\.icon_url: expected a URL \(a template is not supported in this field by gpualert\)/)]);
+    expect(templated.ok ? [] : templated.errors.map(formatRuleError)).toEqual([
+      expect.stringMatching(/:5: receivers\.0\.slack_configs\.0\.icon_url: expected a URL \(a template is not supported in this field by gpualert\)/),
+    ]);
   });
 
   it('names the template file and line of a bad define, and the routes file line of a field calling a define that is not there', () => {
@@ -93,8 +127,10 @@ describe("templates: files and receivers' template fields", () => {
     const missing = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/'), { 'other.tmpl': '{{ define "other" }}x{{ end }}' }));
     expect(missing.ok).toBe(false);
     if (missing.ok) return;
-    expect(missing.errors.map(formatRuleError).join('\n')).toMatch(/alertmanager\.yml:6: receivers\.0\.slack_configs\.0\.title: template: no such template "team\.title"/);
-    const wildDir = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace("templates/*.tmpl", "*/team.tmpl"), { 'team.tmpl': TEAM }));
+    expect(missing.errors.map(formatRuleError).join('\n')).toMatch(
+      /alertmanager\.yml:6: receivers\.0\.slack_configs\.0\.title: template: no such template "team\.title"/,
+    );
+    const wildDir = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace('templates/*.tmpl', '*/team.tmpl'), { 'team.tmpl': TEAM }));
     expect(wildDir.ok ? '' : wildDir.errors.map(formatRuleError).join('\n')).toMatch(/templates\.0: wildcards are supported in the file name only/);
   });
 
@@ -124,7 +160,7 @@ describe("templates: files and receivers' template fields", () => {
 });
 
 describe("Opsgenie's message and description templates", () => {
-  it('become the alert\'s message (one line, at most 130 characters) and description', async () => {
+  it("become the alert's message (one line, at most 130 characters) and description", async () => {
     const bodies: { message: string; description: string }[] = [];
     const server = createServer((req, res) => {
       let body = '';
@@ -160,8 +196,16 @@ route: { receiver: ops }
 });
 
 describe('a template that fails on one message', () => {
-  it('sends gpualert\'s own text for that field and says why in the message, never dropping the alert', () => {
-    const loaded = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace(`text: '{{ template "team.text" . }}'`, `text: '{{ range .Alerts }}{{ reReplaceAll .Labels.pattern "x" "y" }}{{ end }}'`), { 'team.tmpl': TEAM }));
+  it("sends gpualert's own text for that field and says why in the message, never dropping the alert", () => {
+    const loaded = loadRoutes(
+      setup(
+        CONFIG.replace('URL', 'http://127.0.0.1:9/').replace(
+          `text: '{{ template "team.text" . }}'`,
+          `text: '{{ range .Alerts }}{{ reReplaceAll .Labels.pattern "x" "y" }}{{ end }}'`,
+        ),
+        { 'team.tmpl': TEAM },
+      ),
+    );
     if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
     const slack = loaded.value.receivers.find((r) => r.channel === 'slack')!;
     const fine = slackMessage(message([alert('db-1', { pattern: 'a+' })]), {}, slack.compiled);
@@ -173,7 +217,9 @@ describe('a template that fails on one message', () => {
 
   it('a value that grows past the bound (a variable doubled in a range) is the same: own text, the reason said', () => {
     const doubling = `{{ $x := "aaaaaaaaaaaaaaaa" }}{{ range stringSlice ${Array.from({ length: 25 }, (_v, i) => `"${i}"`).join(' ')} }}{{ $x = printf "%s%s" $x $x }}{{ end }}{{ len $x }}`;
-    const loaded = loadRoutes(setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace(`text: '{{ template "team.text" . }}'`, `text: '${doubling}'`), { 'team.tmpl': TEAM }));
+    const loaded = loadRoutes(
+      setup(CONFIG.replace('URL', 'http://127.0.0.1:9/').replace(`text: '{{ template "team.text" . }}'`, `text: '${doubling}'`), { 'team.tmpl': TEAM }),
+    );
     if (!loaded.ok) throw new Error(loaded.errors.map(formatRuleError).join('\n'));
     const slack = loaded.value.receivers.find((r) => r.channel === 'slack')!;
     const out = slackMessage(message([alert('db-1')]), {}, slack.compiled);
@@ -182,7 +228,11 @@ describe('a template that fails on one message', () => {
   });
 
   it('any other error while rendering (a bug in gpualert, not the template) also falls back, never fails the send', () => {
-    const broken = { render: () => { throw new RangeError('Invalid string length'); } } as unknown as CompiledTemplate;
+    const broken = {
+      render: () => {
+        throw new RangeError('Invalid string length');
+      },
+    } as unknown as CompiledTemplate;
     const r = renderFields({ text: broken }, message([alert('db-1')]));
     expect(r?.fields.text).toBeUndefined();
     expect(r?.errors).toEqual(['text: template: could not be rendered (RangeError: Invalid string length)']);

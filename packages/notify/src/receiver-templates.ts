@@ -12,7 +12,9 @@ export { renderFields, templateProblem, type Rendered } from './render-fields.ts
  */
 export const TEMPLATE_FIELDS: Readonly<Record<string, readonly string[]>> = Object.assign(
   Object.create(null) as Record<string, readonly string[]>,
-  Object.fromEntries(ALL_CHANNELS.flatMap((d) => (d.alertmanager && d.alertmanager.templates.length > 0 ? [[d.alertmanager.key, d.alertmanager.templates]] : []))),
+  Object.fromEntries(
+    ALL_CHANNELS.flatMap((d) => (d.alertmanager && d.alertmanager.templates.length > 0 ? [[d.alertmanager.key, d.alertmanager.templates]] : [])),
+  ),
 );
 
 /** Fields rendered as HTML (html/template's escaping of printed values). */
@@ -35,7 +37,10 @@ export function defaultTemplateSet(): TemplateSet {
 }
 
 /** Compiles an integration's template fields against a set; one problem per bad field. */
-export function compileFields(fields: Readonly<Record<string, TemplateField>>, set: TemplateSet): { compiled: Record<string, CompiledTemplate>; problems: { path: readonly (string | number)[]; message: string }[] } {
+export function compileFields(
+  fields: Readonly<Record<string, TemplateField>>,
+  set: TemplateSet,
+): { compiled: Record<string, CompiledTemplate>; problems: { path: readonly (string | number)[]; message: string }[] } {
   const compiled = Object.create(null) as Record<string, CompiledTemplate>;
   const problems: { path: readonly (string | number)[]; message: string }[] = [];
   for (const [field, { source, path }] of Object.entries(fields)) {
@@ -48,4 +53,3 @@ export function compileFields(fields: Readonly<Record<string, TemplateField>>, s
   }
   return { compiled, problems };
 }
-

@@ -18,7 +18,11 @@ function describeError(error: unknown): string {
 }
 
 /** Renders every templated field of an integration for one message (none: nothing to do). */
-export function renderFields(compiled: Readonly<Record<string, CompiledTemplate>> | undefined, notification: Notification, escape?: (s: string) => string): Rendered | undefined {
+export function renderFields(
+  compiled: Readonly<Record<string, CompiledTemplate>> | undefined,
+  notification: Notification,
+  escape?: (s: string) => string,
+): Rendered | undefined {
   if (!compiled || Object.keys(compiled).length === 0) return undefined;
   const data = templateData(notification);
   const fields = Object.create(null) as Record<string, string>;

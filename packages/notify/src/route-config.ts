@@ -32,23 +32,26 @@ const Duration = z.string().transform((v, ctx) => {
 });
 
 /** gpualert's own receiver shape: one channel. */
-export const Receiver = z.strictObject({
-  name: z.string().min(1),
-  channel: z.enum(CHANNELS),
-  /** Channel settings; a value `env:NAME` is read from the environment at start, never logged. */
-  settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
-  /** Messages a minute this destination takes (the vendor's documented limit); over it, a digest. */
-  per_minute: z.number().positive().optional(),
-  /** Messages a second; without either, the vendor's documented rate (its channel's descriptor, applied in channels/rate-limits.ts). */
-  per_second: z.number().positive().optional(),
-  send_resolved: z.boolean().default(true),
-}).superRefine((receiver, ctx) => {
-  // Each channel's settings checked at load (URL with scheme, required keys), so a bad receiver is a file:line, not a crash on first send.
-  const checked = channelSettings(receiver.channel, true).safeParse(receiver.settings);
-  if (!checked.success) {
-    for (const issue of checked.error.issues) ctx.addIssue({ code: 'custom', path: ['settings', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))], message: issue.message });
-  }
-});
+export const Receiver = z
+  .strictObject({
+    name: z.string().min(1),
+    channel: z.enum(CHANNELS),
+    /** Channel settings; a value `env:NAME` is read from the environment at start, never logged. */
+    settings: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
+    /** Messages a minute this destination takes (the vendor's documented limit); over it, a digest. */
+    per_minute: z.number().positive().optional(),
+    /** Messages a second; without either, the vendor's documented rate (its channel's descriptor, applied in channels/rate-limits.ts). */
+    per_second: z.number().positive().optional(),
+    send_resolved: z.boolean().default(true),
+  })
+  .superRefine((receiver, ctx) => {
+    // Each channel's settings checked at load (URL with scheme, required keys), so a bad receiver is a file:line, not a crash on first send.
+    const checked = channelSettings(receiver.channel, true).safeParse(receiver.settings);
+    if (!checked.success) {
+      for (const issue of checked.error.issues)
+        ctx.addIssue({ code: 'custom', path: ['settings', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))], message: issue.message });
+    }
+  });
 export type Receiver = Integration;
 
 export interface RouteSpec {
@@ -93,35 +96,38 @@ const GroupBy = z.array(z.string()).superRefine((labels, ctx) => {
     if (seen.has(label)) ctx.addIssue({ code: 'custom', message: `duplicated label "${label}" in group_by` });
     seen.add(label);
   }
-  if (labels.includes('...') && labels.length > 1) ctx.addIssue({ code: 'custom', message: 'cannot have wildcard group_by (`...`) and other labels at the same time' });
+  if (labels.includes('...') && labels.length > 1)
+    ctx.addIssue({ code: 'custom', message: 'cannot have wildcard group_by (`...`) and other labels at the same time' });
 });
 
 export const Route: z.ZodType<RouteSpec, unknown> = z.lazy(() =>
-  z.strictObject({
-    receiver: z.string().optional(),
-    matchers: MatcherList.default([]),
-    match: LabelMap.optional(),
-    match_re: LabelMap.optional(),
-    continue: z.boolean().default(false),
-    group_by: GroupBy.optional(),
-    group_wait: Duration.optional(),
-    group_interval: Duration.optional(),
-    repeat_interval: Duration.optional(),
-    /** Page per fault: no grouping, one message per alert, keyed by its fingerprint. */
-    page: z.boolean().optional(),
-    /** Critical alerts skip group_wait on this route. */
-    critical_without_wait: z.boolean().optional(),
-    mute_time_intervals: z.array(z.string()).default([]),
-    active_time_intervals: z.array(z.string()).default([]),
-    routes: z.array(Route).default([]),
-  }).transform((r, ctx): RouteSpec => {
-    const { match, match_re, group_by, ...rest } = r;
-    return {
-      ...rest,
-      matchers: [...r.matchers, ...legacyMatchers(match, undefined, ctx, 'match'), ...legacyMatchers(undefined, match_re, ctx, 'match_re')],
-      ...(group_by ? (group_by.includes('...') ? { group_by: [], group_by_all: true } : { group_by }) : {}),
-    };
-  }),
+  z
+    .strictObject({
+      receiver: z.string().optional(),
+      matchers: MatcherList.default([]),
+      match: LabelMap.optional(),
+      match_re: LabelMap.optional(),
+      continue: z.boolean().default(false),
+      group_by: GroupBy.optional(),
+      group_wait: Duration.optional(),
+      group_interval: Duration.optional(),
+      repeat_interval: Duration.optional(),
+      /** Page per fault: no grouping, one message per alert, keyed by its fingerprint. */
+      page: z.boolean().optional(),
+      /** Critical alerts skip group_wait on this route. */
+      critical_without_wait: z.boolean().optional(),
+      mute_time_intervals: z.array(z.string()).default([]),
+      active_time_intervals: z.array(z.string()).default([]),
+      routes: z.array(Route).default([]),
+    })
+    .transform((r, ctx): RouteSpec => {
+      const { match, match_re, group_by, ...rest } = r;
+      return {
+        ...rest,
+        matchers: [...r.matchers, ...legacyMatchers(match, undefined, ctx, 'match'), ...legacyMatchers(undefined, match_re, ctx, 'match_re')],
+        ...(group_by ? (group_by.includes('...') ? { group_by: [], group_by_all: true } : { group_by }) : {}),
+      };
+    }),
 ) as never;
 
 export interface InhibitRule {
@@ -130,21 +136,33 @@ export interface InhibitRule {
   readonly equal: string[];
 }
 
-export const InhibitRule: z.ZodType<InhibitRule, unknown> = z.strictObject({
-  source: MatcherList.optional(),
-  target: MatcherList.optional(),
-  source_matchers: MatcherList.optional(),
-  target_matchers: MatcherList.optional(),
-  source_match: LabelMap.optional(),
-  source_match_re: LabelMap.optional(),
-  target_match: LabelMap.optional(),
-  target_match_re: LabelMap.optional(),
-  equal: z.array(z.string()).default([]),
-}).transform((r, ctx) => ({
-  source: [...(r.source ?? []), ...(r.source_matchers ?? []), ...legacyMatchers(r.source_match, undefined, ctx, 'source_match'), ...legacyMatchers(undefined, r.source_match_re, ctx, 'source_match_re')],
-  target: [...(r.target ?? []), ...(r.target_matchers ?? []), ...legacyMatchers(r.target_match, undefined, ctx, 'target_match'), ...legacyMatchers(undefined, r.target_match_re, ctx, 'target_match_re')],
-  equal: r.equal,
-})) as never;
+export const InhibitRule: z.ZodType<InhibitRule, unknown> = z
+  .strictObject({
+    source: MatcherList.optional(),
+    target: MatcherList.optional(),
+    source_matchers: MatcherList.optional(),
+    target_matchers: MatcherList.optional(),
+    source_match: LabelMap.optional(),
+    source_match_re: LabelMap.optional(),
+    target_match: LabelMap.optional(),
+    target_match_re: LabelMap.optional(),
+    equal: z.array(z.string()).default([]),
+  })
+  .transform((r, ctx) => ({
+    source: [
+      ...(r.source ?? []),
+      ...(r.source_matchers ?? []),
+      ...legacyMatchers(r.source_match, undefined, ctx, 'source_match'),
+      ...legacyMatchers(undefined, r.source_match_re, ctx, 'source_match_re'),
+    ],
+    target: [
+      ...(r.target ?? []),
+      ...(r.target_matchers ?? []),
+      ...legacyMatchers(r.target_match, undefined, ctx, 'target_match'),
+      ...legacyMatchers(undefined, r.target_match_re, ctx, 'target_match_re'),
+    ],
+    equal: r.equal,
+  })) as never;
 
 export interface RoutesFile {
   /** Every integration, by its own name (a receiver with one integration: the receiver's name). */
@@ -183,21 +201,28 @@ export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
   })
   .superRefine((file, ctx) => {
     if (file.tracing !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['tracing'], message: 'tracing is a key of Alertmanager releases after 0.25 (exporting traces of notifications); gpualert exports no traces, so it is refused' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tracing'],
+        message: 'tracing is a key of Alertmanager releases after 0.25 (exporting traces of notifications); gpualert exports no traces, so it is refused',
+      });
     }
   })
   .transform((file, ctx): RoutesFile => {
     // Any receiver in Alertmanager's form (`*_configs`) makes it an Alertmanager file: gpualert's own
     // receivers added to it change none of its defaults. So does a file of receivers with a name alone.
-    const alertmanager = file.receivers.some((r) => Object.keys(r).some((k) => k.endsWith('_configs'))) || !file.receivers.some((r) => Object.hasOwn(r, 'channel'));
+    const alertmanager =
+      file.receivers.some((r) => Object.keys(r).some((k) => k.endsWith('_configs'))) || !file.receivers.some((r) => Object.hasOwn(r, 'channel'));
     const receivers: Receiver[] = [];
     const integrations = Object.create(null) as Record<string, string[]>;
     file.receivers.forEach((raw, i) => {
-      if (Object.hasOwn(integrations, raw.name)) ctx.addIssue({ code: 'custom', path: ['receivers', i, 'name'], message: `notification config name "${raw.name}" is not unique` });
+      if (Object.hasOwn(integrations, raw.name))
+        ctx.addIssue({ code: 'custom', path: ['receivers', i, 'name'], message: `notification config name "${raw.name}" is not unique` });
       if (Object.hasOwn(raw, 'channel')) {
         const parsed = Receiver.safeParse(raw);
         if (!parsed.success) {
-          for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', path: ['receivers', i, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))], message: issue.message });
+          for (const issue of parsed.error.issues)
+            ctx.addIssue({ code: 'custom', path: ['receivers', i, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))], message: issue.message });
           integrations[raw.name] = []; // named, so routes to it do not add a second error
           return;
         }
@@ -206,7 +231,12 @@ export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
         return;
       }
       for (const key of Object.keys(raw)) {
-        if (key !== 'name' && !RECEIVER_CONFIG_KEYS.includes(key)) ctx.addIssue({ code: 'custom', path: ['receivers', i, key], message: `unknown key "${key}" (a receiver takes name and *_configs lists, or gpualert's channel and settings)` });
+        if (key !== 'name' && !RECEIVER_CONFIG_KEYS.includes(key))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['receivers', i, key],
+            message: `unknown key "${key}" (a receiver takes name and *_configs lists, or gpualert's channel and settings)`,
+          });
       }
       const list = integrationsOf(raw, file.global, ctx, ['receivers', i]);
       receivers.push(...(list as Receiver[]));
@@ -214,8 +244,14 @@ export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
     });
     const route = alertmanager && file.route.group_by === undefined && !file.route.group_by_all ? { ...file.route, group_by: [] } : file.route;
     const out: RoutesFile = {
-      receivers, integrations, route, inhibit_rules: file.inhibit_rules, global: file.global, alertmanager,
-      time_intervals: [...file.time_intervals, ...file.mute_time_intervals], templates: file.templates,
+      receivers,
+      integrations,
+      route,
+      inhibit_rules: file.inhibit_rules,
+      global: file.global,
+      alertmanager,
+      time_intervals: [...file.time_intervals, ...file.mute_time_intervals],
+      templates: file.templates,
     };
     attachTemplates(out.receivers, defaultTemplateSet(), (path, message) => {
       // A template from the `templates:` files is only known once loadRoutes reads them: it checks again then.
@@ -226,7 +262,11 @@ export const RoutesFile: z.ZodType<RoutesFile, unknown> = z
   });
 
 /** Compiles each integration's template fields against `set` and attaches them (not enumerable); problems reported at their field. */
-export function attachTemplates(receivers: readonly Receiver[], set: Parameters<typeof compileFields>[1], problem: (path: readonly (string | number)[], message: string) => void): void {
+export function attachTemplates(
+  receivers: readonly Receiver[],
+  set: Parameters<typeof compileFields>[1],
+  problem: (path: readonly (string | number)[], message: string) => void,
+): void {
   for (const receiver of receivers) {
     if (!receiver.templates) continue;
     const { compiled, problems } = compileFields(receiver.templates, set);
@@ -247,14 +287,18 @@ function validate(file: RoutesFile, firstMuteIndex: number, ctx: z.RefinementCtx
   if (!root.receiver) ctx.addIssue({ code: 'custom', path: ['route', 'receiver'], message: 'root route must specify a default receiver' });
   if (root.matchers.length > 0) ctx.addIssue({ code: 'custom', path: ['route', 'matchers'], message: 'root route must not have any matchers' });
   if (root.continue) ctx.addIssue({ code: 'custom', path: ['route', 'continue'], message: 'cannot have continue in root route' });
-  if (root.mute_time_intervals.length > 0) ctx.addIssue({ code: 'custom', path: ['route', 'mute_time_intervals'], message: 'root route must not have any mute time intervals' });
-  if (root.active_time_intervals.length > 0) ctx.addIssue({ code: 'custom', path: ['route', 'active_time_intervals'], message: 'root route must not have any active time intervals' });
+  if (root.mute_time_intervals.length > 0)
+    ctx.addIssue({ code: 'custom', path: ['route', 'mute_time_intervals'], message: 'root route must not have any mute time intervals' });
+  if (root.active_time_intervals.length > 0)
+    ctx.addIssue({ code: 'custom', path: ['route', 'active_time_intervals'], message: 'root route must not have any active time intervals' });
   const walk = (route: RouteSpec, path: (string | number)[]) => {
-    if (route.receiver && !Object.hasOwn(file.integrations, route.receiver)) ctx.addIssue({ code: 'custom', path: [...path, 'receiver'], message: `undefined receiver "${route.receiver}" used in route` });
+    if (route.receiver && !Object.hasOwn(file.integrations, route.receiver))
+      ctx.addIssue({ code: 'custom', path: [...path, 'receiver'], message: `undefined receiver "${route.receiver}" used in route` });
     if (route.group_interval === 0) ctx.addIssue({ code: 'custom', path: [...path, 'group_interval'], message: 'group_interval cannot be zero' });
     if (route.repeat_interval === 0) ctx.addIssue({ code: 'custom', path: [...path, 'repeat_interval'], message: 'repeat_interval cannot be zero' });
     for (const key of ['mute_time_intervals', 'active_time_intervals'] as const) {
-      for (const name of route[key]) if (!intervals.has(name)) ctx.addIssue({ code: 'custom', path: [...path, key], message: `undefined time interval "${name}" used in route` });
+      for (const name of route[key])
+        if (!intervals.has(name)) ctx.addIssue({ code: 'custom', path: [...path, key], message: `undefined time interval "${name}" used in route` });
     }
     route.routes.forEach((child, i) => walk(child, [...path, 'routes', i]));
   };

@@ -13,11 +13,25 @@ const T = Date.parse('2026-11-30T10:00:00Z');
 
 function resolved(fingerprint: string, host: string, category: string): EnvelopeOf<'alert'> {
   return newEnvelope({
-    type: 'alert', host, source: 'engine/0.1.0', ts: new Date(T + 600_000).toISOString(), labels: { cluster: 'lab', rack: 'r12' },
-    data: { fingerprint, status: 'resolved', severity: 'critical', category: category as never, rule: 'gpu-temp', summary: 'back', starts_at: new Date(T).toISOString(), evidence: [] },
+    type: 'alert',
+    host,
+    source: 'engine/0.1.0',
+    ts: new Date(T + 600_000).toISOString(),
+    labels: { cluster: 'lab', rack: 'r12' },
+    data: {
+      fingerprint,
+      status: 'resolved',
+      severity: 'critical',
+      category: category as never,
+      rule: 'gpu-temp',
+      summary: 'back',
+      starts_at: new Date(T).toISOString(),
+      evidence: [],
+    },
   });
 }
-const sent = (decisions: Decision[]) => decisions.flatMap((d) => ('send' in d ? [`${d.send.receiver}:${d.send.reason}:${d.send.alerts.map((a) => a.fingerprint).join(',')}`] : []));
+const sent = (decisions: Decision[]) =>
+  decisions.flatMap((d) => ('send' in d ? [`${d.send.receiver}:${d.send.reason}:${d.send.alerts.map((a) => a.fingerprint).join(',')}`] : []));
 
 describe('the notifier state as gpualert saved it before versions (version 0)', () => {
   it('loads, migrated, with every group, page, silence and the notification log, and the core carries on from it', () => {
@@ -57,8 +71,16 @@ describe('a damaged or hostile saved state is rebuilt empty with the reason, nev
     ['an array', '[1,2,3]', /cannot be migrated/],
     ['wrong types', JSON.stringify({ ...v0(), pages: { 'pager|x': { status: 'firing', severity: 'loud', at: 'yesterday' } } }), /pages\.pager\|x\.severity/],
     ['groups as a string', JSON.stringify({ ...v0(), groups: 'all of them' }), /groups: expected an object/],
-    ['a huge evidence list', JSON.stringify({ ...v0(), about: { fp: { startsAt: 'x', updatedAt: 1, summary: 's', evidence: new Array(20_000).fill('e') } } }), /about\.fp\.evidence/],
-    ['too many groups', JSON.stringify({ version: 1, ...emptyNotifierState(), groups: Object.fromEntries(Array.from({ length: MAX_SAVED_GROUPS + 1 }, (_, i) => [`g${i}`, 0])) }), /over the bound of 100000/],
+    [
+      'a huge evidence list',
+      JSON.stringify({ ...v0(), about: { fp: { startsAt: 'x', updatedAt: 1, summary: 's', evidence: new Array(20_000).fill('e') } } }),
+      /about\.fp\.evidence/,
+    ],
+    [
+      'too many groups',
+      JSON.stringify({ version: 1, ...emptyNotifierState(), groups: Object.fromEntries(Array.from({ length: MAX_SAVED_GROUPS + 1 }, (_, i) => [`g${i}`, 0])) }),
+      /over the bound of 100000/,
+    ],
     ['a newer version', JSON.stringify({ ...v0(), version: 7 }), /version 7 was written by a newer gpualert/],
     ['a version that is no version', JSON.stringify({ ...v0(), version: '1' }), /is not a version/],
     ['__proto__ as a group holding junk', V0.replace('{"groups":{', '{"groups":{"__proto__":{"polluted":true},'), /groups\.__proto__/],

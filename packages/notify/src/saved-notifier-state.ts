@@ -130,14 +130,22 @@ function migrateState(raw: unknown, from: number): unknown {
 const GroupHead = Group.omit({ alerts: true, told: true }).extend({ alerts: z.exactOptional(Group.shape.alerts), told: z.exactOptional(Group.shape.told) });
 export type SavedGroupHead = z.infer<typeof GroupHead>;
 export const SAVED_GROUP_HEAD: VersionedState<SavedGroupHead> = {
-  name: 'notifier group', version: 2, schema: GroupHead, migrate: (raw, from) => (from === 1 ? raw : undefined), maxChars: MAX_SAVED_ENTRY_CHARS,
+  name: 'notifier group',
+  version: 2,
+  schema: GroupHead,
+  migrate: (raw, from) => (from === 1 ? raw : undefined),
+  maxChars: MAX_SAVED_ENTRY_CHARS,
 };
 
 /** One alert of a group (version 1): the alert as the group holds it and what this group's receiver was told of it; either may be absent. */
 const GroupAlert = z.object({ group: z.string(), fingerprint: z.string(), alert: z.exactOptional(SavedAlertView), told: z.exactOptional(Told) });
 export type SavedGroupAlert = z.infer<typeof GroupAlert>;
 export const SAVED_GROUP_ALERT: VersionedState<SavedGroupAlert> = {
-  name: 'notifier group alert', version: 1, schema: GroupAlert, migrate: () => undefined, maxChars: MAX_SAVED_ENTRY_CHARS,
+  name: 'notifier group alert',
+  version: 1,
+  schema: GroupAlert,
+  migrate: () => undefined,
+  maxChars: MAX_SAVED_ENTRY_CHARS,
 };
 
 /** A firing alert as the state indexes it: its labels (an inhibition source) and what the alert list shows of it. */
@@ -148,7 +156,11 @@ export interface FiringAlert {
 
 /** One firing alert, alone (version 1). */
 export const SAVED_FIRING_ALERT: VersionedState<FiringAlert> = {
-  name: 'notifier firing alert', version: 1, schema: z.object({ labels, about: z.exactOptional(About) }), migrate: () => undefined, maxChars: MAX_SAVED_ENTRY_CHARS,
+  name: 'notifier firing alert',
+  version: 1,
+  schema: z.object({ labels, about: z.exactOptional(About) }),
+  migrate: () => undefined,
+  maxChars: MAX_SAVED_ENTRY_CHARS,
 };
 
 /** The state besides its groups, firing alerts and silences. */
@@ -156,7 +168,11 @@ export type NotifierStateRest = Pick<NotifierState, 'pages' | 'sources'>;
 
 /** The rest, one document (version 2: version 1 was the whole state, read with NOTIFIER_STATE and migrated by the notifier's loader). */
 export const NOTIFIER_STATE_REST: VersionedState<NotifierStateRest> = {
-  name: 'notifier state', version: 2, schema: SavedNotifierState.pick({ pages: true, sources: true }), migrate: () => undefined, maxChars: MAX_SAVED_STATE_CHARS,
+  name: 'notifier state',
+  version: 2,
+  schema: SavedNotifierState.pick({ pages: true, sources: true }),
+  migrate: () => undefined,
+  maxChars: MAX_SAVED_STATE_CHARS,
 };
 
 /**
@@ -165,15 +181,28 @@ export const NOTIFIER_STATE_REST: VersionedState<NotifierStateRest> = {
  * tools). `layout` carries that layout's specs, so they reach the service through this export.
  */
 export const NOTIFIER_STATE: VersionedState<NotifierState> & {
-  readonly layout: { readonly group: typeof SAVED_GROUP_HEAD; readonly groupAlert: typeof SAVED_GROUP_ALERT; readonly firingAlert: typeof SAVED_FIRING_ALERT; readonly rest: typeof NOTIFIER_STATE_REST };
+  readonly layout: {
+    readonly group: typeof SAVED_GROUP_HEAD;
+    readonly groupAlert: typeof SAVED_GROUP_ALERT;
+    readonly firingAlert: typeof SAVED_FIRING_ALERT;
+    readonly rest: typeof NOTIFIER_STATE_REST;
+  };
 } = {
-  name: 'notifier state', version: 1, schema: SavedNotifierState, migrate: migrateState, maxChars: MAX_SAVED_STATE_CHARS,
+  name: 'notifier state',
+  version: 1,
+  schema: SavedNotifierState,
+  migrate: migrateState,
+  maxChars: MAX_SAVED_STATE_CHARS,
   layout: { group: SAVED_GROUP_HEAD, groupAlert: SAVED_GROUP_ALERT, firingAlert: SAVED_FIRING_ALERT, rest: NOTIFIER_STATE_REST },
 };
 
 /** A silence is stored alone, per id, in the silences hash; version 0 had the same fields. */
 export const SILENCE: VersionedState<Silence> = {
-  name: 'silence', version: 1, schema: SavedSilence, migrate: (raw, from) => (from === 0 ? raw : undefined), maxChars: MAX_SAVED_ENTRY_CHARS,
+  name: 'silence',
+  version: 1,
+  schema: SavedSilence,
+  migrate: (raw, from) => (from === 0 ? raw : undefined),
+  maxChars: MAX_SAVED_ENTRY_CHARS,
 };
 
 const AlertmanagerGroup = z.object({ receiver: z.string(), groupLabels: labels, alerts: z.array(SavedAlertView).max(MAX_SAVED_ALERTS_PER_GROUP) });

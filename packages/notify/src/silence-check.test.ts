@@ -10,7 +10,7 @@ describe('checkSilence', () => {
     expect(checked).toMatchObject({ ok: true, value: { startsAt: NOW, endsAt: NOW + 3_600_000 } });
   });
 
-  it('refuses silences that would match every alert (Alertmanager\'s rule)', () => {
+  it("refuses silences that would match every alert (Alertmanager's rule)", () => {
     for (const matchers of [['host=~".*"'], ['nosuchlabel=""'], ['severity!="nope"'], ['host=~".*"', 'x!~"y"']]) {
       const checked = checkSilence({ ...ok, matchers }, NOW);
       expect(checked.ok).toBe(false);

@@ -52,7 +52,8 @@ export function checkSilence(input: SilenceInput, now: number): { ok: true; valu
   if (typeof input.comment !== 'string' || !input.comment.trim()) return fail('a silence needs a comment saying why (--comment)');
   if (input.comment.length > MAX_SILENCE_COMMENT) return fail(`the comment is longer than ${MAX_SILENCE_COMMENT} characters`);
   const duration = input.durationMs;
-  if (typeof duration !== 'number' || !Number.isFinite(duration) || !(duration > 0)) return fail('a silence needs a positive, finite duration (duration_seconds, --for)');
+  if (typeof duration !== 'number' || !Number.isFinite(duration) || !(duration > 0))
+    return fail('a silence needs a positive, finite duration (duration_seconds, --for)');
   if (duration < MIN_SILENCE_MS) return fail(`a silence lasts at least ${MIN_SILENCE_MS / 1000} s`);
   if (duration > MAX_SILENCE_MS) return fail(`a silence lasts at most ${MAX_SILENCE_MS / 86_400_000} days (got ${formatDays(duration)})`);
   const startsAt = input.startsAt ?? now;

@@ -20,7 +20,9 @@ function linearFirst(silences: Record<string, Silence>, labels: Record<string, s
   return undefined;
 }
 const linearAll = (silences: Record<string, Silence>, labels: Record<string, string>, now: number) =>
-  Object.values(silences).filter((s) => !(s.expiredAt !== undefined || now < s.startsAt || now >= s.endsAt || s.receivers) && matchesAll(compile(s.matchers), labels)).map((s) => s.id);
+  Object.values(silences)
+    .filter((s) => !(s.expiredAt !== undefined || now < s.startsAt || now >= s.endsAt || s.receivers) && matchesAll(compile(s.matchers), labels))
+    .map((s) => s.id);
 
 // A small vocabulary, so that silences and alerts meet often; every operator, literal and real regexes, a missing label.
 const label = fc.constantFrom('host', 'alertname', 'category', 'cluster', '__proto__', 'constructor');
@@ -33,29 +35,50 @@ const matcher = fc.oneof(
   fc.tuple(label, value).map(([l, v]) => `${l}!~"${v}|h2"`),
 );
 const id = fc.oneof(fc.constantFrom('0', '7', '12345678', '__proto__', 'constructor', 'a', 'b'), fc.stringMatching(/^[a-z0-9-]{1,8}$/));
-const silence = fc.record({
-  id,
-  matchers: fc.array(matcher, { minLength: 1, maxLength: 3 }),
-  receivers: fc.option(fc.uniqueArray(fc.constantFrom('pager', 'chat'), { minLength: 1, maxLength: 2 }), { nil: undefined }),
-  startsAt: fc.integer({ min: T - 100, max: T + 100 }),
-  length: fc.integer({ min: 1, max: 200 }),
-  expired: fc.boolean(),
-}).map(({ id, matchers, receivers, startsAt, length, expired }): Silence => ({
-  id, matchers, ...(receivers ? { receivers } : {}), startsAt, endsAt: startsAt + length, createdBy: 'p', comment: 'c', ...(expired ? { expiredAt: startsAt } : {}),
-}));
+const silence = fc
+  .record({
+    id,
+    matchers: fc.array(matcher, { minLength: 1, maxLength: 3 }),
+    receivers: fc.option(fc.uniqueArray(fc.constantFrom('pager', 'chat'), { minLength: 1, maxLength: 2 }), { nil: undefined }),
+    startsAt: fc.integer({ min: T - 100, max: T + 100 }),
+    length: fc.integer({ min: 1, max: 200 }),
+    expired: fc.boolean(),
+  })
+  .map(({ id, matchers, receivers, startsAt, length, expired }): Silence => ({
+    id,
+    matchers,
+    ...(receivers ? { receivers } : {}),
+    startsAt,
+    endsAt: startsAt + length,
+    createdBy: 'p',
+    comment: 'c',
+    ...(expired ? { expiredAt: startsAt } : {}),
+  }));
 const labels = fc.array(fc.tuple(label, value), { maxLength: 5 }).map((pairs) => dict(pairs));
-const lookup = fc.record({ labels, now: fc.integer({ min: T - 120, max: T + 320 }), receiver: fc.option(fc.constantFrom('pager', 'chat', 'record'), { nil: undefined }) });
+const lookup = fc.record({
+  labels,
+  now: fc.integer({ min: T - 120, max: T + 320 }),
+  receiver: fc.option(fc.constantFrom('pager', 'chat', 'record'), { nil: undefined }),
+});
 
 describe('the silence index answers as the linear scan did', () => {
   it('finds the same first silence and the same set, built at once', () => {
-    fc.assert(fc.property(fc.array(silence, { maxLength: 30 }), fc.array(lookup, { minLength: 1, maxLength: 20 }), (list, lookups) => {
-      const silences = dict(list.map((s) => [s.id, s] as const));
-      const index = new SilenceIndex(silences, compile);
-      for (const { labels: l, now, receiver } of lookups) {
-        expect(index.first(l, now, receiver)?.id).toBe(linearFirst(silences, l, now, receiver)?.id);
-        expect(index.all(l, now).map((s) => s.id).sort()).toEqual(linearAll(silences, l, now).sort());
-      }
-    }), { numRuns: RUNS });
+    fc.assert(
+      fc.property(fc.array(silence, { maxLength: 30 }), fc.array(lookup, { minLength: 1, maxLength: 20 }), (list, lookups) => {
+        const silences = dict(list.map((s) => [s.id, s] as const));
+        const index = new SilenceIndex(silences, compile);
+        for (const { labels: l, now, receiver } of lookups) {
+          expect(index.first(l, now, receiver)?.id).toBe(linearFirst(silences, l, now, receiver)?.id);
+          expect(
+            index
+              .all(l, now)
+              .map((s) => s.id)
+              .sort(),
+          ).toEqual(linearAll(silences, l, now).sort());
+        }
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('stays the same through additions, deletions, re-additions and expiry', () => {
@@ -65,39 +88,50 @@ describe('the silence index answers as the linear scan did', () => {
       fc.nat(40).map((n) => ({ kind: 'expire' as const, n })),
       lookup.map((q) => ({ kind: 'look' as const, q })),
     );
-    fc.assert(fc.property(fc.array(silence, { maxLength: 10 }), fc.array(step, { minLength: 1, maxLength: 60 }), (initial, steps) => {
-      const silences = dict(initial.map((s) => [s.id, s] as const));
-      let index = new SilenceIndex(silences, compile);
-      for (const st of steps) {
-        const ids = Object.keys(silences);
-        if (st.kind === 'add') {
-          silences[st.s.id] = st.s;
-          if (!index.add(st.s)) index = new SilenceIndex(silences, compile); // as the core does: rebuilt
-        } else if (st.kind === 'delete' && ids.length > 0) {
-          const victim = ids[st.n % ids.length]!;
-          delete silences[victim];
-          index.remove(victim);
-        } else if (st.kind === 'expire' && ids.length > 0) {
-          const s = silences[ids[st.n % ids.length]!]!;
-          s.expiredAt = T;
-          s.endsAt = Math.min(s.endsAt, T);
-        } else if (st.kind === 'look') {
-          const { labels: l, now, receiver } = st.q;
-          expect(index.first(l, now, receiver)?.id).toBe(linearFirst(silences, l, now, receiver)?.id);
-          expect(index.all(l, now).map((s) => s.id).sort()).toEqual(linearAll(silences, l, now).sort());
+    fc.assert(
+      fc.property(fc.array(silence, { maxLength: 10 }), fc.array(step, { minLength: 1, maxLength: 60 }), (initial, steps) => {
+        const silences = dict(initial.map((s) => [s.id, s] as const));
+        let index = new SilenceIndex(silences, compile);
+        for (const st of steps) {
+          const ids = Object.keys(silences);
+          if (st.kind === 'add') {
+            silences[st.s.id] = st.s;
+            if (!index.add(st.s)) index = new SilenceIndex(silences, compile); // as the core does: rebuilt
+          } else if (st.kind === 'delete' && ids.length > 0) {
+            const victim = ids[st.n % ids.length]!;
+            delete silences[victim];
+            index.remove(victim);
+          } else if (st.kind === 'expire' && ids.length > 0) {
+            const s = silences[ids[st.n % ids.length]!]!;
+            s.expiredAt = T;
+            s.endsAt = Math.min(s.endsAt, T);
+          } else if (st.kind === 'look') {
+            const { labels: l, now, receiver } = st.q;
+            expect(index.first(l, now, receiver)?.id).toBe(linearFirst(silences, l, now, receiver)?.id);
+            expect(
+              index
+                .all(l, now)
+                .map((s) => s.id)
+                .sort(),
+            ).toEqual(linearAll(silences, l, now).sort());
+          }
         }
-      }
-    }), { numRuns: RUNS });
+      }),
+      { numRuns: RUNS },
+    );
   });
 
   it('the properties see silences match: the vocabulary meets often enough to test something', () => {
     // Without matches the comparisons above would agree trivially; this shows they happen.
     const silences = dict<Silence>();
     let matched = 0;
-    fc.assert(fc.property(silence, lookup, ({ expiredAt: _, ...s }, { labels: l }) => {
-      silences[s.id] = { ...s, startsAt: T, endsAt: T + 10 };
-      if (linearFirst(silences, l, T, undefined)) matched += 1;
-    }), { numRuns: 200, seed: 1 });
+    fc.assert(
+      fc.property(silence, lookup, ({ expiredAt: _, ...s }, { labels: l }) => {
+        silences[s.id] = { ...s, startsAt: T, endsAt: T + 10 };
+        if (linearFirst(silences, l, T, undefined)) matched += 1;
+      }),
+      { numRuns: 200, seed: 1 },
+    );
     expect(matched).toBeGreaterThan(20);
   });
 

@@ -21,7 +21,7 @@ describe('how far a silence reaches into what is firing', () => {
     expect(tooBroad(reachOf('host=~".+"'))).toBe(true);
   });
 
-  it('one host\'s maintenance is never too broad, nor a silence of half of what fires or less', () => {
+  it("one host's maintenance is never too broad, nor a silence of half of what fires or less", () => {
     expect(reachOf('host="gpu-node-2"')).toEqual({ matched: 2, firing: 4, hosts: 1 });
     expect(tooBroad(silenceReach(silenceMatchers(['host="gpu-node-2"'])!, firing.slice(1, 3)))).toBe(false); // every firing alert, one host
     expect(tooBroad(reachOf('alertname="GpuHot"'))).toBe(false); // 2 of 4

@@ -49,7 +49,11 @@ export function expandGlob(glob: string, relativeTo: string): string[] {
   } catch {
     return [];
   }
-  return entries.filter((e) => re.test(e)).sort().map((e) => join(dir, e)).filter((f) => statSync(f).isFile());
+  return entries
+    .filter((e) => re.test(e))
+    .sort()
+    .map((e) => join(dir, e))
+    .filter((f) => statSync(f).isFile());
 }
 
 /**
@@ -79,7 +83,12 @@ export function loadTemplateFiles(globs: readonly string[], routesFile: string):
       const size = statSync(file).size;
       total += size;
       if (size > MAX_TEMPLATE_CHARS || total > MAX_TEMPLATE_BYTES_TOTAL) {
-        errors.push({ file, line: 0, field: '', message: `too large: templates may be ${MAX_TEMPLATE_CHARS} bytes a file and ${MAX_TEMPLATE_BYTES_TOTAL} in all` });
+        errors.push({
+          file,
+          line: 0,
+          field: '',
+          message: `too large: templates may be ${MAX_TEMPLATE_CHARS} bytes a file and ${MAX_TEMPLATE_BYTES_TOTAL} in all`,
+        });
         continue;
       }
       text = readFileSync(file, 'utf8');

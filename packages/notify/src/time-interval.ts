@@ -25,7 +25,20 @@ export interface TimeInterval {
 }
 
 const WEEKDAYS: Record<string, number> = { sunday: 0, monday: 1, tuesday: 2, wednesday: 3, thursday: 4, friday: 5, saturday: 6 };
-const MONTHS: Record<string, number> = { january: 1, february: 2, march: 3, april: 4, may: 5, june: 6, july: 7, august: 8, september: 9, october: 10, november: 11, december: 12 };
+const MONTHS: Record<string, number> = {
+  january: 1,
+  february: 2,
+  march: 3,
+  april: 4,
+  may: 5,
+  june: 6,
+  july: 7,
+  august: 8,
+  september: 9,
+  october: 10,
+  november: 11,
+  december: 12,
+};
 const MONTH_NAMES = Object.keys(MONTHS);
 const VALID_TIME = /^((([01][0-9])|(2[0-3])):[0-5][0-9])$|(^24:00$)/;
 const INTEGER = /^[+-]?\d{1,9}$/;
@@ -109,14 +122,16 @@ export function checkLocation(name: string): string | undefined {
 }
 
 const ranged = (parse: (s: string) => Range | string) =>
-  z.array(z.union([z.string(), z.number()]).transform((v, ctx) => {
-    const r = parse(String(v));
-    if (typeof r === 'string') {
-      ctx.addIssue({ code: 'custom', message: r });
-      return z.NEVER;
-    }
-    return r;
-  }));
+  z.array(
+    z.union([z.string(), z.number()]).transform((v, ctx) => {
+      const r = parse(String(v));
+      if (typeof r === 'string') {
+        ctx.addIssue({ code: 'custom', message: r });
+        return z.NEVER;
+      }
+      return r;
+    }),
+  );
 
 const TimeOfDay = z.strictObject({ start_time: z.string().optional(), end_time: z.string().optional() }).transform((v, ctx) => {
   const r = parseTimeRange(v);
@@ -133,31 +148,44 @@ export const TimeRangeSchema = z.strictObject({
   days_of_month: ranged(parseDayOfMonthRange).optional(),
   months: ranged(parseMonthRange).optional(),
   years: ranged(parseYearRange).optional(),
-  location: z.string().superRefine((v, ctx) => {
-    const problem = checkLocation(v);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  }).optional(),
+  location: z
+    .string()
+    .superRefine((v, ctx) => {
+      const problem = checkLocation(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional(),
 });
 
 /** gpualert's first shape (`weekdays: [saturday]`, `times: [{start, end}]`, UTC), kept so older files load. */
-const LegacyInterval = z.strictObject({
-  name: z.string().min(1),
-  weekdays: ranged(parseWeekdayRange).optional(),
-  times: z.array(z.strictObject({ start: z.string(), end: z.string() }).transform((v, ctx) => {
-    const r = parseTimeRange({ start_time: v.start, end_time: v.end });
-    if (typeof r === 'string') {
-      ctx.addIssue({ code: 'custom', message: r });
-      return z.NEVER;
-    }
-    return r;
-  })).optional(),
-}).transform((v): TimeInterval => ({ name: v.name, time_intervals: [{ ...(v.weekdays ? { weekdays: v.weekdays } : {}), ...(v.times ? { times: v.times } : {}) }] }));
+const LegacyInterval = z
+  .strictObject({
+    name: z.string().min(1),
+    weekdays: ranged(parseWeekdayRange).optional(),
+    times: z
+      .array(
+        z.strictObject({ start: z.string(), end: z.string() }).transform((v, ctx) => {
+          const r = parseTimeRange({ start_time: v.start, end_time: v.end });
+          if (typeof r === 'string') {
+            ctx.addIssue({ code: 'custom', message: r });
+            return z.NEVER;
+          }
+          return r;
+        }),
+      )
+      .optional(),
+  })
+  .transform((v): TimeInterval => ({
+    name: v.name,
+    time_intervals: [{ ...(v.weekdays ? { weekdays: v.weekdays } : {}), ...(v.times ? { times: v.times } : {}) }],
+  }));
 
 const AlertmanagerInterval = z.strictObject({ name: z.string().min(1), time_intervals: z.array(TimeRangeSchema).default([]) });
 
 /** Alertmanager's shape, or gpualert's first one when `weekdays`/`times` sit at the top; issues keep their paths. */
 export const TimeIntervalSchema: z.ZodType<TimeInterval, unknown> = z.unknown().transform((value, ctx) => {
-  const legacy = !!value && typeof value === 'object' && !Object.hasOwn(value, 'time_intervals') && (Object.hasOwn(value, 'weekdays') || Object.hasOwn(value, 'times'));
+  const legacy =
+    !!value && typeof value === 'object' && !Object.hasOwn(value, 'time_intervals') && (Object.hasOwn(value, 'weekdays') || Object.hasOwn(value, 'times'));
   const parsed = (legacy ? LegacyInterval : AlertmanagerInterval).safeParse(value);
   if (parsed.success) return parsed.data as TimeInterval;
   for (const issue of parsed.error.issues) {
@@ -168,7 +196,14 @@ export const TimeIntervalSchema: z.ZodType<TimeInterval, unknown> = z.unknown().
   return z.NEVER;
 }) as never;
 
-interface Local { year: number; month: number; day: number; weekday: number; minutes: number; daysInMonth: number }
+interface Local {
+  year: number;
+  month: number;
+  day: number;
+  weekday: number;
+  minutes: number;
+  daysInMonth: number;
+}
 
 const formats = new Map<string, Intl.DateTimeFormat>();
 /** The wall-clock fields of `at` in a zone (Intl does the zone rules). */
@@ -177,7 +212,16 @@ function localTime(at: number, zone: string | undefined): Local {
   const key = timeZone ?? 'Local';
   let format = formats.get(key);
   if (!format) {
-    format = new Intl.DateTimeFormat('en-US', { ...(timeZone ? { timeZone } : {}), hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', weekday: 'short' });
+    format = new Intl.DateTimeFormat('en-US', {
+      ...(timeZone ? { timeZone } : {}),
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      weekday: 'short',
+    });
     formats.set(key, format);
   }
   const parts: Record<string, string> = Object.create(null) as Record<string, string>;
@@ -185,7 +229,14 @@ function localTime(at: number, zone: string | undefined): Local {
   const year = Number(parts.year);
   const month = Number(parts.month);
   const weekday = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'].indexOf(parts.weekday ?? '');
-  return { year, month, day: Number(parts.day), weekday, minutes: Number(parts.hour) * 60 + Number(parts.minute), daysInMonth: new Date(Date.UTC(year, month, 0)).getUTCDate() };
+  return {
+    year,
+    month,
+    day: Number(parts.day),
+    weekday,
+    minutes: Number(parts.hour) * 60 + Number(parts.minute),
+    daysInMonth: new Date(Date.UTC(year, month, 0)).getUTCDate(),
+  };
 }
 
 const inAny = (ranges: readonly Range[] | undefined, value: number) => ranges === undefined || ranges.some((r) => value >= r.begin && value <= r.end);

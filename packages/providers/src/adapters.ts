@@ -16,7 +16,10 @@ export function warnWhenHostless(adapter: ProviderAdapter): ProviderAdapter {
     if (!result.ok) return result;
     const warnings = result.events
       .filter((e) => e.hosts.length === 0)
-      .map((e) => `${e.provider} event ${e.event_id} (${e.kind}, ${e.status}) names no host: no affected entity or resource in it could be read as one, so it is about nobody and pages nobody`);
+      .map(
+        (e) =>
+          `${e.provider} event ${e.event_id} (${e.kind}, ${e.status}) names no host: no affected entity or resource in it could be read as one, so it is about nobody and pages nobody`,
+      );
     return warnings.length === 0 ? result : { ...result, warnings: [...(result.warnings ?? []), ...warnings] };
   };
 }

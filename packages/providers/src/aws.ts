@@ -64,11 +64,19 @@ function scheduledEvents(provider: 'aws' | 'aws-imds', list: unknown[], path: st
     if (!kind) return invalid(`${path}.${i}.Code`, `expected one of ${[...IMDS_CODES.keys()].join(', ')} (got "${code}")`);
     const state = String(item.State ?? 'active').toLowerCase();
     const status = state === 'completed' ? 'completed' : state === 'canceled' || state === 'cancelled' ? 'cancelled' : 'scheduled';
-    events.push(event({
-      provider, event_id: id, kind, status, hosts: [host],
-      window_start: toIsoUtc(item.NotBefore), window_end: toIsoUtc(item.NotAfter),
-      description: String(item.Description ?? code), raw_id: id,
-    }));
+    events.push(
+      event({
+        provider,
+        event_id: id,
+        kind,
+        status,
+        hosts: [host],
+        window_start: toIsoUtc(item.NotBefore),
+        window_end: toIsoUtc(item.NotAfter),
+        description: String(item.Description ?? code),
+        raw_id: id,
+      }),
+    );
   }
   return ok(events);
 }
@@ -92,12 +100,21 @@ export const awsAdapter: ProviderAdapter = (payload, context) => {
     if (!instance) return invalid('detail.instance-id', 'expected the instance id');
     const spot = detailType.startsWith('EC2 Spot');
     const id = envelopeId ?? stableId('aws', detailType, instance, time);
-    return ok([event({
-      provider: 'aws', event_id: id, kind: spot ? 'preemption' : 'rebalance', status: 'scheduled', hosts: [instance],
-      window_start: spot ? addMs(time, SPOT_NOTICE_MS) : undefined, window_end: undefined,
-      description: spot ? `EC2 spot interruption (${String(detail['instance-action'] ?? 'terminate')}) in about two minutes` : 'EC2 rebalance recommendation: this spot instance is at elevated risk of interruption',
-      raw_id: id,
-    })]);
+    return ok([
+      event({
+        provider: 'aws',
+        event_id: id,
+        kind: spot ? 'preemption' : 'rebalance',
+        status: 'scheduled',
+        hosts: [instance],
+        window_start: spot ? addMs(time, SPOT_NOTICE_MS) : undefined,
+        window_end: undefined,
+        description: spot
+          ? `EC2 spot interruption (${String(detail['instance-action'] ?? 'terminate')}) in about two minutes`
+          : 'EC2 rebalance recommendation: this spot instance is at elevated risk of interruption',
+        raw_id: id,
+      }),
+    ]);
   }
   if (detailType === 'AWS Health Event') {
     const arn = detail.eventArn;
@@ -107,19 +124,24 @@ export const awsAdapter: ProviderAdapter = (payload, context) => {
     const statusCode = String(detail.statusCode ?? 'upcoming');
     const status = statusCode === 'closed' ? 'completed' : statusCode === 'open' && detail.eventTypeCategory !== 'scheduledChange' ? 'started' : 'scheduled';
     const { hosts, notInstances } = healthHosts(detail.affectedEntities, payload.resources);
-    const latest = Array.isArray(detail.eventDescription) && isRecord(detail.eventDescription[0])
-      ? String(detail.eventDescription[0].latestDescription ?? code)
-      : code;
-    const description = notInstances.length > 0
-      ? `${latest} (not EC2 instance ids, taken as hosts as named: ${notInstances.join(', ')})`
-      : latest;
+    const latest =
+      Array.isArray(detail.eventDescription) && isRecord(detail.eventDescription[0]) ? String(detail.eventDescription[0].latestDescription ?? code) : code;
+    const description = notInstances.length > 0 ? `${latest} (not EC2 instance ids, taken as hosts as named: ${notInstances.join(', ')})` : latest;
     // One Health event may reach us once per account and page: the ARN with the account is its identity.
     const id = `${arn}|${String(payload.account ?? '')}`;
-    return ok([event({
-      provider: 'aws', event_id: id, kind, status, hosts,
-      window_start: toIsoUtc(detail.startTime), window_end: toIsoUtc(detail.endTime),
-      description: `${code}: ${description}`, raw_id: envelopeId ?? arn,
-    })]);
+    return ok([
+      event({
+        provider: 'aws',
+        event_id: id,
+        kind,
+        status,
+        hosts,
+        window_start: toIsoUtc(detail.startTime),
+        window_end: toIsoUtc(detail.endTime),
+        description: `${code}: ${description}`,
+        raw_id: envelopeId ?? arn,
+      }),
+    ]);
   }
   return invalid('detail-type', `expected an EC2 spot, rebalance or AWS Health event (got "${detailType}")`);
 };
@@ -135,21 +157,37 @@ export const awsImdsAdapter: ProviderAdapter = (payload, context) => {
     const time = toIsoUtc(payload.time);
     if (!time) return invalid('time', 'expected the interruption time (ISO-8601)');
     const id = stableId('aws-imds', 'spot', context.host, time);
-    return ok([event({
-      provider: 'aws-imds', event_id: id, kind: payload.action === 'stop' || payload.action === 'hibernate' ? 'stop' : 'preemption',
-      status: 'scheduled', hosts: [context.host], window_start: time, window_end: undefined,
-      description: `EC2 spot instance-action: ${payload.action} at ${time}`, raw_id: id,
-    })]);
+    return ok([
+      event({
+        provider: 'aws-imds',
+        event_id: id,
+        kind: payload.action === 'stop' || payload.action === 'hibernate' ? 'stop' : 'preemption',
+        status: 'scheduled',
+        hosts: [context.host],
+        window_start: time,
+        window_end: undefined,
+        description: `EC2 spot instance-action: ${payload.action} at ${time}`,
+        raw_id: id,
+      }),
+    ]);
   }
   if (typeof payload.noticeTime === 'string') {
     const time = toIsoUtc(payload.noticeTime);
     if (!time) return invalid('noticeTime', 'expected ISO-8601');
     const id = stableId('aws-imds', 'rebalance', context.host, time);
-    return ok([event({
-      provider: 'aws-imds', event_id: id, kind: 'rebalance', status: 'scheduled', hosts: [context.host],
-      window_start: undefined, window_end: undefined,
-      description: `EC2 rebalance recommendation at ${time}: elevated risk of spot interruption`, raw_id: id,
-    })]);
+    return ok([
+      event({
+        provider: 'aws-imds',
+        event_id: id,
+        kind: 'rebalance',
+        status: 'scheduled',
+        hosts: [context.host],
+        window_start: undefined,
+        window_end: undefined,
+        description: `EC2 rebalance recommendation at ${time}: elevated risk of spot interruption`,
+        raw_id: id,
+      }),
+    ]);
   }
   if (Array.isArray(payload.Events)) return scheduledEvents('aws-imds', payload.Events, 'Events', context.host);
   return invalid('', 'expected scheduled events, a spot instance-action or a rebalance notice');

@@ -33,11 +33,19 @@ export const azureAdapter: ProviderAdapter = (payload, context) => {
     const start = toIsoUtc(item.NotBefore) ?? (status === 'started' ? context.receivedAt : undefined);
     const resources = Array.isArray(item.Resources) ? item.Resources.filter((r): r is string => typeof r === 'string') : [];
     const hosts = resources.length > 0 ? resources : context.host ? [context.host] : [];
-    events.push(event({
-      provider: 'azure', event_id: item.EventId.toLowerCase(), kind, status, hosts,
-      window_start: start, window_end: addMs(start, duration),
-      description: `Azure ${type}: ${String(item.Description ?? '')}`.trim(), raw_id: String(payload.DocumentIncarnation ?? item.EventId),
-    }));
+    events.push(
+      event({
+        provider: 'azure',
+        event_id: item.EventId.toLowerCase(),
+        kind,
+        status,
+        hosts,
+        window_start: start,
+        window_end: addMs(start, duration),
+        description: `Azure ${type}: ${String(item.Description ?? '')}`.trim(),
+        raw_id: String(payload.DocumentIncarnation ?? item.EventId),
+      }),
+    );
   }
   return ok(events);
 };

@@ -19,8 +19,13 @@ function upcoming(doc: Record<string, unknown>, host: string, path: string) {
   // GCP gives no id: the host and the window start identify an upcoming maintenance.
   const id = stableId('gcp', host, start);
   return event({
-    provider: 'gcp', event_id: id, kind: 'maintenance', status: status === 'ONGOING' ? 'started' : 'scheduled', hosts: [host],
-    window_start: start, window_end: end,
+    provider: 'gcp',
+    event_id: id,
+    kind: 'maintenance',
+    status: status === 'ONGOING' ? 'started' : 'scheduled',
+    hosts: [host],
+    window_start: start,
+    window_end: end,
     description: `GCP ${String(field('type', 'type') ?? 'SCHEDULED').toLowerCase()} maintenance${Array.isArray(reasons) ? ` (${reasons.join(', ')})` : ''}`,
     raw_id: id,
   });
@@ -52,11 +57,19 @@ function systemEvent(entry: Record<string, unknown>, proto: Record<string, unkno
   const id = typeof operation.id === 'string' ? operation.id : typeof entry.insertId === 'string' ? entry.insertId : undefined;
   if (!id) return invalid('insertId', 'expected the log entry id');
   const time = toIsoUtc(entry.timestamp);
-  return ok([event({
-    provider: 'gcp', event_id: `${method}:${id}`, kind, status: operation.last === true ? 'completed' : 'started', hosts: [instance],
-    window_start: time, window_end: undefined,
-    description: `GCP ${method.replace('compute.instances.', '')}: ${String(proto.resourceName)}`, raw_id: typeof entry.insertId === 'string' ? entry.insertId : id,
-  })]);
+  return ok([
+    event({
+      provider: 'gcp',
+      event_id: `${method}:${id}`,
+      kind,
+      status: operation.last === true ? 'completed' : 'started',
+      hosts: [instance],
+      window_start: time,
+      window_end: undefined,
+      description: `GCP ${method.replace('compute.instances.', '')}: ${String(proto.resourceName)}`,
+      raw_id: typeof entry.insertId === 'string' ? entry.insertId : id,
+    }),
+  ]);
 }
 
 /**
@@ -71,10 +84,19 @@ export const gcpAdapter: ProviderAdapter = (payload, context) => {
     if (!kind) return invalid('maintenance_event', `expected NONE, MIGRATE_ON_HOST_MAINTENANCE or TERMINATE_ON_HOST_MAINTENANCE (got "${value}")`);
     if (!context.host) return invalid('', 'an on-instance maintenance event needs the host it came from (--host)');
     const id = stableId('gcp', 'maintenance-event', context.host, value, context.receivedAt.slice(0, 13));
-    return ok([event({
-      provider: 'gcp', event_id: id, kind, status: 'started', hosts: [context.host], window_start: context.receivedAt, window_end: undefined,
-      description: `GCP host maintenance: ${value}`, raw_id: id,
-    })]);
+    return ok([
+      event({
+        provider: 'gcp',
+        event_id: id,
+        kind,
+        status: 'started',
+        hosts: [context.host],
+        window_start: context.receivedAt,
+        window_end: undefined,
+        description: `GCP host maintenance: ${value}`,
+        raw_id: id,
+      }),
+    ]);
   }
   if (!isRecord(payload)) return invalid('', 'expected a JSON object');
   if (isRecord(payload.protoPayload)) return systemEvent(payload, payload.protoPayload);

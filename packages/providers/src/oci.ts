@@ -20,26 +20,45 @@ export const ociAdapter: ProviderAdapter = (payload) => {
   const instance = details.instanceId;
   if (typeof instance !== 'string') return invalid('data.additionalDetails.instanceId', 'expected the instance OCID');
   const lifecycle = String(details.lifecycleState ?? '');
-  const status: ProviderEventData['status'] = type.endsWith('.end') ? 'completed'
-    : type.endsWith('.begin') ? 'started'
-    : /CANCEL/.test(lifecycle) ? 'cancelled'
-    : /SUCCEEDED|COMPLETED/.test(lifecycle) ? 'completed'
-    : /STARTED|PROCESSING|IN_PROGRESS/.test(lifecycle) ? 'started'
-    : 'scheduled';
+  const status: ProviderEventData['status'] = type.endsWith('.end')
+    ? 'completed'
+    : type.endsWith('.begin')
+      ? 'started'
+      : /CANCEL/.test(lifecycle)
+        ? 'cancelled'
+        : /SUCCEEDED|COMPLETED/.test(lifecycle)
+          ? 'completed'
+          : /STARTED|PROCESSING|IN_PROGRESS/.test(lifecycle)
+            ? 'started'
+            : 'scheduled';
   const actions = [details.instanceAction, ...(Array.isArray(details.alternativeResolutionActions) ? details.alternativeResolutionActions : [])].map(String);
-  const kind: ProviderEventData['kind'] = actions.some((a) => /^REBOOT_MIGRAT/.test(a)) && actions[0] !== 'None' ? 'migration'
-    : actions[0] === 'TERMINATE' ? 'terminate'
-    : actions[0] === 'STOP' ? 'stop'
-    : actions[0] === 'REBOOT' ? 'reboot'
-    : 'maintenance';
+  const kind: ProviderEventData['kind'] =
+    actions.some((a) => /^REBOOT_MIGRAT/.test(a)) && actions[0] !== 'None'
+      ? 'migration'
+      : actions[0] === 'TERMINATE'
+        ? 'terminate'
+        : actions[0] === 'STOP'
+          ? 'stop'
+          : actions[0] === 'REBOOT'
+            ? 'reboot'
+            : 'maintenance';
   const start = toIsoUtc(details.timeWindowStart);
   const span = (isoDurationMs(details.startWindowDuration) ?? 0) + (isoDurationMs(details.estimatedDuration) ?? 0);
   // One maintenance has one id across its scheduled, begin and end events: the maintenance resource.
   const id = typeof data.resourceId === 'string' ? data.resourceId : payload.eventID;
-  return ok([event({
-    provider: 'oci', event_id: id, kind, status, hosts: [instance],
-    window_start: start, window_end: span > 0 ? addMs(start, span) : undefined,
-    description: `OCI ${String(details.maintenanceReason ?? 'maintenance').toLowerCase().replace(/_/g, ' ')}: ${String(details.description ?? '')}`.trim(),
-    raw_id: payload.eventID,
-  })]);
+  return ok([
+    event({
+      provider: 'oci',
+      event_id: id,
+      kind,
+      status,
+      hosts: [instance],
+      window_start: start,
+      window_end: span > 0 ? addMs(start, span) : undefined,
+      description: `OCI ${String(details.maintenanceReason ?? 'maintenance')
+        .toLowerCase()
+        .replace(/_/g, ' ')}: ${String(details.description ?? '')}`.trim(),
+      raw_id: payload.eventID,
+    }),
+  ]);
 };

@@ -7,13 +7,24 @@ describe('readiness', () => {
   it('is ready only when every check is, and gives each its reason: one that fails, throws or does not answer in time', async () => {
     const ok = { name: 'ok', check: async () => undefined };
     expect(await readiness([ok])).toEqual({ ready: true, checks: { ok: 'ok' } });
-    const state = await readiness([
-      ok,
-      { name: 'said', check: async () => 'the disk is full' },
-      { name: 'threw', check: async () => { throw new Error('ECONNREFUSED 127.0.0.1:6379'); } },
-      { name: 'hung', check: () => new Promise<undefined>(() => {}) },
-    ], 50);
-    expect(state).toEqual({ ready: false, checks: { ok: 'ok', said: 'the disk is full', threw: 'ECONNREFUSED 127.0.0.1:6379', hung: 'no answer within 50 ms' } });
+    const state = await readiness(
+      [
+        ok,
+        { name: 'said', check: async () => 'the disk is full' },
+        {
+          name: 'threw',
+          check: async () => {
+            throw new Error('ECONNREFUSED 127.0.0.1:6379');
+          },
+        },
+        { name: 'hung', check: () => new Promise<undefined>(() => {}) },
+      ],
+      50,
+    );
+    expect(state).toEqual({
+      ready: false,
+      checks: { ok: 'ok', said: 'the disk is full', threw: 'ECONNREFUSED 127.0.0.1:6379', hung: 'no answer within 50 ms' },
+    });
   });
 
   it('the store and the bus as checks: the embedded ones answer; a closed bus and a Kafka nobody listens on do not', async () => {
@@ -31,7 +42,15 @@ describe('readiness', () => {
   it('probes that arrive while a check runs share it: a storm of probes against a store that hangs costs one check in flight', async () => {
     let started = 0;
     let release: () => void = () => {};
-    const slow = { name: 'store', check: () => { started += 1; return new Promise<undefined>((resolve) => { release = () => resolve(undefined); }); } };
+    const slow = {
+      name: 'store',
+      check: () => {
+        started += 1;
+        return new Promise<undefined>((resolve) => {
+          release = () => resolve(undefined);
+        });
+      },
+    };
     // Asked one by one, each probe starts its own check: what sharing saves.
     const unshared = Array.from({ length: 50 }, () => readiness([slow], 10));
     expect(started).toBe(50);
@@ -49,4 +68,3 @@ describe('readiness', () => {
     expect((await next).ready).toBe(true);
   });
 });
-

@@ -19,18 +19,23 @@ export const READINESS_CHECK_MS = 2_000;
 
 /** Runs the checks at once, each bounded by READINESS_CHECK_MS. */
 export async function readiness(checks: readonly ReadinessCheck[], timeoutMs = READINESS_CHECK_MS): Promise<Readiness> {
-  const results = await Promise.all(checks.map(async (c) => {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<string>((resolve) => {
-      timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
-      timer.unref();
-    });
-    try {
-      return [c.name, (await Promise.race([c.check().catch((error: unknown) => (error instanceof Error ? error.message : String(error))), late])) ?? 'ok'] as const;
-    } finally {
-      clearTimeout(timer);
-    }
-  }));
+  const results = await Promise.all(
+    checks.map(async (c) => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<string>((resolve) => {
+        timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
+        timer.unref();
+      });
+      try {
+        return [
+          c.name,
+          (await Promise.race([c.check().catch((error: unknown) => (error instanceof Error ? error.message : String(error))), late])) ?? 'ok',
+        ] as const;
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
   // A reason names what failed, never a credential in it (a URL's password, a token).
   return { ready: results.every(([, r]) => r === 'ok'), checks: Object.fromEntries(results.map(([name, r]) => [name, redactSecrets(r)])) };
 }

@@ -6,17 +6,22 @@ describe('priorityQueue', () => {
     const queue = priorityQueue();
     const order: string[] = [];
     let active = 0;
-    const job = (name: string, fail = false) => async () => {
-      active += 1;
-      expect(active).toBe(1);
-      await new Promise((r) => setTimeout(r, 5));
-      order.push(name);
-      active -= 1;
-      if (fail) throw new Error(name);
-    };
+    const job =
+      (name: string, fail = false) =>
+      async () => {
+        active += 1;
+        expect(active).toBe(1);
+        await new Promise((r) => setTimeout(r, 5));
+        order.push(name);
+        active -= 1;
+        if (fail) throw new Error(name);
+      };
     const runs = [
-      queue.run(job('first')), queue.run(job('sample-1', true)), queue.run(job('sample-2')),
-      queue.run(job('xid-1'), true), queue.run(job('xid-2'), true),
+      queue.run(job('first')),
+      queue.run(job('sample-1', true)),
+      queue.run(job('sample-2')),
+      queue.run(job('xid-1'), true),
+      queue.run(job('xid-2'), true),
     ];
     const settled = await Promise.allSettled(runs);
     await queue.idle();

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { CONTROL_CHARACTERS, FORBIDDEN_LABEL_NAME, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, MAX_HOSTS_PER_PROVIDER_EVENT, MAX_LABEL_NAME_LENGTH, MAX_LABELS } from './bounds.ts';
+import {
+  CONTROL_CHARACTERS,
+  FORBIDDEN_LABEL_NAME,
+  MAX_GPUS_PER_SAMPLE,
+  MAX_HOST_LENGTH,
+  MAX_HOSTS_PER_PROVIDER_EVENT,
+  MAX_LABEL_NAME_LENGTH,
+  MAX_LABELS,
+} from './bounds.ts';
 import { toInertRecord } from './inert-record.ts';
 import { GpuIndex, GpuMetrics } from './metrics.ts';
 import { PciBus } from './pci-bus.ts';
@@ -13,7 +21,11 @@ export * from './inventory-pci.ts';
 const isoTime = z.iso.datetime({ offset: false });
 
 /** A host's name, wherever one appears (an envelope's `host`, a provider event's `hosts`). */
-export const HostName = z.string().min(1).max(MAX_HOST_LENGTH).refine((v) => !CONTROL_CHARACTERS.test(v), 'expected a host name without control characters');
+export const HostName = z
+  .string()
+  .min(1)
+  .max(MAX_HOST_LENGTH)
+  .refine((v) => !CONTROL_CHARACTERS.test(v), 'expected a host name without control characters');
 
 /** Why a scrape failed; often the first sign of a lost GPU. */
 export const CollectorError = z.object({
@@ -27,13 +39,16 @@ export type CollectorError = z.infer<typeof CollectorError>;
 /** One scrape of one host; `error` is set when the scrape failed (then `gpus` may be partial or empty). */
 export const GpuSampleData = z.object({
   // Each GPU once: a sample is one scrape of one machine, and the engine keys its GPUs by index.
-  gpus: z.array(GpuMetrics).max(MAX_GPUS_PER_SAMPLE).check((ctx) => {
-    const seen = new Set<number>();
-    ctx.value.forEach((gpu, i) => {
-      if (seen.has(gpu.index)) ctx.issues.push({ code: 'custom', message: 'an index not already in this sample', input: gpu.index, path: [i, 'index'] });
-      seen.add(gpu.index);
-    });
-  }),
+  gpus: z
+    .array(GpuMetrics)
+    .max(MAX_GPUS_PER_SAMPLE)
+    .check((ctx) => {
+      const seen = new Set<number>();
+      ctx.value.forEach((gpu, i) => {
+        if (seen.has(gpu.index)) ctx.issues.push({ code: 'custom', message: 'an index not already in this sample', input: gpu.index, path: [i, 'index'] });
+        seen.add(gpu.index);
+      });
+    }),
   error: CollectorError.optional(),
 });
 export type GpuSampleData = z.infer<typeof GpuSampleData>;
@@ -42,7 +57,17 @@ export const KernelLineData = z.object({ line: z.string() });
 export type KernelLineData = z.infer<typeof KernelLineData>;
 
 export const KERNEL_EVENT_KINDS = [
-  'xid', 'sxid', 'nvlink', 'pcie_aer', 'fallen_off_bus', 'ecc', 'row_remap', 'oom_kill', 'thermal', 'gsp', 'other_gpu',
+  'xid',
+  'sxid',
+  'nvlink',
+  'pcie_aer',
+  'fallen_off_bus',
+  'ecc',
+  'row_remap',
+  'oom_kill',
+  'thermal',
+  'gsp',
+  'other_gpu',
   // The host's own health (machine checks, soft lockups, hung tasks, panics): a GPU job dies of
   // these too, and nothing else in the list can say so. Added to the design's list.
   'host',
@@ -53,11 +78,20 @@ export type KernelEventKind = z.infer<typeof KernelEventKind>;
 /** What kind of host fault a `host` kernel event is. */
 export const HOST_FAULTS = [
   // memory errors (EDAC, machine checks with a memory error, hwpoison), other machine checks (mce, APEI/GHES)
-  'memory_ue', 'memory_ce', 'mce',
+  'memory_ue',
+  'memory_ce',
+  'mce',
   // kernel crashes: an oops (bad pointer), a BUG, a general protection fault, a panic
-  'oops', 'bug', 'gpf', 'panic',
+  'oops',
+  'bug',
+  'gpf',
+  'panic',
   // stalls: hung tasks, soft lockups, the NMI watchdog's hard lockups, RCU stalls, unexplained NMIs
-  'hung_task', 'soft_lockup', 'nmi_watchdog', 'rcu_stall', 'nmi',
+  'hung_task',
+  'soft_lockup',
+  'nmi_watchdog',
+  'rcu_stall',
+  'nmi',
   // a PCIe slot short of power
   'power',
 ] as const;
@@ -104,9 +138,7 @@ export type Provider = z.infer<typeof Provider>;
 export const ProviderRawData = z.object({ provider: Provider, payload: z.unknown() });
 export type ProviderRawData = z.infer<typeof ProviderRawData>;
 
-export const PROVIDER_EVENT_KINDS = [
-  'maintenance', 'reboot', 'retirement', 'stop', 'terminate', 'preemption', 'migration', 'rebalance',
-] as const;
+export const PROVIDER_EVENT_KINDS = ['maintenance', 'reboot', 'retirement', 'stop', 'terminate', 'preemption', 'migration', 'rebalance'] as const;
 export const PROVIDER_EVENT_STATUSES = ['scheduled', 'started', 'completed', 'cancelled'] as const;
 
 export const ProviderEventData = z.object({
@@ -148,8 +180,26 @@ export const HostInventoryData = z.object({
 export type HostInventoryData = z.infer<typeof HostInventoryData>;
 
 export const ALERT_CATEGORIES = [
-  'xid', 'ecc', 'row_remap', 'thermal', 'power', 'clocks', 'pcie', 'nvlink', 'fallen_off_bus', 'stuck_job',
-  'idle_cost', 'host_down', 'collector', 'maintenance', 'drift', 'straggler', 'baseline', 'kernel', 'pipeline', 'other',
+  'xid',
+  'ecc',
+  'row_remap',
+  'thermal',
+  'power',
+  'clocks',
+  'pcie',
+  'nvlink',
+  'fallen_off_bus',
+  'stuck_job',
+  'idle_cost',
+  'host_down',
+  'collector',
+  'maintenance',
+  'drift',
+  'straggler',
+  'baseline',
+  'kernel',
+  'pipeline',
+  'other',
 ] as const;
 export const AlertCategory = z.enum(ALERT_CATEGORIES);
 export type AlertCategory = z.infer<typeof AlertCategory>;
@@ -168,7 +218,14 @@ export const Annotations = z
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return; // the record below words it
     const count = Object.keys(v).length;
     if (count > MAX_LABELS) ctx.issues.push({ code: 'custom', message: `at most ${MAX_LABELS} annotations`, input: `${count} annotations`, continue: false });
-    else if (Object.hasOwn(v, FORBIDDEN_LABEL_NAME)) ctx.issues.push({ code: 'custom', message: `an annotation name other than ${FORBIDDEN_LABEL_NAME}`, input: v, path: [FORBIDDEN_LABEL_NAME], continue: false });
+    else if (Object.hasOwn(v, FORBIDDEN_LABEL_NAME))
+      ctx.issues.push({
+        code: 'custom',
+        message: `an annotation name other than ${FORBIDDEN_LABEL_NAME}`,
+        input: v,
+        path: [FORBIDDEN_LABEL_NAME],
+        continue: false,
+      });
   })
   .pipe(z.record(z.string().min(1).max(MAX_LABEL_NAME_LENGTH), z.string().max(MAX_ANNOTATION_VALUE_LENGTH)))
   .transform((a) => toInertRecord(a));
@@ -179,9 +236,7 @@ export const AlertData = z.object({
   severity: Severity,
   category: AlertCategory,
   rule: z.string().min(1),
-  gpu: z
-    .object({ index: GpuIndex, uuid: z.string().optional(), pci_bus: PciBus.optional() })
-    .optional(),
+  gpu: z.object({ index: GpuIndex, uuid: z.string().optional(), pci_bus: PciBus.optional() }).optional(),
   summary: z.string(),
   description: z.string().optional(),
   action: z.string().optional(),

@@ -2,8 +2,15 @@ import { z } from 'zod';
 import { FORBIDDEN_LABEL_NAME, MAX_LABEL_NAME_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_LABELS } from './bounds.ts';
 import { toInertRecord } from './inert-record.ts';
 import {
-  AlertData, GpuSampleData, HostName, HostInventoryData, KernelEventData, KernelLineData, NotificationData,
-  ProviderEventData, ProviderRawData,
+  AlertData,
+  GpuSampleData,
+  HostName,
+  HostInventoryData,
+  KernelEventData,
+  KernelLineData,
+  NotificationData,
+  ProviderEventData,
+  ProviderRawData,
 } from './data.ts';
 import { BmcEventData, HostSampleData } from './host-sample.ts';
 import { JobEventData } from './job-event.ts';

@@ -7,12 +7,35 @@ import { PCI_BUS_PATTERN } from './pci-bus.ts';
 
 /** How each GPU metric is typed; the schema's test checks this table names every field of `GpuMetrics`. */
 export const GPU_METRIC_KINDS = {
-  index: 'index', uuid: 'id', pci_bus: 'pci', name: 'text',
-  util_pct: 'gauge', mem_util_pct: 'gauge', mem_used_mib: 'gauge', mem_total_mib: 'gauge', temp_c: 'gauge', mem_temp_c: 'gauge',
-  power_w: 'gauge', power_limit_w: 'gauge', sm_clock_mhz: 'gauge', mem_clock_mhz: 'gauge', fan_pct: 'gauge',
-  pcie_gen: 'count', pcie_gen_max: 'count', pcie_width: 'count', pcie_width_max: 'count',
-  ecc_sbe_volatile: 'count', ecc_dbe_volatile: 'count', ecc_sbe_aggregate: 'count', ecc_dbe_aggregate: 'count',
-  remap_pending: 'flag', remap_failure: 'flag', throttle: 'throttle', xid_last: 'count', nvlink_errors: 'count', processes: 'count',
+  index: 'index',
+  uuid: 'id',
+  pci_bus: 'pci',
+  name: 'text',
+  util_pct: 'gauge',
+  mem_util_pct: 'gauge',
+  mem_used_mib: 'gauge',
+  mem_total_mib: 'gauge',
+  temp_c: 'gauge',
+  mem_temp_c: 'gauge',
+  power_w: 'gauge',
+  power_limit_w: 'gauge',
+  sm_clock_mhz: 'gauge',
+  mem_clock_mhz: 'gauge',
+  fan_pct: 'gauge',
+  pcie_gen: 'count',
+  pcie_gen_max: 'count',
+  pcie_width: 'count',
+  pcie_width_max: 'count',
+  ecc_sbe_volatile: 'count',
+  ecc_dbe_volatile: 'count',
+  ecc_sbe_aggregate: 'count',
+  ecc_dbe_aggregate: 'count',
+  remap_pending: 'flag',
+  remap_failure: 'flag',
+  throttle: 'throttle',
+  xid_last: 'count',
+  nvlink_errors: 'count',
+  processes: 'count',
   job: 'job',
 } as const;
 
@@ -55,19 +78,36 @@ function canonicalGpu(gpu: unknown): boolean {
   for (const [name, kind] of METRICS) {
     const v = g[name];
     switch (kind) {
-      case 'index': if (!isGpuIndex(v)) return false; break;
-      case 'gauge': if (!(v === null || (typeof v === 'number' && Number.isFinite(v)))) return false; break;
-      case 'count': if (!(v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0))) return false; break;
-      case 'flag': if (!(v === null || typeof v === 'boolean')) return false; break;
-      case 'id': if (!(v === null || (typeof v === 'string' && v.length > 0))) return false; break;
-      case 'text': if (!(v === null || typeof v === 'string')) return false; break;
-      case 'pci': if (!(v === null || (typeof v === 'string' && PCI_BUS_PATTERN.test(v)))) return false; break;
+      case 'index':
+        if (!isGpuIndex(v)) return false;
+        break;
+      case 'gauge':
+        if (!(v === null || (typeof v === 'number' && Number.isFinite(v)))) return false;
+        break;
+      case 'count':
+        if (!(v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0))) return false;
+        break;
+      case 'flag':
+        if (!(v === null || typeof v === 'boolean')) return false;
+        break;
+      case 'id':
+        if (!(v === null || (typeof v === 'string' && v.length > 0))) return false;
+        break;
+      case 'text':
+        if (!(v === null || typeof v === 'string')) return false;
+        break;
+      case 'pci':
+        if (!(v === null || (typeof v === 'string' && PCI_BUS_PATTERN.test(v)))) return false;
+        break;
       case 'throttle':
         if (v === null) break;
         if (!Array.isArray(v) || !v.every((r) => typeof r === 'string' && THROTTLE.has(r))) return false;
         break;
-      case 'job': if (hasJob && !canonicalJob(v)) return false; break;
-      default: return false; // a field of another name: not canonical
+      case 'job':
+        if (hasJob && !canonicalJob(v)) return false;
+        break;
+      default:
+        return false; // a field of another name: not canonical
     }
   }
   return true;

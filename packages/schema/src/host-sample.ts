@@ -29,7 +29,10 @@ export const BMC_HEALTHS = ['ok', 'warning', 'critical', 'unknown'] as const;
 export const BmcHealth = z.enum(BMC_HEALTHS);
 export type BmcHealth = z.infer<typeof BmcHealth>;
 
-const SensorName = z.string().min(1).max(MAX_HOST_SENSOR_NAME_LENGTH)
+const SensorName = z
+  .string()
+  .min(1)
+  .max(MAX_HOST_SENSOR_NAME_LENGTH)
   .refine((v) => !CONTROL_CHARACTERS.test(v), 'expected a name without control characters');
 /** A reading the source did not give is `null`, never 0 (a fan at 0 RPM has stopped). */
 const Reading = z.number().finite().nullable();
@@ -77,19 +80,37 @@ export type HostRedundancy = z.infer<typeof HostRedundancy>;
  * in docs/architecture.md): a fixed list, so a port's counters are bounded whatever a driver adds.
  */
 export const IB_PORT_COUNTERS = [
-  'link_downed', 'link_error_recovery', 'symbol_error', 'port_rcv_errors', 'port_xmit_discards',
-  'port_rcv_remote_physical_errors', 'port_rcv_switch_relay_errors', 'local_link_integrity_errors',
-  'excessive_buffer_overrun_errors', 'port_xmit_constraint_errors', 'port_rcv_constraint_errors', 'vl15_dropped',
+  'link_downed',
+  'link_error_recovery',
+  'symbol_error',
+  'port_rcv_errors',
+  'port_xmit_discards',
+  'port_rcv_remote_physical_errors',
+  'port_rcv_switch_relay_errors',
+  'local_link_integrity_errors',
+  'excessive_buffer_overrun_errors',
+  'port_xmit_constraint_errors',
+  'port_rcv_constraint_errors',
+  'vl15_dropped',
   'port_xmit_wait',
   // hw_counters (mlx5): RDMA retransmits and drops, what RoCE's packet loss shows as.
-  'out_of_sequence', 'packet_seq_err', 'local_ack_timeout_err', 'rnr_nak_retry_err', 'out_of_buffer',
-  'implied_nak_seq_err', 'req_cqe_error', 'resp_cqe_error', 'np_cnp_sent', 'rp_cnp_handled', 'np_ecn_marked_roce_packets',
+  'out_of_sequence',
+  'packet_seq_err',
+  'local_ack_timeout_err',
+  'rnr_nak_retry_err',
+  'out_of_buffer',
+  'implied_nak_seq_err',
+  'req_cqe_error',
+  'resp_cqe_error',
+  'np_cnp_sent',
+  'rp_cnp_handled',
+  'np_ecn_marked_roce_packets',
 ] as const;
 export type IbPortCounter = (typeof IB_PORT_COUNTERS)[number];
 const Count = z.number().int().nonnegative();
-export const IbPortCounters = z.object(
-  Object.fromEntries(IB_PORT_COUNTERS.map((name) => [name, Count.optional()])) as Record<IbPortCounter, z.ZodOptional<typeof Count>>,
-).strict();
+export const IbPortCounters = z
+  .object(Object.fromEntries(IB_PORT_COUNTERS.map((name) => [name, Count.optional()])) as Record<IbPortCounter, z.ZodOptional<typeof Count>>)
+  .strict();
 export type IbPortCounters = z.infer<typeof IbPortCounters>;
 
 export const IB_PORT_STATES = ['active', 'down', 'init', 'armed', 'unknown'] as const;

@@ -11,10 +11,19 @@ export const MAX_PCI_DEVICES = 4096;
 export const PciTreeDevice = z.object({
   address: PciAddress,
   parent: PciAddress.optional(),
-  vendor: z.string().regex(/^[0-9a-f]{4}$/).optional(),
-  device: z.string().regex(/^[0-9a-f]{4}$/).optional(),
+  vendor: z
+    .string()
+    .regex(/^[0-9a-f]{4}$/)
+    .optional(),
+  device: z
+    .string()
+    .regex(/^[0-9a-f]{4}$/)
+    .optional(),
   /** The class code as sysfs gives it without `0x` (`030200` a 3D controller, `060400` a PCI bridge). */
-  class: z.string().regex(/^[0-9a-f]{4,6}$/).optional(),
+  class: z
+    .string()
+    .regex(/^[0-9a-f]{4,6}$/)
+    .optional(),
   name: z.string().max(200).optional(),
 });
 export type PciTreeDevice = z.infer<typeof PciTreeDevice>;

@@ -9,7 +9,11 @@ import { CONTROL_CHARACTERS } from './bounds.ts';
 export const MAX_JOB_TEXT_LENGTH = 256;
 
 /** A bounded, single-line piece of text about a job: 1 to 256 characters, no control characters. */
-export const JobText = z.string().min(1).max(MAX_JOB_TEXT_LENGTH).refine((v) => !CONTROL_CHARACTERS.test(v), 'expected text without control characters');
+export const JobText = z
+  .string()
+  .min(1)
+  .max(MAX_JOB_TEXT_LENGTH)
+  .refine((v) => !CONTROL_CHARACTERS.test(v), 'expected text without control characters');
 
 export function isJobText(v: unknown): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= MAX_JOB_TEXT_LENGTH && !CONTROL_CHARACTERS.test(v);
@@ -30,4 +34,3 @@ export const JobAttribution = z.object({
 });
 export type JobAttribution = z.infer<typeof JobAttribution>;
 export const JOB_ATTRIBUTION_KEYS = Object.keys(JobAttribution.shape) as readonly (keyof JobAttribution)[];
-

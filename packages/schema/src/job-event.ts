@@ -29,8 +29,10 @@ export const JobEventFields = z
     const v = ctx.value;
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return;
     const count = Object.keys(v).length;
-    if (count > MAX_JOB_EVENT_FIELDS) ctx.issues.push({ code: 'custom', message: `at most ${MAX_JOB_EVENT_FIELDS} fields`, input: `${count} fields`, continue: false });
-    else if (Object.hasOwn(v, FORBIDDEN_LABEL_NAME)) ctx.issues.push({ code: 'custom', message: `a field name other than ${FORBIDDEN_LABEL_NAME}`, input: v, path: [FORBIDDEN_LABEL_NAME], continue: false });
+    if (count > MAX_JOB_EVENT_FIELDS)
+      ctx.issues.push({ code: 'custom', message: `at most ${MAX_JOB_EVENT_FIELDS} fields`, input: `${count} fields`, continue: false });
+    else if (Object.hasOwn(v, FORBIDDEN_LABEL_NAME))
+      ctx.issues.push({ code: 'custom', message: `a field name other than ${FORBIDDEN_LABEL_NAME}`, input: v, path: [FORBIDDEN_LABEL_NAME], continue: false });
   })
   .pipe(z.record(z.string().min(1).max(MAX_JOB_FIELD_NAME_LENGTH), FieldValue))
   .transform((fields) => toInertRecord(fields));
@@ -61,7 +63,9 @@ export const JobEventData = z
   })
   .check((ctx) => {
     const d = ctx.value;
-    if (d.kind === 'checkpoint' && d.checkpoint === undefined) ctx.issues.push({ code: 'custom', message: 'a checkpoint event says ok or failed', input: d.checkpoint, path: ['checkpoint'] });
-    if (d.kind !== 'checkpoint' && d.checkpoint !== undefined) ctx.issues.push({ code: 'custom', message: 'only a checkpoint event has a checkpoint outcome', input: d.checkpoint, path: ['checkpoint'] });
+    if (d.kind === 'checkpoint' && d.checkpoint === undefined)
+      ctx.issues.push({ code: 'custom', message: 'a checkpoint event says ok or failed', input: d.checkpoint, path: ['checkpoint'] });
+    if (d.kind !== 'checkpoint' && d.checkpoint !== undefined)
+      ctx.issues.push({ code: 'custom', message: 'only a checkpoint event has a checkpoint outcome', input: d.checkpoint, path: ['checkpoint'] });
   });
 export type JobEventData = z.infer<typeof JobEventData>;

@@ -4,15 +4,20 @@ import { stringifyPaced } from './paced-json.ts';
 
 describe('stringifyPaced', () => {
   it('writes the text JSON.stringify writes, for any JSON value and for the values it leaves out or turns to null', async () => {
-    const odd = fc.constantFrom(undefined, () => 1, Symbol('s'), new Date(0), Object.assign(Object.create(null) as object, { a: 1 }), { toJSON: () => 'as json' });
+    const odd = fc.constantFrom(undefined, () => 1, Symbol('s'), new Date(0), Object.assign(Object.create(null) as object, { a: 1 }), {
+      toJSON: () => 'as json',
+    });
     const value = fc.letrec((tie) => ({
       any: fc.oneof({ depthSize: 'small' }, fc.jsonValue(), odd, tie('array'), tie('object')),
       array: fc.array(tie('any'), { maxLength: 80 }),
       object: fc.dictionary(fc.string(), tie('any'), { maxKeys: 6 }),
     })).any;
-    await fc.assert(fc.asyncProperty(value, async (v) => {
-      expect(await stringifyPaced(v, -1)).toBe(JSON.stringify(v));
-    }), { numRuns: 300 });
+    await fc.assert(
+      fc.asyncProperty(value, async (v) => {
+        expect(await stringifyPaced(v, -1)).toBe(JSON.stringify(v));
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('gives the event loop turns while it writes a long list (a storm notification of 20,000 alerts)', async () => {

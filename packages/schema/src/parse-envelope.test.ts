@@ -4,7 +4,9 @@ import { canonicalPciBus } from './pci-bus.ts';
 import { parseEnvelope } from './parse-envelope.ts';
 
 const recording = new URL('../../../test/fixtures/recordings/example-thermal-xid13-gcp.jsonl', import.meta.url);
-const lines = readFileSync(recording, 'utf8').split('\n').filter((line) => line.trim() !== '');
+const lines = readFileSync(recording, 'utf8')
+  .split('\n')
+  .filter((line) => line.trim() !== '');
 
 function mutate(line: string, change: (json: Record<string, any>) => void): string {
   const json = JSON.parse(line) as Record<string, any>;

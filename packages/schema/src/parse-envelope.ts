@@ -61,7 +61,8 @@ function oversizedList(json: unknown): ParseResult<never> | undefined {
   if (typeof json !== 'object' || json === null) return undefined;
   const { type, data } = json as { type?: unknown; data?: unknown };
   if (typeof data !== 'object' || data === null) return undefined;
-  const [field, max] = type === 'gpu.sample' ? ['gpus', MAX_GPUS_PER_SAMPLE] as const : type === 'provider.event' ? ['hosts', MAX_HOSTS_PER_PROVIDER_EVENT] as const : [];
+  const [field, max] =
+    type === 'gpu.sample' ? (['gpus', MAX_GPUS_PER_SAMPLE] as const) : type === 'provider.event' ? (['hosts', MAX_HOSTS_PER_PROVIDER_EVENT] as const) : [];
   if (field === undefined) return undefined;
   const list = (data as Record<string, unknown>)[field];
   return Array.isArray(list) && list.length > max ? failure('invalid', `data.${field}`, `array of at most ${max}`, describeValue(list)) : undefined;

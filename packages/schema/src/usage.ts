@@ -30,24 +30,26 @@ export const UsageMinutes = z.object({
 });
 export type UsageMinutes = z.infer<typeof UsageMinutes>;
 
-export const UsageRollupData = z.object({
-  gpu: GpuIndex,
-  uuid: z.string().min(1).max(128).optional(),
-  /** The hour's start, ISO-8601 UTC, on the hour. */
-  hour: hourStart,
-  minutes: UsageMinutes,
-  /** The utilisation at or above which a GPU counted as busy (the idle-cost rule's `util_below`). */
-  busy_threshold_pct: z.number().finite().min(0).max(100),
-  /** The fingerprints of the alerts that made minutes broken, and the provider event ids of the maintenance windows. */
-  evidence: z.object({
-    alerts: z.array(z.string().min(1).max(256)).max(MAX_USAGE_EVIDENCE),
-    provider_events: z.array(z.string().min(1).max(256)).max(MAX_USAGE_EVIDENCE),
-  }),
-}).check((ctx) => {
-  const m = ctx.value.minutes;
-  // States partition the up time (to rounding): a report may add them without double counting.
-  if (Math.abs(m.busy + m.idle + m.broken + m.maintenance - m.up) > 0.01) {
-    ctx.issues.push({ code: 'custom', message: 'busy + idle + broken + maintenance equal to up', input: m, path: ['minutes'] });
-  }
-});
+export const UsageRollupData = z
+  .object({
+    gpu: GpuIndex,
+    uuid: z.string().min(1).max(128).optional(),
+    /** The hour's start, ISO-8601 UTC, on the hour. */
+    hour: hourStart,
+    minutes: UsageMinutes,
+    /** The utilisation at or above which a GPU counted as busy (the idle-cost rule's `util_below`). */
+    busy_threshold_pct: z.number().finite().min(0).max(100),
+    /** The fingerprints of the alerts that made minutes broken, and the provider event ids of the maintenance windows. */
+    evidence: z.object({
+      alerts: z.array(z.string().min(1).max(256)).max(MAX_USAGE_EVIDENCE),
+      provider_events: z.array(z.string().min(1).max(256)).max(MAX_USAGE_EVIDENCE),
+    }),
+  })
+  .check((ctx) => {
+    const m = ctx.value.minutes;
+    // States partition the up time (to rounding): a report may add them without double counting.
+    if (Math.abs(m.busy + m.idle + m.broken + m.maintenance - m.up) > 0.01) {
+      ctx.issues.push({ code: 'custom', message: 'busy + idle + broken + maintenance equal to up', input: m, path: ['minutes'] });
+    }
+  });
 export type UsageRollupData = z.infer<typeof UsageRollupData>;

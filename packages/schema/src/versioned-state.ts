@@ -51,7 +51,10 @@ const MAX_REASON_CHARS = 300;
  * rebuild. `unwrap` picks the value out of the versioned object (for `encodeVersionedValue`).
  */
 export function decodeVersioned<T>(spec: VersionedState<T>, text: string, unwrap?: (versioned: Record<string, unknown>) => unknown): LoadedState<T> {
-  const fail = (reason: string): LoadedState<T> => ({ ok: false, reason: reason.length <= MAX_REASON_CHARS ? reason : `${reason.slice(0, MAX_REASON_CHARS - 1)}…` });
+  const fail = (reason: string): LoadedState<T> => ({
+    ok: false,
+    reason: reason.length <= MAX_REASON_CHARS ? reason : `${reason.slice(0, MAX_REASON_CHARS - 1)}…`,
+  });
   if (text.length > spec.maxChars) return fail(`${text.length} characters, over the bound of ${spec.maxChars}`);
   let raw: unknown;
   let notJson: string | undefined;
@@ -65,8 +68,10 @@ export function decodeVersioned<T>(spec: VersionedState<T>, text: string, unwrap
   const isObject = typeof raw === 'object' && raw !== null && !Array.isArray(raw);
   const declared = isObject ? (raw as Record<string, unknown>).version : undefined;
   const version = declared === undefined ? 0 : declared;
-  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) return fail(`version ${JSON.stringify(version)?.slice(0, 40)} is not a version`);
-  if (version > spec.version) return { ok: false, reason: `version ${version} was written by a newer gpualert (this one reads up to ${spec.version})`, newer: true };
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0)
+    return fail(`version ${JSON.stringify(version)?.slice(0, 40)} is not a version`);
+  if (version > spec.version)
+    return { ok: false, reason: `version ${version} was written by a newer gpualert (this one reads up to ${spec.version})`, newer: true };
   let body: unknown;
   if (version === spec.version) {
     const { version: _, ...rest } = raw as Record<string, unknown>;
@@ -105,7 +110,11 @@ export function savedRecord<S extends z.ZodType>(value: S, max: number): z.ZodTy
       const result = value.safeParse((raw as Record<string, unknown>)[key]);
       if (!result.success) {
         const issue = result.error.issues[0];
-        ctx.addIssue({ code: 'custom', path: [key, ...(issue?.path ?? []).map((p) => (typeof p === 'symbol' ? String(p) : p))], message: issue?.message ?? 'invalid' });
+        ctx.addIssue({
+          code: 'custom',
+          path: [key, ...(issue?.path ?? []).map((p) => (typeof p === 'symbol' ? String(p) : p))],
+          message: issue?.message ?? 'invalid',
+        });
         return z.NEVER;
       }
       out[key] = result.data;

@@ -2,9 +2,7 @@ import type { ScoredMember, StateStore, TtlOption } from './state-store.ts';
 import { GpualertError } from '@gpualert/schema';
 
 type Value =
-  | { readonly kind: 'string'; value: string }
-  | { readonly kind: 'hash'; value: Map<string, string> }
-  | { readonly kind: 'sorted'; value: Map<string, number> };
+  { readonly kind: 'string'; value: string } | { readonly kind: 'hash'; value: Map<string, string> } | { readonly kind: 'sorted'; value: Map<string, number> };
 
 interface Entry {
   data: Value;

@@ -42,11 +42,14 @@ export function redisConnection(url: string): { url: string } | { options: Redis
   const at = rest.lastIndexOf('@', rest.indexOf('/') === -1 ? rest.length : rest.indexOf('/'));
   const auth = at === -1 ? '' : rest.slice(0, at);
   const [hosts = '', name = '', db = ''] = rest.slice(at + 1).split('/');
-  const sentinels = hosts.split(',').filter((h) => h !== '').map((h) => {
-    const parts = h.split(':');
-    const port = parts[1] ?? '26379';
-    return { host: parts.length > 2 ? '' : parts[0] ?? '', port: /^\d{1,5}$/.test(port) ? Number(port) : Number.NaN };
-  });
+  const sentinels = hosts
+    .split(',')
+    .filter((h) => h !== '')
+    .map((h) => {
+      const parts = h.split(':');
+      const port = parts[1] ?? '26379';
+      return { host: parts.length > 2 ? '' : (parts[0] ?? ''), port: /^\d{1,5}$/.test(port) ? Number(port) : Number.NaN };
+    });
   if (sentinels.length === 0 || sentinels.some((s) => s.host === '' || !Number.isInteger(s.port) || s.port < 1 || s.port > 65_535)) {
     throw new Error('REDIS_URL: expected redis+sentinel://host:port[,host:port…]/master-name');
   }
@@ -58,7 +61,10 @@ export function redisConnection(url: string): { url: string } | { options: Redis
       // Through Sentinels a command waits for a master without end: bounded, so an unreachable
       // deployment (or a master name nobody knows) is an error a step retries, not a silent hang.
       commandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
-      sentinels, name: decodeURIComponent(name), ...(password ? { password } : {}), ...(username ? { username } : {}),
+      sentinels,
+      name: decodeURIComponent(name),
+      ...(password ? { password } : {}),
+      ...(username ? { username } : {}),
       ...(/^\d+$/.test(db) ? { db: Number(db) } : {}),
     },
   };

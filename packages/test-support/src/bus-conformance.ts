@@ -1,6 +1,14 @@
 import {
-  DEADLETTER_HEADERS, deadletterMessages, envelopeMessage, MAX_ALONE_ATTEMPTS, MAX_HANDLER_ATTEMPTS, pipelineFingerprint, RetriableError,
-  type Batch, type Bus, type Subscription,
+  DEADLETTER_HEADERS,
+  deadletterMessages,
+  envelopeMessage,
+  MAX_ALONE_ATTEMPTS,
+  MAX_HANDLER_ATTEMPTS,
+  pipelineFingerprint,
+  RetriableError,
+  type Batch,
+  type Bus,
+  type Subscription,
 } from '@gpualert/bus';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,9 +24,7 @@ interface Received {
 }
 
 function line(host: string, seq: number) {
-  return envelopeMessage(
-    newEnvelope({ type: 'kernel.line', host, source: 'conformance', data: { line: `seq ${seq}` } }),
-  );
+  return envelopeMessage(newEnvelope({ type: 'kernel.line', host, source: 'conformance', data: { line: `seq ${seq}` } }));
 }
 
 function received(batch: Batch): Received[] {
@@ -65,7 +71,11 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       subscriptions.push(await b.consume({ group: 'g1', topics: [TOPIC], handler: async (batch) => void got.push(...received(batch)) }));
       await b.publish(TOPIC, [line('h1', 1), line('h2', 2), line('h3', 3)]);
       await waitFor(() => got.length === 3, 'three messages');
-      expect(got.map((r) => [r.host, r.key, r.seq]).sort()).toEqual([['h1', 'h1', 1], ['h2', 'h2', 2], ['h3', 'h3', 3]]);
+      expect(got.map((r) => [r.host, r.key, r.seq]).sort()).toEqual([
+        ['h1', 'h1', 1],
+        ['h2', 'h2', 2],
+        ['h3', 'h3', 3],
+      ]);
     });
 
     it('keeps each host in order across many publishes', async () => {
@@ -74,7 +84,10 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       subscriptions.push(await b.consume({ group: 'g1', topics: [TOPIC], handler: async (batch) => void got.push(...received(batch)) }));
       const hosts = ['a', 'b', 'c', 'd', 'e'];
       for (let round = 0; round < 20; round += 1) {
-        await b.publish(TOPIC, hosts.flatMap((h) => [line(h, round * 2), line(h, round * 2 + 1)]));
+        await b.publish(
+          TOPIC,
+          hosts.flatMap((h) => [line(h, round * 2), line(h, round * 2 + 1)]),
+        );
       }
       await waitFor(() => got.length === 200, '200 messages');
       for (const host of hosts) {
@@ -82,121 +95,171 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       }
     });
 
-    it('shares partitions between two members of a group', async () => {
-      const b = await bus();
-      const byMember: Received[][] = [[], []];
-      for (const member of [0, 1]) {
-        subscriptions.push(
-          await b.consume({ group: 'shared', topics: [TOPIC], handler: async (batch) => void byMember[member]!.push(...received(batch)) }),
-        );
-      }
-      const hosts = Array.from({ length: 24 }, (_, i) => `host-${i}`);
-      let seq = 0;
-      // Keep publishing until the group has settled and both members have work.
-      await waitFor(async () => {
-        await b.publish(TOPIC, hosts.map((h) => line(h, seq)));
-        seq += 1;
-        return byMember[0]!.length > 0 && byMember[1]!.length > 0;
-      }, 'both members to receive messages', REBALANCE_MS);
-      // Once settled, one host belongs to one member: a round published after both had work
-      // (earlier ones may straddle the rebalance, and be handled again by the new owner).
-      await b.publish(TOPIC, hosts.map((h) => line(h, seq)));
-      seq += 1;
-      const all = new Set<string>();
-      await waitFor(() => {
-        for (const r of [...byMember[0]!, ...byMember[1]!]) all.add(`${r.host}/${r.seq}`);
-        return all.size === hosts.length * seq;
-      }, 'every message', REBALANCE_MS);
-      const late = (member: number) => new Set(byMember[member]!.filter((r) => r.seq === seq - 1).map((r) => r.host));
-      expect([...late(0)].filter((h) => late(1).has(h))).toEqual([]);
-    }, REBALANCE_TEST_MS);
-
-    it('tells each member which partitions it owns after every rebalance, and how far behind each batch is', async () => {
-      const b = await bus();
-      const owned: string[][][] = [[], []];
-      const lags: number[] = [];
-      const track = (member: number) => (partitions: readonly { topic: string; partition: number }[]) =>
-        void owned[member]!.push(partitions.map((p) => `${p.topic}/${p.partition}`).sort());
-      await b.publish(TOPIC, Array.from({ length: 1_200 }, (_, i) => line('one-host', i)));
-      subscriptions.push(await b.consume({ group: 'assigned', topics: [TOPIC], onAssignment: track(0), handler: async (batch) => void lags.push(batch.lag) }));
-      await waitFor(() => owned[0]!.length > 0 && lags.length > 0 && lags.at(-1) === 0, 'the first member to own partitions and catch up', REBALANCE_MS);
-      const partitions = owned[0]!.at(-1)!.length;
-      expect(partitions).toBeGreaterThan(1);
-      // One host, one partition: its first batch saw what was left after it, the last saw nothing.
-      expect(lags.at(-1)).toBe(0);
-      expect(lags.length === 1 || lags[0]! > 0).toBe(true);
-      subscriptions.push(await b.consume({ group: 'assigned', topics: [TOPIC], onAssignment: track(1), handler: async () => {} }));
-      await waitFor(() => {
-        const [a, c] = [owned[0]!.at(-1) ?? [], owned[1]!.at(-1) ?? []];
-        return a.length > 0 && c.length > 0 && a.length + c.length === partitions && a.every((p) => !c.includes(p));
-      }, 'the two members to split the partitions', REBALANCE_MS);
-    }, REBALANCE_TEST_MS);
-
-    it('gives one member partition p of every topic, so a host is never split between members', async () => {
-      const b = await bus();
-      const other = 'conformance.other';
-      await b.ensureTopics([other]);
-      const owned: (readonly { topic: string; partition: number }[])[] = [[], [], []];
-      for (const member of [0, 1, 2]) {
-        subscriptions.push(await b.consume({ group: 'co', topics: [TOPIC, other], onAssignment: (p) => void (owned[member] = p), handler: async () => {} }));
-      }
-      await waitFor(() => owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === 2 * Math.max(...owned.flat().map((p) => p.partition + 1)),
-        'three members to hold every partition', REBALANCE_MS);
-      for (const partitions of owned) {
-        const numbers = (topic: string) => partitions.filter((p) => p.topic === topic).map((p) => p.partition).sort();
-        expect(numbers(TOPIC)).toEqual(numbers(other));
-      }
-    }, REBALANCE_TEST_MS);
-
-    it('redelivers the batch of a member that died mid-batch to the survivor, losing nothing', async () => {
-      const b = await bus();
-      let release: () => void = () => {};
-      const stuck = new Promise<void>((resolve) => (release = resolve));
-      const held: Received[] = [];
-      const survivor: Received[] = [];
-      subscriptions.push(
-        await b.consume({
-          group: 'crash',
-          topics: [TOPIC],
-          sessionTimeoutMs,
-          handler: async (batch) => {
-            held.push(...received(batch));
-            await stuck; // never returns while the test runs: this member is dead to the group
+    it(
+      'shares partitions between two members of a group',
+      async () => {
+        const b = await bus();
+        const byMember: Received[][] = [[], []];
+        for (const member of [0, 1]) {
+          subscriptions.push(await b.consume({ group: 'shared', topics: [TOPIC], handler: async (batch) => void byMember[member]!.push(...received(batch)) }));
+        }
+        const hosts = Array.from({ length: 24 }, (_, i) => `host-${i}`);
+        let seq = 0;
+        // Keep publishing until the group has settled and both members have work.
+        await waitFor(
+          async () => {
+            await b.publish(
+              TOPIC,
+              hosts.map((h) => line(h, seq)),
+            );
+            seq += 1;
+            return byMember[0]!.length > 0 && byMember[1]!.length > 0;
           },
-        }),
-      );
-      subscriptions.push(
-        await b.consume({ group: 'crash', topics: [TOPIC], sessionTimeoutMs, handler: async (batch) => void survivor.push(...received(batch)) }),
-      );
-      const hosts = Array.from({ length: 16 }, (_, i) => `host-${i}`);
-      const published = new Set<string>();
-      let seq = 0;
-      await waitFor(async () => {
-        await b.publish(TOPIC, hosts.map((h) => line(h, seq)));
-        for (const h of hosts) published.add(`${h}/${seq}`);
+          'both members to receive messages',
+          REBALANCE_MS,
+        );
+        // Once settled, one host belongs to one member: a round published after both had work
+        // (earlier ones may straddle the rebalance, and be handled again by the new owner).
+        await b.publish(
+          TOPIC,
+          hosts.map((h) => line(h, seq)),
+        );
         seq += 1;
-        return held.length > 0;
-      }, 'the doomed member to take a batch', REBALANCE_MS);
-      await waitFor(() => {
+        const all = new Set<string>();
+        await waitFor(
+          () => {
+            for (const r of [...byMember[0]!, ...byMember[1]!]) all.add(`${r.host}/${r.seq}`);
+            return all.size === hosts.length * seq;
+          },
+          'every message',
+          REBALANCE_MS,
+        );
+        const late = (member: number) => new Set(byMember[member]!.filter((r) => r.seq === seq - 1).map((r) => r.host));
+        expect([...late(0)].filter((h) => late(1).has(h))).toEqual([]);
+      },
+      REBALANCE_TEST_MS,
+    );
+
+    it(
+      'tells each member which partitions it owns after every rebalance, and how far behind each batch is',
+      async () => {
+        const b = await bus();
+        const owned: string[][][] = [[], []];
+        const lags: number[] = [];
+        const track = (member: number) => (partitions: readonly { topic: string; partition: number }[]) =>
+          void owned[member]!.push(partitions.map((p) => `${p.topic}/${p.partition}`).sort());
+        await b.publish(
+          TOPIC,
+          Array.from({ length: 1_200 }, (_, i) => line('one-host', i)),
+        );
+        subscriptions.push(
+          await b.consume({ group: 'assigned', topics: [TOPIC], onAssignment: track(0), handler: async (batch) => void lags.push(batch.lag) }),
+        );
+        await waitFor(() => owned[0]!.length > 0 && lags.length > 0 && lags.at(-1) === 0, 'the first member to own partitions and catch up', REBALANCE_MS);
+        const partitions = owned[0]!.at(-1)!.length;
+        expect(partitions).toBeGreaterThan(1);
+        // One host, one partition: its first batch saw what was left after it, the last saw nothing.
+        expect(lags.at(-1)).toBe(0);
+        expect(lags.length === 1 || lags[0]! > 0).toBe(true);
+        subscriptions.push(await b.consume({ group: 'assigned', topics: [TOPIC], onAssignment: track(1), handler: async () => {} }));
+        await waitFor(
+          () => {
+            const [a, c] = [owned[0]!.at(-1) ?? [], owned[1]!.at(-1) ?? []];
+            return a.length > 0 && c.length > 0 && a.length + c.length === partitions && a.every((p) => !c.includes(p));
+          },
+          'the two members to split the partitions',
+          REBALANCE_MS,
+        );
+      },
+      REBALANCE_TEST_MS,
+    );
+
+    it(
+      'gives one member partition p of every topic, so a host is never split between members',
+      async () => {
+        const b = await bus();
+        const other = 'conformance.other';
+        await b.ensureTopics([other]);
+        const owned: (readonly { topic: string; partition: number }[])[] = [[], [], []];
+        for (const member of [0, 1, 2]) {
+          subscriptions.push(await b.consume({ group: 'co', topics: [TOPIC, other], onAssignment: (p) => void (owned[member] = p), handler: async () => {} }));
+        }
+        await waitFor(
+          () => owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === 2 * Math.max(...owned.flat().map((p) => p.partition + 1)),
+          'three members to hold every partition',
+          REBALANCE_MS,
+        );
+        for (const partitions of owned) {
+          const numbers = (topic: string) =>
+            partitions
+              .filter((p) => p.topic === topic)
+              .map((p) => p.partition)
+              .sort();
+          expect(numbers(TOPIC)).toEqual(numbers(other));
+        }
+      },
+      REBALANCE_TEST_MS,
+    );
+
+    it(
+      'redelivers the batch of a member that died mid-batch to the survivor, losing nothing',
+      async () => {
+        const b = await bus();
+        let release: () => void = () => {};
+        const stuck = new Promise<void>((resolve) => (release = resolve));
+        const held: Received[] = [];
+        const survivor: Received[] = [];
+        subscriptions.push(
+          await b.consume({
+            group: 'crash',
+            topics: [TOPIC],
+            sessionTimeoutMs,
+            handler: async (batch) => {
+              held.push(...received(batch));
+              await stuck; // never returns while the test runs: this member is dead to the group
+            },
+          }),
+        );
+        subscriptions.push(
+          await b.consume({ group: 'crash', topics: [TOPIC], sessionTimeoutMs, handler: async (batch) => void survivor.push(...received(batch)) }),
+        );
+        const hosts = Array.from({ length: 16 }, (_, i) => `host-${i}`);
+        const published = new Set<string>();
+        let seq = 0;
+        await waitFor(
+          async () => {
+            await b.publish(
+              TOPIC,
+              hosts.map((h) => line(h, seq)),
+            );
+            for (const h of hosts) published.add(`${h}/${seq}`);
+            seq += 1;
+            return held.length > 0;
+          },
+          'the doomed member to take a batch',
+          REBALANCE_MS,
+        );
+        await waitFor(
+          () => {
+            const seen = new Set(survivor.map((r) => `${r.host}/${r.seq}`));
+            return [...published].every((id) => seen.has(id));
+          },
+          "the survivor to receive every message, the dead member's batch included",
+          sessionTimeoutMs * 10 + REBALANCE_MS,
+        );
         const seen = new Set(survivor.map((r) => `${r.host}/${r.seq}`));
-        return [...published].every((id) => seen.has(id));
-      }, 'the survivor to receive every message, the dead member\'s batch included', sessionTimeoutMs * 10 + REBALANCE_MS);
-      const seen = new Set(survivor.map((r) => `${r.host}/${r.seq}`));
-      for (const r of held) expect(seen.has(`${r.host}/${r.seq}`)).toBe(true);
-      release();
-    }, REBALANCE_TEST_MS);
+        for (const r of held) expect(seen.has(`${r.host}/${r.seq}`)).toBe(true);
+        release();
+      },
+      REBALANCE_TEST_MS,
+    );
 
     it('sends a malformed message to the dead-letter topic with its reason and goes on', async () => {
       const b = await bus();
       const got: Received[] = [];
       subscriptions.push(await b.consume({ group: 'dl', topics: [TOPIC], handler: async (batch) => void got.push(...received(batch)) }));
       const broken = JSON.stringify({ ...JSON.parse(String(line('h1', 0).value)), ts: 'yesterday' });
-      await b.publish(TOPIC, [
-        line('h1', 1),
-        { key: 'h1', value: Buffer.from([0x7b, 0x22, 0xff]) },
-        { key: 'h1', value: broken },
-        line('h1', 2),
-      ]);
+      await b.publish(TOPIC, [line('h1', 1), { key: 'h1', value: Buffer.from([0x7b, 0x22, 0xff]) }, { key: 'h1', value: broken }, line('h1', 2)]);
       await waitFor(() => got.length === 2, 'the two valid messages');
       expect(got.map((r) => r.seq)).toEqual([1, 2]);
       let dead = await b.read(TOPICS.deadletter);
@@ -215,17 +278,20 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       await b.ensureTopics([TOPICS.alerts]);
       const group = 'poison';
       const got: Received[] = [];
-      const counted = async () => (await deadletterMessages.get()).values.find((v) => v.labels.group === group && v.labels.reason === 'handler_failed')?.value ?? 0;
+      const counted = async () =>
+        (await deadletterMessages.get()).values.find((v) => v.labels.group === group && v.labels.reason === 'handler_failed')?.value ?? 0;
       const before = await counted();
-      subscriptions.push(await b.consume({
-        group,
-        topics: [TOPIC],
-        handler: async (batch) => {
-          const bad = batch.items.find(({ envelope }) => envelope.type === 'kernel.line' && envelope.data.line.startsWith('poison'));
-          if (bad) throw new TypeError(`Cannot read properties of undefined (reading 'gpus') at ${bad.envelope.host}`);
-          got.push(...received(batch));
-        },
-      }));
+      subscriptions.push(
+        await b.consume({
+          group,
+          topics: [TOPIC],
+          handler: async (batch) => {
+            const bad = batch.items.find(({ envelope }) => envelope.type === 'kernel.line' && envelope.data.line.startsWith('poison'));
+            if (bad) throw new TypeError(`Cannot read properties of undefined (reading 'gpus') at ${bad.envelope.host}`);
+            got.push(...received(batch));
+          },
+        }),
+      );
       const poisonA = line('h1', 0);
       const poisonB = line('h2', 0);
       const bad = (m: typeof poisonA, seq: number) => ({ ...m, value: String(m.value).replace(`"seq ${0}"`, `"poison ${seq}"`) });
@@ -241,17 +307,23 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       dead.sort((x, y) => x.key!.localeCompare(y.key!));
       expect(dead.map((d) => d.value.toString())).toEqual([bad(poisonA, 2).value, bad(poisonB, 5).value]);
       for (const d of dead) {
-        expect(d.headers[DEADLETTER_HEADERS.reason]).toMatch(/^handler of poison failed: TypeError: Cannot read properties of undefined \(reading 'gpus'\) at h[12]$/);
+        expect(d.headers[DEADLETTER_HEADERS.reason]).toMatch(
+          /^handler of poison failed: TypeError: Cannot read properties of undefined \(reading 'gpus'\) at h[12]$/,
+        );
         expect(d.headers[DEADLETTER_HEADERS.group]).toBe(group);
         expect(d.headers[DEADLETTER_HEADERS.topic]).toBe(TOPIC);
         expect(Number(d.headers[DEADLETTER_HEADERS.attempts])).toBeGreaterThanOrEqual(MAX_HANDLER_ATTEMPTS + MAX_ALONE_ATTEMPTS);
       }
       let alerts = await b.read(TOPICS.alerts);
       await waitFor(async () => (alerts = await b.read(TOPICS.alerts)).length === 2, 'a pipeline alert per poison message');
-      const fired = alerts.map((m) => JSON.parse(m.value.toString()) as { host: string; data: { category: string; severity: string; status: string; fingerprint: string } });
+      const fired = alerts.map(
+        (m) => JSON.parse(m.value.toString()) as { host: string; data: { category: string; severity: string; status: string; fingerprint: string } },
+      );
       // One fingerprint for the (group, topic): the notifier pages it once, however many messages follow.
       expect(new Set(fired.map((a) => a.data.fingerprint))).toEqual(new Set([pipelineFingerprint(group, TOPIC)]));
-      expect(fired.every((a) => a.data.category === 'pipeline' && a.data.severity === 'error' && a.data.status === 'firing' && a.host === 'gpualert')).toBe(true);
+      expect(fired.every((a) => a.data.category === 'pipeline' && a.data.severity === 'error' && a.data.status === 'firing' && a.host === 'gpualert')).toBe(
+        true,
+      );
       expect(await counted()).toBe(before + 2);
     });
 
@@ -260,18 +332,20 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       await b.ensureTopics([TOPICS.alerts]);
       const got: Received[] = [];
       let failures = 0;
-      subscriptions.push(await b.consume({
-        group: 'outage',
-        topics: [TOPIC],
-        handler: async (batch) => {
-          // Redis away for longer than a poison message is given.
-          if (failures <= MAX_HANDLER_ATTEMPTS) {
-            failures += 1;
-            throw new RetriableError('the state store is unreachable');
-          }
-          got.push(...received(batch));
-        },
-      }));
+      subscriptions.push(
+        await b.consume({
+          group: 'outage',
+          topics: [TOPIC],
+          handler: async (batch) => {
+            // Redis away for longer than a poison message is given.
+            if (failures <= MAX_HANDLER_ATTEMPTS) {
+              failures += 1;
+              throw new RetriableError('the state store is unreachable');
+            }
+            got.push(...received(batch));
+          },
+        }),
+      );
       await b.publish(TOPIC, [line('h1', 1), line('h1', 2)]);
       await waitFor(() => got.length === 2, 'the messages once the outage is over', 60_000);
       expect(failures).toBe(MAX_HANDLER_ATTEMPTS + 1);
@@ -290,7 +364,10 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
         topics: [TOPIC],
         handler: async (batch, context) => {
           first.push(...received(batch));
-          await context.publish(out, batch.items.map(({ envelope }) => envelopeMessage(envelope)));
+          await context.publish(
+            out,
+            batch.items.map(({ envelope }) => envelopeMessage(envelope)),
+          );
         },
       });
       await b.publish(TOPIC, [line('h1', 1), line('h1', 2)]);
@@ -307,7 +384,10 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
     it('reads a topic by time range without joining a group', async () => {
       const b = await bus();
       const base = Date.parse('2026-06-01T00:00:00Z');
-      await b.publish(TOPIC, [0, 1, 2, 3, 4].map((i) => ({ ...line(`h${i}`, i), timestamp: base + i * 60_000 })));
+      await b.publish(
+        TOPIC,
+        [0, 1, 2, 3, 4].map((i) => ({ ...line(`h${i}`, i), timestamp: base + i * 60_000 })),
+      );
       const range = await b.read(TOPIC, { from: base + 60_000, to: base + 3 * 60_000 });
       expect(range.map((m) => m.timestamp - base)).toEqual([60_000, 120_000, 180_000]);
     });
@@ -315,9 +395,10 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
     it('takes publishes far larger than one broker request, from many callers at once', async () => {
       const b = await bus();
       const padding = 'x'.repeat(3_000);
-      const big = (caller: number) => Array.from({ length: 700 }, (_, i) => envelopeMessage(
-        newEnvelope({ type: 'kernel.line', host: `h${i % 7}`, source: `c${caller}`, data: { line: `${i} ${padding}` } }),
-      ));
+      const big = (caller: number) =>
+        Array.from({ length: 700 }, (_, i) =>
+          envelopeMessage(newEnvelope({ type: 'kernel.line', host: `h${i % 7}`, source: `c${caller}`, data: { line: `${i} ${padding}` } })),
+        );
       await Promise.all([0, 1, 2, 3].map((c) => b.publish(TOPIC, big(c)))); // 4 × 2 MB
       expect((await b.read(TOPIC)).length).toBe(2_800);
     });
@@ -327,7 +408,13 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
       const base = Date.parse('2026-06-01T00:00:00Z');
       // a day of one message a minute from each of 10 hosts: 14,400 messages
       for (let minute = 0; minute < 1_440; minute += 60) {
-        await b.publish(TOPIC, Array.from({ length: 600 }, (_, i) => ({ ...line(`h${i % 10}`, minute + Math.floor(i / 10)), timestamp: base + (minute + Math.floor(i / 10)) * 60_000 })));
+        await b.publish(
+          TOPIC,
+          Array.from({ length: 600 }, (_, i) => ({
+            ...line(`h${i % 10}`, minute + Math.floor(i / 10)),
+            timestamp: base + (minute + Math.floor(i / 10)) * 60_000,
+          })),
+        );
       }
       let fetched = 0;
       const hour = await b.read(TOPIC, { from: base + 12 * 3_600_000, to: base + 13 * 3_600_000 - 1, fetched: (n) => (fetched = n) });

@@ -13,7 +13,13 @@ export function hostsOn(parity: 0 | 1, count: number, prefix: string): string[] 
 }
 
 /** A host of cluster `east` on driver `driver`, at `at`. */
-export const inventory = (host: string, driver: string, at = T0, id = `i-${host}`): Envelope => newEnvelope({
-  type: 'host.inventory', id, host, source: 'test', ts: new Date(at).toISOString(), labels: { cluster: 'east' },
-  data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
-});
+export const inventory = (host: string, driver: string, at = T0, id = `i-${host}`): Envelope =>
+  newEnvelope({
+    type: 'host.inventory',
+    id,
+    host,
+    source: 'test',
+    ts: new Date(at).toISOString(),
+    labels: { cluster: 'east' },
+    data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
+  });

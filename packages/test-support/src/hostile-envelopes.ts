@@ -27,75 +27,163 @@ const extreme = fc.oneof(
 const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null, freq: 4 });
 
 /** 1970 to 9999: the whole range an ISO-8601 timestamp can name, weighted towards now. */
-const timestamp = fc.oneof(
-  fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }),
-  fc.date({ min: new Date('2026-05-31T00:00:00Z'), max: new Date('2026-06-02T00:00:00Z'), noInvalidDate: true }),
-).map((d) => d.toISOString());
+const timestamp = fc
+  .oneof(
+    fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }),
+    fc.date({ min: new Date('2026-05-31T00:00:00Z'), max: new Date('2026-06-02T00:00:00Z'), noInvalidDate: true }),
+  )
+  .map((d) => d.toISOString());
 
 /** Labels as an object that keeps a `__proto__` key as its own (what JSON.parse makes of one). */
 const labels = fc
   .array(fc.tuple(fc.oneof(fc.constantFrom('job', 'cluster', 'role', 'rack', ...PROTOTYPE_KEYS), oddText), oddText), { maxLength: 6 })
-  .chain((pairs) => fc.oneof({ weight: 9, arbitrary: fc.constant(pairs) }, { weight: 1, arbitrary: fc.constant(Array.from({ length: 70 }, (_, i): [string, string] => [`l${i}`, 'v'])) }))
+  .chain((pairs) =>
+    fc.oneof(
+      { weight: 9, arbitrary: fc.constant(pairs) },
+      { weight: 1, arbitrary: fc.constant(Array.from({ length: 70 }, (_, i): [string, string] => [`l${i}`, 'v'])) },
+    ),
+  )
   .map((pairs) => Object.fromEntries(pairs));
 
 const pciBus = fc.constantFrom('0000:3b:00', '0000:18:00', '0000:29:00', '0000:3B:00', 'nonsense', null);
-const gpuIndex = fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 0, max: 7 }) }, { weight: 1, arbitrary: fc.constantFrom(255, 256, 1e9, Number.MAX_SAFE_INTEGER, -1, 1.5) });
+const gpuIndex = fc.oneof(
+  { weight: 9, arbitrary: fc.integer({ min: 0, max: 7 }) },
+  { weight: 1, arbitrary: fc.constantFrom(255, 256, 1e9, Number.MAX_SAFE_INTEGER, -1, 1.5) },
+);
 
 const gpu = fc.record({
-  index: gpuIndex, uuid: maybe(fc.constantFrom('GPU-1', '__proto__', '')), pci_bus: pciBus, name: maybe(oddText),
-  util_pct: maybe(extreme), mem_util_pct: maybe(extreme), mem_used_mib: maybe(extreme), mem_total_mib: maybe(extreme),
-  temp_c: maybe(extreme), mem_temp_c: maybe(extreme), power_w: maybe(extreme), power_limit_w: maybe(extreme),
-  sm_clock_mhz: maybe(extreme), mem_clock_mhz: maybe(extreme), fan_pct: maybe(extreme),
-  pcie_gen: maybe(extreme), pcie_gen_max: maybe(extreme), pcie_width: maybe(extreme), pcie_width_max: maybe(extreme),
-  ecc_sbe_volatile: maybe(extreme), ecc_dbe_volatile: maybe(extreme), ecc_sbe_aggregate: maybe(extreme), ecc_dbe_aggregate: maybe(extreme),
-  remap_pending: maybe(fc.boolean()), remap_failure: maybe(fc.boolean()),
+  index: gpuIndex,
+  uuid: maybe(fc.constantFrom('GPU-1', '__proto__', '')),
+  pci_bus: pciBus,
+  name: maybe(oddText),
+  util_pct: maybe(extreme),
+  mem_util_pct: maybe(extreme),
+  mem_used_mib: maybe(extreme),
+  mem_total_mib: maybe(extreme),
+  temp_c: maybe(extreme),
+  mem_temp_c: maybe(extreme),
+  power_w: maybe(extreme),
+  power_limit_w: maybe(extreme),
+  sm_clock_mhz: maybe(extreme),
+  mem_clock_mhz: maybe(extreme),
+  fan_pct: maybe(extreme),
+  pcie_gen: maybe(extreme),
+  pcie_gen_max: maybe(extreme),
+  pcie_width: maybe(extreme),
+  pcie_width_max: maybe(extreme),
+  ecc_sbe_volatile: maybe(extreme),
+  ecc_dbe_volatile: maybe(extreme),
+  ecc_sbe_aggregate: maybe(extreme),
+  ecc_dbe_aggregate: maybe(extreme),
+  remap_pending: maybe(fc.boolean()),
+  remap_failure: maybe(fc.boolean()),
   throttle: maybe(fc.subarray(['gpu_idle', 'sw_power_cap', 'hw_slowdown', 'hw_thermal_slowdown'])),
-  xid_last: maybe(extreme), nvlink_errors: maybe(extreme), processes: maybe(extreme),
+  xid_last: maybe(extreme),
+  nvlink_errors: maybe(extreme),
+  processes: maybe(extreme),
 });
 
 /** Mostly a machine's handful of GPUs, sometimes the bound and past it (each with its own index, as collectors write them). */
 const gpus = fc.oneof(
   { weight: 8, arbitrary: fc.array(gpu, { maxLength: 8 }) },
-  { weight: 1, arbitrary: fc.tuple(gpu, fc.constantFrom(256, 257, 1_000)).map(([g, n]) => Array.from({ length: n }, (_, i) => ({ ...g, index: i, util_pct: (i * 37) % 101, temp_c: 40 + (i % 50) }))) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(gpu, fc.constantFrom(256, 257, 1_000))
+      .map(([g, n]) => Array.from({ length: n }, (_, i) => ({ ...g, index: i, util_pct: (i * 37) % 101, temp_c: 40 + (i % 50) }))),
+  },
 );
 
 const data = fc.oneof(
   fc.record({ type: fc.constant('gpu.sample'), data: fc.record({ gpus }) }),
   fc.record({
     type: fc.constant('gpu.sample'),
-    data: fc.record({ gpus, error: fc.record({ code: fc.constantFrom('gpu_lost', 'timeout', 'command_failed'), message: oddText, pci_bus: fc.constantFrom('0000:3b:00', '0000:18:00') }) }),
+    data: fc.record({
+      gpus,
+      error: fc.record({
+        code: fc.constantFrom('gpu_lost', 'timeout', 'command_failed'),
+        message: oddText,
+        pci_bus: fc.constantFrom('0000:3b:00', '0000:18:00'),
+      }),
+    }),
   }),
   fc.record({
     type: fc.constant('kernel.event'),
-    data: fc.record({
-      kind: fc.constantFrom('xid', 'fallen_off_bus', 'ecc', 'nvlink', 'host', 'oom_kill'), xid: fc.constantFrom(13, 31, 48, 79, 94, 119, 1e9),
-      gpu: fc.option(gpuIndex, { nil: undefined }), pci_bus: fc.option(fc.constantFrom('0000:3b:00', '0000:18:00'), { nil: undefined }),
-      message: oddText, severity: fc.constantFrom('info', 'warning', 'error', 'critical'), count: fc.option(extreme, { nil: undefined }),
-    }, { requiredKeys: ['kind', 'message', 'severity'] }),
+    data: fc.record(
+      {
+        kind: fc.constantFrom('xid', 'fallen_off_bus', 'ecc', 'nvlink', 'host', 'oom_kill'),
+        xid: fc.constantFrom(13, 31, 48, 79, 94, 119, 1e9),
+        gpu: fc.option(gpuIndex, { nil: undefined }),
+        pci_bus: fc.option(fc.constantFrom('0000:3b:00', '0000:18:00'), { nil: undefined }),
+        message: oddText,
+        severity: fc.constantFrom('info', 'warning', 'error', 'critical'),
+        count: fc.option(extreme, { nil: undefined }),
+      },
+      { requiredKeys: ['kind', 'message', 'severity'] },
+    ),
   }),
   fc.record({
     type: fc.constant('kernel.line'),
-    data: fc.record({ line: fc.oneof(oddText, fc.constantFrom('[ 88213.412000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.', 'NVRM: Xid (PCI:0000:18:00): 48, pid=2, DBE')) }),
+    data: fc.record({
+      line: fc.oneof(
+        oddText,
+        fc.constantFrom('[ 88213.412000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.', 'NVRM: Xid (PCI:0000:18:00): 48, pid=2, DBE'),
+      ),
+    }),
   }),
   fc.record({
     type: fc.constant('provider.event'),
-    data: fc.record({
-      provider: fc.constantFrom('aws', 'gcp', 'generic'), event_id: oddText.filter((s) => s.length > 0), kind: fc.constantFrom('maintenance', 'terminate', 'reboot'),
-      status: fc.constantFrom('scheduled', 'started', 'completed', 'cancelled'),
-      hosts: fc.oneof(fc.array(host, { maxLength: 4 }), fc.constantFrom(1_000, 1_001, 20_000).map((n) => Array.from({ length: n }, (_, i) => `h${i}`))),
-      window_start: fc.option(timestamp, { nil: undefined }), window_end: fc.option(timestamp, { nil: undefined }), description: oddText, raw_id: oddText,
-    }, { requiredKeys: ['provider', 'event_id', 'kind', 'status', 'hosts', 'description', 'raw_id'] }),
+    data: fc.record(
+      {
+        provider: fc.constantFrom('aws', 'gcp', 'generic'),
+        event_id: oddText.filter((s) => s.length > 0),
+        kind: fc.constantFrom('maintenance', 'terminate', 'reboot'),
+        status: fc.constantFrom('scheduled', 'started', 'completed', 'cancelled'),
+        hosts: fc.oneof(
+          fc.array(host, { maxLength: 4 }),
+          fc.constantFrom(1_000, 1_001, 20_000).map((n) => Array.from({ length: n }, (_, i) => `h${i}`)),
+        ),
+        window_start: fc.option(timestamp, { nil: undefined }),
+        window_end: fc.option(timestamp, { nil: undefined }),
+        description: oddText,
+        raw_id: oddText,
+      },
+      { requiredKeys: ['provider', 'event_id', 'kind', 'status', 'hosts', 'description', 'raw_id'] },
+    ),
   }),
   fc.record({
     type: fc.constant('provider.raw'),
-    data: fc.record({ provider: fc.constant('generic'), payload: fc.record({ event_id: oddText, kind: fc.constant('maintenance'), status: fc.constantFrom('scheduled', 'completed'), hosts: fc.array(host, { maxLength: 3 }) }) }),
+    data: fc.record({
+      provider: fc.constant('generic'),
+      payload: fc.record({
+        event_id: oddText,
+        kind: fc.constant('maintenance'),
+        status: fc.constantFrom('scheduled', 'completed'),
+        hosts: fc.array(host, { maxLength: 3 }),
+      }),
+    }),
   }),
   fc.record({
     type: fc.constant('host.inventory'),
-    data: fc.record({
-      gpu_model: oddText, gpu_count: extreme, driver_version: oddText, cuda_version: oddText, provider: fc.option(oddText, { nil: undefined }),
-      gpus: fc.array(fc.record({ index: gpuIndex, uuid: fc.constantFrom('GPU-1', '__proto__'), pci_bus: fc.constantFrom('0000:3b:00', '0000:18:00', '0000:29:00'), name: oddText }), { maxLength: 8 }),
-    }, { requiredKeys: ['gpu_model', 'gpu_count', 'driver_version', 'cuda_version', 'gpus'] }),
+    data: fc.record(
+      {
+        gpu_model: oddText,
+        gpu_count: extreme,
+        driver_version: oddText,
+        cuda_version: oddText,
+        provider: fc.option(oddText, { nil: undefined }),
+        gpus: fc.array(
+          fc.record({
+            index: gpuIndex,
+            uuid: fc.constantFrom('GPU-1', '__proto__'),
+            pci_bus: fc.constantFrom('0000:3b:00', '0000:18:00', '0000:29:00'),
+            name: oddText,
+          }),
+          { maxLength: 8 },
+        ),
+      },
+      { requiredKeys: ['gpu_model', 'gpu_count', 'driver_version', 'cuda_version', 'gpus'] },
+    ),
   }),
 );
 

@@ -45,14 +45,18 @@ export function stateConformance(name: string, open: StoreFactory): void {
       let tries = 0;
       let [short, counter] = ['', ''];
       let seen: unknown[] = [];
-      await waitFor(async () => {
-        tries += 1;
-        [short, counter] = [`short-${tries}`, `counter-${tries}`];
-        await s.set(short, 'x', { ttlMs: TTL_MS });
-        const sums = [await s.increment(counter, 2, { ttlMs: TTL_MS }), await s.increment(counter, 3, { ttlMs: TTL_MS })];
-        seen = [await s.get(short), ...sums];
-        return seen.join() === 'x,2,5';
-      }, 'a key and a counter read back while alive', 30_000).catch((error: unknown) => {
+      await waitFor(
+        async () => {
+          tries += 1;
+          [short, counter] = [`short-${tries}`, `counter-${tries}`];
+          await s.set(short, 'x', { ttlMs: TTL_MS });
+          const sums = [await s.increment(counter, 2, { ttlMs: TTL_MS }), await s.increment(counter, 3, { ttlMs: TTL_MS })];
+          seen = [await s.get(short), ...sums];
+          return seen.join() === 'x,2,5';
+        },
+        'a key and a counter read back while alive',
+        30_000,
+      ).catch((error: unknown) => {
         throw new Error(`${String(error)}: got [${seen.join(', ')}], not [x, 2, 5]`);
       });
       await waitFor(async () => (await s.get(short)) === null && (await s.get(counter)) === null, 'expiry', TTL_MS + 30_000);
@@ -65,7 +69,7 @@ export function stateConformance(name: string, open: StoreFactory): void {
       const clients = [await store(), await store(), await store()];
       await clients[0]!.set('n', '0');
       const worker = async (s: StateStore) => {
-        for (let done = 0; done < 15; ) {
+        for (let done = 0; done < 15;) {
           const current = await s.get('n');
           if (await s.compareAndSet('n', current, String(Number(current) + 1))) done += 1;
         }
@@ -77,9 +81,7 @@ export function stateConformance(name: string, open: StoreFactory): void {
     it('compare-and-set from absent lets exactly one claimant win, and can delete', async () => {
       fresh();
       const clients = [await store(), await store()];
-      const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => clients[i % 2]!.compareAndSet('owner', null, `worker-${i}`, { ttlMs: 600_000 })),
-      );
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => clients[i % 2]!.compareAndSet('owner', null, `worker-${i}`, { ttlMs: 600_000 })));
       expect(results.filter(Boolean)).toHaveLength(1);
       const winner = await clients[0]!.get('owner');
       expect(await clients[1]!.compareAndSet('owner', 'someone-else', null)).toBe(false);

@@ -49,16 +49,29 @@ export function* syntheticFleet(options: FleetOptions): Generator<Envelope> {
   }));
   for (const [h, host] of hosts.entries()) {
     let inventory: HostInventoryData = {
-      gpu_model: model, gpu_count: options.gpusPerHost, driver_version: options.driver ?? '550.54.15', cuda_version: '12.4',
-      provider: 'gcp', instance_id: host.name, instance_type: 'a3-highgpu-8g',
+      gpu_model: model,
+      gpu_count: options.gpusPerHost,
+      driver_version: options.driver ?? '550.54.15',
+      cuda_version: '12.4',
+      provider: 'gcp',
+      instance_id: host.name,
+      instance_type: 'a3-highgpu-8g',
       gpus: Array.from({ length: options.gpusPerHost }, (_, g) => ({
-        index: g, uuid: `GPU-${stableId(host.name, g).slice(0, 36)}`, pci_bus: `0000:${(0x18 + g * 0x11).toString(16).padStart(2, '0')}:00`, name: model,
+        index: g,
+        uuid: `GPU-${stableId(host.name, g).slice(0, 36)}`,
+        pci_bus: `0000:${(0x18 + g * 0x11).toString(16).padStart(2, '0')}:00`,
+        name: model,
       })),
     };
     if (options.inventory) inventory = options.inventory(h, inventory);
     yield newEnvelope({
-      type: 'host.inventory', id: stableId('inventory', host.name, options.start), host: host.name, source: 'synthetic/1',
-      ts: new Date(options.start).toISOString(), labels: { cluster: options.cluster ?? 'lab', job: `job-${Math.floor(h / 4)}` }, data: inventory,
+      type: 'host.inventory',
+      id: stableId('inventory', host.name, options.start),
+      host: host.name,
+      source: 'synthetic/1',
+      ts: new Date(options.start).toISOString(),
+      labels: { cluster: options.cluster ?? 'lab', job: `job-${Math.floor(h / 4)}` },
+      data: inventory,
     });
   }
   for (let at = options.start; at < options.start + options.minutes * 60_000; at += interval) {
@@ -76,21 +89,47 @@ export function* syntheticFleet(options: FleetOptions): Generator<Envelope> {
         one.temp += (target - one.temp) * 0.3 + (rand() - 0.5) * 1.2;
         const power = busy ? 600 + rand() * 60 : 72 + rand() * 6;
         const gpu: GpuMetrics = {
-          index: g, uuid: null, pci_bus: `0000:${(0x18 + g * 0x11).toString(16).padStart(2, '0')}:00`, name: model,
-          util_pct: Math.round(util), mem_util_pct: busy ? Math.round(30 + rand() * 30) : 0,
-          mem_used_mib: busy ? 60_000 + Math.round(rand() * 15_000) : 0, mem_total_mib: 81_559,
-          temp_c: Math.round(one.temp), mem_temp_c: Math.round(one.temp + 4), power_w: Math.round(power * 100) / 100, power_limit_w: 700,
-          sm_clock_mhz: busy ? 1980 : 345, mem_clock_mhz: 2619, fan_pct: null,
-          pcie_gen: busy ? 5 : 1, pcie_gen_max: 5, pcie_width: 16, pcie_width_max: 16,
-          ecc_sbe_volatile: 0, ecc_dbe_volatile: 0, ecc_sbe_aggregate: 0, ecc_dbe_aggregate: 0, remap_pending: false, remap_failure: false,
-          throttle: busy ? (rand() < 0.5 ? ['sw_power_cap'] : []) : ['gpu_idle'], xid_last: null, nvlink_errors: 0, processes: busy ? 1 : 0,
+          index: g,
+          uuid: null,
+          pci_bus: `0000:${(0x18 + g * 0x11).toString(16).padStart(2, '0')}:00`,
+          name: model,
+          util_pct: Math.round(util),
+          mem_util_pct: busy ? Math.round(30 + rand() * 30) : 0,
+          mem_used_mib: busy ? 60_000 + Math.round(rand() * 15_000) : 0,
+          mem_total_mib: 81_559,
+          temp_c: Math.round(one.temp),
+          mem_temp_c: Math.round(one.temp + 4),
+          power_w: Math.round(power * 100) / 100,
+          power_limit_w: 700,
+          sm_clock_mhz: busy ? 1980 : 345,
+          mem_clock_mhz: 2619,
+          fan_pct: null,
+          pcie_gen: busy ? 5 : 1,
+          pcie_gen_max: 5,
+          pcie_width: 16,
+          pcie_width_max: 16,
+          ecc_sbe_volatile: 0,
+          ecc_dbe_volatile: 0,
+          ecc_sbe_aggregate: 0,
+          ecc_dbe_aggregate: 0,
+          remap_pending: false,
+          remap_failure: false,
+          throttle: busy ? (rand() < 0.5 ? ['sw_power_cap'] : []) : ['gpu_idle'],
+          xid_last: null,
+          nvlink_errors: 0,
+          processes: busy ? 1 : 0,
         };
         const faulty = options.fault ? options.fault(h, gpu, at) : gpu;
         if (faulty) gpus.push(faulty);
       }
       yield newEnvelope({
-        type: 'gpu.sample', id: stableId('sample', host.name, at), host: host.name, source: 'synthetic/1', ts: new Date(at).toISOString(),
-        labels: { cluster: options.cluster ?? 'lab', job: `job-${Math.floor(h / 4)}` }, data: { gpus },
+        type: 'gpu.sample',
+        id: stableId('sample', host.name, at),
+        host: host.name,
+        source: 'synthetic/1',
+        ts: new Date(at).toISOString(),
+        labels: { cluster: options.cluster ?? 'lab', job: `job-${Math.floor(h / 4)}` },
+        data: { gpus },
       });
     }
   }

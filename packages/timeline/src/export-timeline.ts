@@ -4,21 +4,30 @@ import { render, type Format } from './formats.ts';
 import { buildTimeline, incidentWindow, type Timeline, type TimelineQuery } from './timeline.ts';
 
 export class UnknownIncidentError extends GpualertError {
-  constructor(message: string) { super('GA-INCIDENT-UNKNOWN', message); }
+  constructor(message: string) {
+    super('GA-INCIDENT-UNKNOWN', message);
+  }
 }
 
 const READ = [TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.alerts, TOPICS.notifications, TOPICS.gpuSamples, TOPICS.jobEvents];
 
 /** Reads every topic's messages in the range (by timestamp offsets on Kafka) as envelopes. */
-export async function readRange(bus: Bus, query: TimelineQuery, topics: readonly string[], progress?: (topic: string, count: number) => void): Promise<Envelope[]> {
+export async function readRange(
+  bus: Bus,
+  query: TimelineQuery,
+  topics: readonly string[],
+  progress?: (topic: string, count: number) => void,
+): Promise<Envelope[]> {
   const out: Envelope[] = [];
   for (const topic of topics) {
     const messages = await bus.read(topic, { from: query.from, to: query.to });
     for (const m of messages) {
-      const envelope = quickSample(m.value) ?? (() => {
-        const parsed = parseEnvelope(m.value);
-        return parsed.ok ? parsed.value : undefined;
-      })();
+      const envelope =
+        quickSample(m.value) ??
+        (() => {
+          const parsed = parseEnvelope(m.value);
+          return parsed.ok ? parsed.value : undefined;
+        })();
       if (envelope) out.push(envelope);
     }
     progress?.(topic, messages.length);
@@ -32,13 +41,20 @@ export async function exportTimeline(
   request: { from: number; to: number; host?: string; incident?: string; job?: string; format: Format },
   progress?: (topic: string, count: number) => void,
 ): Promise<{ timeline: Timeline; text: string }> {
-  let query: TimelineQuery = { from: request.from, to: request.to, ...(request.host ? { host: request.host } : {}), ...(request.job !== undefined ? { job: request.job } : {}) };
+  let query: TimelineQuery = {
+    from: request.from,
+    to: request.to,
+    ...(request.host ? { host: request.host } : {}),
+    ...(request.job !== undefined ? { job: request.job } : {}),
+  };
   let incident: EnvelopeOf<'alert'> | undefined;
   if (request.incident) {
     const alerts = (await readRange(bus, query, [TOPICS.alerts])).filter((e): e is EnvelopeOf<'alert'> => e.type === 'alert');
     const window = incidentWindow(alerts, request.incident);
     if (!window) {
-      throw new UnknownIncidentError(`no alert with fingerprint ${request.incident} between ${new Date(request.from).toISOString()} and ${new Date(request.to).toISOString()}`);
+      throw new UnknownIncidentError(
+        `no alert with fingerprint ${request.incident} between ${new Date(request.from).toISOString()} and ${new Date(request.to).toISOString()}`,
+      );
     }
     query = { ...window.query, ...(request.job !== undefined ? { job: request.job } : {}) };
     incident = window.alert;
@@ -60,9 +76,16 @@ function quickSample(bytes: Buffer): Envelope | undefined {
     return undefined;
   }
   const e = json as { type?: unknown; id?: unknown; ts?: unknown; host?: unknown; data?: { gpus?: unknown } };
-  if (e.type === 'gpu.sample' && typeof e.id === 'string' && typeof e.ts === 'string' && typeof e.host === 'string' && e.host.length <= MAX_HOST_LENGTH
-    && Array.isArray(e.data?.gpus) && e.data.gpus.length <= MAX_GPUS_PER_SAMPLE // the bounds at the door hold here too
-    && (e.data.gpus as unknown[]).every((g) => typeof g === 'object' && g !== null && typeof (g as { index?: unknown }).index === 'number')) {
+  if (
+    e.type === 'gpu.sample' &&
+    typeof e.id === 'string' &&
+    typeof e.ts === 'string' &&
+    typeof e.host === 'string' &&
+    e.host.length <= MAX_HOST_LENGTH &&
+    Array.isArray(e.data?.gpus) &&
+    e.data.gpus.length <= MAX_GPUS_PER_SAMPLE && // the bounds at the door hold here too
+    (e.data.gpus as unknown[]).every((g) => typeof g === 'object' && g !== null && typeof (g as { index?: unknown }).index === 'number')
+  ) {
     return json as Envelope;
   }
   const validated = validateEnvelope(json);

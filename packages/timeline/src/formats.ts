@@ -20,7 +20,8 @@ function header(t: Timeline): string[] {
   const lines = [`# GPU incident timeline${t.incident ? `: ${t.incident.summary}` : ''}`, ''];
   if (t.incident) {
     lines.push(
-      '| | |', '|---|---|',
+      '| | |',
+      '|---|---|',
       `| Severity | ${t.incident.severity} |`,
       `| Host | ${t.incident.host}${t.incident.gpu !== undefined ? `, GPU ${t.incident.gpu}` : ''} |`,
       `| Started | ${t.incident.startsAt} |`,
@@ -42,7 +43,8 @@ function markdown(t: Timeline): string {
   if (t.entries.length === 0) lines.push('Nothing happened in this range: no kernel events, provider notices, alerts or notifications.', '');
   else {
     lines.push('## Timeline', '', '| Time (UTC) | Source | Host | GPU | What | Detail |', '|---|---|---|---|---|---|');
-    for (const e of t.entries) lines.push(`| ${e.ts.replace('T', ' ').replace('Z', '')} | ${e.source} | ${e.host} | ${e.gpu ?? ''} | ${cell(e.title)} | ${cell(e.detail ?? '')} |`);
+    for (const e of t.entries)
+      lines.push(`| ${e.ts.replace('T', ' ').replace('Z', '')} | ${e.source} | ${e.host} | ${e.gpu ?? ''} | ${cell(e.title)} | ${cell(e.detail ?? '')} |`);
     lines.push('');
   }
   if (t.metrics.length > 0) {
@@ -70,7 +72,15 @@ function csv(t: Timeline): string {
 }
 
 const COLORS: Record<string, string> = { temp_c: '#d9480f', power_w: '#1971c2', util_pct: '#2f9e44' };
-const MARKS: Record<string, string> = { kernel: '#c92a2a', alert: '#e67700', notification: '#5f3dc4', provider: '#0b7285', collector: '#862e9c', inventory: '#495057', job: '#2b8a3e' };
+const MARKS: Record<string, string> = {
+  kernel: '#c92a2a',
+  alert: '#e67700',
+  notification: '#5f3dc4',
+  provider: '#0b7285',
+  collector: '#862e9c',
+  inventory: '#495057',
+  job: '#2b8a3e',
+};
 
 const RANK: Readonly<Record<string, number>> = { critical: 4, error: 3, warning: 2, info: 1 };
 /** The most GPUs one export charts: past six, a reader looks at the table. */
@@ -105,7 +115,9 @@ export function chartedGpus(t: Timeline, limit = MAX_CHARTED_GPUS): Gpu[] {
 
 /** One figure per charted GPU (chartedGpus): its temperature, power and utilisation per minute, with its own events marked. */
 export function charts(t: Timeline, width = 900, height = 320): string {
-  return chartedGpus(t).map((gpu) => `<figure data-host="${escape(gpu.host)}" data-gpu="${gpu.gpu}">${chart(t, gpu, width, height)}</figure>`).join('\n');
+  return chartedGpus(t)
+    .map((gpu) => `<figure data-host="${escape(gpu.host)}" data-gpu="${gpu.gpu}">${chart(t, gpu, width, height)}</figure>`)
+    .join('\n');
 }
 
 /** An SVG chart of one GPU's temperature, power and utilisation per minute, with its own and its host's event markers. */
@@ -134,11 +146,16 @@ export function chart(t: Timeline, focus: Gpu, width = 900, height = 320): strin
     parts.push(`<polyline class="series" data-metric="${metric}" fill="none" stroke="${COLORS[metric]}" stroke-width="2" points="${points}"/>`);
   }
   // A GPU that fell off the bus may have no sample in the range: say so rather than draw empty axes.
-  if (drawn === 0) parts.push(`<text x="${width / 2}" y="${height / 2}" text-anchor="middle" font-size="13" font-family="sans-serif" fill="#868e96">no samples from this GPU in the range</text>`);
+  if (drawn === 0)
+    parts.push(
+      `<text x="${width / 2}" y="${height / 2}" text-anchor="middle" font-size="13" font-family="sans-serif" fill="#868e96">no samples from this GPU in the range</text>`,
+    );
   for (const e of t.entries) {
     if (e.host !== focus.host || (e.gpu !== undefined && e.gpu !== focus.gpu)) continue;
     const at = x(Date.parse(e.ts)).toFixed(1);
-    parts.push(`<line class="marker" data-source="${e.source}" x1="${at}" y1="24" x2="${at}" y2="${height - 30}" stroke="${MARKS[e.source] ?? '#000'}" stroke-dasharray="3,3"><title>${escape(`${e.ts} ${e.title}`)}</title></line>`);
+    parts.push(
+      `<line class="marker" data-source="${e.source}" x1="${at}" y1="24" x2="${at}" y2="${height - 30}" stroke="${MARKS[e.source] ?? '#000'}" stroke-dasharray="3,3"><title>${escape(`${e.ts} ${e.title}`)}</title></line>`,
+    );
   }
   parts.push('</svg>');
   return parts.join('');
@@ -151,7 +168,10 @@ function escape(text: string): string {
 /** One self-contained HTML file: facts, the chart, the timeline. No script, no external resource. */
 function html(t: Timeline): string {
   const rows = t.entries
-    .map((e) => `<tr class="${e.source}"><td>${escape(e.ts.replace('T', ' ').replace('Z', ''))}</td><td>${e.source}</td><td>${escape(e.host)}</td><td>${e.gpu ?? ''}</td><td>${escape(e.title)}</td><td>${escape(e.detail ?? '')}</td></tr>`)
+    .map(
+      (e) =>
+        `<tr class="${e.source}"><td>${escape(e.ts.replace('T', ' ').replace('Z', ''))}</td><td>${e.source}</td><td>${escape(e.host)}</td><td>${e.gpu ?? ''}</td><td>${escape(e.title)}</td><td>${escape(e.detail ?? '')}</td></tr>`,
+    )
     .join('\n');
   const facts = t.incident
     ? `<dl><dt>Severity</dt><dd>${t.incident.severity}</dd><dt>Host</dt><dd>${escape(t.incident.host)}${t.incident.gpu !== undefined ? `, GPU ${t.incident.gpu}` : ''}</dd><dt>Started</dt><dd>${t.incident.startsAt}</dd><dt>Ended</dt><dd>${t.incident.endsAt ?? 'still firing'}</dd><dt>Fingerprint</dt><dd><code>${t.incident.fingerprint}</code></dd></dl>`

@@ -6,11 +6,22 @@ const T0 = Date.parse('2026-06-01T00:00:00Z');
 const NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'];
 
 describe('a timeline over hosts named like members of every object', () => {
-  it('tells each host\'s story and summarises its GPUs, touching no prototype', () => {
+  it("tells each host's story and summarises its GPUs, touching no prototype", () => {
     const envelopes: Envelope[] = NAMES.flatMap((host, i) => [
-      newEnvelope({ type: 'gpu.sample', id: `s${i}`, host, source: 't', ts: new Date(T0 + i).toISOString(), data: { gpus: [{ index: 0, temp_c: 60 + i } as never] } }),
       newEnvelope({
-        type: 'kernel.event', id: `k${i}`, host, source: 't', ts: new Date(T0 + 10 + i).toISOString(),
+        type: 'gpu.sample',
+        id: `s${i}`,
+        host,
+        source: 't',
+        ts: new Date(T0 + i).toISOString(),
+        data: { gpus: [{ index: 0, temp_c: 60 + i } as never] },
+      }),
+      newEnvelope({
+        type: 'kernel.event',
+        id: `k${i}`,
+        host,
+        source: 't',
+        ts: new Date(T0 + 10 + i).toISOString(),
         data: { kind: 'xid', xid: 79, gpu: 0, message: 'fallen off the bus', severity: 'critical', meaning: 'GPU has fallen off the bus' },
       }),
     ]);

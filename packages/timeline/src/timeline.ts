@@ -91,11 +91,16 @@ function inJob(e: Envelope, job: string, scope: JobScope): boolean {
   if (!scope.hosts.has(e.host)) return false;
   const onGpu = (gpu: number | undefined) => gpu === undefined || scope.wholeHosts.has(e.host) || scope.gpus.has(`${e.host}\u0000${gpu}`);
   switch (e.type) {
-    case 'alert': return onGpu(e.data.gpu?.index);
-    case 'kernel.event': return onGpu(e.data.gpu);
-    case 'gpu.sample': return true; // its GPUs are filtered one by one below
-    case 'provider.event': return true;
-    default: return false;
+    case 'alert':
+      return onGpu(e.data.gpu?.index);
+    case 'kernel.event':
+      return onGpu(e.data.gpu);
+    case 'gpu.sample':
+      return true; // its GPUs are filtered one by one below
+    case 'provider.event':
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -169,20 +174,47 @@ export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, i
       SUMMARISED.forEach((metric, m) => {
         const n = acc[m * 4 + 3] ?? 0;
         if (n === 0) return;
-        metrics.push({ minute: iso, host, gpu, metric, min: acc[m * 4] ?? 0, max: acc[m * 4 + 1] ?? 0, mean: Math.round(((acc[m * 4 + 2] ?? 0) / n) * 100) / 100, samples: n });
+        metrics.push({
+          minute: iso,
+          host,
+          gpu,
+          metric,
+          min: acc[m * 4] ?? 0,
+          max: acc[m * 4 + 1] ?? 0,
+          mean: Math.round(((acc[m * 4 + 2] ?? 0) / n) * 100) / 100,
+          samples: n,
+        });
       });
     }
   }
-  metrics.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0) || a.gpu - b.gpu || (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : 0) || (a.minute < b.minute ? -1 : a.minute > b.minute ? 1 : 0));
+  metrics.sort(
+    (a, b) =>
+      (a.host < b.host ? -1 : a.host > b.host ? 1 : 0) ||
+      a.gpu - b.gpu ||
+      (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : 0) ||
+      (a.minute < b.minute ? -1 : a.minute > b.minute ? 1 : 0),
+  );
   const timeline: Timeline = {
-    from: new Date(query.from).toISOString(), to: new Date(query.to).toISOString(), entries, metrics,
-    ...(query.host ? { host: query.host } : {}), ...(query.job !== undefined ? { job: query.job } : {}),
+    from: new Date(query.from).toISOString(),
+    to: new Date(query.to).toISOString(),
+    entries,
+    metrics,
+    ...(query.host ? { host: query.host } : {}),
+    ...(query.job !== undefined ? { job: query.job } : {}),
   };
   if (!incident) return timeline;
   const d = incident.data;
   return {
     ...timeline,
-    incident: { fingerprint: d.fingerprint, summary: d.summary, severity: d.severity, host: incident.host, startsAt: d.starts_at, ...(d.gpu ? { gpu: d.gpu.index } : {}), ...(d.ends_at ? { endsAt: d.ends_at } : {}) },
+    incident: {
+      fingerprint: d.fingerprint,
+      summary: d.summary,
+      severity: d.severity,
+      host: incident.host,
+      startsAt: d.starts_at,
+      ...(d.gpu ? { gpu: d.gpu.index } : {}),
+      ...(d.ends_at ? { endsAt: d.ends_at } : {}),
+    },
   };
 }
 
@@ -193,13 +225,30 @@ function jobEntry(e: EnvelopeOf<'job.event'>, gpuFilter: number | undefined, ste
   if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu !== gpuFilter) return undefined;
   const who = `job ${d.job}${d.rank !== undefined ? ` rank ${d.rank}` : ''}`;
   const at = d.step !== undefined ? ` at step ${d.step}` : '';
-  const title = d.kind === 'checkpoint' ? `${who}: checkpoint ${d.checkpoint === 'failed' ? 'FAILED' : 'saved'}${at}`
-    : d.kind === 'step' ? `${who}: step${d.step !== undefined ? ` ${d.step}` : ''}${d.step_time_ms !== undefined ? ` (${d.step_time_ms} ms/step)` : ''}`
-      : d.kind === 'exit' ? `${who}: exited${d.exit_code !== undefined ? ` with status ${d.exit_code}` : ''}`
-        : `${who}: ${d.kind.replace('_', ' ')}${at}`;
-  const severity = d.kind === 'step' || (d.kind === 'checkpoint' && d.checkpoint === 'ok') ? 'info'
-    : d.kind === 'restart' || d.kind === 'checkpoint' || (d.kind === 'exit' && d.exit_code === 0) ? 'warning' : 'error';
-  return { ts: e.ts, host: e.host, id: e.id, source: 'job', severity, title, ...(d.message !== '' ? { detail: d.message } : {}), ...(d.gpu !== undefined ? { gpu: d.gpu } : {}) };
+  const title =
+    d.kind === 'checkpoint'
+      ? `${who}: checkpoint ${d.checkpoint === 'failed' ? 'FAILED' : 'saved'}${at}`
+      : d.kind === 'step'
+        ? `${who}: step${d.step !== undefined ? ` ${d.step}` : ''}${d.step_time_ms !== undefined ? ` (${d.step_time_ms} ms/step)` : ''}`
+        : d.kind === 'exit'
+          ? `${who}: exited${d.exit_code !== undefined ? ` with status ${d.exit_code}` : ''}`
+          : `${who}: ${d.kind.replace('_', ' ')}${at}`;
+  const severity =
+    d.kind === 'step' || (d.kind === 'checkpoint' && d.checkpoint === 'ok')
+      ? 'info'
+      : d.kind === 'restart' || d.kind === 'checkpoint' || (d.kind === 'exit' && d.exit_code === 0)
+        ? 'warning'
+        : 'error';
+  return {
+    ts: e.ts,
+    host: e.host,
+    id: e.id,
+    source: 'job',
+    severity,
+    title,
+    ...(d.message !== '' ? { detail: d.message } : {}),
+    ...(d.gpu !== undefined ? { gpu: d.gpu } : {}),
+  };
 }
 
 function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): TimelineEntry | undefined {
@@ -208,33 +257,59 @@ function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): Tim
     case 'kernel.event': {
       const d = e.data;
       if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu !== gpuFilter) return undefined;
-      const what = d.kind === 'xid' ? `Xid ${d.xid}${d.meaning ? `: ${d.meaning}` : ''}` : d.kind === 'sxid' ? `SXid ${d.xid}` : d.meaning ?? d.kind;
-      return { ...base, source: 'kernel', severity: d.severity, title: `${what}${(d.count ?? 1) > 1 ? ` (×${d.count})` : ''}`, detail: d.message, ...(d.gpu !== undefined ? { gpu: d.gpu } : {}) };
+      const what = d.kind === 'xid' ? `Xid ${d.xid}${d.meaning ? `: ${d.meaning}` : ''}` : d.kind === 'sxid' ? `SXid ${d.xid}` : (d.meaning ?? d.kind);
+      return {
+        ...base,
+        source: 'kernel',
+        severity: d.severity,
+        title: `${what}${(d.count ?? 1) > 1 ? ` (×${d.count})` : ''}`,
+        detail: d.message,
+        ...(d.gpu !== undefined ? { gpu: d.gpu } : {}),
+      };
     }
     case 'provider.event': {
       const d = e.data;
-      return { ...base, source: 'provider', title: `${d.provider} ${d.kind} ${d.status}`, detail: `${d.description}${d.window_start ? ` (window ${d.window_start}${d.window_end ? ` – ${d.window_end}` : ''})` : ''}` };
+      return {
+        ...base,
+        source: 'provider',
+        title: `${d.provider} ${d.kind} ${d.status}`,
+        detail: `${d.description}${d.window_start ? ` (window ${d.window_start}${d.window_end ? ` – ${d.window_end}` : ''})` : ''}`,
+      };
     }
     case 'alert': {
       const d = e.data;
       if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu.index !== gpuFilter) return undefined;
       const flags = [d.expected ? 'expected (maintenance)' : '', d.incident ? `incident ${d.incident}` : ''].filter(Boolean).join(', ');
       return {
-        ...base, source: 'alert', severity: d.severity, title: `${d.status === 'firing' ? 'FIRING' : 'RESOLVED'} ${d.severity}: ${d.summary}`,
+        ...base,
+        source: 'alert',
+        severity: d.severity,
+        title: `${d.status === 'firing' ? 'FIRING' : 'RESOLVED'} ${d.severity}: ${d.summary}`,
         detail: `rule ${d.rule}, fingerprint ${d.fingerprint}${flags ? `, ${flags}` : ''}${d.evidence.length > 0 ? `, evidence ${d.evidence.slice(0, 5).join(' ')}` : ''}`,
         ...(d.gpu ? { gpu: d.gpu.index } : {}),
       };
     }
     case 'notification': {
       const d = e.data;
-      return { ...base, source: 'notification', title: `${d.outcome} → ${d.receiver} (${d.channel}): ${d.reason}`, detail: `attempt ${d.attempt}${d.fingerprints.length > 0 ? `, alerts ${d.fingerprints.join(' ')}` : ''}${d.error ? `, error: ${d.error}` : ''}` };
+      return {
+        ...base,
+        source: 'notification',
+        title: `${d.outcome} → ${d.receiver} (${d.channel}): ${d.reason}`,
+        detail: `attempt ${d.attempt}${d.fingerprints.length > 0 ? `, alerts ${d.fingerprints.join(' ')}` : ''}${d.error ? `, error: ${d.error}` : ''}`,
+      };
     }
     case 'host.inventory':
-      return { ...base, source: 'inventory', title: `inventory: ${e.data.gpu_count}× ${e.data.gpu_model}, driver ${e.data.driver_version}, CUDA ${e.data.cuda_version}` };
+      return {
+        ...base,
+        source: 'inventory',
+        title: `inventory: ${e.data.gpu_count}× ${e.data.gpu_model}, driver ${e.data.driver_version}, CUDA ${e.data.cuda_version}`,
+      };
     case 'job.event':
       return jobEntry(e, gpuFilter, steps);
     case 'gpu.sample':
-      return e.data.error ? { ...base, source: 'collector', severity: 'error', title: `GPU collector: ${e.data.error.code}`, detail: e.data.error.message } : undefined;
+      return e.data.error
+        ? { ...base, source: 'collector', severity: 'error', title: `GPU collector: ${e.data.error.code}`, detail: e.data.error.message }
+        : undefined;
     default:
       return undefined;
   }

@@ -17,9 +17,7 @@ export { startAgent, type AgentPlan } from './agent/host-agent.ts';
 export { createAgentServer } from './agent/agent-http.ts';
 export { PrometheusQueryError, queryPrometheusGpus, type PrometheusQueryOptions } from './prometheus/prometheus-query.ts';
 export { startPrometheusCollector } from './prometheus/prometheus-collector.ts';
-export {
-  certificateFingerprint, redactUserinfo, RedfishClient, type BmcCredentials, type RedfishClientOptions,
-} from './bmc/redfish-client.ts';
+export { certificateFingerprint, redactUserinfo, RedfishClient, type BmcCredentials, type RedfishClientOptions } from './bmc/redfish-client.ts';
 export { DEFAULT_REDFISH_POLL_LIMITS, pollDeadlineMs, pollRedfish, type RedfishPollLimits } from './bmc/redfish-poll.ts';
 export { ipmitoolOutputKind, parseSdr, parseSel } from './bmc/ipmitool-parse.ts';
 export { LogCursor } from './bmc/log-cursor.ts';

@@ -20,7 +20,12 @@ export const DEFAULT_MAX_COMMAND_OUTPUT_BYTES = 64 * 1024 * 1024;
  * waited on forever, and one that writes without end is killed at `maxOutputBytes` per stream,
  * never read whole. Output is decoded once at the end, so no character is split between reads.
  */
-export function runCommand(file: string, args: readonly string[], timeoutMs: number, maxOutputBytes = DEFAULT_MAX_COMMAND_OUTPUT_BYTES): Promise<CommandResult> {
+export function runCommand(
+  file: string,
+  args: readonly string[],
+  timeoutMs: number,
+  maxOutputBytes = DEFAULT_MAX_COMMAND_OUTPUT_BYTES,
+): Promise<CommandResult> {
   return new Promise((resolve) => {
     const out: Buffer[] = [];
     const err: Buffer[] = [];

@@ -8,16 +8,49 @@ import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 
 const rules = loadRuleSet();
 if (!rules.ok) throw new Error('bundled rules');
-const sample = (temp: number): GpuSampleData => ({
-  gpus: [{ index: 0, uuid: null, pci_bus: null, name: null, util_pct: 95, mem_util_pct: null, mem_used_mib: null, mem_total_mib: null, temp_c: temp, mem_temp_c: null, power_w: 600, power_limit_w: null, sm_clock_mhz: null, mem_clock_mhz: null, fan_pct: null, pcie_gen: null, pcie_gen_max: null, pcie_width: null, pcie_width_max: null, ecc_sbe_volatile: null, ecc_dbe_volatile: null, ecc_sbe_aggregate: null, ecc_dbe_aggregate: null, remap_pending: null, remap_failure: null, throttle: [], xid_last: null, nvlink_errors: null, processes: 1 }],
-} as unknown as GpuSampleData);
+const sample = (temp: number): GpuSampleData =>
+  ({
+    gpus: [
+      {
+        index: 0,
+        uuid: null,
+        pci_bus: null,
+        name: null,
+        util_pct: 95,
+        mem_util_pct: null,
+        mem_used_mib: null,
+        mem_total_mib: null,
+        temp_c: temp,
+        mem_temp_c: null,
+        power_w: 600,
+        power_limit_w: null,
+        sm_clock_mhz: null,
+        mem_clock_mhz: null,
+        fan_pct: null,
+        pcie_gen: null,
+        pcie_gen_max: null,
+        pcie_width: null,
+        pcie_width_max: null,
+        ecc_sbe_volatile: null,
+        ecc_dbe_volatile: null,
+        ecc_sbe_aggregate: null,
+        ecc_dbe_aggregate: null,
+        remap_pending: null,
+        remap_failure: null,
+        throttle: [],
+        xid_last: null,
+        nvlink_errors: null,
+        processes: 1,
+      },
+    ],
+  }) as unknown as GpuSampleData;
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-describe('the engine\'s /metrics', () => {
+describe("the engine's /metrics", () => {
   it('exports only the hosts this engine owns: a host handed to another engine leaves with its samples', async () => {
     const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never), undefined, { reuseMs: 0 });
     const state = emptyEngineState();
@@ -87,8 +120,20 @@ describe('the engine\'s /metrics', () => {
     expect(await metrics.render()).toMatch(/^gpualert_metrics_series_dropped_total 0$/m);
     for (let i = 0; i < 300; i += 1) {
       host.trackers[`bmc-sel|S${i}`] = {
-        rule: 'bmc-sel', category: 'other', firing: true, told: 'firing', startsAt: 0, severity: 'warning', baseSeverity: 'warning', lastBreach: 0,
-        latched: false, transitions: [], flapping: false, evidence: [], summary: 's', action: '',
+        rule: 'bmc-sel',
+        category: 'other',
+        firing: true,
+        told: 'firing',
+        startsAt: 0,
+        severity: 'warning',
+        baseSeverity: 'warning',
+        lastBreach: 0,
+        latched: false,
+        transitions: [],
+        flapping: false,
+        evidence: [],
+        summary: 's',
+        action: '',
       };
     }
     expect(await metrics.render()).toMatch(/^gpualert_metrics_series_dropped_total 44$/m);

@@ -96,8 +96,12 @@ export class EngineMetrics {
     const current: { text: Promise<string>; done?: number } = { text: this.renderNow() };
     this.last = current;
     current.text.then(
-      () => { current.done = now(); },
-      () => { if (this.last === current) this.last = undefined; }, // a failed render is not served again
+      () => {
+        current.done = now();
+      },
+      () => {
+        if (this.last === current) this.last = undefined;
+      }, // a failed render is not served again
     );
     return current.text;
   }
@@ -107,7 +111,12 @@ export class EngineMetrics {
     let fleet = '';
     if (this.state) {
       for (const host of this.samples.keys()) if (this.state.hosts[host] === undefined) this.samples.delete(host);
-      const out = renderFleetMetricsCounted({ state: this.state, ruleSet: this.ruleSet, samples: this.samples, ...(this.prices ? { prices: this.prices } : {}) });
+      const out = renderFleetMetricsCounted({
+        state: this.state,
+        ruleSet: this.ruleSet,
+        samples: this.samples,
+        ...(this.prices ? { prices: this.prices } : {}),
+      });
       fleet = out.text;
       this.seriesDropped.inc(out.dropped);
     }
@@ -122,7 +131,10 @@ export class EngineMetrics {
  * `headersTimeoutMs`, the request within `requestTimeoutMs`.
  */
 export async function startEngineMetricsServer(
-  metrics: EngineMetrics, port: number, host = '0.0.0.0', limits: { headersTimeoutMs?: number; requestTimeoutMs?: number } = {},
+  metrics: EngineMetrics,
+  port: number,
+  host = '0.0.0.0',
+  limits: { headersTimeoutMs?: number; requestTimeoutMs?: number } = {},
   ready?: () => Promise<Readiness>,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer({ connectionsCheckingInterval: 1_000 }, (request, response) => {
@@ -140,7 +152,10 @@ export async function startEngineMetricsServer(
     // Readiness: Kafka, the consumer group and the store answer; the reason when not.
     if (request.method === 'GET' && path === '/readyz') {
       (ready ? ready() : Promise.resolve({ ready: true, checks: {} })).then(
-        (state) => response.writeHead(state.ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: state.ready ? 'ready' : 'not ready', checks: state.checks })),
+        (state) =>
+          response
+            .writeHead(state.ready ? 200 : 503, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ status: state.ready ? 'ready' : 'not ready', checks: state.checks })),
         (error: unknown) => response.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'not ready', error: String(error) })),
       );
       return;

@@ -18,7 +18,11 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function watchAlerts(bus: MemoryBus) {
   await bus.ensureTopics(Object.values(TOPICS));
   const alerts: EnvelopeOf<'alert'>[] = [];
-  const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+  const watch = await bus.consume({
+    group: 'watch',
+    topics: [TOPICS.alerts],
+    handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))),
+  });
   return { alerts, watch };
 }
 
@@ -27,9 +31,18 @@ describe('engine service on the wall clock', () => {
     const bus = new MemoryBus({ partitions: 4 });
     const data = new MemoryStoreData();
     const { alerts, watch } = await watchAlerts(bus);
-    const engine = (name: string) => startEngineService({
-      bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', sessionTimeoutMs: 2_000, group: 'engines', tickMs: 200,
-    });
+    const engine = (name: string) =>
+      startEngineService({
+        bus,
+        store: new MemoryStore({ data }),
+        log,
+        ruleSet: rules.value,
+        catalog: catalog.value,
+        clock: 'wall',
+        sessionTimeoutMs: 2_000,
+        group: 'engines',
+        tickMs: 200,
+      });
     // Eight hosts scraped every 200 ms of wall time, published as their time comes.
     const start = Date.now();
     const fleet = [...syntheticFleet({ hosts: 8, gpusPerHost: 2, start, minutes: 1, intervalMs: 200, seed: 3 })];
@@ -74,7 +87,10 @@ describe('engine service on the wall clock', () => {
       get: (target, name, receiver) => {
         const value = Reflect.get(target, name, receiver) as unknown;
         if (name !== 'get' || typeof value !== 'function') return value;
-        return async (...args: unknown[]) => { await pause(2); return (value as (...a: unknown[]) => unknown).apply(target, args); };
+        return async (...args: unknown[]) => {
+          await pause(2);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
       },
     });
     const { alerts, watch } = await watchAlerts(bus);
@@ -92,7 +108,14 @@ describe('engine service on the wall clock', () => {
     const live = setInterval(() => void publishDue(), 50);
     let ticks = 0;
     const service = await startEngineService({
-      bus, store: slow, log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 20,
+      bus,
+      store: slow,
+      log,
+      ruleSet: rules.value,
+      catalog: catalog.value,
+      clock: 'wall',
+      group: 'engine',
+      tickMs: 20,
       onTick: () => void (ticks += 1),
     });
     await pause(1_500);
@@ -104,7 +127,7 @@ describe('engine service on the wall clock', () => {
     await bus.close();
   }, 60_000);
 
-  it("a tick whose alert cannot be published is undone: its hosts are read again from the store, and the silent host is called down once the bus is back, once", async () => {
+  it('a tick whose alert cannot be published is undone: its hosts are read again from the store, and the silent host is called down once the bus is back, once', async () => {
     /** The bus, failing every publish to the alerts topic while `failing` (Kafka away). */
     class FailingBus extends MemoryBus {
       failing = false;
@@ -132,7 +155,16 @@ describe('engine service on the wall clock', () => {
       }
       if (due.length > 0) void bus.publish(TOPICS.gpuSamples, due);
     }, 50);
-    const service = await startEngineService({ bus, store: new MemoryStore(), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
+    const service = await startEngineService({
+      bus,
+      store: new MemoryStore(),
+      log,
+      ruleSet: rules.value,
+      catalog: catalog.value,
+      clock: 'wall',
+      group: 'engine',
+      tickMs: 100,
+    });
     await pause(3_000); // the scrape interval is learned
     bus.failing = true;
     dead.add('gpu-node-002');
@@ -153,7 +185,17 @@ describe('engine service on the wall clock', () => {
     const bus = new MemoryBus({ partitions: 4 });
     const data = new MemoryStoreData();
     const { alerts, watch } = await watchAlerts(bus);
-    const engine = () => startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
+    const engine = () =>
+      startEngineService({
+        bus,
+        store: new MemoryStore({ data }),
+        log,
+        ruleSet: rules.value,
+        catalog: catalog.value,
+        clock: 'wall',
+        group: 'engine',
+        tickMs: 100,
+      });
     const fleet = [...syntheticFleet({ hosts: 6, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 9 })];
     await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
     const samples = fleet.filter((e) => e.type === 'gpu.sample');
@@ -193,10 +235,14 @@ async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms
 }
 
 /** An Xid 79 on a host with no inventory: the GPU fell off the bus, a critical page. */
-const xid79 = (host: string, at: number) => newEnvelope({
-  type: 'kernel.event', host, source: 'test', ts: new Date(at).toISOString(),
-  data: { kind: 'xid', xid: 79, pci_bus: '0000:3b:00', message: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.', severity: 'critical' },
-});
+const xid79 = (host: string, at: number) =>
+  newEnvelope({
+    type: 'kernel.event',
+    host,
+    source: 'test',
+    ts: new Date(at).toISOString(),
+    data: { kind: 'xid', xid: 79, pci_bus: '0000:3b:00', message: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.', severity: 'critical' },
+  });
 
 describe('engine service on hostile input', () => {
   it('judges hosts named constructor, __proto__ and toString, and the hosts after them on the same partition still page (the batch threw on every retry)', async () => {
@@ -206,7 +252,10 @@ describe('engine service on hostile input', () => {
     const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engine' });
     const now = Date.now();
     const hosts = ['constructor', '__proto__', 'toString', 'gpu-node-after'];
-    await bus.publish(TOPICS.kernelEvents, hosts.map((host, i) => envelopeMessage(xid79(host, now + i))));
+    await bus.publish(
+      TOPICS.kernelEvents,
+      hosts.map((host, i) => envelopeMessage(xid79(host, now + i))),
+    );
     await waitFor(() => new Set(alerts.filter((a) => a.data.severity === 'critical').map((a) => a.host)).size === hosts.length, 'a page for every host');
     // And again after a restart, from what the store holds.
     await service.stop();
@@ -221,7 +270,16 @@ describe('engine service on hostile input', () => {
   it('dead-letters a sample dated in year 9999 with that reason, and still calls its host down when it goes silent', async () => {
     const bus = new MemoryBus({ partitions: 1 });
     const { alerts, watch } = await watchAlerts(bus);
-    const service = await startEngineService({ bus, store: new MemoryStore(), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 100 });
+    const service = await startEngineService({
+      bus,
+      store: new MemoryStore(),
+      log,
+      ruleSet: rules.value,
+      catalog: catalog.value,
+      clock: 'wall',
+      group: 'engine',
+      tickMs: 100,
+    });
     const fleet = [...syntheticFleet({ hosts: 2, gpusPerHost: 2, start: Date.now(), minutes: 1, intervalMs: 200, seed: 4 })];
     await bus.publish(TOPICS.hostInventory, fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage));
     const samples = fleet.filter((e) => e.type === 'gpu.sample');
@@ -241,12 +299,18 @@ describe('engine service on hostile input', () => {
     await pause(3_000);
     silent = future.host;
     // Judged, the sample paged for the host at once (silent since year 9999) and then hid it for good.
-    await waitFor(() => alerts.some((a) => a.host === silent && a.data.rule === 'host-absent' && a.data.status === 'firing' && Date.parse(a.ts) <= Date.now()), `${silent} called down`);
+    await waitFor(
+      () => alerts.some((a) => a.host === silent && a.data.rule === 'host-absent' && a.data.status === 'firing' && Date.parse(a.ts) <= Date.now()),
+      `${silent} called down`,
+    );
     clearInterval(live);
     expect(alerts.filter((a) => a.ts.startsWith('9999'))).toEqual([]);
     const dead = await bus.read(TOPICS.deadletter);
     expect(dead.map((m) => [JSON.parse(m.value.toString()).id, m.headers[DEADLETTER_HEADERS.reason]])).toEqual([
-      ['from-the-future', expect.stringMatching(/^ts: expected at most 5 min after receipt \(.*\), got 9999-12-31T23:59:59.000Z: the source's clock is ahead$/)],
+      [
+        'from-the-future',
+        expect.stringMatching(/^ts: expected at most 5 min after receipt \(.*\), got 9999-12-31T23:59:59.000Z: the source's clock is ahead$/),
+      ],
     ]);
     await Promise.all([service.stop(), watch.stop()]);
     await bus.close();

@@ -6,7 +6,16 @@ import { FleetShares } from './fleet-sharing.ts';
 import type { Logger } from '@gpualert/log';
 import type { XidCatalog } from '@gpualert/rules';
 import { eventTimeProblem, must, TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import { busReady, consumerReady, priorityQueue, sharedReadiness, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import {
+  busReady,
+  consumerReady,
+  priorityQueue,
+  sharedReadiness,
+  storeReady,
+  type Readiness,
+  type RunningService,
+  type ServiceDefinition,
+} from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 import { inFastLane } from './fast-lane.ts';
@@ -239,20 +248,50 @@ const TRAINING_TOPICS: ReadonlySet<string> = new Set([TOPICS.jobEvents, TOPICS.k
 const FETCH_BATCHES_AT_ONCE = 256;
 
 /** Every topic the engine reads, each keyed by host (one consumer group: partition p of each to one instance). */
-export const ENGINE_INPUT_TOPICS = [TOPICS.gpuSamples, TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.hostSamples, TOPICS.bmcEvents, TOPICS.jobEvents] as const;
+export const ENGINE_INPUT_TOPICS = [
+  TOPICS.gpuSamples,
+  TOPICS.kernelEvents,
+  TOPICS.providerEvents,
+  TOPICS.hostInventory,
+  TOPICS.hostSamples,
+  TOPICS.bmcEvents,
+  TOPICS.jobEvents,
+] as const;
 
 /** The engine as one of `gpualert up`'s services; with `metrics`, its `/metrics`, `/healthz` and `/readyz` on that port. */
-export function engineService(ruleSet: RuleSet, catalog: XidCatalog, clock: 'wall' | 'event', metrics?: EngineMetricsServing, forgetAfterMs?: number): ServiceDefinition {
+export function engineService(
+  ruleSet: RuleSet,
+  catalog: XidCatalog,
+  clock: 'wall' | 'event',
+  metrics?: EngineMetricsServing,
+  forgetAfterMs?: number,
+): ServiceDefinition {
   return {
     name: 'engine',
     async start(context) {
       const served = metrics ? new EngineMetrics(ruleSet, metrics.prices) : undefined;
-      const service = await startEngineService({ bus: context.bus, store: context.store, log: context.log, ruleSet, catalog, clock, ...(served ? { metrics: served } : {}), ...(forgetAfterMs !== undefined ? { forgetAfterMs } : {}) });
+      const service = await startEngineService({
+        bus: context.bus,
+        store: context.store,
+        log: context.log,
+        ruleSet,
+        catalog,
+        clock,
+        ...(served ? { metrics: served } : {}),
+        ...(forgetAfterMs !== undefined ? { forgetAfterMs } : {}),
+      });
       if (!metrics || !served) return { name: 'engine', stop: () => service.stop() };
       try {
         const server = await startEngineMetricsServer(served, metrics.port, metrics.listen, {}, () => service.ready());
         // The port rides along for `gpualert up`, which prints it where a service has one.
-        const running: RunningService & { readonly metricsPort: number } = { name: 'engine', metricsPort: server.port, stop: async () => { await server.close(); await service.stop(); } };
+        const running: RunningService & { readonly metricsPort: number } = {
+          name: 'engine',
+          metricsPort: server.port,
+          stop: async () => {
+            await server.close();
+            await service.stop();
+          },
+        };
         return running;
       } catch (error) {
         // A busy metrics port must not stop the judging: the engine runs on without /metrics.

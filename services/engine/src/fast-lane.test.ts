@@ -5,17 +5,31 @@ import { describe, expect, it } from 'vitest';
 import { inFastLane } from './fast-lane.ts';
 
 const T = Date.parse('2026-12-01T03:00:00Z');
-const xid = (host: string, at: number): Envelope => newEnvelope({
-  type: 'kernel.event', host, source: 'test', ts: new Date(at).toISOString(),
-  data: { kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:4b:00): 79', count: 1 },
-});
+const xid = (host: string, at: number): Envelope =>
+  newEnvelope({
+    type: 'kernel.event',
+    host,
+    source: 'test',
+    ts: new Date(at).toISOString(),
+    data: { kind: 'xid', xid: 79, pci_bus: '0000:4b:00', severity: 'critical', message: 'NVRM: Xid (PCI:0000:4b:00): 79', count: 1 },
+  });
 const batch = (topic: string, envelopes: Envelope[]): Batch => ({
-  topic, partition: 0, lag: 0, items: envelopes.map((envelope, offset): ConsumedEnvelope => ({ envelope, message: { topic, partition: 0, offset, key: envelope.host, value: Buffer.alloc(0), headers: {}, timestamp: 0 } })),
+  topic,
+  partition: 0,
+  lag: 0,
+  items: envelopes.map((envelope, offset): ConsumedEnvelope => ({
+    envelope,
+    message: { topic, partition: 0, offset, key: envelope.host, value: Buffer.alloc(0), headers: {}, timestamp: 0 },
+  })),
 });
 const host = (name: string, lastSample?: number): HostState => ({ ...newHostState(name, {}, 'default'), ...(lastSample === undefined ? {} : { lastSample }) });
 
 describe('the fast lane', () => {
-  const hosts = new Map([['live', host('live', T - 5_000)], ['behind', host('behind', T - 10 * 60_000)], ['new', host('new')]]);
+  const hosts = new Map([
+    ['live', host('live', T - 5_000)],
+    ['behind', host('behind', T - 10 * 60_000)],
+    ['new', host('new')],
+  ]);
   const hostOf = (name: string) => hosts.get(name);
 
   it("takes a fault whose host's samples are judged up to about its time", () => {

@@ -14,22 +14,41 @@ const rules = loadRuleSet();
 const catalog = loadXidCatalog();
 if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
 const log = createLogger({ name: 'test', level: 'silent' });
-describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
+describe("a rebalance keeps an engine's own hosts in its clusters", () => {
   it('does not resolve a still-drifting host after its engine is given a new assignment', async () => {
     const bus = new MemoryBus({ partitions: PARTITIONS });
     await bus.ensureTopics(Object.values(TOPICS));
     const data = new MemoryStoreData();
     const alerts: EnvelopeOf<'alert'>[] = [];
-    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const watch = await bus.consume({
+      group: 'watch',
+      topics: [TOPICS.alerts],
+      handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))),
+    });
     let ticks = 0;
-    const engine = await startEngineService({ bus, store: new MemoryStore({ data }), log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engines', tickMs: 50, onTick: () => { ticks += 1; } });
+    const engine = await startEngineService({
+      bus,
+      store: new MemoryStore({ data }),
+      log,
+      ruleSet: rules.value,
+      catalog: catalog.value,
+      clock: 'event',
+      group: 'engines',
+      tickMs: 50,
+      onTick: () => {
+        ticks += 1;
+      },
+    });
     const ticksPass = async (n: number) => {
       const from = ticks;
       await waitFor(() => ticks >= from + n, `${n} engine ticks`);
     };
     // Every host on the partitions this engine keeps (the first member keeps the even ones).
     const [drifting, ...peers] = hostsOn(0, 5, 'east');
-    await bus.publish(TOPICS.hostInventory, peers.map((h) => envelopeMessage(inventory(h, '550.54.15'))));
+    await bus.publish(
+      TOPICS.hostInventory,
+      peers.map((h) => envelopeMessage(inventory(h, '550.54.15'))),
+    );
     await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08'))]);
     await waitFor(() => alerts.some((a) => a.host === drifting && a.data.rule === 'version-drift' && a.data.status === 'firing'), 'the drift alert');
 
@@ -40,7 +59,10 @@ describe('a rebalance keeps an engine\'s own hosts in its clusters', () => {
     await bus.publish(TOPICS.hostInventory, [envelopeMessage(inventory(drifting!, '535.161.08', T0 + 600_000, `i-${drifting}-again`))]);
     const store = new MemoryStore({ data });
     // Judged: its saved state holds the second inventory's time.
-    await waitFor(async () => (JSON.parse((await store.get(`engine:host:${drifting}`)) ?? '{}') as { inventory?: { at?: number } }).inventory?.at === T0 + 600_000, 'the second inventory judged');
+    await waitFor(
+      async () => (JSON.parse((await store.get(`engine:host:${drifting}`)) ?? '{}') as { inventory?: { at?: number } }).inventory?.at === T0 + 600_000,
+      'the second inventory judged',
+    );
     await ticksPass(8); // a wrong resolve would come at one of these ticks
     expect(alerts.filter((a) => a.host === drifting && a.data.rule === 'version-drift').map((a) => a.data.status)).toEqual(['firing']);
     await Promise.all([engine.stop(), other.stop(), watch.stop()]);
@@ -73,13 +95,18 @@ describe('the training document comes back after the store loses it', () => {
 });
 
 describe('the store wiped (FLUSHALL) under two engines', () => {
-  it('does not resolve a drift because the other engine\'s shares are gone for a tick', async () => {
+  it("does not resolve a drift because the other engine's shares are gone for a tick", async () => {
     const data = new MemoryStoreData();
     const engine = new Engine(rules.value, catalog.value);
-    const inv = (host: string, driver: string) => newEnvelope({
-      type: 'host.inventory', host, source: 't', ts: new Date(T0).toISOString(), labels: { cluster: 'east' },
-      data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
-    });
+    const inv = (host: string, driver: string) =>
+      newEnvelope({
+        type: 'host.inventory',
+        host,
+        source: 't',
+        ts: new Date(T0).toISOString(),
+        labels: { cluster: 'east' },
+        data: { gpu_model: 'NVIDIA H100', gpu_count: 0, driver_version: driver, cuda_version: '12.4', gpus: [] },
+      });
     // Engine A owns the drifting host and one peer; engine B owns three peers.
     const a = emptyEngineState();
     const b = emptyEngineState();

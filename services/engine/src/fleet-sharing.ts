@@ -1,6 +1,14 @@
 import {
-  ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, ENGINE_STATE_VERSION, MAX_SHARE_CHARS, parseHostState, shareOf, SharedView,
-  type Engine, type EngineState, type HostState,
+  ENGINE_FLEET_KEY,
+  ENGINE_FLEET_SHARES_KEY,
+  ENGINE_STATE_VERSION,
+  MAX_SHARE_CHARS,
+  parseHostState,
+  shareOf,
+  SharedView,
+  type Engine,
+  type EngineState,
+  type HostState,
 } from '@gpualert/engine';
 import type { Logger } from '@gpualert/log';
 import { MAX_EVENT_LEAD_MS, MAX_SHARED_HOSTS, type EnvelopeOf } from '@gpualert/schema';
@@ -134,10 +142,18 @@ export class FleetShares {
     const due = this.quietRefreshes >= QUIET_REFRESHES_TO_SAY_AGAIN;
     this.quietRefreshes = 0;
     if (!due) return;
-    this.options.log?.warn({
-      key: ENGINE_FLEET_SHARES_KEY, skipped: beyond + refused, beyond, refused,
-      max_hosts: MAX_SHARED_HOSTS, max_share_chars: MAX_SHARE_CHARS, max_lead_ms: MAX_EVENT_LEAD_MS,
-    }, 'engine_fleet_shares_skipped');
+    this.options.log?.warn(
+      {
+        key: ENGINE_FLEET_SHARES_KEY,
+        skipped: beyond + refused,
+        beyond,
+        refused,
+        max_hosts: MAX_SHARED_HOSTS,
+        max_share_chars: MAX_SHARE_CHARS,
+        max_lead_ms: MAX_EVENT_LEAD_MS,
+      },
+      'engine_fleet_shares_skipped',
+    );
   }
 
   /** The training jobs' document, written when it changed. */

@@ -22,7 +22,12 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Log lines as objects: what `host_forgotten` says, and how often. */
 function capturingLog() {
   const lines: Record<string, unknown>[] = [];
-  const destination = new Writable({ write(chunk: Buffer, _encoding, done) { lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>); done(); } });
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
   return { lines, log: createLogger({ name: 'test', level: 'info', destination }) };
 }
 
@@ -41,9 +46,14 @@ async function pipeline(forgetAfterMs: number) {
   await bus.ensureTopics(Object.values(TOPICS));
   const store = new MemoryStore();
   const alerts: EnvelopeOf<'alert'>[] = [];
-  const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+  const watch = await bus.consume({
+    group: 'watch',
+    topics: [TOPICS.alerts],
+    handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))),
+  });
   const { lines, log } = capturingLog();
-  const start = () => startEngineService({ bus, store, log, ruleSet, catalog: xids, clock: 'event', group: 'engines', tickMs: 50, sessionTimeoutMs: 1_000, forgetAfterMs });
+  const start = () =>
+    startEngineService({ bus, store, log, ruleSet, catalog: xids, clock: 'event', group: 'engines', tickMs: 50, sessionTimeoutMs: 1_000, forgetAfterMs });
   let engine = await start();
   const publish = async (events: Iterable<Envelope>) => {
     const list = [...events];
@@ -52,9 +62,15 @@ async function pipeline(forgetAfterMs: number) {
   };
   await publish(syntheticFleet({ hosts: 3, gpusPerHost: 2, start: T0, minutes: 1, seed: 5 }));
   await until(async () => (await store.get(engineHostKey('gpu-node-000'))) !== null);
-  const later = (at: number, minutes = 2) => [...syntheticFleet({ hosts: 3, gpusPerHost: 2, start: at, minutes, seed: 6 })].filter((e) => e.host !== 'gpu-node-000' && e.type === 'gpu.sample');
+  const later = (at: number, minutes = 2) =>
+    [...syntheticFleet({ hosts: 3, gpusPerHost: 2, start: at, minutes, seed: 6 })].filter((e) => e.host !== 'gpu-node-000' && e.type === 'gpu.sample');
   return {
-    bus, store, alerts, lines, later, publish,
+    bus,
+    store,
+    alerts,
+    lines,
+    later,
+    publish,
     saved: async (host: string) => (await store.get(engineHostKey(host))) !== null,
     /**
      * Waits until the engine has judged and saved gpu-node-001's samples up to `at` (what was published
@@ -81,7 +97,8 @@ async function pipeline(forgetAfterMs: number) {
   };
 }
 
-const absentOf = (alerts: readonly EnvelopeOf<'alert'>[], host: string) => alerts.filter((a) => a.host === host && a.data.rule === 'host-absent').map((a) => a.data.status);
+const absentOf = (alerts: readonly EnvelopeOf<'alert'>[], host: string) =>
+  alerts.filter((a) => a.host === host && a.data.rule === 'host-absent').map((a) => a.data.status);
 
 describe('forgetting hosts', () => {
   it('a host unheard for longer than GPUALERT_FORGET_AFTER is forgotten: its alert resolved, its state gone, not loaded again', async () => {

@@ -58,10 +58,15 @@ export class HostForgetting {
       if (resolves === undefined && why === 'asked') continue; // not one of this instance's hosts
       hosts.push(host);
       alerts.push(...(resolves ?? []));
-      this.log.info({
-        host, reason: why === 'asked' ? 'gpualert host forget' : `unheard for more than ${Math.round(this.afterMs / 3_600_000)} h`,
-        ...(heard !== undefined ? { last_sample: new Date(heard).toISOString() } : {}), resolved: resolves?.length ?? 0,
-      }, 'host_forgotten');
+      this.log.info(
+        {
+          host,
+          reason: why === 'asked' ? 'gpualert host forget' : `unheard for more than ${Math.round(this.afterMs / 3_600_000)} h`,
+          ...(heard !== undefined ? { last_sample: new Date(heard).toISOString() } : {}),
+          resolved: resolves?.length ?? 0,
+        },
+        'host_forgotten',
+      );
     }
     const undo = () => {
       for (const [host, text] of before) {

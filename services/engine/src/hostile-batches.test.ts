@@ -23,27 +23,55 @@ describe('engine service: property over hostile batches', () => {
     const bus = new MemoryBus({ partitions: 1 });
     await bus.ensureTopics(Object.values(TOPICS));
     const alerts: EnvelopeOf<'alert'>[] = [];
-    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
-    const service = await startEngineService({ bus, store: new MemoryStore(), log, ruleSet: rules.value, catalog: catalog.value, clock: 'wall', group: 'engine', tickMs: 50 });
+    const watch = await bus.consume({
+      group: 'watch',
+      topics: [TOPICS.alerts],
+      handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))),
+    });
+    const service = await startEngineService({
+      bus,
+      store: new MemoryStore(),
+      log,
+      ruleSet: rules.value,
+      catalog: catalog.value,
+      clock: 'wall',
+      group: 'engine',
+      tickMs: 50,
+    });
     const before = Object.getOwnPropertyNames(Object.prototype).sort().join();
     let run = 0;
     try {
-      await fc.assert(fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom(...INPUTS), hostileEnvelope), { minLength: 1, maxLength: 6 }), async (messages) => {
-        run += 1;
-        for (const [topic, value] of messages) await bus.publish(topic, [{ key: 'k', value: value as string }]);
-        const sentinel = `${SENTINEL_HOST}-${run}`;
-        await bus.publish(TOPICS.kernelEvents, [envelopeMessage(newEnvelope({
-          type: 'kernel.event', host: sentinel, source: 'test',
-          data: { kind: 'xid', xid: 79, pci_bus: '0000:3b:00', message: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.', severity: 'critical' },
-        }))]);
-        const deadline = Date.now() + 5_000;
-        while (!alerts.some((a) => a.host === sentinel && a.data.severity === 'critical')) {
-          if (Date.now() > deadline) throw new Error(`no page for ${sentinel} after ${JSON.stringify(messages).slice(0, 300)}`);
-          await new Promise((r) => setTimeout(r, 10));
-        }
-        expect(Object.getOwnPropertyNames(Object.prototype).sort().join()).toBe(before);
-        for (const key in {}) throw new Error(`Object.prototype has an enumerable ${key}`);
-      }), { numRuns: RUNS });
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom(...INPUTS), hostileEnvelope), { minLength: 1, maxLength: 6 }), async (messages) => {
+          run += 1;
+          for (const [topic, value] of messages) await bus.publish(topic, [{ key: 'k', value: value as string }]);
+          const sentinel = `${SENTINEL_HOST}-${run}`;
+          await bus.publish(TOPICS.kernelEvents, [
+            envelopeMessage(
+              newEnvelope({
+                type: 'kernel.event',
+                host: sentinel,
+                source: 'test',
+                data: {
+                  kind: 'xid',
+                  xid: 79,
+                  pci_bus: '0000:3b:00',
+                  message: 'NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.',
+                  severity: 'critical',
+                },
+              }),
+            ),
+          ]);
+          const deadline = Date.now() + 5_000;
+          while (!alerts.some((a) => a.host === sentinel && a.data.severity === 'critical')) {
+            if (Date.now() > deadline) throw new Error(`no page for ${sentinel} after ${JSON.stringify(messages).slice(0, 300)}`);
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          expect(Object.getOwnPropertyNames(Object.prototype).sort().join()).toBe(before);
+          for (const key in {}) throw new Error(`Object.prototype has an enumerable ${key}`);
+        }),
+        { numRuns: RUNS },
+      );
     } finally {
       await Promise.all([service.stop(), watch.stop()]);
       await bus.close();

@@ -55,13 +55,17 @@ export class OwnedHosts {
 
   /** Reads from the store the hosts not in memory yet. What an older gpualert wrote is migrated; what cannot be read is judged afresh, with a line saying so. */
   async ensureLoaded(hosts: Iterable<string>): Promise<void> {
-    await Promise.all([...hosts].filter((host) => !this.loaded.has(host)).map(async (host) => {
-      const saved = await this.store.get(engineHostKey(host));
-      const parsed = saved ? parseHostState(saved, (note) => this.log.warn({ host, note }, 'engine_state_loaded_with_changes')) : undefined;
-      if (parsed) this.state.hosts[host] = parsed;
-      else delete this.state.hosts[host]; // let the engine bind a template on first sight
-      this.loaded.add(host);
-    }));
+    await Promise.all(
+      [...hosts]
+        .filter((host) => !this.loaded.has(host))
+        .map(async (host) => {
+          const saved = await this.store.get(engineHostKey(host));
+          const parsed = saved ? parseHostState(saved, (note) => this.log.warn({ host, note }, 'engine_state_loaded_with_changes')) : undefined;
+          if (parsed) this.state.hosts[host] = parsed;
+          else delete this.state.hosts[host]; // let the engine bind a template on first sight
+          this.loaded.add(host);
+        }),
+    );
   }
 
   /**
@@ -80,7 +84,8 @@ export class OwnedHosts {
   async save(hosts: readonly string[], partition?: number): Promise<void> {
     const present = hosts.filter((host) => this.state.hosts[host] !== undefined);
     await Promise.all(present.map((host) => this.store.set(engineHostKey(host), JSON.stringify(this.state.hosts[host]))));
-    if (partition !== undefined && present.length > 0) await this.store.hashSet(enginePartitionKey(partition), Object.fromEntries(present.map((host) => [host, '1'])));
+    if (partition !== undefined && present.length > 0)
+      await this.store.hashSet(enginePartitionKey(partition), Object.fromEntries(present.map((host) => [host, '1'])));
   }
 
   /** The rollback: a failed step's hosts leave memory, and the next step reads them from the store (a tick's: the next tick, `reloadDropped`). */

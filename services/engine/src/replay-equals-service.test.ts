@@ -17,7 +17,10 @@ const MIN = 60_000;
 const iso = (t: number) => new Date(t).toISOString();
 
 const TOPIC: Partial<Record<Envelope['type'], string>> = {
-  'gpu.sample': TOPICS.gpuSamples, 'kernel.event': TOPICS.kernelEvents, 'provider.event': TOPICS.providerEvents, 'host.inventory': TOPICS.hostInventory,
+  'gpu.sample': TOPICS.gpuSamples,
+  'kernel.event': TOPICS.kernelEvents,
+  'provider.event': TOPICS.providerEvents,
+  'host.inventory': TOPICS.hostInventory,
 };
 
 /**
@@ -38,16 +41,48 @@ function recording(): Envelope[] {
     out.push(e);
   }
   for (const [i, minute] of [6, 7, 8].entries()) {
-    out.push(newEnvelope({
-      type: 'kernel.event', id: `xid-${i}`, host: 'gpu-node-000', source: 'test', ts: iso(T0 + minute * MIN + 5_000),
-      data: { kind: 'xid', xid: 31, gpu: 1, severity: 'warning', message: 'NVRM: Xid (PCI:0000:1b:00): 31, pid=1234, name=python, Ch 00000008, MMU Fault', meaning: 'GPU memory page fault' },
-    }));
+    out.push(
+      newEnvelope({
+        type: 'kernel.event',
+        id: `xid-${i}`,
+        host: 'gpu-node-000',
+        source: 'test',
+        ts: iso(T0 + minute * MIN + 5_000),
+        data: {
+          kind: 'xid',
+          xid: 31,
+          gpu: 1,
+          severity: 'warning',
+          message: 'NVRM: Xid (PCI:0000:1b:00): 31, pid=1234, name=python, Ch 00000008, MMU Fault',
+          meaning: 'GPU memory page fault',
+        },
+      }),
+    );
   }
-  for (const [status, minute] of [['scheduled', 4], ['completed', 30]] as const) {
-    out.push(newEnvelope({
-      type: 'provider.event', id: `maint-${status}`, host: 'gpu-node-001', source: 'test', ts: iso(T0 + minute * MIN + 2_000),
-      data: { provider: 'aws', event_id: 'instance-event-1', kind: 'maintenance', status, hosts: ['gpu-node-001'], window_start: iso(T0 + 20 * MIN), window_end: iso(T0 + 25 * MIN), description: 'system maintenance', raw_id: 'instance-event-1' },
-    }));
+  for (const [status, minute] of [
+    ['scheduled', 4],
+    ['completed', 30],
+  ] as const) {
+    out.push(
+      newEnvelope({
+        type: 'provider.event',
+        id: `maint-${status}`,
+        host: 'gpu-node-001',
+        source: 'test',
+        ts: iso(T0 + minute * MIN + 2_000),
+        data: {
+          provider: 'aws',
+          event_id: 'instance-event-1',
+          kind: 'maintenance',
+          status,
+          hosts: ['gpu-node-001'],
+          window_start: iso(T0 + 20 * MIN),
+          window_end: iso(T0 + 25 * MIN),
+          description: 'system maintenance',
+          raw_id: 'instance-event-1',
+        },
+      }),
+    );
   }
   return out.sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts));
 }
@@ -57,10 +92,18 @@ const key = (a: EnvelopeOf<'alert'>) => `${a.ts} ${a.host} ${a.data.rule} ${a.da
 describe('one time policy', () => {
   it('a recording gives the same alerts through `replay` and through the service on the in-process bus (clock: event)', async () => {
     const envelopes = recording();
-    const replayed = replay(new Engine(rules.value, catalog.value), envelopes.map((e) => JSON.stringify(e))).map(key).sort();
+    const replayed = replay(
+      new Engine(rules.value, catalog.value),
+      envelopes.map((e) => JSON.stringify(e)),
+    )
+      .map(key)
+      .sort();
     // The recording shows all four: the test would see them go missing.
     for (const rule of ['host-absent', 'provider-maintenance', 'gpu-temp-baseline', 'kernel-event']) {
-      expect(replayed.filter((k) => k.includes(` ${rule} `) && k.includes(' firing ')), rule).not.toEqual([]);
+      expect(
+        replayed.filter((k) => k.includes(` ${rule} `) && k.includes(' firing ')),
+        rule,
+      ).not.toEqual([]);
     }
     expect(replayed.filter((k) => k.includes(' kernel-event ') && k.endsWith(' firing error'))).toHaveLength(1); // the burst escalated
 
@@ -68,7 +111,11 @@ describe('one time policy', () => {
     await bus.ensureTopics(Object.values(TOPICS));
     const store = new MemoryStore();
     const alerts: EnvelopeOf<'alert'>[] = [];
-    const watch = await bus.consume({ group: 'watch', topics: [TOPICS.alerts], handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))) });
+    const watch = await bus.consume({
+      group: 'watch',
+      topics: [TOPICS.alerts],
+      handler: async (b) => void alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : []))),
+    });
     const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engine' });
     // In recording order, each envelope judged before the next is published (the store holds its offset).
     const offsets = new Map<string, number>();

@@ -2,9 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Bus, OutgoingMessage } from '@gpualert/bus';
 import { redactSecrets } from '@gpualert/log';
 import { ADAPTERS, type AdapterResult } from '@gpualert/providers';
-import {
-  MAX_HOSTS_PER_PROVIDER_EVENT, newEnvelope, parseEnvelope, Provider, stableId, TOPICS, type Envelope, type ProviderEventData,
-} from '@gpualert/schema';
+import { MAX_HOSTS_PER_PROVIDER_EVENT, newEnvelope, parseEnvelope, Provider, stableId, TOPICS, type Envelope, type ProviderEventData } from '@gpualert/schema';
 import { errorMessage } from './error-message.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { StateStore } from '@gpualert/state';
@@ -69,13 +67,20 @@ export function instanceHostKey(instanceId: string): string {
 export async function handleDelivery(request: DeliveryRequest, deps: IntakeDeps): Promise<IntakeResponse> {
   const provider = Provider.safeParse(request.provider);
   if (!provider.success) {
-    return answer(404, 'unknown_provider', { error: 'unknown_provider', message: `no adapter for "${request.provider}"; expected one of ${Provider.options.join(', ')}` });
+    return answer(404, 'unknown_provider', {
+      error: 'unknown_provider',
+      message: `no adapter for "${request.provider}"; expected one of ${Provider.options.join(', ')}`,
+    });
   }
   const auth = authenticate(request, deps);
   if (auth) return answer(401, 'unauthorized', { error: 'unauthorized', message: auth });
 
   if (jsonDepthExceeds(request.body, MAX_JSON_DEPTH)) {
-    return answer(400, 'malformed', { error: 'too_deep', limit: MAX_JSON_DEPTH, message: `the body nests deeper than ${MAX_JSON_DEPTH} levels; no provider payload does` });
+    return answer(400, 'malformed', {
+      error: 'too_deep',
+      limit: MAX_JSON_DEPTH,
+      message: `the body nests deeper than ${MAX_JSON_DEPTH} levels; no provider payload does`,
+    });
   }
   let payload: unknown;
   try {
@@ -112,7 +117,9 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
     if (!one.ok) {
       const path = delivery.payloads.length > 1 ? [String(i), one.error.path].filter((p) => p !== '').join('.') : one.error.path;
       return answer(422, 'unrecognised', {
-        error: 'unrecognised_payload', field: path, message: `${path === '' ? 'payload' : path}: ${one.error.message}`,
+        error: 'unrecognised_payload',
+        field: path,
+        message: `${path === '' ? 'payload' : path}: ${one.error.message}`,
       });
     }
     events.push(...one.events);
@@ -125,14 +132,18 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
   if (!crowded && named > MAX_HOSTS_PER_DELIVERY) {
     // Many events of many hosts each: every host-event becomes an alert to group and route downstream.
     return answer(422, 'too_many_hosts', {
-      error: 'too_many_hosts', field: 'hosts', limit: MAX_HOSTS_PER_DELIVERY,
+      error: 'too_many_hosts',
+      field: 'hosts',
+      limit: MAX_HOSTS_PER_DELIVERY,
       message: `hosts: one delivery may name at most ${MAX_HOSTS_PER_DELIVERY} hosts over all its events, this one names ${named}; send them in several`,
     });
   }
   if (crowded) {
     const count = crowded.hosts.length;
     return answer(422, 'too_many_hosts', {
-      error: 'too_many_hosts', field: 'hosts', limit: MAX_HOSTS_PER_PROVIDER_EVENT,
+      error: 'too_many_hosts',
+      field: 'hosts',
+      limit: MAX_HOSTS_PER_PROVIDER_EVENT,
       message: `hosts: an event may name at most ${MAX_HOSTS_PER_PROVIDER_EVENT} hosts, this one names ${count}; split it`,
     });
   }
@@ -170,7 +181,12 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
       // this one is a redelivery (or the rest of it is new); the sender's retry will tell.
       await releaseClaims(claimed, provider, deliveryId, deps.store);
       await deps.store.compareAndSet(deliveryKey, 'pending', null).catch(() => false);
-      return answer(503, 'in_progress', { error: 'in_progress', message: 'an event of this delivery is being processed under another delivery; retry' }, { 'retry-after': '1' });
+      return answer(
+        503,
+        'in_progress',
+        { error: 'in_progress', message: 'an event of this delivery is being processed under another delivery; retry' },
+        { 'retry-after': '1' },
+      );
     }
     if (claimed.length === 0 && adapted.events.length > 0) {
       // Every event in it was accepted before under another delivery id: a redelivery.
@@ -178,10 +194,12 @@ export async function acceptPayloads(delivery: VerifiedDelivery, deps: IntakeDep
       return answer(200, 'duplicate', { status: 'duplicate', delivery: deliveryId, events: 0 });
     }
     const fresh = new Set(claimed);
-    const messages = outgoing.perEvent.filter((_, i) => {
-      const event = adapted.events[i];
-      return event !== undefined && fresh.has(event);
-    }).flat();
+    const messages = outgoing.perEvent
+      .filter((_, i) => {
+        const event = adapted.events[i];
+        return event !== undefined && fresh.has(event);
+      })
+      .flat();
     await publishDurably(deps, outgoing.raw, messages);
     await Promise.all(claimed.map((e) => deps.store.set(eventKey(provider, e), 'done', ttl)));
     await deps.store.set(deliveryKey, 'done', ttl);
@@ -232,14 +250,19 @@ function eventKey(provider: string, event: ProviderEventData): string {
  * holds a claim on one of them right now.
  */
 async function claimEvents(
-  events: readonly ProviderEventData[], provider: string, deliveryId: string, deps: IntakeDeps,
+  events: readonly ProviderEventData[],
+  provider: string,
+  deliveryId: string,
+  deps: IntakeDeps,
 ): Promise<{ claimed: ProviderEventData[]; contended: boolean }> {
   // 'claimed', 'seen' (accepted before) or 'contended', per event, all at once.
-  const outcomes = await Promise.all(events.map(async (event) => {
-    const key = eventKey(provider, event);
-    if (await deps.store.compareAndSet(key, null, `pending:${deliveryId}`, { ttlMs: deps.publishTimeoutMs * 3 })) return 'claimed';
-    return (await deps.store.get(key)) === 'done' ? 'seen' : 'contended';
-  }));
+  const outcomes = await Promise.all(
+    events.map(async (event) => {
+      const key = eventKey(provider, event);
+      if (await deps.store.compareAndSet(key, null, `pending:${deliveryId}`, { ttlMs: deps.publishTimeoutMs * 3 })) return 'claimed';
+      return (await deps.store.get(key)) === 'done' ? 'seen' : 'contended';
+    }),
+  );
   return { claimed: events.filter((_, i) => outcomes[i] === 'claimed'), contended: outcomes.includes('contended') };
 }
 
@@ -270,19 +293,31 @@ type Outgoing =
  */
 function outgoingOf(provider: Provider, payload: unknown, deliveryId: string, events: readonly ProviderEventData[], receivedAt: string): Outgoing {
   const rawHost = events[0]?.hosts[0] ?? 'intake';
-  const raw = checked(newEnvelope({
-    type: 'provider.raw', id: stableId('provider.raw', provider, deliveryId), host: rawHost, source: SOURCE, ts: receivedAt,
-    data: { provider, payload },
-  }));
+  const raw = checked(
+    newEnvelope({
+      type: 'provider.raw',
+      id: stableId('provider.raw', provider, deliveryId),
+      host: rawHost,
+      source: SOURCE,
+      ts: receivedAt,
+      data: { provider, payload },
+    }),
+  );
   if ('invalid' in raw) return raw;
   const perEvent: OutgoingMessage[][] = [];
   for (const data of events) {
     const messages: OutgoingMessage[] = [];
     for (const host of data.hosts.length > 0 ? data.hosts : ['unknown']) {
-      const message = checked(newEnvelope({
-        type: 'provider.event', id: stableId('provider.event', provider, data.event_id, data.status, host), host, source: SOURCE, ts: receivedAt,
-        data: { ...data, hosts: [host] },
-      }));
+      const message = checked(
+        newEnvelope({
+          type: 'provider.event',
+          id: stableId('provider.event', provider, data.event_id, data.status, host),
+          host,
+          source: SOURCE,
+          ts: receivedAt,
+          data: { ...data, hosts: [host] },
+        }),
+      );
       if ('invalid' in message) return message;
       messages.push(message.message);
     }

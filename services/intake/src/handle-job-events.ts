@@ -28,7 +28,11 @@ export async function handleJobEvents(request: JobEventsRequest, deps: IntakeDep
   const auth = authenticate({ provider: 'job-events', headers: request.headers, body: request.body }, deps);
   if (auth) return answer(401, 'unauthorized', { error: 'unauthorized', message: auth });
   if (jsonDepthExceeds(request.body, MAX_JSON_DEPTH)) {
-    return answer(400, 'malformed', { error: 'too_deep', limit: MAX_JSON_DEPTH, message: `the body nests deeper than ${MAX_JSON_DEPTH} levels; no job event does` });
+    return answer(400, 'malformed', {
+      error: 'too_deep',
+      limit: MAX_JSON_DEPTH,
+      message: `the body nests deeper than ${MAX_JSON_DEPTH} levels; no job event does`,
+    });
   }
   let payload: unknown;
   try {
@@ -46,7 +50,9 @@ export async function handleJobEvents(request: JobEventsRequest, deps: IntakeDep
   }
   if (events.length > MAX_JOB_EVENTS_PER_REQUEST) {
     return answer(422, 'too_many_events', {
-      error: 'too_many_events', field: 'events', limit: MAX_JOB_EVENTS_PER_REQUEST,
+      error: 'too_many_events',
+      field: 'events',
+      limit: MAX_JOB_EVENTS_PER_REQUEST,
       message: `events: at most ${MAX_JOB_EVENTS_PER_REQUEST} per request, this one holds ${events.length}; send them in several`,
     });
   }
@@ -72,10 +78,15 @@ export async function handleJobEvents(request: JobEventsRequest, deps: IntakeDep
 }
 
 /** One reported event as the `job.event` envelope it publishes, checked by `parseEnvelope` on the very bytes the engine reads. */
-function envelopeOf(event: unknown, index: number, deliveryId: string, receivedAt: number): { message: OutgoingMessage } | { invalid: { path: string; message: string } } {
+function envelopeOf(
+  event: unknown,
+  index: number,
+  deliveryId: string,
+  receivedAt: number,
+): { message: OutgoingMessage } | { invalid: { path: string; message: string } } {
   if (!isRecord(event)) return { invalid: { path: '', message: 'expected an object' } };
   const e = event;
-  if (typeof e.host !== 'string') return { invalid: { path: 'host', message: 'expected the reporting machine\'s host name' } };
+  if (typeof e.host !== 'string') return { invalid: { path: 'host', message: "expected the reporting machine's host name" } };
   const ts = e.ts === undefined ? new Date(receivedAt).toISOString() : e.ts;
   if (typeof ts !== 'string') return { invalid: { path: 'ts', message: 'expected an ISO-8601 time' } };
   const late = eventTimeProblem(ts, receivedAt);
@@ -84,12 +95,18 @@ function envelopeOf(event: unknown, index: number, deliveryId: string, receivedA
   for (const key of Object.keys(e)) if (!ENVELOPE_FIELDS.has(key)) data[key] = e[key];
   if (data.message === undefined) data.message = '';
   const envelope = {
-    id: typeof e.id === 'string' ? e.id : stableId('job.event', deliveryId, index), type: 'job.event', ts, host: e.host,
-    labels: e.labels ?? {}, source: SOURCE, data,
+    id: typeof e.id === 'string' ? e.id : stableId('job.event', deliveryId, index),
+    type: 'job.event',
+    ts,
+    host: e.host,
+    labels: e.labels ?? {},
+    source: SOURCE,
+    data,
   };
   const value = JSON.stringify(envelope);
   const parsed = parseEnvelope(value);
-  if (!parsed.ok) return { invalid: { path: parsed.error.path.replace(/^data\./, '').replace(/^data$/, ''), message: parsed.error.message.replace(/^[^:]*: /, '') } };
+  if (!parsed.ok)
+    return { invalid: { path: parsed.error.path.replace(/^data\./, '').replace(/^data$/, ''), message: parsed.error.message.replace(/^[^:]*: /, '') } };
   return { message: { key: parsed.value.host, value, timestamp: Date.parse(parsed.value.ts) } };
 }
 

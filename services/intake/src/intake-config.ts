@@ -16,7 +16,10 @@ export const MAX_BODY_BYTES_LIMIT = 16 * 1024 * 1024;
 const WebhookSecret = z
   .string()
   .regex(/^whsec_[A-Za-z0-9+/=]+$/, 'expected whsec_<base64>')
-  .refine((secret) => Buffer.from(secret.slice('whsec_'.length), 'base64').length >= MIN_SECRET_BYTES, `expected a secret of at least ${MIN_SECRET_BYTES} bytes after whsec_`);
+  .refine(
+    (secret) => Buffer.from(secret.slice('whsec_'.length), 'base64').length >= MIN_SECRET_BYTES,
+    `expected a secret of at least ${MIN_SECRET_BYTES} bytes after whsec_`,
+  );
 
 /**
  * The intake's settings. Secrets come from the environment or a file, never from flags or the
@@ -25,7 +28,12 @@ const WebhookSecret = z
 export const IntakeConfig = z.object({
   port: portSetting.default(DEFAULT_INTAKE_PORT),
   listen: listenSetting.default('0.0.0.0'),
-  maxBodyBytes: z.coerce.number().int().positive().max(MAX_BODY_BYTES_LIMIT).default(256 * 1024),
+  maxBodyBytes: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(MAX_BODY_BYTES_LIMIT)
+    .default(256 * 1024),
   secrets: listSetting(WebhookSecret).default([]),
   token: z.string().min(MIN_TOKEN_CHARS, `expected a token of at least ${MIN_TOKEN_CHARS} characters`).optional(),
   tokenHeader: z.string().default('authorization'),
@@ -62,6 +70,9 @@ export function intakeSecretsFile(flag: unknown, env: Readonly<Record<string, st
 }
 
 /** The intake's settings alone (tests, embedding): flags over the environment over the secrets file. */
-export function intakeConfigFrom(env: Readonly<Record<string, string | undefined>>, flags: { port?: string; listen?: string; secretsFile?: string }): IntakeConfig {
+export function intakeConfigFrom(
+  env: Readonly<Record<string, string | undefined>>,
+  flags: { port?: string; listen?: string; secretsFile?: string },
+): IntakeConfig {
   return loadConfig(IntakeConfig, INTAKE_SOURCES, { env, flags, files: intakeSecretsFile(flags.secretsFile, env) });
 }

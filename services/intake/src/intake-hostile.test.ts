@@ -19,7 +19,11 @@ const log = createLogger({ name: 'test', level: 'silent' });
 
 function deps(bus = new MemoryBus({ partitions: 2 })): IntakeDeps & { bus: MemoryBus } {
   return {
-    bus, store: new MemoryStore(), now: Date.now, seenTtlMs: 60_000, publishTimeoutMs: 5_000,
+    bus,
+    store: new MemoryStore(),
+    now: Date.now,
+    seenTtlMs: 60_000,
+    publishTimeoutMs: 5_000,
     auth: { secrets: [SECRET], tokenHeader: 'authorization' },
   };
 }
@@ -30,14 +34,13 @@ function signed(body: string) {
   return { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(at), 'webhook-signature': sign(SECRET, id, at, body) };
 }
 
-const deliver = (d: IntakeDeps, body: string, provider = 'generic') =>
-  handleDelivery({ provider, headers: signed(body), body: Buffer.from(body) }, d);
+const deliver = (d: IntakeDeps, body: string, provider = 'generic') => handleDelivery({ provider, headers: signed(body), body: Buffer.from(body) }, d);
 
 const event = (hosts: string[], id: string = randomUUID()) =>
   JSON.stringify({ event_id: id, kind: 'maintenance', status: 'scheduled', hosts, window_start: '2026-12-01T00:00:00Z', duration_seconds: 600 });
 
 describe('the intake at its bounds', () => {
-  it('takes an event naming the most hosts allowed in linear time: each host\'s envelope names only its host', async () => {
+  it("takes an event naming the most hosts allowed in linear time: each host's envelope names only its host", async () => {
     const d = deps();
     const hosts = Array.from({ length: MAX_HOSTS_PER_PROVIDER_EVENT }, (_, i) => `gpu-node-${String(i).padStart(5, '0')}`);
     const answer = await deliver(d, event(hosts));
@@ -63,7 +66,10 @@ describe('the intake at its bounds', () => {
     const d = deps();
     // 30 events of 400 hosts each: 12,000 alerts downstream froze an embedded `up` for 111 s
     const events = Array.from({ length: 30 }, (_, e) => ({
-      event_id: `many-${e}`, kind: 'reboot', status: 'started', window_start: '2026-12-01T00:00:00Z',
+      event_id: `many-${e}`,
+      kind: 'reboot',
+      status: 'started',
+      window_start: '2026-12-01T00:00:00Z',
       hosts: Array.from({ length: 400 }, (_, h) => `gpu-${e}-${h}`),
     }));
     const answer = await deliver(d, JSON.stringify({ events }));
@@ -98,9 +104,15 @@ describe('the intake at its bounds', () => {
 
   it('refuses secrets and tokens under 16 characters or bytes, and a body limit past its bound', () => {
     const short = `whsec_${Buffer.from('fifteen bytes!!').toString('base64')}`;
-    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_SECRETS: short }, {})).toThrow(/invalid config: GPUALERT_INTAKE_SECRETS \(environment\): expected a secret of at least 16 bytes/);
-    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_TOKEN: 'x'.repeat(15) }, {})).toThrow(/invalid config: GPUALERT_INTAKE_TOKEN \(environment\): expected a token of at least 16 characters/);
-    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_MAX_BODY_BYTES: String(1e12) }, {})).toThrow(/invalid config: GPUALERT_INTAKE_MAX_BODY_BYTES \(environment\): /);
+    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_SECRETS: short }, {})).toThrow(
+      /invalid config: GPUALERT_INTAKE_SECRETS \(environment\): expected a secret of at least 16 bytes/,
+    );
+    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_TOKEN: 'x'.repeat(15) }, {})).toThrow(
+      /invalid config: GPUALERT_INTAKE_TOKEN \(environment\): expected a token of at least 16 characters/,
+    );
+    expect(() => intakeConfigFrom({ GPUALERT_INTAKE_MAX_BODY_BYTES: String(1e12) }, {})).toThrow(
+      /invalid config: GPUALERT_INTAKE_MAX_BODY_BYTES \(environment\): /,
+    );
     expect(intakeConfigFrom({ GPUALERT_INTAKE_SECRETS: SECRET, GPUALERT_INTAKE_TOKEN: 'x'.repeat(16) }, {}).secrets).toEqual([SECRET]);
   });
 });
@@ -128,7 +140,11 @@ describe('the intake server against hostile clients', () => {
     await fetch(`${url}/v1/events/generic`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
     const before = await series();
     for (let i = 0; i < 2_000; i += 50) {
-      await Promise.all(Array.from({ length: 50 }, () => fetch(`${url}/v1/events/${randomUUID()}`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' }).then((r) => r.arrayBuffer())));
+      await Promise.all(
+        Array.from({ length: 50 }, () =>
+          fetch(`${url}/v1/events/${randomUUID()}`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' }).then((r) => r.arrayBuffer()),
+        ),
+      );
     }
     expect(await series()).toBeLessThanOrEqual(before + 1); // at most one `provider="unknown"` series
     expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/gpualert_intake_requests_total\{provider="unknown",outcome="unsupported_media_type"\} 2000/);
@@ -136,7 +152,10 @@ describe('the intake server against hostile clients', () => {
 
   it('refuses a body declared larger than the limit with 413 before reading it', async () => {
     const { port } = await start();
-    const answer = await rawRequest(port, 'POST /v1/events/generic HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 209715200\r\n\r\n{"a":');
+    const answer = await rawRequest(
+      port,
+      'POST /v1/events/generic HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 209715200\r\n\r\n{"a":',
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(answer).toMatch(/payload_too_large/);
   });

@@ -77,12 +77,21 @@ type Refusal = Pick<IntakeResponse, 'status' | 'body' | 'outcome'>;
  * that refuses it. `alsoTypes` undefined: any type (a handshake without a JSON body). A refused
  * body is never read: the connection closes instead.
  */
-async function jsonBody(request: IncomingMessage, response: ServerResponse, maxBytes: number, alsoTypes: readonly string[] | undefined): Promise<Buffer | Refusal> {
+async function jsonBody(
+  request: IncomingMessage,
+  response: ServerResponse,
+  maxBytes: number,
+  alsoTypes: readonly string[] | undefined,
+): Promise<Buffer | Refusal> {
   const [mediaType = ''] = String(request.headers['content-type'] ?? '').split(';');
   const type = mediaType.trim().toLowerCase();
   if (alsoTypes && type !== 'application/json' && !type.endsWith('+json') && !alsoTypes.includes(type)) {
     response.setHeader('connection', 'close');
-    return { status: 415, outcome: 'unsupported_media_type', body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` } };
+    return {
+      status: 415,
+      outcome: 'unsupported_media_type',
+      body: { error: 'unsupported_media_type', message: `expected application/json, got "${type.slice(0, 100) || 'nothing'}"` },
+    };
   }
   try {
     return await readBody(request, maxBytes);
@@ -106,74 +115,105 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
   const deliveries = createDeliveryRuntime(options.deliveries ?? { snsTopicArns: [] }, options.now);
   const requestTimeout = options.requestTimeoutMs ?? INTAKE_REQUEST_TIMEOUT_MS;
   const ready = sharedReadiness(() => [busReady(options.bus), storeReady(options.store)]);
-  const server = createServer({
-    requestTimeout,
-    headersTimeout: Math.min(requestTimeout, options.headersTimeoutMs ?? INTAKE_HEADERS_TIMEOUT_MS),
-    connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
-  }, (request, response) => {
-    const started = process.hrtime.bigint();
-    const finish = (result: Pick<IntakeResponse, 'status' | 'body' | 'headers' | 'outcome'>, provider: string) => {
-      metrics.requests.inc({ provider, outcome: result.outcome });
-      metrics.duration.observe({ outcome: result.outcome }, Number(process.hrtime.bigint() - started) / 1e9);
-      send(response, result.status, result.body, result.headers);
-    };
-    void (async () => {
-      const url = new URL(request.url ?? '/', 'http://intake');
-      // Liveness: the event loop answered. Readiness: Kafka and the store answer (what a delivery needs), the reason when not.
-      if (request.method === 'GET' && url.pathname === '/healthz') return send(response, 200, { status: 'ok' });
-      if (request.method === 'GET' && url.pathname === '/readyz') {
-        const state = await ready();
-        return send(response, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not ready', checks: state.checks });
-      }
-      if (request.method === 'GET' && url.pathname === '/metrics') return send(response, 200, `${await metrics.registry.metrics()}${await BUS_METRICS.metrics()}`);
-      if (JOB_EVENTS_ROUTE.test(url.pathname)) {
+  const server = createServer(
+    {
+      requestTimeout,
+      headersTimeout: Math.min(requestTimeout, options.headersTimeoutMs ?? INTAKE_HEADERS_TIMEOUT_MS),
+      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+    },
+    (request, response) => {
+      const started = process.hrtime.bigint();
+      const finish = (result: Pick<IntakeResponse, 'status' | 'body' | 'headers' | 'outcome'>, provider: string) => {
+        metrics.requests.inc({ provider, outcome: result.outcome });
+        metrics.duration.observe({ outcome: result.outcome }, Number(process.hrtime.bigint() - started) / 1e9);
+        send(response, result.status, result.body, result.headers);
+      };
+      void (async () => {
+        const url = new URL(request.url ?? '/', 'http://intake');
+        // Liveness: the event loop answered. Readiness: Kafka and the store answer (what a delivery needs), the reason when not.
+        if (request.method === 'GET' && url.pathname === '/healthz') return send(response, 200, { status: 'ok' });
+        if (request.method === 'GET' && url.pathname === '/readyz') {
+          const state = await ready();
+          return send(response, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not ready', checks: state.checks });
+        }
+        if (request.method === 'GET' && url.pathname === '/metrics')
+          return send(response, 200, `${await metrics.registry.metrics()}${await BUS_METRICS.metrics()}`);
+        if (JOB_EVENTS_ROUTE.test(url.pathname)) {
+          if (request.method !== 'POST') {
+            response.setHeader('connection', 'close');
+            return finish(
+              { status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } },
+              'job-events',
+            );
+          }
+          const body = await jsonBody(request, response, options.maxBodyBytes, []);
+          if (!Buffer.isBuffer(body)) return finish(body, 'job-events');
+          const result = await handleJobEvents({ headers: request.headers, body }, options);
+          if (result.events) metrics.events.inc({ provider: 'job-events' }, result.events);
+          logOutcome(options.log, { route: 'job-events' }, result);
+          return finish(result, 'job-events');
+        }
+        const protocol = DELIVERY_ROUTE.exec(url.pathname)?.[1];
+        if (protocol !== undefined) {
+          if (!isProtocol(protocol))
+            return send(response, 404, {
+              error: 'not_found',
+              message: `no delivery protocol "${protocol.slice(0, 40)}"; expected one of ${DELIVERY_PROTOCOLS.join(', ')}`,
+            });
+          const methods = PROTOCOL_METHODS[protocol];
+          if (!methods.includes(request.method ?? '')) {
+            response.setHeader('connection', 'close');
+            return finish(
+              {
+                status: 405,
+                outcome: 'method_not_allowed',
+                body: { error: 'method_not_allowed', message: `use ${methods.join(' or ')}` },
+                headers: { allow: methods.join(', ') },
+              },
+              protocol,
+            );
+          }
+          // SNS posts its JSON as text/plain; the others say JSON (CloudEvents binary mode: the data's own type).
+          const body = await jsonBody(
+            request,
+            response,
+            options.maxBodyBytes,
+            request.method === 'POST' ? (protocol === 'sns' ? ['text/plain'] : []) : undefined,
+          );
+          if (!Buffer.isBuffer(body)) return finish(body, protocol);
+          const result = await handleProtocolDelivery(
+            protocol,
+            { method: request.method ?? 'POST', url, headers: request.headers, body },
+            { ...options, deliveries },
+          );
+          if (result.events) metrics.events.inc({ provider: protocol }, result.events);
+          logOutcome(options.log, { protocol }, result);
+          return finish(result, protocol);
+        }
+        const provider = ROUTE.exec(url.pathname)?.[1];
+        if (provider === undefined) return send(response, 404, { error: 'not_found', message: `no route for ${request.method} ${url.pathname}` });
+        // Series per route template: the provider segment is a label only when it names a provider,
+        // or every random path would make a series of its own.
+        const label = Provider.safeParse(provider).success ? provider : 'unknown';
         if (request.method !== 'POST') {
-          response.setHeader('connection', 'close');
-          return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } }, 'job-events');
+          response.setHeader('connection', 'close'); // its body, if any, is not read
+          return finish(
+            { status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } },
+            label,
+          );
         }
         const body = await jsonBody(request, response, options.maxBodyBytes, []);
-        if (!Buffer.isBuffer(body)) return finish(body, 'job-events');
-        const result = await handleJobEvents({ headers: request.headers, body }, options);
-        if (result.events) metrics.events.inc({ provider: 'job-events' }, result.events);
-        logOutcome(options.log, { route: 'job-events' }, result);
-        return finish(result, 'job-events');
-      }
-      const protocol = DELIVERY_ROUTE.exec(url.pathname)?.[1];
-      if (protocol !== undefined) {
-        if (!isProtocol(protocol)) return send(response, 404, { error: 'not_found', message: `no delivery protocol "${protocol.slice(0, 40)}"; expected one of ${DELIVERY_PROTOCOLS.join(', ')}` });
-        const methods = PROTOCOL_METHODS[protocol];
-        if (!methods.includes(request.method ?? '')) {
-          response.setHeader('connection', 'close');
-          return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: `use ${methods.join(' or ')}` }, headers: { allow: methods.join(', ') } }, protocol);
-        }
-        // SNS posts its JSON as text/plain; the others say JSON (CloudEvents binary mode: the data's own type).
-        const body = await jsonBody(request, response, options.maxBodyBytes, request.method === 'POST' ? (protocol === 'sns' ? ['text/plain'] : []) : undefined);
-        if (!Buffer.isBuffer(body)) return finish(body, protocol);
-        const result = await handleProtocolDelivery(protocol, { method: request.method ?? 'POST', url, headers: request.headers, body }, { ...options, deliveries });
-        if (result.events) metrics.events.inc({ provider: protocol }, result.events);
-        logOutcome(options.log, { protocol }, result);
-        return finish(result, protocol);
-      }
-      const provider = ROUTE.exec(url.pathname)?.[1];
-      if (provider === undefined) return send(response, 404, { error: 'not_found', message: `no route for ${request.method} ${url.pathname}` });
-      // Series per route template: the provider segment is a label only when it names a provider,
-      // or every random path would make a series of its own.
-      const label = Provider.safeParse(provider).success ? provider : 'unknown';
-      if (request.method !== 'POST') {
-        response.setHeader('connection', 'close'); // its body, if any, is not read
-        return finish({ status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } }, label);
-      }
-      const body = await jsonBody(request, response, options.maxBodyBytes, []);
-      if (!Buffer.isBuffer(body)) return finish(body, label);
-      const result = await handleDelivery({ provider, headers: request.headers, body }, options);
-      if (result.events) metrics.events.inc({ provider: label }, result.events);
-      logOutcome(options.log, { provider }, result);
-      finish(result, label);
-    })().catch((error: unknown) => {
-      options.log.error({ error: redactSecrets(String(error)) }, 'intake_request_failed');
-      if (!response.headersSent) send(response, 500, { error: 'internal', message: 'the intake failed on this request; retry' });
-    });
-  });
+        if (!Buffer.isBuffer(body)) return finish(body, label);
+        const result = await handleDelivery({ provider, headers: request.headers, body }, options);
+        if (result.events) metrics.events.inc({ provider: label }, result.events);
+        logOutcome(options.log, { provider }, result);
+        finish(result, label);
+      })().catch((error: unknown) => {
+        options.log.error({ error: redactSecrets(String(error)) }, 'intake_request_failed');
+        if (!response.headersSent) send(response, 500, { error: 'internal', message: 'the intake failed on this request; retry' });
+      });
+    },
+  );
   server.keepAliveTimeout = INTAKE_KEEP_ALIVE_TIMEOUT_MS;
   return { server, metrics };
 }

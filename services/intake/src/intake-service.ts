@@ -7,8 +7,13 @@ import { followInventory } from './inventory-hosts.ts';
 /** The intake as a service: the HTTP server and the inventory it maps instance ids with. */
 export async function startIntake(config: IntakeConfig, context: ServiceContext): Promise<RunningService & { port: number }> {
   const { server } = createIntakeServer({
-    bus: context.bus, store: context.store, log: context.log, now: Date.now,
-    seenTtlMs: config.seenTtlHours * 3_600_000, publishTimeoutMs: config.publishTimeoutMs, maxBodyBytes: config.maxBodyBytes,
+    bus: context.bus,
+    store: context.store,
+    log: context.log,
+    now: Date.now,
+    seenTtlMs: config.seenTtlHours * 3_600_000,
+    publishTimeoutMs: config.publishTimeoutMs,
+    maxBodyBytes: config.maxBodyBytes,
     auth: { secrets: config.secrets, tokenHeader: config.tokenHeader, ...(config.token ? { token: config.token } : {}) },
     deliveries: {
       snsTopicArns: config.snsTopicArns,

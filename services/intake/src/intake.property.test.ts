@@ -11,10 +11,12 @@ import { sign } from './standard-webhooks.ts';
 const RUNS = Number(process.env.GPUALERT_FUZZ_RUNS ?? 300);
 const SECRET = `whsec_${Buffer.from('a property test secret, 32 bytes').toString('base64')}`;
 const FIXTURES = new URL('../../../test/fixtures/provider/', import.meta.url);
-const fixtures = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).map((f) => ({
-  provider: f.startsWith('aws-imds') ? 'aws-imds' : f.split('-')[0]!,
-  payload: JSON.parse(readFileSync(new URL(f, FIXTURES), 'utf8')) as unknown,
-}));
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith('.json'))
+  .map((f) => ({
+    provider: f.startsWith('aws-imds') ? 'aws-imds' : f.split('-')[0]!,
+    payload: JSON.parse(readFileSync(new URL(f, FIXTURES), 'utf8')) as unknown,
+  }));
 
 /** What a hostile or careless sender puts where a host, an id or a time belongs. */
 const hostile = fc.oneof(
@@ -37,27 +39,35 @@ function mutate(value: Json, picks: readonly { at: number; with: unknown }[], co
   if (Array.isArray(value)) return value.map((v) => mutate(v, picks, counter));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) Object.defineProperty(out, k, { value: mutate(v, picks, counter), enumerable: true, writable: true, configurable: true });
+    for (const [k, v] of Object.entries(value))
+      Object.defineProperty(out, k, { value: mutate(v, picks, counter), enumerable: true, writable: true, configurable: true });
     return out;
   }
   return value;
 }
 
-const mutatedFixture = fc.record({
-  fixture: fc.constantFrom(...fixtures),
-  picks: fc.array(fc.record({ at: fc.nat({ max: 60 }), with: hostile }), { maxLength: 4 }),
-}).map(({ fixture, picks }) => ({ provider: fixture.provider, body: JSON.stringify(mutate(fixture.payload, picks)) }));
+const mutatedFixture = fc
+  .record({
+    fixture: fc.constantFrom(...fixtures),
+    picks: fc.array(fc.record({ at: fc.nat({ max: 60 }), with: hostile }), { maxLength: 4 }),
+  })
+  .map(({ fixture, picks }) => ({ provider: fixture.provider, body: JSON.stringify(mutate(fixture.payload, picks)) }));
 
 /** A generic event with hostile hosts and fields: the shape the generic adapter takes. */
-const genericEvent = fc.record({
-  event_id: fc.oneof(fc.string({ minLength: 1, maxLength: 20 }), hostile),
-  kind: fc.constantFrom('maintenance', 'reboot', 'explode', '__proto__'),
-  status: fc.constantFrom('scheduled', 'started', 'constructor'),
-  hosts: fc.array(hostile, { maxLength: 6 }),
-  window_start: fc.option(hostile, { nil: undefined }),
-  duration_seconds: fc.option(fc.oneof(fc.double(), fc.constantFrom(1e308, -5, 0)), { nil: undefined }),
-  description: fc.option(hostile, { nil: undefined }),
-}, { requiredKeys: [] }).map((event) => ({ provider: 'generic', body: JSON.stringify(event) }));
+const genericEvent = fc
+  .record(
+    {
+      event_id: fc.oneof(fc.string({ minLength: 1, maxLength: 20 }), hostile),
+      kind: fc.constantFrom('maintenance', 'reboot', 'explode', '__proto__'),
+      status: fc.constantFrom('scheduled', 'started', 'constructor'),
+      hosts: fc.array(hostile, { maxLength: 6 }),
+      window_start: fc.option(hostile, { nil: undefined }),
+      duration_seconds: fc.option(fc.oneof(fc.double(), fc.constantFrom(1e308, -5, 0)), { nil: undefined }),
+      description: fc.option(hostile, { nil: undefined }),
+    },
+    { requiredKeys: [] },
+  )
+  .map((event) => ({ provider: 'generic', body: JSON.stringify(event) }));
 
 const anyJson = fc.record({
   provider: fc.constantFrom(...PROVIDERS, 'ibm', 'constructor', '__proto__'),
@@ -66,8 +76,12 @@ const anyJson = fc.record({
 
 function deps(): IntakeDeps & { bus: MemoryBus } {
   return {
-    bus: new MemoryBus({ partitions: 2 }), store: new MemoryStore(), now: () => Date.parse('2026-06-01T00:00:00Z'), seenTtlMs: 60_000,
-    publishTimeoutMs: 5_000, auth: { secrets: [SECRET], tokenHeader: 'authorization' },
+    bus: new MemoryBus({ partitions: 2 }),
+    store: new MemoryStore(),
+    now: () => Date.parse('2026-06-01T00:00:00Z'),
+    seenTtlMs: 60_000,
+    publishTimeoutMs: 5_000,
+    auth: { secrets: [SECRET], tokenHeader: 'authorization' },
   };
 }
 
@@ -84,7 +98,12 @@ describe('provider payloads into the intake (property)', () => {
         n += 1;
         const id = `msg_${n}`;
         const at = Math.floor(d.now() / 1000);
-        const headers = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(at), 'webhook-signature': sign(SECRET, id, at, body) };
+        const headers = {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(at),
+          'webhook-signature': sign(SECRET, id, at, body),
+        };
         const answer = await handleDelivery({ provider, headers, body: Buffer.from(body) }, d);
         seen.set(answer.status, (seen.get(answer.status) ?? 0) + 1);
         expect(STATUSES.has(answer.status), `status ${answer.status}: ${JSON.stringify(answer.body)}`).toBe(true);
@@ -96,7 +115,10 @@ describe('provider payloads into the intake (property)', () => {
       { numRuns: RUNS },
     );
     // The cases reach every answer, acceptance included, not only the first refusal.
-    expect([202, 400, 422].every((status) => (seen.get(status) ?? 0) > 0), JSON.stringify([...seen])).toBe(true);
+    expect(
+      [202, 400, 422].every((status) => (seen.get(status) ?? 0) > 0),
+      JSON.stringify([...seen]),
+    ).toBe(true);
     // Whatever was accepted is what the engine will accept.
     for (const message of await d.bus.read(TOPICS.providerEvents)) expect(parseEnvelope(message.value).ok).toBe(true);
     console.log(`[fuzz] intake: ${RUNS} payloads, answers ${JSON.stringify(Object.fromEntries(seen))}`);

@@ -17,7 +17,8 @@ afterEach(async () => {
   }
 });
 
-const ROUTES = RoutesFile.parse(parseYaml(`
+const ROUTES = RoutesFile.parse(
+  parseYaml(`
 receivers:
 - name: team
   webhook_configs: [{ url: 'http://127.0.0.1:9/team' }]
@@ -30,7 +31,8 @@ route:
   routes:
   - matchers: ['service=~"db|cache"']
     receiver: db
-`));
+`),
+);
 
 async function serve(view?: NotifierView) {
   const published: { topic: string; messages: readonly OutgoingMessage[] }[] = [];
@@ -44,17 +46,31 @@ async function serve(view?: NotifierView) {
 const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
 describe("Alertmanager's v2 API on the notifier", () => {
-  it('takes alerts as Prometheus pushes them: envelopes on the alerts topic, routed like the engine\'s, endsAt resolves', async () => {
+  it("takes alerts as Prometheus pushes them: envelopes on the alerts topic, routed like the engine's, endsAt resolves", async () => {
     const { base, published } = await serve();
     const now = Date.now();
-    const firing = [{ labels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400', severity: 'critical' }, annotations: { summary: 'GPU 3 at 91 °C' }, startsAt: new Date(now - 60_000).toISOString(), endsAt: new Date(now + 180_000).toISOString(), generatorURL: 'http://prometheus:9090/graph' }];
+    const firing = [
+      {
+        labels: { alertname: 'GpuHot', service: 'db', instance: 'gpu-7:9400', severity: 'critical' },
+        annotations: { summary: 'GPU 3 at 91 °C' },
+        startsAt: new Date(now - 60_000).toISOString(),
+        endsAt: new Date(now + 180_000).toISOString(),
+        generatorURL: 'http://prometheus:9090/graph',
+      },
+    ];
     const res = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify(firing) });
     expect(res.status).toBe(200);
     const resolved = [{ ...firing[0], endsAt: new Date(now - 1_000).toISOString() }];
     expect((await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify(resolved) })).status).toBe(200);
     expect(published.map((p) => p.topic)).toEqual([TOPICS.alerts, TOPICS.alerts]);
     const envelopes = published.map((p) => parseEnvelope(p.messages[0]!.value)).map((r) => (r.ok ? r.value : undefined)) as EnvelopeOf<'alert'>[];
-    expect(envelopes[0]).toMatchObject({ type: 'alert', host: 'gpu-7', source: 'alertmanager-api', labels: { alertname: 'GpuHot', service: 'db' }, data: { status: 'firing', severity: 'critical', summary: 'GPU 3 at 91 °C' } });
+    expect(envelopes[0]).toMatchObject({
+      type: 'alert',
+      host: 'gpu-7',
+      source: 'alertmanager-api',
+      labels: { alertname: 'GpuHot', service: 'db' },
+      data: { status: 'firing', severity: 'critical', summary: 'GPU 3 at 91 °C' },
+    });
     expect(envelopes[1]!.data.status).toBe('resolved');
     expect(envelopes[1]!.data.fingerprint).toBe(envelopes[0]!.data.fingerprint);
     const core = new NotifierCore(ROUTES);
@@ -67,9 +83,16 @@ describe("Alertmanager's v2 API on the notifier", () => {
   it('a severity label that is a prototype key is an unknown severity (warning), and costs no other alert of the batch', async () => {
     const { base, published } = await serve();
     const batch = ['constructor', '__proto__', 'toString'].map((severity, i) => ({ labels: { alertname: `A${i}`, severity, host: `x${i}` } }));
-    const res = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([...batch, { labels: { alertname: 'B', host: 'x9' } }]) });
+    const res = await fetch(`${base}/api/v2/alerts`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify([...batch, { labels: { alertname: 'B', host: 'x9' } }]),
+    });
     expect(res.status).toBe(200);
-    const severities = published.flatMap((p) => p.messages).map((m) => parseEnvelope(m.value)).map((r) => (r.ok && r.value.type === 'alert' ? r.value.data.severity : 'invalid'));
+    const severities = published
+      .flatMap((p) => p.messages)
+      .map((m) => parseEnvelope(m.value))
+      .map((r) => (r.ok && r.value.type === 'alert' ? r.value.data.severity : 'invalid'));
     expect(severities).toEqual(['warning', 'warning', 'warning', 'warning']);
   });
 
@@ -84,14 +107,27 @@ describe("Alertmanager's v2 API on the notifier", () => {
     expect((await fetch(`${base}/-/ready`)).status).toBe(200);
   });
 
-  it('adds, lists, shows and expires silences in Alertmanager\'s shape', async () => {
+  it("adds, lists, shows and expires silences in Alertmanager's shape", async () => {
     const { base } = await serve();
     const now = Date.now();
-    const body = { matchers: [{ name: 'alertname', value: 'GpuHot', isRegex: false, isEqual: true }, { name: 'instance', value: 'gpu-.*', isRegex: true, isEqual: true }], startsAt: new Date(now).toISOString(), endsAt: new Date(now + 3_600_000).toISOString(), createdBy: 'bo', comment: 'rack move' };
+    const body = {
+      matchers: [
+        { name: 'alertname', value: 'GpuHot', isRegex: false, isEqual: true },
+        { name: 'instance', value: 'gpu-.*', isRegex: true, isEqual: true },
+      ],
+      startsAt: new Date(now).toISOString(),
+      endsAt: new Date(now + 3_600_000).toISOString(),
+      createdBy: 'bo',
+      comment: 'rack move',
+    };
     const created = await fetch(`${base}/api/v2/silences`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
     expect(created.status).toBe(200);
     const { silenceID } = (await created.json()) as { silenceID: string };
-    const list = (await (await fetch(`${base}/api/v2/silences?filter=alertname%3DGpuHot`, { headers: auth })).json()) as { id: string; status: { state: string }; matchers: unknown[] }[];
+    const list = (await (await fetch(`${base}/api/v2/silences?filter=alertname%3DGpuHot`, { headers: auth })).json()) as {
+      id: string;
+      status: { state: string };
+      matchers: unknown[];
+    }[];
     expect(list.map((s) => [s.id, s.status.state])).toEqual([[silenceID, 'active']]);
     expect(list[0]!.matchers).toEqual(body.matchers);
     const one = (await (await fetch(`${base}/api/v2/silence/${silenceID}`, { headers: auth })).json()) as { createdBy: string };
@@ -99,7 +135,11 @@ describe("Alertmanager's v2 API on the notifier", () => {
     expect((await fetch(`${base}/api/v2/silence/${silenceID}`, { method: 'DELETE', headers: auth })).status).toBe(200);
     const after = (await (await fetch(`${base}/api/v2/silence/${silenceID}`, { headers: auth })).json()) as { status: { state: string } };
     expect(after.status.state).toBe('expired');
-    const everything = await fetch(`${base}/api/v2/silences`, { method: 'POST', headers: auth, body: JSON.stringify({ ...body, matchers: [{ name: 'x', value: '.*', isRegex: true, isEqual: true }] }) });
+    const everything = await fetch(`${base}/api/v2/silences`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ ...body, matchers: [{ name: 'x', value: '.*', isRegex: true, isEqual: true }] }),
+    });
     expect(everything.status).toBe(400);
     expect(await everything.text()).toContain('would silence every alert');
   });
@@ -111,8 +151,9 @@ describe("Alertmanager's v2 API on the notifier", () => {
     expect(await (await fetch(`${base}/api/v2/receivers`, { headers: auth })).json()).toEqual([{ name: 'team' }, { name: 'db' }]);
   });
 
-  it('lists the running notifier\'s alerts and groups as amtool reads them: active only by default, silenced and inhibited on request', async () => {
-    const routes = RoutesFile.parse(parseYaml(`
+  it("lists the running notifier's alerts and groups as amtool reads them: active only by default, silenced and inhibited on request", async () => {
+    const routes = RoutesFile.parse(
+      parseYaml(`
 receivers:
 - name: team
   webhook_configs: [{ url: 'http://127.0.0.1:9/team' }]
@@ -129,7 +170,8 @@ inhibit_rules:
 - source_matchers: [alertname=NodeDown]
   target_matchers: [alertname=GpuHot]
   equal: [instance]
-`));
+`),
+    );
     const now = Date.now();
     const core = new NotifierCore(routes);
     const state = emptyNotifierState();
@@ -142,16 +184,34 @@ inhibit_rules:
     push({ alertname: 'GpuHot', instance: 'gpu-2:9400', service: 'web' });
     push({ alertname: 'NodeDown', instance: 'gpu-2:9400' });
     push({ alertname: 'EccErrors', instance: 'gpu-3:9400', service: 'cache' });
-    core.addSilence(state, { id: 'sil-1', matchers: ['alertname="EccErrors"'], startsAt: now - 1_000, endsAt: now + 3_600_000, createdBy: 'bo', comment: 'rma' });
+    core.addSilence(state, {
+      id: 'sil-1',
+      matchers: ['alertname="EccErrors"'],
+      startsAt: now - 1_000,
+      endsAt: now + 3_600_000,
+      createdBy: 'bo',
+      comment: 'rma',
+    });
     const { base } = await serve({ routes, state: () => state });
-    type Alert = { labels: Record<string, string>; annotations: Record<string, string>; receivers: { name: string }[]; startsAt: string; status: { state: string; silencedBy: string[]; inhibitedBy: string[] } };
+    type Alert = {
+      labels: Record<string, string>;
+      annotations: Record<string, string>;
+      receivers: { name: string }[];
+      startsAt: string;
+      status: { state: string; silencedBy: string[]; inhibitedBy: string[] };
+    };
     const get = async (query: string) => (await (await fetch(`${base}/api/v2/alerts${query}`, { headers: auth })).json()) as Alert[];
     const names = (alerts: Alert[]) => alerts.map((a) => `${a.labels.alertname}@${a.labels.instance}:${a.status.state}`).sort();
     // amtool alert query: active=true&silenced=false&inhibited=false&unprocessed=false.
     const active = await get('?active=true&silenced=false&inhibited=false&unprocessed=false');
     expect(names(active)).toEqual(['GpuHot@gpu-1:9400:active', 'NodeDown@gpu-2:9400:active']);
     const hot = active.find((a) => a.labels.instance === 'gpu-1:9400')!;
-    expect(hot).toMatchObject({ labels: { alertname: 'GpuHot', instance: 'gpu-1:9400', service: 'db' }, annotations: { summary: 'GPU 3 at 91 °C' }, receivers: [{ name: 'db' }], startsAt: new Date(now - 60_000).toISOString() });
+    expect(hot).toMatchObject({
+      labels: { alertname: 'GpuHot', instance: 'gpu-1:9400', service: 'db' },
+      annotations: { summary: 'GPU 3 at 91 °C' },
+      receivers: [{ name: 'db' }],
+      startsAt: new Date(now - 60_000).toISOString(),
+    });
     const all = await get('');
     expect(names(all)).toEqual(['EccErrors@gpu-3:9400:suppressed', 'GpuHot@gpu-1:9400:active', 'GpuHot@gpu-2:9400:suppressed', 'NodeDown@gpu-2:9400:active']);
     expect(all.find((a) => a.labels.alertname === 'EccErrors')!.status.silencedBy).toEqual(['sil-1']);
@@ -159,7 +219,11 @@ inhibit_rules:
     expect(names(await get('?silenced=false&active=false'))).toEqual(['GpuHot@gpu-2:9400:suppressed']);
     expect(names(await get(`?filter=${encodeURIComponent('alertname="GpuHot"')}&receiver=${encodeURIComponent('d.')}`))).toEqual(['GpuHot@gpu-1:9400:active']);
     expect((await fetch(`${base}/api/v2/alerts?filter=${encodeURIComponent('alertname=~"("')}`, { headers: auth })).status).toBe(400);
-    const groups = (await (await fetch(`${base}/api/v2/alerts/groups`, { headers: auth })).json()) as { labels: Record<string, string>; receiver: { name: string }; alerts: Alert[] }[];
+    const groups = (await (await fetch(`${base}/api/v2/alerts/groups`, { headers: auth })).json()) as {
+      labels: Record<string, string>;
+      receiver: { name: string };
+      alerts: Alert[];
+    }[];
     const shown = groups.map((g) => `${g.receiver.name} ${JSON.stringify(g.labels)} ${g.alerts.length}`).sort();
     expect(shown).toEqual([
       'db {"alertname":"EccErrors","instance":"gpu-3:9400","service":"cache"} 1',
@@ -171,8 +235,18 @@ inhibit_rules:
 
   it('keeps every annotation an alert carries: POST → envelope → notifier → GET /api/v2/alerts and the webhook payload, bounded as labels are', async () => {
     const { base, published } = await serve();
-    const annotations = { summary: 'GPU 3 at 91 °C', description: 'above 90 °C for 5m', runbook_url: 'https://runbooks.example/gpu-hot', dashboard: 'https://grafana.example/d/gpu', constructor: 'just data' };
-    const res = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([{ labels: { alertname: 'GpuHot', instance: 'gpu-7:9400' }, annotations }]) });
+    const annotations = {
+      summary: 'GPU 3 at 91 °C',
+      description: 'above 90 °C for 5m',
+      runbook_url: 'https://runbooks.example/gpu-hot',
+      dashboard: 'https://grafana.example/d/gpu',
+      constructor: 'just data',
+    };
+    const res = await fetch(`${base}/api/v2/alerts`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify([{ labels: { alertname: 'GpuHot', instance: 'gpu-7:9400' }, annotations }]),
+    });
     expect(res.status).toBe(200);
     const parsed = parseEnvelope(published[0]!.messages[0]!.value);
     if (!parsed.ok || parsed.value.type !== 'alert') throw new Error('not an alert');
@@ -187,10 +261,18 @@ inhibit_rules:
     const q = alertQuery(new URLSearchParams()) as AlertQuery;
     expect(listAlerts({ routes: ROUTES, state: () => state }, q, now)[0]!.annotations).toEqual(annotations);
     const tooMany = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`a${i}`, 'x']));
-    const refused = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([{ labels: { alertname: 'A' } }, { labels: { alertname: 'B' }, annotations: tooMany }]) });
+    const refused = await fetch(`${base}/api/v2/alerts`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify([{ labels: { alertname: 'A' } }, { labels: { alertname: 'B' }, annotations: tooMany }]),
+    });
     expect(refused.status).toBe(400);
     expect(await refused.text()).toMatch(/alert 1: .*at most 64 annotations/);
-    const long = await fetch(`${base}/api/v2/alerts`, { method: 'POST', headers: auth, body: JSON.stringify([{ labels: { alertname: 'B' }, annotations: { description: 'x'.repeat(5_000) } }]) });
+    const long = await fetch(`${base}/api/v2/alerts`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify([{ labels: { alertname: 'B' }, annotations: { description: 'x'.repeat(5_000) } }]),
+    });
     expect(long.status).toBe(400);
   });
 
@@ -208,10 +290,12 @@ inhibit_rules:
     expect(alerts).toHaveLength(MAX_ALERTS_PER_RESPONSE);
     expect(omitted).toBe(1);
     expect(alerts.map((a) => a.fingerprint)).toEqual(Object.keys(state.firing).sort().slice(0, MAX_ALERTS_PER_RESPONSE));
-    const byReceiver = (routes: RoutesFile) => listAlerts({ routes, state: () => state }, alertQuery(new URLSearchParams('receiver=db')) as AlertQuery, now).length;
+    const byReceiver = (routes: RoutesFile) =>
+      listAlerts({ routes, state: () => state }, alertQuery(new URLSearchParams('receiver=db')) as AlertQuery, now).length;
     expect(byReceiver(ROUTES)).toBe(Math.min(MAX_ALERTS_PER_RESPONSE, (MAX_ALERTS_PER_RESPONSE + 1) >> 1));
     // The same tree with the db route now matching web: a reloaded file is a new object, so nothing cached from the old one is reused.
-    const reloaded = RoutesFile.parse(parseYaml(`
+    const reloaded = RoutesFile.parse(
+      parseYaml(`
 receivers:
 - name: team
   webhook_configs: [{ url: 'http://127.0.0.1:9/team' }]
@@ -222,7 +306,8 @@ route:
   routes:
   - matchers: ['service=~"web"']
     receiver: db
-`));
+`),
+    );
     expect(byReceiver(reloaded)).toBe((MAX_ALERTS_PER_RESPONSE + 2) >> 1);
   });
 });

@@ -2,8 +2,23 @@ import type { Readiness } from '@gpualert/runtime';
 import { createHash } from 'node:crypto';
 import { envelopeMessage, type Bus } from '@gpualert/bus';
 import {
-  ALERTMANAGER_API_SOURCE, formatMatcher, matchesAll, matchesValue, newMatcher, NotifierCore, parseMatchers, routesFor,
-  type AlertAbout, type AlertMarkers, type Dict, type Matcher, type MatchOp, type NotifierState, type ResolvedRoute, type RoutesFile, type Silence,
+  ALERTMANAGER_API_SOURCE,
+  formatMatcher,
+  matchesAll,
+  matchesValue,
+  newMatcher,
+  NotifierCore,
+  parseMatchers,
+  routesFor,
+  type AlertAbout,
+  type AlertMarkers,
+  type Dict,
+  type Matcher,
+  type MatchOp,
+  type NotifierState,
+  type ResolvedRoute,
+  type RoutesFile,
+  type Silence,
 } from '@gpualert/notify';
 import { Envelope, newEnvelope, stableId, TOPICS, type EnvelopeOf, type Severity } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
@@ -35,13 +50,24 @@ export type PostableAlert = z.infer<typeof PostableAlert>;
 
 /** A pushed alert's `severity` label onto ours; a Map, so `constructor` or `__proto__` is just unknown (warning). */
 const SEVERITY: ReadonlyMap<string, Severity> = new Map<string, Severity>([
-  ['critical', 'critical'], ['page', 'critical'], ['error', 'error'], ['major', 'error'], ['warning', 'warning'], ['warn', 'warning'],
-  ['minor', 'warning'], ['info', 'info'], ['none', 'info'], ['informational', 'info'],
+  ['critical', 'critical'],
+  ['page', 'critical'],
+  ['error', 'error'],
+  ['major', 'error'],
+  ['warning', 'warning'],
+  ['warn', 'warning'],
+  ['minor', 'warning'],
+  ['info', 'info'],
+  ['none', 'info'],
+  ['informational', 'info'],
 ]);
 
 /** Alertmanager's fingerprint idea: the sorted label set, hashed. */
 export function labelsFingerprint(labels: Readonly<Record<string, string>>): string {
-  const text = Object.keys(labels).sort().map((k) => `${k}\u0000${labels[k]}`).join('\u0001');
+  const text = Object.keys(labels)
+    .sort()
+    .map((k) => `${k}\u0000${labels[k]}`)
+    .join('\u0001');
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
@@ -68,15 +94,23 @@ export function alertEnvelope(alert: PostableAlert, now: number): EnvelopeOf<'al
   const host = (ownHost ?? instance.replace(/:\d+$/, '')) || labels.job || ALERTMANAGER_API_SOURCE;
   const name = labels.alertname ?? 'alert';
   const envelope = {
-    type: 'alert' as const, id: stableId('am-alert', fingerprint, resolved ? 'resolved' : 'firing', resolved ? ends : starts), host: host.slice(0, 253),
-    source: ALERTMANAGER_API_SOURCE, labels,
+    type: 'alert' as const,
+    id: stableId('am-alert', fingerprint, resolved ? 'resolved' : 'firing', resolved ? ends : starts),
+    host: host.slice(0, 253),
+    source: ALERTMANAGER_API_SOURCE,
+    labels,
     data: {
-      fingerprint, status: resolved ? 'resolved' as const : 'firing' as const, severity: SEVERITY.get((labels.severity ?? '').toLowerCase()) ?? 'warning',
-      category: 'other' as const, rule: name, summary: annotations.summary ?? annotations.description ?? name,
+      fingerprint,
+      status: resolved ? ('resolved' as const) : ('firing' as const),
+      severity: SEVERITY.get((labels.severity ?? '').toLowerCase()) ?? 'warning',
+      category: 'other' as const,
+      rule: name,
+      summary: annotations.summary ?? annotations.description ?? name,
       ...(annotations.description ? { description: annotations.description } : {}),
       // Every annotation as sent (runbook_url, dashboard…), none when none was: webhooks, templates and GET /api/v2/alerts show them as they came.
       annotations,
-      starts_at: new Date(starts).toISOString(), ...(resolved ? { ends_at: new Date(ends).toISOString() } : {}),
+      starts_at: new Date(starts).toISOString(),
+      ...(resolved ? { ends_at: new Date(ends).toISOString() } : {}),
       evidence: alert.generatorURL ? [alert.generatorURL.slice(0, 2048)] : [],
     },
   };
@@ -115,7 +149,9 @@ const PostableSilence = z.object({
 function apiMatchers(texts: readonly string[]) {
   return texts.flatMap((t) => {
     const parsed = parseMatchers(t);
-    return typeof parsed === 'string' ? [] : parsed.map((m) => ({ name: m.label, value: m.value, isRegex: m.op === '=~' || m.op === '!~', isEqual: m.op === '=' || m.op === '=~' }));
+    return typeof parsed === 'string'
+      ? []
+      : parsed.map((m) => ({ name: m.label, value: m.value, isRegex: m.op === '=~' || m.op === '!~', isEqual: m.op === '=' || m.op === '=~' }));
   });
 }
 
@@ -123,8 +159,14 @@ function apiMatchers(texts: readonly string[]) {
 export function gettableSilence(s: Silence, now: number) {
   const state = s.expiredAt !== undefined || s.endsAt <= now ? 'expired' : s.startsAt > now ? 'pending' : 'active';
   return {
-    id: s.id, status: { state }, updatedAt: new Date(s.expiredAt ?? s.startsAt).toISOString(), matchers: apiMatchers(s.matchers),
-    startsAt: new Date(s.startsAt).toISOString(), endsAt: new Date(s.endsAt).toISOString(), createdBy: s.createdBy, comment: s.comment,
+    id: s.id,
+    status: { state },
+    updatedAt: new Date(s.expiredAt ?? s.startsAt).toISOString(),
+    matchers: apiMatchers(s.matchers),
+    startsAt: new Date(s.startsAt).toISOString(),
+    endsAt: new Date(s.endsAt).toISOString(),
+    createdBy: s.createdBy,
+    comment: s.comment,
   };
 }
 
@@ -135,7 +177,16 @@ export async function listSilences(store: StateStore, filter: readonly string[],
     return typeof parsed === 'string' ? [] : parsed.map(formatMatcher);
   });
   const out = Object.values(all)
-    .filter((s) => wanted.every((w) => s.matchers.flatMap((t) => { const p = parseMatchers(t); return typeof p === 'string' ? [] : p.map(formatMatcher); }).includes(w)))
+    .filter((s) =>
+      wanted.every((w) =>
+        s.matchers
+          .flatMap((t) => {
+            const p = parseMatchers(t);
+            return typeof p === 'string' ? [] : p.map(formatMatcher);
+          })
+          .includes(w),
+      ),
+    )
     .map((s) => gettableSilence(s, now));
   return { status: 200, body: out };
 }
@@ -162,12 +213,22 @@ export async function postSilence(store: StateStore, body: unknown, now: number)
     // `amtool silence update` of a silence Alertmanager may change in place keeps its id there: here too.
     const existing = b.id ? await readSilence(store, b.id) : undefined;
     if (existing && canUpdateInPlace(existing, { matchers, startsAt: askedStart, endsAt }, now)) {
-      const updated = await updateSilence(store, existing, { matchers, durationMs: endsAt - askedStart, startsAt: askedStart, createdBy: b.createdBy, comment: b.comment }, now);
+      const updated = await updateSilence(
+        store,
+        existing,
+        { matchers, durationMs: endsAt - askedStart, startsAt: askedStart, createdBy: b.createdBy, comment: b.comment },
+        now,
+      );
       return { status: 200, body: { silenceID: updated.id } };
     }
     const startsAt = Math.max(askedStart, now);
     if (endsAt <= startsAt) return { status: 400, body: 'end time must not be before start time, nor in the past' };
-    const { silence } = await makeSilence(store, { matchers, durationMs: endsAt - startsAt, startsAt, createdBy: b.createdBy, comment: b.comment }, now, b.force === true);
+    const { silence } = await makeSilence(
+      store,
+      { matchers, durationMs: endsAt - startsAt, startsAt, createdBy: b.createdBy, comment: b.comment },
+      now,
+      b.force === true,
+    );
     if (b.id) await expireSilence(store, b.id, now);
     return { status: 200, body: { silenceID: silence.id } };
   } catch (error) {
@@ -256,11 +317,18 @@ type GettableAlert = ReturnType<typeof gettableAlert>;
 function alertBase(fingerprint: string, labels: Readonly<Record<string, string>>, about: AlertAbout | undefined, receivers: readonly string[], now: number) {
   const annotations: [string, string][] = about?.annotations
     ? Object.entries(about.annotations)
-    : [...(about?.summary ? [['summary', about.summary] as [string, string]] : []), ...(about?.description ? [['description', about.description] as [string, string]] : [])];
+    : [
+        ...(about?.summary ? [['summary', about.summary] as [string, string]] : []),
+        ...(about?.description ? [['description', about.description] as [string, string]] : []),
+      ];
   return {
     // Object.fromEntries makes plain objects whose `__proto__` or `constructor` key is only data.
-    labels: Object.fromEntries(Object.entries(labels)), annotations: Object.fromEntries(annotations), receivers: receivers.map((name) => ({ name })), fingerprint,
-    startsAt: about?.startsAt ?? new Date(now).toISOString(), updatedAt: new Date(about?.updatedAt ?? now).toISOString(),
+    labels: Object.fromEntries(Object.entries(labels)),
+    annotations: Object.fromEntries(annotations),
+    receivers: receivers.map((name) => ({ name })),
+    fingerprint,
+    startsAt: about?.startsAt ?? new Date(now).toISOString(),
+    updatedAt: new Date(about?.updatedAt ?? now).toISOString(),
     // Firing until told otherwise: Alertmanager shows the time it would resolve the alert by itself; gpualert waits for the source.
     endsAt: '0001-01-01T00:00:00.000Z',
     generatorURL: about?.evidence?.find((e) => /^https?:\/\//.test(e)) ?? '',
@@ -269,7 +337,10 @@ function alertBase(fingerprint: string, labels: Readonly<Record<string, string>>
 
 function gettableAlert(base: ReturnType<typeof alertBase>, markers: AlertMarkers) {
   const suppressed = markers.silencedBy.length > 0 || markers.inhibitedBy.length > 0;
-  return { ...base, status: { state: suppressed ? 'suppressed' as const : 'active' as const, silencedBy: markers.silencedBy, inhibitedBy: markers.inhibitedBy } };
+  return {
+    ...base,
+    status: { state: suppressed ? ('suppressed' as const) : ('active' as const), silencedBy: markers.silencedBy, inhibitedBy: markers.inhibitedBy },
+  };
 }
 
 function wantedByState(alert: GettableAlert, q: AlertQuery): boolean {
@@ -384,10 +455,14 @@ export function listAlertGroups(view: NotifierView, q: AlertQuery, now: number) 
   for (const { entry, alert } of firingAlerts(view, coreOf(view.routes), q, now).alerts) {
     entry.groups ??= entry.routes.map((route) => {
       const names = route.page ? ['fingerprint'] : route.groupByAll ? Object.keys(alert.labels).sort() : route.groupBy;
-      const labels: Record<string, string> = route.page ? { fingerprint: alert.fingerprint } : Object.fromEntries(names.flatMap((n): [string, string][] => {
-        const value = Object.hasOwn(alert.labels, n) ? alert.labels[n] : undefined;
-        return value === undefined ? [] : [[n, value]];
-      }));
+      const labels: Record<string, string> = route.page
+        ? { fingerprint: alert.fingerprint }
+        : Object.fromEntries(
+            names.flatMap((n): [string, string][] => {
+              const value = Object.hasOwn(alert.labels, n) ? alert.labels[n] : undefined;
+              return value === undefined ? [] : [[n, value]];
+            }),
+          );
       return { route, labels, key: `${route.id}|${route.receiver}|${JSON.stringify(labels)}` };
     });
     for (const { route, labels, key } of entry.groups) {

@@ -116,32 +116,52 @@ export class DeliveryLoop {
       }
       // Over the destination's rate, what waits is folded into one digest rather than dropped.
       const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(0, 1);
-      const notification = batch.length > 1 ? digest(batch.map((b) => b.notification)) : must(batch[0], 'a batch taken from a queue that is not empty').notification;
+      const notification =
+        batch.length > 1 ? digest(batch.map((b) => b.notification)) : must(batch[0], 'a batch taken from a queue that is not empty').notification;
       const host = notification.alerts[0]?.host ?? 'notifier';
       const fingerprints = notification.alerts.map((a) => a.fingerprint);
-      const result = await deliver(this.channels.get(receiver) ?? goneReceiver(receiver), notification, this.options.retry ?? DEFAULT_RETRY, async ({ attempt, result: r }) => {
-        // One warning when a receiver starts failing and one line when it is back: a person sees
-        // that pages are not getting through without a line per retry.
-        if (!r.ok && !this.failing.has(receiver)) {
-          this.failing.add(receiver);
-          log.warn({ receiver, attempt, error: redactSecrets(r.error) }, 'receiver_failing');
-        } else if (r.ok && this.failing.delete(receiver)) {
-          log.info({ receiver, attempt }, 'receiver_recovered');
-        }
-        await this.record({
-          receiver, channel: this.channelOf(receiver), fingerprints, reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
-          outcome: r.ok ? 'sent' : 'failed', attempt, ...(r.ok ? {} : { error: redactSecrets(r.error) }),
-        }, host).catch((error: unknown) => log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'));
-      }, () => this.stopped, Math.random, this.stopping.signal);
+      const result = await deliver(
+        this.channels.get(receiver) ?? goneReceiver(receiver),
+        notification,
+        this.options.retry ?? DEFAULT_RETRY,
+        async ({ attempt, result: r }) => {
+          // One warning when a receiver starts failing and one line when it is back: a person sees
+          // that pages are not getting through without a line per retry.
+          if (!r.ok && !this.failing.has(receiver)) {
+            this.failing.add(receiver);
+            log.warn({ receiver, attempt, error: redactSecrets(r.error) }, 'receiver_failing');
+          } else if (r.ok && this.failing.delete(receiver)) {
+            log.info({ receiver, attempt }, 'receiver_recovered');
+          }
+          await this.record(
+            {
+              receiver,
+              channel: this.channelOf(receiver),
+              fingerprints,
+              reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
+              outcome: r.ok ? 'sent' : 'failed',
+              attempt,
+              ...(r.ok ? {} : { error: redactSecrets(r.error) }),
+            },
+            host,
+          ).catch((error: unknown) => log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'));
+        },
+        () => this.stopped,
+        Math.random,
+        this.stopping.signal,
+      );
       if (this.stopped && !result.ok) return; // stays in the outbox for the next start
       if (!result.ok) {
         const error = redactSecrets(result.error);
         log.error({ receiver, fingerprints, error }, 'notification_dead_lettered');
         metrics?.notifications.inc({ receiver, outcome: 'dead_lettered' });
-        await bus.publish(TOPICS.deadletter, [{
-          key: host, value: await stringifyPaced(notification),
-          headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
-        }]);
+        await bus.publish(TOPICS.deadletter, [
+          {
+            key: host,
+            value: await stringifyPaced(notification),
+            headers: { [DEADLETTER_HEADERS.reason]: `delivery to ${receiver} failed: ${error}`, [DEADLETTER_HEADERS.topic]: TOPICS.notifications },
+          },
+        ]);
       }
       await outbox.remove(batch.map((b) => b.notification.id));
     }
@@ -152,6 +172,11 @@ export class DeliveryLoop {
 function goneReceiver(receiver: string): Channel {
   return {
     name: 'record',
-    send: () => Promise.resolve({ ok: false, retriable: false, error: `receiver ${JSON.stringify(receiver.slice(0, 200))} is not in the routes (renamed or removed since this was queued)` }),
+    send: () =>
+      Promise.resolve({
+        ok: false,
+        retriable: false,
+        error: `receiver ${JSON.stringify(receiver.slice(0, 200))} is not in the routes (renamed or removed since this was queued)`,
+      }),
   };
 }

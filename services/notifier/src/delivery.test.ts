@@ -23,15 +23,28 @@ afterEach(async () => {
 
 describe('a delivery', () => {
   it('that throws is a permanent failed delivery, redacted, never a crash', async () => {
-    const channel: Channel = { name: 'slack', send: () => { throw new TypeError('Failed to parse URL from hooks.slack.com/services/T0/B0/SLACKSECRET'); } };
-    const result = await deliver(channel, NOTIFICATION, { baseMs: 10, maxDelayMs: 10, giveUpAfterMs: 60_000 }, () => {}, () => false);
+    const channel: Channel = {
+      name: 'slack',
+      send: () => {
+        throw new TypeError('Failed to parse URL from hooks.slack.com/services/T0/B0/SLACKSECRET');
+      },
+    };
+    const result = await deliver(
+      channel,
+      NOTIFICATION,
+      { baseMs: 10, maxDelayMs: 10, giveUpAfterMs: 60_000 },
+      () => {},
+      () => false,
+    );
     expect(result.ok).toBe(false);
     expect(!result.ok && result.retriable).toBe(false);
     expect(!result.ok && result.error).not.toContain('SLACKSECRET');
   });
 
   it('to a DingTalk URL without a scheme fails at once, permanently, without the access token', async () => {
-    const channel = createChannel({ name: 'ding', channel: 'dingtalk', settings: { url: 'env:DING' } } as never, { DING: 'https://oapi.dingtalk.com/robot/send?access_token=DINGSECRET' });
+    const channel = createChannel({ name: 'ding', channel: 'dingtalk', settings: { url: 'env:DING' } } as never, {
+      DING: 'https://oapi.dingtalk.com/robot/send?access_token=DINGSECRET',
+    });
     // Start-up takes only a URL with a scheme; the channel itself must still survive one without.
     const { dingtalkChannel } = await import('../../../packages/notify/src/channels/dingtalk.ts');
     const bad = dingtalkChannel({ url: 'oapi.dingtalk.com/robot/send?access_token=DINGSECRET', secret: 'SEC' });
@@ -44,7 +57,22 @@ describe('a delivery', () => {
   it('to a Jira URL with user:password carries no password in its error', async () => {
     const { jiraChannel } = await import('../../../packages/notify/src/channels/jira.ts');
     const result = await attemptOnce(jiraChannel({ url: 'http://bob:hunter2@127.0.0.1:9/jira', user: 'bob', token: 'JIRATOKEN', project: 'OPS' }), {
-      ...NOTIFICATION, alerts: [{ id: 'a', fingerprint: 'fp', host: 'h', status: 'firing', severity: 'error', category: 'xid', summary: 's', startsAt: '', expected: false, evidence: [], labels: {} }],
+      ...NOTIFICATION,
+      alerts: [
+        {
+          id: 'a',
+          fingerprint: 'fp',
+          host: 'h',
+          status: 'firing',
+          severity: 'error',
+          category: 'xid',
+          summary: 's',
+          startsAt: '',
+          expected: false,
+          evidence: [],
+          labels: {},
+        },
+      ],
     });
     expect(result.ok).toBe(false);
     expect(JSON.stringify(result)).not.toMatch(/hunter2|JIRATOKEN/);
@@ -55,7 +83,15 @@ describe('a delivery', () => {
     const failing: Channel = { name: 'webhook', send: async () => ({ ok: false, retriable: true, error: 'HTTP 500' }) };
     const started = Date.now();
     setTimeout(() => controller.abort(), 100);
-    const result = await deliver(failing, NOTIFICATION, { baseMs: BACKOFF_MS, maxDelayMs: BACKOFF_MS, giveUpAfterMs: 3_600_000 }, () => {}, () => false, () => 1, controller.signal);
+    const result = await deliver(
+      failing,
+      NOTIFICATION,
+      { baseMs: BACKOFF_MS, maxDelayMs: BACKOFF_MS, giveUpAfterMs: 3_600_000 },
+      () => {},
+      () => false,
+      () => 1,
+      controller.signal,
+    );
     expect(result.ok).toBe(false);
     expect(Date.now() - started).toBeLessThan(BACKOFF_MS / 20);
   });
@@ -70,7 +106,13 @@ describe('the notifier with a failing receiver', () => {
       res.writeHead(500).end('down');
     });
     await new Promise<void>((r) => vendor.listen(0, '127.0.0.1', r));
-    cleanups.push(() => new Promise((r) => { vendor.closeAllConnections(); vendor.close(() => r()); }));
+    cleanups.push(
+      () =>
+        new Promise((r) => {
+          vendor.closeAllConnections();
+          vendor.close(() => r());
+        }),
+    );
     const port = (vendor.address() as { port: number }).port;
     const routes = RoutesFile.parse({
       receivers: [{ name: 'pager', channel: 'pagerduty', settings: { url: `http://127.0.0.1:${port}/enqueue`, routing_key: 'K'.repeat(32) } }],
@@ -78,18 +120,44 @@ describe('the notifier with a failing receiver', () => {
     });
     const bus = new MemoryBus();
     const store = new MemoryStore();
-    const notifier = await startNotifier({ bus, store, log, routes, env: {}, retry: { baseMs: BACKOFF_MS, maxDelayMs: BACKOFF_MS, giveUpAfterMs: 3_600_000 }, flushEveryMs: 50 });
-    await bus.publish(TOPICS.alerts, [envelopeMessage(newEnvelope({
-      type: 'alert', host: 'gpu-node-1', source: 'test',
-      data: { fingerprint: 'fp-stop', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: 'lost', starts_at: new Date().toISOString(), evidence: [] },
-    }))]);
+    const notifier = await startNotifier({
+      bus,
+      store,
+      log,
+      routes,
+      env: {},
+      retry: { baseMs: BACKOFF_MS, maxDelayMs: BACKOFF_MS, giveUpAfterMs: 3_600_000 },
+      flushEveryMs: 50,
+    });
+    await bus.publish(TOPICS.alerts, [
+      envelopeMessage(
+        newEnvelope({
+          type: 'alert',
+          host: 'gpu-node-1',
+          source: 'test',
+          data: {
+            fingerprint: 'fp-stop',
+            status: 'firing',
+            severity: 'critical',
+            category: 'fallen_off_bus',
+            rule: 'gpu-absent',
+            summary: 'lost',
+            starts_at: new Date().toISOString(),
+            evidence: [],
+          },
+        }),
+      ),
+    ]);
     for (const deadline = Date.now() + 10_000; calls === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
     expect(calls).toBeGreaterThan(0);
     const started = Date.now();
     await notifier.stop();
     expect(Date.now() - started).toBeLessThan(BACKOFF_MS / 20);
     expect(Object.keys(await store.hashGetAll('notifier:outbox'))).toHaveLength(1);
-    const records = (await bus.read(TOPICS.notifications)).flatMap((m) => { const r = parseEnvelope(m.value); return r.ok && r.value.type === 'notification' ? [r.value.data] : []; });
+    const records = (await bus.read(TOPICS.notifications)).flatMap((m) => {
+      const r = parseEnvelope(m.value);
+      return r.ok && r.value.type === 'notification' ? [r.value.data] : [];
+    });
     expect(records.some((r) => r.outcome === 'failed')).toBe(true);
     await bus.close();
   });
@@ -105,23 +173,61 @@ describe('a failing receiver, as the operator sees it', () => {
       res.writeHead(healthy ? 202 : 500, { 'content-type': 'application/json' }).end(healthy ? '{"status":"success"}' : 'down');
     });
     await new Promise<void>((r) => vendor.listen(0, '127.0.0.1', r));
-    cleanups.push(() => new Promise((r) => { vendor.closeAllConnections(); vendor.close(() => r()); }));
+    cleanups.push(
+      () =>
+        new Promise((r) => {
+          vendor.closeAllConnections();
+          vendor.close(() => r());
+        }),
+    );
     const port = (vendor.address() as { port: number }).port;
     const lines: string[] = [];
-    const captured = createLogger({ name: 'notifier', destination: new Writable({ write(c, _e, done) { lines.push(String(c)); done(); } }) });
+    const captured = createLogger({
+      name: 'notifier',
+      destination: new Writable({
+        write(c, _e, done) {
+          lines.push(String(c));
+          done();
+        },
+      }),
+    });
     const routes = RoutesFile.parse({
       receivers: [{ name: 'pager', channel: 'pagerduty', settings: { url: `http://127.0.0.1:${port}/enqueue`, routing_key: 'K'.repeat(32) } }],
       route: { receiver: 'pager', page: true },
     });
     const bus = new MemoryBus();
-    const notifier = await startNotifier({ bus, store: new MemoryStore(), log: captured, routes, env: {}, retry: { baseMs: 20, maxDelayMs: 40, giveUpAfterMs: 60_000 }, flushEveryMs: 20 });
-    await bus.publish(TOPICS.alerts, [envelopeMessage(newEnvelope({
-      type: 'alert', host: 'gpu-node-1', source: 'test',
-      data: { fingerprint: 'fp-warn', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: 'lost', starts_at: new Date().toISOString(), evidence: [] },
-    }))]);
+    const notifier = await startNotifier({
+      bus,
+      store: new MemoryStore(),
+      log: captured,
+      routes,
+      env: {},
+      retry: { baseMs: 20, maxDelayMs: 40, giveUpAfterMs: 60_000 },
+      flushEveryMs: 20,
+    });
+    await bus.publish(TOPICS.alerts, [
+      envelopeMessage(
+        newEnvelope({
+          type: 'alert',
+          host: 'gpu-node-1',
+          source: 'test',
+          data: {
+            fingerprint: 'fp-warn',
+            status: 'firing',
+            severity: 'critical',
+            category: 'fallen_off_bus',
+            rule: 'gpu-absent',
+            summary: 'lost',
+            starts_at: new Date().toISOString(),
+            evidence: [],
+          },
+        }),
+      ),
+    ]);
     for (const deadline = Date.now() + 10_000; calls < 4 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
     healthy = true;
-    for (const deadline = Date.now() + 10_000; !lines.some((l) => l.includes('receiver_recovered')) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+    for (const deadline = Date.now() + 10_000; !lines.some((l) => l.includes('receiver_recovered')) && Date.now() < deadline;)
+      await new Promise((r) => setTimeout(r, 10));
     await notifier.stop();
     await bus.close();
     const events = lines.map((l) => (JSON.parse(l) as { msg: string }).msg).filter((m) => m.startsWith('receiver_'));
@@ -130,7 +236,7 @@ describe('a failing receiver, as the operator sees it', () => {
   });
 });
 
-describe('a destination\'s rate', () => {
+describe("a destination's rate", () => {
   /** Sends taken in [0, untilMs) when one is offered every `everyMs`. */
   function taken(limiter: RateLimiter, everyMs: number, untilMs: number): number[] {
     const times: number[] = [];
@@ -146,14 +252,14 @@ describe('a destination\'s rate', () => {
     for (const t of later) expect(later.filter((u) => u > t - 60_000 && u <= t).length).toBeLessThanOrEqual(20);
   });
 
-  it('Feishu\'s defaults (5 a second, 100 a minute) allow 5 in the first second and 100 in the first minute', () => {
+  it("Feishu's defaults (5 a second, 100 a minute) allow 5 in the first second and 100 in the first minute", () => {
     const limit = rateLimitOf({ channel: 'feishu' })!;
     expect(limit).toEqual({ perSecond: 5, perMinute: 100 });
     expect(taken(new RateLimiter(limit), 10, 1_000)).toHaveLength(5);
     expect(taken(new RateLimiter(limit), 10, 60_000)).toHaveLength(100);
   });
 
-  it('every chat vendor has a default; a receiver\'s own setting wins', () => {
+  it("every chat vendor has a default; a receiver's own setting wins", () => {
     expect(rateLimitOf({ channel: 'dingtalk' })).toEqual({ perMinute: 20 });
     expect(rateLimitOf({ channel: 'wecom' })).toEqual({ perMinute: 20 });
     expect(rateLimitOf({ channel: 'slack' })).toEqual({ perSecond: 1, perMinute: 60 });

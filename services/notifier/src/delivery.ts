@@ -128,7 +128,10 @@ export function digest(notifications: readonly Notification[]): Notification {
   const first = must(notifications[0], 'a digest of at least one notification');
   const alerts = notifications.flatMap((n) => n.alerts);
   return {
-    id: `digest-${notifications.map((n) => n.id).join('+').slice(0, 200)}`,
+    id: `digest-${notifications
+      .map((n) => n.id)
+      .join('+')
+      .slice(0, 200)}`,
     receiver: first.receiver,
     group: `digest:${first.receiver}`,
     reason: alerts.every((a) => a.status === 'resolved') ? 'resolved' : 'new_alerts',

@@ -19,11 +19,23 @@ it('what the outbox holds for a receiver the routes no longer have is dead-lette
   const entries: Record<string, string> = {};
   for (let i = 0; i < 50; i += 1) {
     const id = `n-${i}`;
-    entries[id] = encodeVersioned(OUTBOX_ENTRY, { notification: { id, receiver: 'old-chat', group: 'g', reason: 'first', alerts: [], firing: 0 }, queuedAt: i });
+    entries[id] = encodeVersioned(OUTBOX_ENTRY, {
+      notification: { id, receiver: 'old-chat', group: 'g', reason: 'first', alerts: [], firing: 0 },
+      queuedAt: i,
+    });
   }
   await store.hashSet('notifier:outbox', entries);
   const lines: { msg?: string; error?: string }[] = [];
-  const log = createLogger({ name: 'notifier', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as { msg?: string }); done(); } }) });
+  const log = createLogger({
+    name: 'notifier',
+    level: 'info',
+    destination: new Writable({
+      write(c, _e, done) {
+        lines.push(JSON.parse(String(c)) as { msg?: string });
+        done();
+      },
+    }),
+  });
   const bus = new MemoryBus();
   const notifier = await startNotifier({ bus, store, log, routes, env: {}, flushEveryMs: 20 });
   try {

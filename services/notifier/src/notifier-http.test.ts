@@ -36,9 +36,13 @@ const silence = { matchers: ['host="h1"'], duration_seconds: 600, created_by: 'b
 describe('the notifier HTTP server', () => {
   it('refuses a token shorter than 16 characters, naming the variable', () => {
     expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'x')).toThrow(NotifierConfigError);
-    expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'short-token')).toThrow('GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 11)');
+    expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), 'short-token')).toThrow(
+      'GPUALERT_NOTIFIER_TOKEN must be at least 16 characters (got 11)',
+    );
     for (const token of ['abcdefghijklmnopqrst ', ' '.repeat(16), 'abcdefgh\nijklmnopqrst']) {
-      expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), token), JSON.stringify(token)).toThrow('GPUALERT_NOTIFIER_TOKEN must not start or end with white space');
+      expect(() => createNotifierServer(new MemoryStore(), new NotifierMetrics(), token), JSON.stringify(token)).toThrow(
+        'GPUALERT_NOTIFIER_TOKEN must not start or end with white space',
+      );
     }
   });
 
@@ -70,11 +74,14 @@ describe('the notifier HTTP server', () => {
     const { port } = await serve();
     // Declares 200 MB and sends none of it: the answer comes anyway, and the connection closes.
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, path: '/v1/silences', method: 'POST', headers: { ...auth, 'content-length': String(200 * 1024 * 1024) } }, (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
+      const req = request(
+        { host: '127.0.0.1', port, path: '/v1/silences', method: 'POST', headers: { ...auth, 'content-length': String(200 * 1024 * 1024) } },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
       req.on('error', reject);
       req.write('{');
     });
@@ -82,8 +89,14 @@ describe('the notifier HTTP server', () => {
     expect(JSON.parse(answer.body)).toMatchObject({ error: 'body_too_large' });
     // Chunked, no declared length: cut off once past the limit.
     const chunked = await fetch(`http://127.0.0.1:${port}/v1/silences`, {
-      method: 'POST', headers: auth, duplex: 'half',
-      body: new ReadableStream({ pull(c) { c.enqueue(new Uint8Array(MAX_BODY_BYTES / 4).fill(32)); } }),
+      method: 'POST',
+      headers: auth,
+      duplex: 'half',
+      body: new ReadableStream({
+        pull(c) {
+          c.enqueue(new Uint8Array(MAX_BODY_BYTES / 4).fill(32));
+        },
+      }),
     } as RequestInit).catch(() => undefined);
     if (chunked) expect(chunked.status).toBe(413);
   });
@@ -114,7 +127,7 @@ describe('the notifier HTTP server', () => {
   });
 });
 
-describe('the notifier\'s probes', () => {
+describe("the notifier's probes", () => {
   it('/healthz says the process answers; /readyz and /-/ready say whether it can work, with the reason when the store stops answering', async () => {
     /** The embedded store, its reads failing while `away` (Redis gone). */
     class FlakyStore extends MemoryStore {
@@ -138,7 +151,10 @@ describe('the notifier\'s probes', () => {
       expect((await fetch(`${base}/-/ready`)).status).toBe(200);
       store.away = true;
       const notReady = await fetch(`${base}/readyz`);
-      expect([notReady.status, await notReady.json()]).toEqual([503, { status: 'not ready', checks: { bus: 'ok', 'alerts consumer': 'ok', store: 'connect ECONNREFUSED 127.0.0.1:6379' } }]);
+      expect([notReady.status, await notReady.json()]).toEqual([
+        503,
+        { status: 'not ready', checks: { bus: 'ok', 'alerts consumer': 'ok', store: 'connect ECONNREFUSED 127.0.0.1:6379' } },
+      ]);
       const am = await fetch(`${base}/-/ready`);
       expect([am.status, await am.text()]).toEqual([503, expect.stringContaining('ECONNREFUSED')]);
       // Alive all the while: liveness is the process answering, not its dependencies.

@@ -7,7 +7,18 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { z } from 'zod';
 import type { RoutesFile } from '@gpualert/notify';
 import {
-  alertQuery, deleteSilence, getSilence, listAlertGroups, listAlerts, listSilences, MAX_ALERTS_BODY_BYTES, postAlerts, postSilence, receivers, status, type NotifierView,
+  alertQuery,
+  deleteSilence,
+  getSilence,
+  listAlertGroups,
+  listAlerts,
+  listSilences,
+  MAX_ALERTS_BODY_BYTES,
+  postAlerts,
+  postSilence,
+  receivers,
+  status,
+  type NotifierView,
 } from './alertmanager-api.ts';
 import { makeSilence } from './silence-guard.ts';
 import { expireSilence, loadSilences, SilenceError } from './silences.ts';
@@ -26,12 +37,15 @@ export const HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 30_000;
 
 export class NotifierConfigError extends GpualertError {
-  constructor(message: string) { super('GA-NOTIFIER-CONFIG-INVALID', message); }
+  constructor(message: string) {
+    super('GA-NOTIFIER-CONFIG-INVALID', message);
+  }
 }
 
 /** The notifier's Prometheus metrics. */
 /** What a reload (SIGHUP, POST /-/reload) came to: the routes in use, or why the file was kept out. */
-export type ReloadResult = { readonly ok: true; readonly kept: number; readonly moved: number; readonly groups: number } | { readonly ok: false; readonly errors: readonly string[] };
+export type ReloadResult =
+  { readonly ok: true; readonly kept: number; readonly moved: number; readonly groups: number } | { readonly ok: false; readonly errors: readonly string[] };
 
 export class NotifierMetrics {
   readonly registry = new Registry();
@@ -84,9 +98,15 @@ const METHODS = new Set(['GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIO
 export function routeTemplate(pathname: string): string {
   const page = consoleRoute(pathname);
   if (page) return page;
-  if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline') return pathname;
+  if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline')
+    return pathname;
   if (/^\/v1\/silences\/[\w-]+$/.test(pathname)) return '/v1/silences/{id}';
-  if (['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready', '/-/reload'].includes(pathname)) return pathname;
+  if (
+    ['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready', '/-/reload'].includes(
+      pathname,
+    )
+  )
+    return pathname;
   if (/^\/api\/v2\/silence\/[\w-]+$/.test(pathname)) return '/api/v2/silence/{id}';
   return 'other';
 }
@@ -96,7 +116,8 @@ export function checkNotifierToken(token: string | undefined, variable = 'GPUALE
   if (token === undefined || token === '') return undefined;
   if (token.length < MIN_TOKEN_LENGTH) throw new NotifierConfigError(`${variable} must be at least ${MIN_TOKEN_LENGTH} characters (got ${token.length})`);
   // A header value loses its surrounding white space on the way in: such a token could never be presented.
-  if (/^\s|\s$|[\r\n]/.test(token)) throw new NotifierConfigError(`${variable} must not start or end with white space, nor hold a line break (no request could present it)`);
+  if (/^\s|\s$|[\r\n]/.test(token))
+    throw new NotifierConfigError(`${variable} must not start or end with white space, nor hold a line break (no request could present it)`);
   return token;
 }
 
@@ -137,8 +158,15 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
  * running notifier's state). Without a token configured the API refuses everything.
  */
 export function createNotifierServer(
-  store: StateStore, metrics: NotifierMetrics, token: string | undefined, bus?: Bus, limits: Partial<NotifierServerLimits> = {}, routes?: RoutesFile, view?: NotifierView,
-  fleet?: FleetSource, reload?: () => Promise<ReloadResult>,
+  store: StateStore,
+  metrics: NotifierMetrics,
+  token: string | undefined,
+  bus?: Bus,
+  limits: Partial<NotifierServerLimits> = {},
+  routes?: RoutesFile,
+  view?: NotifierView,
+  fleet?: FleetSource,
+  reload?: () => Promise<ReloadResult>,
 ): Server {
   const apiToken = checkNotifierToken(token);
   const maxBody = limits.maxBodyBytes ?? MAX_BODY_BYTES;
@@ -168,10 +196,14 @@ export function createNotifierServer(
         if (!apiToken || !authorized(req.headers.authorization, apiToken)) return send(401, { error: 'a bearer token is required' });
         if (!reload) return send(501, { error: 'this notifier has no routes file to reload' });
         const result = await reload();
-        return result.ok ? send(200, { status: 'reloaded', kept: result.kept, moved: result.moved, groups: result.groups }) : send(400, { error: 'the configuration was not reloaded', errors: result.errors });
+        return result.ok
+          ? send(200, { status: 'reloaded', kept: result.kept, moved: result.moved, groups: result.groups })
+          : send(400, { error: 'the configuration was not reloaded', errors: result.errors });
       }
       // The live console: its page, its assets, and the fleet and alerts it draws (src/console/).
-      const page = consoleRoute(url.pathname) && await serveConsole(req, res, url, { view, fleet, authorized: !!apiToken && authorized(req.headers.authorization, apiToken) });
+      const page =
+        consoleRoute(url.pathname) &&
+        (await serveConsole(req, res, url, { view, fleet, authorized: !!apiToken && authorized(req.headers.authorization, apiToken) }));
       if (page) return send(page.status, page.body, page.type);
       if (url.pathname.startsWith('/api/v2/')) {
         // Alertmanager's API, behind the same bearer token (amtool --http.config.file, Prometheus' alerting.authorization).
@@ -219,13 +251,19 @@ export function createNotifierServer(
         const from = Date.parse(q.get('from') ?? '');
         const to = Date.parse(q.get('to') ?? '');
         const format = (q.get('format') ?? 'json') as Format;
-        if (Number.isNaN(from) || Number.isNaN(to) || from >= to) return send(400, { error: 'bad_range', message: 'from and to must be ISO-8601 times, from before to' });
+        if (Number.isNaN(from) || Number.isNaN(to) || from >= to)
+          return send(400, { error: 'bad_range', message: 'from and to must be ISO-8601 times, from before to' });
         if (!FORMATS.includes(format)) return send(400, { error: 'bad_format', message: `format must be one of ${FORMATS.join(', ')}` });
         const host = q.get('host');
         const incident = q.get('incident');
         try {
           const { text } = await exportTimeline(bus, { from, to, format, ...(host ? { host } : {}), ...(incident ? { incident } : {}) });
-          const types: Record<Format, string> = { json: 'application/json', md: 'text/markdown; charset=utf-8', csv: 'text/csv; charset=utf-8', html: 'text/html; charset=utf-8' };
+          const types: Record<Format, string> = {
+            json: 'application/json',
+            md: 'text/markdown; charset=utf-8',
+            csv: 'text/csv; charset=utf-8',
+            html: 'text/html; charset=utf-8',
+          };
           return send(200, text, types[format]);
         } catch (error) {
           if (error instanceof UnknownIncidentError) return send(404, { error: 'unknown_incident', message: error.message });
@@ -238,7 +276,8 @@ export function createNotifierServer(
         try {
           text = await readBody(req, maxBody);
         } catch (error) {
-          if (error instanceof BodyTooLarge) return send(413, { error: 'body_too_large', message: `the body is over ${maxBody} bytes` }, 'application/json', true);
+          if (error instanceof BodyTooLarge)
+            return send(413, { error: 'body_too_large', message: `the body is over ${maxBody} bytes` }, 'application/json', true);
           throw error;
         }
         let json: unknown;
@@ -251,7 +290,12 @@ export function createNotifierServer(
         if (!body.success) return send(400, { error: 'invalid_silence', message: firstIssue(body.error, 'body') });
         try {
           const b = body.data;
-          const { silence, reach } = await makeSilence(store, { matchers: b.matchers, durationMs: b.duration_seconds * 1000, createdBy: b.created_by, comment: b.comment }, Date.now(), b.force === true);
+          const { silence, reach } = await makeSilence(
+            store,
+            { matchers: b.matchers, durationMs: b.duration_seconds * 1000, createdBy: b.created_by, comment: b.comment },
+            Date.now(),
+            b.force === true,
+          );
           return send(201, { ...silence, reach });
         } catch (error) {
           if (error instanceof SilenceError) return send(400, { error: 'invalid_silence', message: error.message });

@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { Bus, Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { NotifierCore, type Decision, type Notification, type NotifierState, type RoutesFile } from '@gpualert/notify';
-import { busReady, consumerReady, serialQueue, sharedReadiness, storeReady, type Readiness, type RunningService, type ServiceDefinition } from '@gpualert/runtime';
+import {
+  busReady,
+  consumerReady,
+  serialQueue,
+  sharedReadiness,
+  storeReady,
+  type Readiness,
+  type RunningService,
+  type ServiceDefinition,
+} from '@gpualert/runtime';
 import { TOPICS } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import type { NotifierView } from './alertmanager-api.ts';
@@ -61,13 +70,24 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   /** This run of the notifier: its outbox entries carry it, and its heartbeat key says it is alive. */
   const outbox = new Outbox(store, randomUUID().slice(0, 12), log);
   await outbox.alive();
-  const pageLog = new SharedPageLog(store, routes.receivers.map((r) => r.name));
+  const pageLog = new SharedPageLog(
+    store,
+    routes.receivers.map((r) => r.name),
+  );
   /** Each step saves what it changed; what the last step committed is what a failed one goes back to. */
   const saved = new NotifierStateStore(store, log);
   const state: NotifierState = await saved.load();
   const seeded = await pageLog.seed(state);
   if (seeded > 0) log.info({ faults: seeded }, 'page_log_seeded');
-  const deliveries = new DeliveryLoop({ routes: options.routes, env: options.env, bus: options.bus, log, outbox, retry: options.retry, metrics: options.metrics });
+  const deliveries = new DeliveryLoop({
+    routes: options.routes,
+    env: options.env,
+    bus: options.bus,
+    log,
+    outbox,
+    retry: options.retry,
+    metrics: options.metrics,
+  });
   const silences = new SilenceSync(store, log, (data, host) => deliveries.record(data, host));
 
   /**
@@ -81,7 +101,11 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     for (const alert of n.alerts) if (await pageLog.firing(alert.fingerprint)) return;
     const alerts = n.alerts.map((a) => ({ ...a, status: 'resolved' as const }));
     const resolve: Notification = {
-      ...n, id: `${n.id}:resolve`, reason: 'page_resolve', alerts, firing: 0,
+      ...n,
+      id: `${n.id}:resolve`,
+      reason: 'page_resolve',
+      alerts,
+      firing: 0,
       ...(n.alertmanager ? { alertmanager: { ...n.alertmanager, alerts } } : {}),
     };
     const queuedAt = Date.now();
@@ -116,7 +140,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     for (const d of decisions) {
       if ('suppressed' in d) {
         const { receiver, fingerprints: held, reason, detail } = d.suppressed;
-        await deliveries.record({ receiver, channel: deliveries.channelOf(receiver), fingerprints: [...held], reason: `${reason}: ${detail}`, outcome: 'suppressed', attempt: 0 }, 'notifier');
+        await deliveries.record(
+          { receiver, channel: deliveries.channelOf(receiver), fingerprints: [...held], reason: `${reason}: ${detail}`, outcome: 'suppressed', attempt: 0 },
+          'notifier',
+        );
       }
     }
     await saved.save(state);
@@ -151,7 +178,8 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       } catch (error) {
         // What goes back is this run's own save; should some of it not read back (past a load bound), say so rather than drop it unannounced.
         const unreadable = saved.rollback(state);
-        if (unreadable.length > 0) log.warn({ key: STATE_KEY, unreadable: unreadable.length, examples: unreadable.slice(0, MAX_NAMED_IN_WARNING) }, 'state_rebuilt');
+        if (unreadable.length > 0)
+          log.warn({ key: STATE_KEY, unreadable: unreadable.length, examples: unreadable.slice(0, MAX_NAMED_IN_WARNING) }, 'state_rebuilt');
         throw error;
       }
     });
@@ -173,7 +201,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
           if (envelope.type === 'alert') decisions.push(...core.ingest(state, envelope, Date.now()));
         }
         await silences.shareOwn(state, before);
-        decisions.push(...await flush(Date.now()));
+        decisions.push(...(await flush(Date.now())));
         await act(decisions, fingerprints);
       }),
   });
@@ -212,20 +240,21 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     get routes() {
       return routes;
     },
-    reload: (next) => transact(async () => {
-      // Built first: a channel that cannot be built refuses the reload before anything changed.
-      const channels = deliveries.prepare(next);
-      const candidate = new NotifierCore(next);
-      const moved = await candidate.adopt(state, Date.now(), () => new Promise((resolve) => setImmediate(resolve)));
-      // Should the save fail, the step rolls the state back and the old routes and channels stay.
-      await saved.save(state);
-      deliveries.apply(channels);
-      core = candidate;
-      routes = next;
-      pageLog.setReceivers(next.receivers.map((r) => r.name));
-      log.info({ receivers: deliveries.receivers, ...moved }, 'config_reloaded');
-      return moved;
-    }),
+    reload: (next) =>
+      transact(async () => {
+        // Built first: a channel that cannot be built refuses the reload before anything changed.
+        const channels = deliveries.prepare(next);
+        const candidate = new NotifierCore(next);
+        const moved = await candidate.adopt(state, Date.now(), () => new Promise((resolve) => setImmediate(resolve)));
+        // Should the save fail, the step rolls the state back and the old routes and channels stay.
+        await saved.save(state);
+        deliveries.apply(channels);
+        core = candidate;
+        routes = next;
+        pageLog.setReceivers(next.receivers.map((r) => r.name));
+        log.info({ receivers: deliveries.receivers, ...moved }, 'config_reloaded');
+        return moved;
+      }),
     // The API reads the state as the last step saved it: never half a step, never a step rolled back.
     state: () => saved.snapshot(),
     // Ready when it can read alerts and keep its outbox: Kafka answers, its consumer is in the group, the store answers.
@@ -247,4 +276,3 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
 export function notifierService(routes: RoutesFile, env: Readonly<Record<string, string | undefined>>): ServiceDefinition {
   return { name: 'notifier', start: (context) => startNotifier({ ...context, routes, env }) };
 }
-

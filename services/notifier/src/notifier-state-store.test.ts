@@ -69,17 +69,37 @@ class CountingStore extends MemoryStore {
 
 /** Chat groups per host (no pages), told after 30 s; a critical page besides. */
 const routes = RoutesFile.parse({
-  receivers: [{ name: 'pager', channel: 'record' }, { name: 'chat', channel: 'record' }],
+  receivers: [
+    { name: 'pager', channel: 'record' },
+    { name: 'chat', channel: 'record' },
+  ],
   route: {
-    receiver: 'chat', group_by: ['host'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h',
+    receiver: 'chat',
+    group_by: ['host'],
+    group_wait: '30s',
+    group_interval: '5m',
+    repeat_interval: '4h',
     routes: [{ receiver: 'pager', matchers: ['severity="critical"'], page: true }],
   },
 });
 
 function alert(host: string, severity: AlertData['severity'] = 'warning', status: 'firing' | 'resolved' = 'firing'): EnvelopeOf<'alert'> {
   return newEnvelope({
-    type: 'alert', id: `${host}-${severity}-${status}`, host, source: 'test', labels: { cluster: 'lab' },
-    data: { fingerprint: `fp-${host}-${severity}`, status, severity, category: 'thermal', rule: 'r', summary: `hot ${host}`, starts_at: '2026-11-30T10:00:00.000Z', evidence: [] },
+    type: 'alert',
+    id: `${host}-${severity}-${status}`,
+    host,
+    source: 'test',
+    labels: { cluster: 'lab' },
+    data: {
+      fingerprint: `fp-${host}-${severity}`,
+      status,
+      severity,
+      category: 'thermal',
+      rule: 'r',
+      summary: `hot ${host}`,
+      starts_at: '2026-11-30T10:00:00.000Z',
+      evidence: [],
+    },
   });
 }
 
@@ -97,18 +117,31 @@ async function until(done: () => boolean | Promise<boolean>, what: string): Prom
 
 async function start(store: CountingStore, bus = new MemoryBus()) {
   const lines: Record<string, unknown>[] = [];
-  const log = createLogger({ name: 'notifier', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
+  const log = createLogger({
+    name: 'notifier',
+    level: 'info',
+    destination: new Writable({
+      write(c, _e, done) {
+        lines.push(JSON.parse(String(c)) as Record<string, unknown>);
+        done();
+      },
+    }),
+  });
   const notifier = await startNotifier({ bus, store, log, routes, env: {}, flushEveryMs: 20 });
   let stopped = false;
   const stop = async () => {
     if (!stopped) await notifier.stop();
     stopped = true;
   };
-  cleanups.push(async () => { await stop(); await bus.close(); });
-  const records = async (): Promise<NotificationData[]> => (await bus.read(TOPICS.notifications)).flatMap((m) => {
-    const r = parseEnvelope(m.value);
-    return r.ok && r.value.type === 'notification' ? [r.value.data] : [];
+  cleanups.push(async () => {
+    await stop();
+    await bus.close();
   });
+  const records = async (): Promise<NotificationData[]> =>
+    (await bus.read(TOPICS.notifications)).flatMap((m) => {
+      const r = parseEnvelope(m.value);
+      return r.ok && r.value.type === 'notification' ? [r.value.data] : [];
+    });
   /** Waits until `n` more steps have run to their end (each begins by reading the silences). */
   const steps = async (n: number) => {
     const target = store.steps + n + 1;
@@ -123,14 +156,19 @@ describe('the notifier saves what a step changed', () => {
   it('one new alert among 1,000 open groups writes its group and its alert, not the 1,000 others', async () => {
     const store = new CountingStore();
     const { notifier, bus } = await start(store);
-    await bus.publish(TOPICS.alerts, hosts(1_000).map((h) => envelopeMessage(alert(h))));
+    await bus.publish(
+      TOPICS.alerts,
+      hosts(1_000).map((h) => envelopeMessage(alert(h))),
+    );
     await until(async () => Object.keys(await store.hashGetAll(GROUPS_KEY)).length === 1_000, '1,000 groups saved');
     const whole = saveNotifierState(notifier.state()).length;
     store.reset();
     await bus.publish(TOPICS.alerts, [envelopeMessage(alert('gpu-node-new'))]);
     await until(() => Object.hasOwn(notifier.state().groups, 'root|chat|host="gpu-node-new"'), 'the new group committed');
     expect(store.written).toEqual([
-      `${GROUPS_KEY} root|chat|host="gpu-node-new"`, `${GROUP_ALERTS_KEY} ${groupAlertField('root|chat|host="gpu-node-new"', 'fp-gpu-node-new-warning')}`, `${FIRING_KEY} fp-gpu-node-new-warning`,
+      `${GROUPS_KEY} root|chat|host="gpu-node-new"`,
+      `${GROUP_ALERTS_KEY} ${groupAlertField('root|chat|host="gpu-node-new"', 'fp-gpu-node-new-warning')}`,
+      `${FIRING_KEY} fp-gpu-node-new-warning`,
     ]);
     // What the step wrote, against the whole state the notifier saved at every step before.
     expect(store.chars).toBeLessThan(whole / 100);
@@ -140,7 +178,10 @@ describe('the notifier saves what a step changed', () => {
   it('a step whose second write fails leaves the state as the last step saved it, and its retry notifies once', async () => {
     const store = new CountingStore();
     const { notifier, bus, records, steps } = await start(store);
-    await bus.publish(TOPICS.alerts, hosts(20).map((h) => envelopeMessage(alert(h))));
+    await bus.publish(
+      TOPICS.alerts,
+      hosts(20).map((h) => envelopeMessage(alert(h))),
+    );
     await until(() => Object.keys(notifier.state().groups).length === 20, '20 groups committed');
     // The page's step writes its outbox entry first, then the state: the state's first write fails.
     store.failWrite(2);
@@ -192,7 +233,10 @@ describe('the notifier saves what a step changed', () => {
 
 describe('a group is saved as a head and a field per alert', () => {
   const quiet = createLogger({ name: 't', level: 'silent' });
-  const storm = RoutesFile.parse({ receivers: [{ name: 'chat', channel: 'record' }], route: { receiver: 'chat', group_by: ['cluster'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h' } });
+  const storm = RoutesFile.parse({
+    receivers: [{ name: 'chat', channel: 'record' }],
+    route: { receiver: 'chat', group_by: ['cluster'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h' },
+  });
 
   it('one more alert in a group of 1,000 writes that alert alone, not the group again', async () => {
     const core = new NotifierCore(storm);
@@ -207,7 +251,10 @@ describe('a group is saved as a head and a field per alert', () => {
     store.reset();
     core.ingest(state, alert('gpu-node-new'), t + 1_000);
     await saved.save(state);
-    expect(store.written).toEqual([`${GROUP_ALERTS_KEY} ${groupAlertField('root|chat|cluster="lab"', 'fp-gpu-node-new-warning')}`, `${FIRING_KEY} fp-gpu-node-new-warning`]);
+    expect(store.written).toEqual([
+      `${GROUP_ALERTS_KEY} ${groupAlertField('root|chat|cluster="lab"', 'fp-gpu-node-new-warning')}`,
+      `${FIRING_KEY} fp-gpu-node-new-warning`,
+    ]);
     expect(store.chars).toBeLessThan(group / 100);
     // The flush that tells all 1,001 writes each alert's told record, and the head for its times.
     store.reset();
@@ -232,7 +279,16 @@ describe('a group is saved as a head and a field per alert', () => {
     await store.delete(GROUP_ALERTS_KEY);
     await store.hashSet(GROUPS_KEY, Object.fromEntries(Object.entries(state.groups).map(([key, g]) => [key, JSON.stringify({ version: 1, ...g })])));
     const lines: Record<string, unknown>[] = [];
-    const log = createLogger({ name: 't', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
+    const log = createLogger({
+      name: 't',
+      level: 'info',
+      destination: new Writable({
+        write(c, _e, done) {
+          lines.push(JSON.parse(String(c)) as Record<string, unknown>);
+          done();
+        },
+      }),
+    });
     // A split cut short after its first write (the store gone): nothing of the groups is lost, the next start splits again.
     store.failWrite(2);
     await expect(new NotifierStateStore(store, log).load()).rejects.toThrow('store went away');
@@ -260,7 +316,8 @@ describe('what a step changed is found without serialising the rest, and a faile
     const out = new Map<string, string>();
     for (const [key, g] of Object.entries(state.groups)) {
       out.set(`g ${key}`, JSON.stringify([g.key, g.route, g.nextFlush, g.lastSent]));
-      for (const fp of new Set([...Object.keys(g.alerts), ...Object.keys(g.told)])) out.set(`a ${groupAlertField(key, fp)}`, JSON.stringify([g.alerts[fp], g.told[fp]]));
+      for (const fp of new Set([...Object.keys(g.alerts), ...Object.keys(g.told)]))
+        out.set(`a ${groupAlertField(key, fp)}`, JSON.stringify([g.alerts[fp], g.told[fp]]));
     }
     for (const [fp, labels] of Object.entries(state.firing)) out.set(`f ${fp}`, JSON.stringify([labels, state.about[fp]]));
     out.set(`r ${STATE_KEY}`, JSON.stringify([state.pages, state.sources]));
@@ -340,14 +397,27 @@ describe('what a step changed is found without serialising the rest, and a faile
     const [victim] = Object.keys(state.groups);
     await store.hashSet(GROUPS_KEY, { [victim!]: '{"version":2,"key":"not this one"}', 'root|chat|host="gpu-node-99"': '{"version":2,"key":7' });
     const lines: Record<string, unknown>[] = [];
-    const log = createLogger({ name: 't', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
+    const log = createLogger({
+      name: 't',
+      level: 'info',
+      destination: new Writable({
+        write(c, _e, done) {
+          lines.push(JSON.parse(String(c)) as Record<string, unknown>);
+          done();
+        },
+      }),
+    });
     const loaded = await new NotifierStateStore(store, log).load();
     // The victim's alert is left without its group: dropped too, and said so.
     expect(lines.filter((l) => l.msg === 'state_rebuilt')).toEqual([
       expect.objectContaining({ key: GROUPS_KEY, unreadable: 2 }),
       expect.objectContaining({ key: GROUP_ALERTS_KEY, unreadable: 1, examples: [expect.stringContaining('its group is not saved')] }),
     ]);
-    expect(Object.keys(loaded.groups).sort()).toEqual(Object.keys(state.groups).filter((k) => k !== victim).sort());
+    expect(Object.keys(loaded.groups).sort()).toEqual(
+      Object.keys(state.groups)
+        .filter((k) => k !== victim)
+        .sort(),
+    );
     expect(Object.keys(await store.hashGetAll(GROUPS_KEY))).toHaveLength(9);
     expect(Object.keys(await store.hashGetAll(GROUP_ALERTS_KEY)).some((f) => f.includes(victim!))).toBe(false);
     expect(Object.hasOwn(loaded.firing, '__proto__')).toBe(true);

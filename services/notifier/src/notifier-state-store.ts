@@ -34,7 +34,9 @@ const MAX_STATE_CHARS = LAYOUT.rest.maxChars;
 const MAX_NAMED_IN_WARNING = 5;
 
 const FIRING: Section<FiringAlert> = {
-  key: FIRING_KEY, spec: LAYOUT.firingAlert, bound: MAX_SAVED_ALERTS,
+  key: FIRING_KEY,
+  spec: LAYOUT.firingAlert,
+  bound: MAX_SAVED_ALERTS,
   fields: (state) => Object.keys(state.firing),
   has: (state, field) => Object.hasOwn(state.firing, field),
   stamp: (state, field) => [state.firing[field], state.about[field]],
@@ -101,7 +103,10 @@ export class NotifierStateStore {
   private view: { generation: number; state: NotifierState } | undefined;
   private generation = 0;
 
-  constructor(private readonly store: StateStore, private readonly log: Logger) {}
+  constructor(
+    private readonly store: StateStore,
+    private readonly log: Logger,
+  ) {}
 
   /**
    * The state as saved. A store written by gpualert up to version 1 (one document, the whole state)
@@ -128,7 +133,11 @@ export class NotifierStateStore {
     const groups = Object.entries(await this.store.hashGetAll(GROUPS_KEY));
     const groupAlerts = Object.entries(await this.store.hashGetAll(GROUP_ALERTS_KEY));
     const firing = Object.entries(await this.store.hashGetAll(FIRING_KEY));
-    for (const [key, fields, bound] of [[GROUPS_KEY, groups, MAX_SAVED_GROUPS], [GROUP_ALERTS_KEY, groupAlerts, MAX_GROUP_ALERT_FIELDS], [FIRING_KEY, firing, FIRING.bound]] as const) {
+    for (const [key, fields, bound] of [
+      [GROUPS_KEY, groups, MAX_SAVED_GROUPS],
+      [GROUP_ALERTS_KEY, groupAlerts, MAX_GROUP_ALERT_FIELDS],
+      [FIRING_KEY, firing, FIRING.bound],
+    ] as const) {
       if (fields.length > bound) return this.fresh(`${key}: ${fields.length} fields, over the bound of ${bound}`);
       for (const [, t] of fields) chars += t.length;
     }
@@ -178,9 +187,14 @@ export class NotifierStateStore {
       const these = unreadable.filter((u) => u.key === key);
       const dropped = these.filter((u) => !u.newer).map((u) => u.field);
       if (dropped.length > 0) await this.store.hashDelete(key, ...dropped);
-      this.log.warn({
-        key, unreadable: these.length, examples: these.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.field.slice(0, 80)}: ${u.reason}`),
-      }, 'state_rebuilt');
+      this.log.warn(
+        {
+          key,
+          unreadable: these.length,
+          examples: these.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.field.slice(0, 80)}: ${u.reason}`),
+        },
+        'state_rebuilt',
+      );
     }
   }
 
@@ -218,7 +232,10 @@ export class NotifierStateStore {
     this.rest = { text, stamp: restStamp(state) };
     // Its silences are kept: the first step writes back to the silences hash any active one missing there.
     this.commitSilences(state);
-    this.log.info({ key: LEGACY_STATE_KEY, to: STATE_KEY, from, version: LAYOUT.rest.version, groups: this.groups.size, firing: this.firing.size }, 'state_migrated');
+    this.log.info(
+      { key: LEGACY_STATE_KEY, to: STATE_KEY, from, version: LAYOUT.rest.version, groups: this.groups.size, firing: this.firing.size },
+      'state_migrated',
+    );
     return state;
   }
 
@@ -227,9 +244,10 @@ export class NotifierStateStore {
     const groups = await this.groups.changes(state);
     const firing = await this.firing.changes(state);
     const stamp = restStamp(state);
-    const rest = this.rest === undefined || this.restUncertain || !sameStamp(this.rest.stamp, stamp)
-      ? encodeVersioned(LAYOUT.rest, { pages: state.pages, sources: state.sources })
-      : undefined;
+    const rest =
+      this.rest === undefined || this.restUncertain || !sameStamp(this.rest.stamp, stamp)
+        ? encodeVersioned(LAYOUT.rest, { pages: state.pages, sources: state.sources })
+        : undefined;
     const writeRest = rest !== undefined && (this.restUncertain || rest !== this.rest?.text);
     this.inFlight = { groups, firing, rest };
     await this.groups.write(this.store, groups);

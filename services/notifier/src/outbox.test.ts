@@ -36,7 +36,10 @@ describe('the outbox and its owners', () => {
 
     await dead.gone();
     const taken = await live.orphans();
-    expect(taken.map((t) => [t.notification.id, t.owner])).toEqual([['d1', 'live'], ['d2', 'live']]);
+    expect(taken.map((t) => [t.notification.id, t.owner])).toEqual([
+      ['d1', 'live'],
+      ['d2', 'live'],
+    ]);
     expect(store.entryReads).toBe(2);
     expect((await store.hashGetAll(OUTBOX_OWNERS_KEY)).d1).toBe('live');
     // Taken once: a second heartbeat, or a second live notifier, finds nothing of them.
@@ -56,7 +59,10 @@ describe('the outbox and its owners', () => {
   it('entries an older gpualert wrote (no owners index) are indexed at start, so its death is seen by the heartbeat', async () => {
     const store = new MemoryStore();
     await store.set(ALIVE_KEY('old'), '1');
-    await store.hashSet(OUTBOX_KEY, { o1: encodeVersioned(OUTBOX_ENTRY, { notification: page('o1'), queuedAt: 1, owner: 'old' }), n1: encodeVersioned(OUTBOX_ENTRY, { notification: page('n1'), queuedAt: 2 }) });
+    await store.hashSet(OUTBOX_KEY, {
+      o1: encodeVersioned(OUTBOX_ENTRY, { notification: page('o1'), queuedAt: 1, owner: 'old' }),
+      n1: encodeVersioned(OUTBOX_ENTRY, { notification: page('n1'), queuedAt: 2 }),
+    });
     const started = new Outbox(store, 'new', quiet);
     // Without an owner: this notifier's to send; the old one's, while it lives, is left.
     expect((await started.load()).map((e) => [e.notification.id, e.owner])).toEqual([['n1', 'new']]);

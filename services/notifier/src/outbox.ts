@@ -47,7 +47,11 @@ export const OUTBOX_ENTRY: VersionedState<Outgoing> = {
  * was in flight. Each entry names its owner; a live notifier takes over a dead one's entries.
  */
 export class Outbox {
-  constructor(private readonly store: StateStore, readonly instance: string, private readonly log: Logger) {}
+  constructor(
+    private readonly store: StateStore,
+    readonly instance: string,
+    private readonly log: Logger,
+  ) {}
 
   /** Says this notifier is alive (its entries are its own to send) for NOTIFIER_ALIVE_TTL_MS. */
   async alive(): Promise<void> {
@@ -104,9 +108,14 @@ export class Outbox {
     if (unreadable.length > 0) {
       const dropped = unreadable.filter((u) => !u.newer).map((u) => u.id);
       if (dropped.length > 0) await this.remove(dropped);
-      this.log.warn({
-        key: OUTBOX_KEY, unreadable: unreadable.length, examples: unreadable.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.id.slice(0, 80)}: ${u.reason}`),
-      }, 'state_rebuilt');
+      this.log.warn(
+        {
+          key: OUTBOX_KEY,
+          unreadable: unreadable.length,
+          examples: unreadable.slice(0, MAX_NAMED_IN_WARNING).map((u) => `${u.id.slice(0, 80)}: ${u.reason}`),
+        },
+        'state_rebuilt',
+      );
     }
     pendings.sort((a, b) => a.queuedAt - b.queuedAt);
     if (pendings.length > MAX_OUTBOX_LOADED) this.log.warn({ key: OUTBOX_KEY, pending: pendings.length, loaded: MAX_OUTBOX_LOADED }, 'outbox_over_bound');
@@ -143,7 +152,8 @@ export class Outbox {
 
   /** Claims a dead owner's entry (an entry without an owner is this notifier's at start) and writes it as this notifier's; undefined when another claimed it first. */
   private async adopt(id: string, entry: Outgoing): Promise<Outgoing | undefined> {
-    if (entry.owner !== undefined && !(await this.store.compareAndSet(CLAIM_KEY(id), null, this.instance, { ttlMs: 10 * NOTIFIER_ALIVE_TTL_MS }))) return undefined;
+    if (entry.owner !== undefined && !(await this.store.compareAndSet(CLAIM_KEY(id), null, this.instance, { ttlMs: 10 * NOTIFIER_ALIVE_TTL_MS })))
+      return undefined;
     const adopted: Outgoing = { ...entry, owner: this.instance };
     await this.store.hashSet(OUTBOX_KEY, { [id]: await encodeVersionedPaced(OUTBOX_ENTRY, adopted) });
     await this.store.hashSet(OUTBOX_OWNERS_KEY, { [id]: this.instance });

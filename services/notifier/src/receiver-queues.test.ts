@@ -15,15 +15,19 @@ describe('ReceiverQueues', () => {
     for (let depth = 0; depth <= 12; depth += 1) {
       const sent: string[] = [];
       let firstSent: () => void = () => {};
-      const queues: ReceiverQueues<string> = new ReceiverQueues(async (_receiver, queue) => {
-        while (queue.length > 0) {
-          const page = queue.shift()!;
-          sent.push(page);
-          // The send answered, then the outbox entry is deleted: the step after which the runner sees its queue empty.
-          await Promise.resolve();
-          if (page === 'first') firstSent();
-        }
-      }, () => {}, () => false);
+      const queues: ReceiverQueues<string> = new ReceiverQueues(
+        async (_receiver, queue) => {
+          while (queue.length > 0) {
+            const page = queue.shift()!;
+            sent.push(page);
+            // The send answered, then the outbox entry is deleted: the step after which the runner sees its queue empty.
+            await Promise.resolve();
+            if (page === 'first') firstSent();
+          }
+        },
+        () => {},
+        () => false,
+      );
       await new Promise<void>((resolve) => {
         firstSent = () => {
           resolve();
@@ -44,14 +48,18 @@ describe('ReceiverQueues', () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => (release = r));
     let runners = 0;
-    const queues = new ReceiverQueues<string>(async (_receiver, queue) => {
-      runners += 1;
-      while (queue.length > 0) {
-        const page = queue.shift()!;
-        await gate;
-        sent.push(page);
-      }
-    }, () => {}, () => false);
+    const queues = new ReceiverQueues<string>(
+      async (_receiver, queue) => {
+        runners += 1;
+        while (queue.length > 0) {
+          const page = queue.shift()!;
+          await gate;
+          sent.push(page);
+        }
+      },
+      () => {},
+      () => false,
+    );
     queues.push('pager', 'a');
     queues.push('pager', 'b');
     queues.push('pager', 'b', (q) => q === 'b');
@@ -66,11 +74,15 @@ describe('ReceiverQueues', () => {
     const errors: string[] = [];
     let stopped = false;
     let calls = 0;
-    const queues = new ReceiverQueues<string>(async (_receiver, queue) => {
-      calls += 1;
-      queue.shift();
-      if (calls === 1) throw new Error('channel bug');
-    }, (receiver, error) => errors.push(`${receiver}: ${String(error)}`), () => stopped);
+    const queues = new ReceiverQueues<string>(
+      async (_receiver, queue) => {
+        calls += 1;
+        queue.shift();
+        if (calls === 1) throw new Error('channel bug');
+      },
+      (receiver, error) => errors.push(`${receiver}: ${String(error)}`),
+      () => stopped,
+    );
     queues.push('chat', 'one');
     await queues.idle();
     expect(errors).toEqual(['chat: Error: channel bug']);
@@ -78,7 +90,11 @@ describe('ReceiverQueues', () => {
     await queues.idle();
     expect(calls).toBe(2);
     stopped = true;
-    const left = new ReceiverQueues<string>(async () => {}, () => {}, () => stopped);
+    const left = new ReceiverQueues<string>(
+      async () => {},
+      () => {},
+      () => stopped,
+    );
     left.push('chat', 'three'); // its runner takes nothing (stopped): ended with the queue not empty, it starts no other
     await left.idle();
   });
@@ -88,9 +104,13 @@ describe('ReceiverQueues, a runner that takes nothing', () => {
   it('is started again on the next turn, not at once: timers still fire while it keeps ending with work left', async () => {
     let runs = 0;
     let stop = false;
-    const queues = new ReceiverQueues<string>(async () => {
-      runs += 1; // ends at once, taking nothing
-    }, () => {}, () => stop);
+    const queues = new ReceiverQueues<string>(
+      async () => {
+        runs += 1; // ends at once, taking nothing
+      },
+      () => {},
+      () => stop,
+    );
     queues.push('chat', 'stuck');
     await new Promise((r) => setTimeout(r, 0));
     stop = true;

@@ -89,7 +89,11 @@ export class SavedGroups {
    * field, as gpualert wrote it before) is loaded and returned in `split`, not taken as committed:
    * the caller writes it in this layout. An alert whose group is not saved is unreadable.
    */
-  load(state: NotifierState, heads: readonly (readonly [string, string])[], alerts: readonly (readonly [string, string])[]): { unreadable: Unreadable[]; split: number } {
+  load(
+    state: NotifierState,
+    heads: readonly (readonly [string, string])[],
+    alerts: readonly (readonly [string, string])[],
+  ): { unreadable: Unreadable[]; split: number } {
     const unreadable: Unreadable[] = [];
     let split = 0;
     for (const [field, text] of heads) {
@@ -109,9 +113,13 @@ export class SavedGroups {
       // A committed group is one the loop above put in the state.
       const committed = loaded.ok ? this.committed.get(loaded.value.group) : undefined;
       const group = loaded.ok ? state.groups[loaded.value.group] : undefined;
-      const reason = !loaded.ok ? loaded.reason
-        : groupAlertField(loaded.value.group, loaded.value.fingerprint) !== field ? 'saved under another key'
-          : !committed || !group ? 'its group is not saved' : undefined;
+      const reason = !loaded.ok
+        ? loaded.reason
+        : groupAlertField(loaded.value.group, loaded.value.fingerprint) !== field
+          ? 'saved under another key'
+          : !committed || !group
+            ? 'its group is not saved'
+            : undefined;
       if (reason !== undefined || !loaded.ok || !committed || !group) {
         unreadable.push({ key: GROUP_ALERTS_KEY, field, reason: reason ?? '', newer: !loaded.ok && loaded.newer === true });
         continue;
@@ -145,7 +153,12 @@ export class SavedGroups {
       const head = committed?.head;
       const doubtHead = this.uncertainHeads.has(key);
       if (!head || doubtHead || head.group !== group || head.route !== group.route || head.nextFlush !== group.nextFlush || head.lastSent !== group.lastSent) {
-        const text = encodeVersioned(HEAD as VersionedState<object>, { key: group.key, route: group.route, nextFlush: group.nextFlush, lastSent: group.lastSent });
+        const text = encodeVersioned(HEAD as VersionedState<object>, {
+          key: group.key,
+          route: group.route,
+          nextFlush: group.nextFlush,
+          lastSent: group.lastSent,
+        });
         // Touched but the same again: nothing to write.
         if (head && !doubtHead && head.text === text) Object.assign(head, headOf(text, group));
         else out.heads.set(key, headOf(text, group));
@@ -174,8 +187,12 @@ export class SavedGroups {
       for (const fingerprint in group.alerts) if (!unchanged(fingerprint)) await encode(fingerprint);
       for (const fingerprint in group.told) if (!Object.hasOwn(group.alerts, fingerprint) && !unchanged(fingerprint)) await encode(fingerprint);
       const held = (fingerprint: string) => Object.hasOwn(group.alerts, fingerprint) || Object.hasOwn(group.told, fingerprint);
-      if (committed) for (const [fingerprint, entry] of committed.entries) if (!held(fingerprint)) out.goneEntries.push({ group: key, fingerprint, field: entry.field });
-      if (doubts) for (const fingerprint of doubts) if (!committed?.entries.has(fingerprint) && !held(fingerprint)) out.goneEntries.push({ group: key, fingerprint, field: groupAlertField(key, fingerprint) });
+      if (committed)
+        for (const [fingerprint, entry] of committed.entries) if (!held(fingerprint)) out.goneEntries.push({ group: key, fingerprint, field: entry.field });
+      if (doubts)
+        for (const fingerprint of doubts)
+          if (!committed?.entries.has(fingerprint) && !held(fingerprint))
+            out.goneEntries.push({ group: key, fingerprint, field: groupAlertField(key, fingerprint) });
     }
     // Groups gone from the state: their heads and every alert the store may hold of them.
     for (const key of new Set([...this.committed.keys(), ...this.uncertainHeads, ...this.uncertainEntries.keys()])) {
@@ -183,7 +200,8 @@ export class SavedGroups {
       const committed = this.committed.get(key);
       if (committed?.head || this.uncertainHeads.has(key)) out.goneHeads.push(key);
       const fingerprints = new Set([...(committed?.entries.keys() ?? []), ...(this.uncertainEntries.get(key) ?? [])]);
-      for (const fingerprint of fingerprints) out.goneEntries.push({ group: key, fingerprint, field: committed?.entries.get(fingerprint)?.field ?? groupAlertField(key, fingerprint) });
+      for (const fingerprint of fingerprints)
+        out.goneEntries.push({ group: key, fingerprint, field: committed?.entries.get(fingerprint)?.field ?? groupAlertField(key, fingerprint) });
     }
     return out;
   }
@@ -256,7 +274,8 @@ export class SavedGroups {
         for (const [fingerprint, entry] of committed.entries) put(group, fingerprint, entry);
       }
     }
-    for (const [key, committed] of this.committed) if (!Object.hasOwn(state.groups, key) && committed.head) this.restore(state, key, committed.head, committed.entries);
+    for (const [key, committed] of this.committed)
+      if (!Object.hasOwn(state.groups, key) && committed.head) this.restore(state, key, committed.head, committed.entries);
   }
 
   private restore(state: NotifierState, key: string, head: Head, entries: Committed['entries']): void {

@@ -16,10 +16,21 @@ const SILENCES_V0 = JSON.parse(fixture('./fixtures/state-v0/notifier-silences.js
 
 /** The default routes' receivers, each recording only: what the notifier sends shows on gpualert.notifications. */
 const routes = RoutesFile.parse({
-  receivers: [{ name: 'pager', channel: 'record' }, { name: 'chat', channel: 'record' }, { name: 'record', channel: 'record' }],
+  receivers: [
+    { name: 'pager', channel: 'record' },
+    { name: 'chat', channel: 'record' },
+    { name: 'record', channel: 'record' },
+  ],
   route: {
-    receiver: 'record', group_by: ['host', 'category'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h',
-    routes: [{ receiver: 'pager', matchers: ['severity="critical"', 'expected="false"'], page: true, continue: true }, { receiver: 'chat', matchers: ['severity=~"warning|error|critical"'] }],
+    receiver: 'record',
+    group_by: ['host', 'category'],
+    group_wait: '30s',
+    group_interval: '5m',
+    repeat_interval: '4h',
+    routes: [
+      { receiver: 'pager', matchers: ['severity="critical"', 'expected="false"'], page: true, continue: true },
+      { receiver: 'chat', matchers: ['severity=~"warning|error|critical"'] },
+    ],
   },
 });
 
@@ -42,14 +53,27 @@ afterEach(async () => {
 
 async function start(store: MemoryStore) {
   const lines: Record<string, unknown>[] = [];
-  const log = createLogger({ name: 'notifier', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
+  const log = createLogger({
+    name: 'notifier',
+    level: 'info',
+    destination: new Writable({
+      write(c, _e, done) {
+        lines.push(JSON.parse(String(c)) as Record<string, unknown>);
+        done();
+      },
+    }),
+  });
   const bus = new MemoryBus();
   const notifier = await startNotifier({ bus, store, log, routes, env: {}, flushEveryMs: 20 });
-  cleanups.push(async () => { await notifier.stop(); await bus.close(); });
-  const records = async () => (await bus.read(TOPICS.notifications)).flatMap((m) => {
-    const r = parseEnvelope(m.value);
-    return r.ok && r.value.type === 'notification' ? [r.value.data] : [];
+  cleanups.push(async () => {
+    await notifier.stop();
+    await bus.close();
   });
+  const records = async () =>
+    (await bus.read(TOPICS.notifications)).flatMap((m) => {
+      const r = parseEnvelope(m.value);
+      return r.ok && r.value.type === 'notification' ? [r.value.data] : [];
+    });
   const until = async (done: (r: NotificationData[]) => boolean) => {
     for (const deadline = Date.now() + 10_000; !done(await records()) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
     return records();
@@ -73,14 +97,21 @@ describe('the notifier starts from what gpualert saved before versions (version 
     const records = await until((r) => sent(r).length >= 4);
     // The three notifications in flight went out, each once; then the waiting group (gpu-node-08), due
     // before the restart, told its first.
-    const outbox = sent(records).filter((n) => n.reason !== 'repeat').filter((n) => n.reason === 'page' || n.fingerprints.includes('fp-maint') || (n.reason === 'first' && n.fingerprints.includes('fp-xid-79')));
-    expect(outbox.map((n) => `${n.receiver}:${n.reason}:${n.fingerprints.join(',')}`).sort()).toEqual(['chat:first:fp-xid-79', 'pager:page:fp-xid-79', 'record:first:fp-maint']);
+    const outbox = sent(records)
+      .filter((n) => n.reason !== 'repeat')
+      .filter((n) => n.reason === 'page' || n.fingerprints.includes('fp-maint') || (n.reason === 'first' && n.fingerprints.includes('fp-xid-79')));
+    expect(outbox.map((n) => `${n.receiver}:${n.reason}:${n.fingerprints.join(',')}`).sort()).toEqual([
+      'chat:first:fp-xid-79',
+      'pager:page:fp-xid-79',
+      'record:first:fp-maint',
+    ]);
     expect(sent(records).some((n) => n.fingerprints.includes('fp-thermal-b'))).toBe(true);
     expect(warnings()).toEqual([]);
     expect(lines.find((l) => l.msg === 'state_migrated')).toMatchObject({ key: 'notifier:state', to: 'notifier:state:rest', from: 0, version: 2 });
     expect(Object.keys(notifier.state().silences).sort()).toEqual(Object.keys(SILENCES_V0).sort());
     expect(notifier.state().pages['pager|fp-xid-79']).toMatchObject({ status: 'firing', severity: 'critical' });
-    for (let deadline = Date.now() + 5_000; Object.keys(await store.hashGetAll('notifier:outbox')).length > 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    for (let deadline = Date.now() + 5_000; Object.keys(await store.hashGetAll('notifier:outbox')).length > 0 && Date.now() < deadline;)
+      await new Promise((r) => setTimeout(r, 20));
     expect(await store.hashGetAll('notifier:outbox')).toEqual({});
     expect(JSON.parse((await store.get('notifier:state:rest'))!).version).toBe(2);
     // Version-0 silences still read from the store, for the CLI and the API too.
@@ -92,14 +123,27 @@ describe('a damaged or hostile saved notifier is rebuilt with one warning line e
   it('drops a state of wrong types, an outbox entry with __proto__ and a huge list, and bad silences, keeping the good one and what a newer version wrote', async () => {
     const [goodId, goodSilence] = Object.entries(SILENCES_V0)[0]!;
     const [outboxId, outboxEntry] = Object.entries(OUTBOX_V0)[0]!;
-    const hostileEntry = JSON.stringify({ ['__proto__']: { polluted: true }, notification: { ...JSON.parse(outboxEntry).notification, alerts: new Array(200_000).fill({}) }, queuedAt: 1 });
+    const hostileEntry = JSON.stringify({
+      ['__proto__']: { polluted: true },
+      notification: { ...JSON.parse(outboxEntry).notification, alerts: new Array(200_000).fill({}) },
+      queuedAt: 1,
+    });
     const store = await seeded(
-      JSON.stringify({ groups: { '__proto__': { polluted: true } }, pages: 'every one', silences: [], firing: 7 }),
+      JSON.stringify({ groups: { __proto__: { polluted: true } }, pages: 'every one', silences: [], firing: 7 }),
       { [outboxId]: hostileEntry, other: '{"version":1,"notification":null}', 'n-future': '{"version":9,"whatever":"a newer gpualert queued"}' },
-      { [goodId]: goodSilence, evil: '{"id":"evil","matchers":"host=~.*","startsAt":"now","endsAt":1e999}', ['__proto__']: '{"polluted":true}', future: '{"version":2,"id":"future"}' },
+      {
+        [goodId]: goodSilence,
+        evil: '{"id":"evil","matchers":"host=~.*","startsAt":"now","endsAt":1e999}',
+        ['__proto__']: '{"polluted":true}',
+        future: '{"version":2,"id":"future"}',
+      },
     );
     const { notifier, bus, until, warnings } = await start(store);
-    expect(warnings().map((w) => w.key).sort()).toEqual(['notifier:outbox', 'notifier:silences', 'notifier:state']);
+    expect(
+      warnings()
+        .map((w) => w.key)
+        .sort(),
+    ).toEqual(['notifier:outbox', 'notifier:silences', 'notifier:state']);
     expect(warnings().find((w) => w.key === 'notifier:state')!.reason).toMatch(/^version 0: (groups\.__proto__|pages): expected an object/);
     expect(warnings().find((w) => w.key === 'notifier:outbox')).toMatchObject({ unreadable: 3 });
     expect(warnings().find((w) => w.key === 'notifier:silences')).toMatchObject({ unreadable: 3 });
@@ -109,10 +153,25 @@ describe('a damaged or hostile saved notifier is rebuilt with one warning line e
     expect(Object.keys(await store.hashGetAll('notifier:outbox'))).toEqual(['n-future']);
     expect(Object.keys(await store.hashGetAll(SILENCES_KEY)).sort()).toEqual([goodId, 'future'].sort());
     // and it works: a new page goes out.
-    await bus.publish(TOPICS.alerts, [envelopeMessage(newEnvelope({
-      type: 'alert', host: 'gpu-node-1', source: 'test',
-      data: { fingerprint: 'fp-after', status: 'firing', severity: 'critical', category: 'fallen_off_bus', rule: 'gpu-absent', summary: 'lost', starts_at: new Date().toISOString(), evidence: [] },
-    }))]);
+    await bus.publish(TOPICS.alerts, [
+      envelopeMessage(
+        newEnvelope({
+          type: 'alert',
+          host: 'gpu-node-1',
+          source: 'test',
+          data: {
+            fingerprint: 'fp-after',
+            status: 'firing',
+            severity: 'critical',
+            category: 'fallen_off_bus',
+            rule: 'gpu-absent',
+            summary: 'lost',
+            starts_at: new Date().toISOString(),
+            evidence: [],
+          },
+        }),
+      ),
+    ]);
     const records = await until((r) => r.some((n) => n.fingerprints.includes('fp-after') && n.outcome === 'sent'));
     expect(records.filter((n) => n.fingerprints.includes('fp-after') && n.receiver === 'pager').map((n) => n.outcome)).toEqual(['sent']);
     expect(Object.keys(notifier.state().silences)).toEqual([goodId]);

@@ -26,7 +26,7 @@ describe('the page log notifiers share', () => {
     expect(await log.firing('fp1')).toBe(false);
   });
 
-  it('a field that does not read keeps the notifier\'s memory; hostile fingerprints are fields, not keys of anything', async () => {
+  it("a field that does not read keeps the notifier's memory; hostile fingerprints are fields, not keys of anything", async () => {
     const store = new MemoryStore();
     const log = new SharedPageLog(store, ['pager']);
     const state = emptyNotifierState();

@@ -15,7 +15,9 @@ type Told = NotifierState['pages'][string];
 const TOLD = z.object({ status: z.enum(['firing', 'resolved']), severity: z.enum(['info', 'warning', 'error', 'critical']), at: z.number().finite() });
 /** The receivers one field may name: a routes file has a handful of pager receivers. */
 const MAX_RECEIVERS_PER_FAULT = 64;
-const FIELD = z.record(z.string().max(256), TOLD).refine((r) => Object.keys(r).length <= MAX_RECEIVERS_PER_FAULT, `at most ${MAX_RECEIVERS_PER_FAULT} receivers`);
+const FIELD = z
+  .record(z.string().max(256), TOLD)
+  .refine((r) => Object.keys(r).length <= MAX_RECEIVERS_PER_FAULT, `at most ${MAX_RECEIVERS_PER_FAULT} receivers`);
 /** Fingerprints read or written per step, in parallel; the rest wait their turn. */
 const CONCURRENCY = 64;
 

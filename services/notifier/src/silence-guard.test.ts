@@ -19,7 +19,8 @@ afterEach(async () => {
 async function serve() {
   const store = new MemoryStore();
   const firing: Record<string, string> = {};
-  for (let i = 0; i < 30; i += 1) firing[`fp-hot-${i}`] = JSON.stringify({ version: 1, labels: { alertname: 'GpuHot', host: `gpu-node-${i}`, severity: 'warning' } });
+  for (let i = 0; i < 30; i += 1)
+    firing[`fp-hot-${i}`] = JSON.stringify({ version: 1, labels: { alertname: 'GpuHot', host: `gpu-node-${i}`, severity: 'warning' } });
   firing['fp-xid'] = JSON.stringify({ version: 1, labels: { alertname: 'XidError', host: 'gpu-node-7', severity: 'critical' } });
   firing['junk'] = '{"labels":"not labels"';
   await store.hashSet(FIRING_KEY, firing);
@@ -30,26 +31,44 @@ async function serve() {
 }
 
 const v2 = (matchers: { name: string; value: string; isRegex: boolean; isEqual: boolean }[], force?: boolean) => ({
-  matchers, startsAt: new Date().toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'bo', comment: 'storm', ...(force === undefined ? {} : { force }),
+  matchers,
+  startsAt: new Date().toISOString(),
+  endsAt: new Date(Date.now() + 3_600_000).toISOString(),
+  createdBy: 'bo',
+  comment: 'storm',
+  ...(force === undefined ? {} : { force }),
 });
 
 describe('a silence that would silence what is firing across hosts is refused unless forced', () => {
   it('Alertmanager\'s API: host=~".+" and alertname!="" are refused with the count; "force": true makes them; one host\'s silence is made', async () => {
     const { base, store } = await serve();
-    for (const matchers of [[{ name: 'host', value: '.+', isRegex: true, isEqual: true }], [{ name: 'alertname', value: '', isRegex: false, isEqual: false }]]) {
+    for (const matchers of [
+      [{ name: 'host', value: '.+', isRegex: true, isEqual: true }],
+      [{ name: 'alertname', value: '', isRegex: false, isEqual: false }],
+    ]) {
       const refused = await fetch(`${base}/api/v2/silences`, { method: 'POST', headers: auth, body: JSON.stringify(v2(matchers)) });
       expect(refused.status).toBe(400);
-      expect(await refused.json()).toMatch(/^this silence matches 31 of 31 firing alerts on 30 hosts: more than half of what is firing, on more than one host; make it with force/);
+      expect(await refused.json()).toMatch(
+        /^this silence matches 31 of 31 firing alerts on 30 hosts: more than half of what is firing, on more than one host; make it with force/,
+      );
     }
     expect(await loadSilences(store)).toEqual({});
-    const forced = await fetch(`${base}/api/v2/silences`, { method: 'POST', headers: auth, body: JSON.stringify(v2([{ name: 'host', value: '.+', isRegex: true, isEqual: true }], true)) });
+    const forced = await fetch(`${base}/api/v2/silences`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify(v2([{ name: 'host', value: '.+', isRegex: true, isEqual: true }], true)),
+    });
     expect(forced.status).toBe(200);
-    const oneHost = await fetch(`${base}/api/v2/silences`, { method: 'POST', headers: auth, body: JSON.stringify(v2([{ name: 'host', value: 'gpu-node-7', isRegex: false, isEqual: true }])) });
+    const oneHost = await fetch(`${base}/api/v2/silences`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify(v2([{ name: 'host', value: 'gpu-node-7', isRegex: false, isEqual: true }])),
+    });
     expect(oneHost.status).toBe(200);
     expect(Object.keys(await loadSilences(store))).toHaveLength(2);
   });
 
-  it('gpualert\'s API says how far a silence it made reaches, and refuses a broad one with 400 JSON', async () => {
+  it("gpualert's API says how far a silence it made reaches, and refuses a broad one with 400 JSON", async () => {
     const { base } = await serve();
     const post = (body: unknown) => fetch(`${base}/v1/silences`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
     const made = await post({ matchers: ['host="gpu-node-7"'], duration_seconds: 600, created_by: 'bo', comment: 'swap' });

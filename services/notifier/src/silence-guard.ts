@@ -46,7 +46,9 @@ export async function makeSilence(store: StateStore, input: NewSilence, now: num
   const counter = new ReachCounter(matchers);
   const reach = counter.reach(await countFiring(store, counter));
   if (tooBroad(reach) && !force) {
-    throw new SilenceError(`this silence ${describeReach(reach)}: more than half of what is firing, on more than one host; make it with force (--force, "force": true) if that is meant`);
+    throw new SilenceError(
+      `this silence ${describeReach(reach)}: more than half of what is firing, on more than one host; make it with force (--force, "force": true) if that is meant`,
+    );
   }
   return { silence: await addSilence(store, input, now), reach };
 }

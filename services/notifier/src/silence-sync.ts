@@ -16,7 +16,11 @@ export class SilenceSync {
   /** Silences already said made. */
   private readonly known = new Set<string>();
 
-  constructor(private readonly store: StateStore, private readonly log: Logger, private readonly record: (data: NotificationData, host: string) => Promise<void>) {}
+  constructor(
+    private readonly store: StateStore,
+    private readonly log: Logger,
+    private readonly record: (data: NotificationData, host: string) => Promise<void>,
+  ) {}
 
   /** The silences there are at start are not news. */
   async start(): Promise<void> {
@@ -60,11 +64,17 @@ export class SilenceSync {
     for (const silence of Object.values(state.silences)) {
       if (this.known.has(silence.id)) continue;
       this.known.add(silence.id);
-      await this.record({
-        receiver: silence.receivers?.join(',') ?? '*', channel: 'silence', fingerprints: [],
-        reason: `silence ${silence.id} created by ${silence.createdBy} until ${new Date(silence.endsAt).toISOString()} for ${silence.matchers.join(' ')}: ${silence.comment}`,
-        outcome: 'suppressed', attempt: 0,
-      }, 'notifier');
+      await this.record(
+        {
+          receiver: silence.receivers?.join(',') ?? '*',
+          channel: 'silence',
+          fingerprints: [],
+          reason: `silence ${silence.id} created by ${silence.createdBy} until ${new Date(silence.endsAt).toISOString()} for ${silence.matchers.join(' ')}: ${silence.comment}`,
+          outcome: 'suppressed',
+          attempt: 0,
+        },
+        'notifier',
+      );
     }
   }
 
@@ -82,7 +92,10 @@ export class SilenceSync {
       const silence = state.silences[id];
       if (silence?.expiredAt === undefined) continue;
       await this.store.hashSet(SILENCES_KEY, { [id]: encodeSilence(silence) });
-      await this.record({ receiver: '*', channel: 'silence', fingerprints: [], reason: `silence ${id} expired (${silence.comment})`, outcome: 'suppressed', attempt: 0 }, 'notifier');
+      await this.record(
+        { receiver: '*', channel: 'silence', fingerprints: [], reason: `silence ${id} expired (${silence.comment})`, outcome: 'suppressed', attempt: 0 },
+        'notifier',
+      );
     }
   }
 }

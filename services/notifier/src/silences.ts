@@ -8,7 +8,9 @@ export const SILENCES_KEY = 'notifier:silences';
 
 /** A silence that cannot be stored: one line saying why (the API answers it with 4xx, the CLI with exit 2). */
 export class SilenceError extends GpualertError {
-  constructor(message: string) { super('GA-SILENCE-INVALID', message); }
+  constructor(message: string) {
+    super('GA-SILENCE-INVALID', message);
+  }
 }
 
 /** A silence as the silences hash holds it: versioned JSON (schema and bounds in @gpualert/notify's saved-notifier-state.ts). */
@@ -33,7 +35,12 @@ export async function loadSilences(store: StateStore, log?: Logger): Promise<Dic
   for (const [id, text] of Object.entries(all)) {
     const loaded = decodeVersioned(SILENCE, text);
     if (loaded.ok && loaded.value.id === id) good.push(loaded.value);
-    else bad.push({ id, reason: loaded.ok ? `its id is ${JSON.stringify(loaded.value.id.slice(0, 40))}` : loaded.reason, newer: !loaded.ok && loaded.newer === true });
+    else
+      bad.push({
+        id,
+        reason: loaded.ok ? `its id is ${JSON.stringify(loaded.value.id.slice(0, 40))}` : loaded.reason,
+        newer: !loaded.ok && loaded.newer === true,
+      });
   }
   good.sort((a, b) => b.endsAt - a.endsAt);
   const dropped = good.length > MAX_SAVED_SILENCES ? good.length - MAX_SAVED_SILENCES : 0;
@@ -41,10 +48,16 @@ export async function loadSilences(store: StateStore, log?: Logger): Promise<Dic
     // A silence a newer gpualert wrote (a rolling upgrade) is skipped here but kept for it.
     const unreadable = bad.filter((b) => !b.newer).map((b) => b.id);
     if (unreadable.length > 0) await store.hashDelete(SILENCES_KEY, ...unreadable);
-    log.warn({
-      key: SILENCES_KEY, unreadable: bad.length, over_bound: dropped, bound: MAX_SAVED_SILENCES,
-      examples: bad.slice(0, MAX_NAMED_IN_WARNING).map((b) => `${b.id.slice(0, 80)}: ${b.reason}`),
-    }, 'state_rebuilt');
+    log.warn(
+      {
+        key: SILENCES_KEY,
+        unreadable: bad.length,
+        over_bound: dropped,
+        bound: MAX_SAVED_SILENCES,
+        examples: bad.slice(0, MAX_NAMED_IN_WARNING).map((b) => `${b.id.slice(0, 80)}: ${b.reason}`),
+      },
+      'state_rebuilt',
+    );
   }
   return dict(good.slice(0, MAX_SAVED_SILENCES).map((s) => [s.id, s] as const));
 }
@@ -85,7 +98,11 @@ export async function expireSilence(store: StateStore, id: string, now: number):
  * (silence/silence.go, canUpdate): the same matchers, and by its state now: an active one keeps its
  * start and may not end in the past, a pending one may not start in the past, an expired one never.
  */
-export function canUpdateInPlace(existing: Silence, next: { readonly matchers: readonly string[]; readonly startsAt: number; readonly endsAt: number }, now: number): boolean {
+export function canUpdateInPlace(
+  existing: Silence,
+  next: { readonly matchers: readonly string[]; readonly startsAt: number; readonly endsAt: number },
+  now: number,
+): boolean {
   // The same matchers however written (`host=a` from the CLI is `host="a"` from amtool).
   const was = silenceMatchers(existing.matchers)?.map(formatMatcher);
   const is = silenceMatchers(next.matchers)?.map(formatMatcher);

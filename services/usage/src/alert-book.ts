@@ -30,10 +30,19 @@ export class AlertBook {
     let facts = this.alerts.get(d.fingerprint);
     if (!facts) {
       if (this.alerts.size >= MAX_ALERT_BOOK) return;
-      this.alerts.set(d.fingerprint, (facts = {
-        fingerprint: d.fingerprint, host: alert.host, ...(d.gpu ? { gpu: d.gpu.index } : {}), severity: d.severity, category: d.category,
-        summary: d.summary.slice(0, 512), starts_at: d.starts_at, evidence: [],
-      }));
+      this.alerts.set(
+        d.fingerprint,
+        (facts = {
+          fingerprint: d.fingerprint,
+          host: alert.host,
+          ...(d.gpu ? { gpu: d.gpu.index } : {}),
+          severity: d.severity,
+          category: d.category,
+          summary: d.summary.slice(0, 512),
+          starts_at: d.starts_at,
+          evidence: [],
+        }),
+      );
     }
     if (d.status === 'resolved' && d.ends_at) facts.ends_at = d.ends_at;
     for (const id of d.evidence) {

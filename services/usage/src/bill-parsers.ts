@@ -152,7 +152,8 @@ function amount(value: string | undefined, max: number): number | undefined {
 function cost(value: string | undefined, column: string): { cost?: number } | string {
   if (value === undefined || value.trim() === '') return {};
   const n = Number(value);
-  if (!Number.isFinite(n) || Math.abs(n) > MAX_BILL_ROW_COST) return `${column}: expected an amount of at most ${MAX_BILL_ROW_COST} in the bill's currency, got "${value.slice(0, 40)}"`;
+  if (!Number.isFinite(n) || Math.abs(n) > MAX_BILL_ROW_COST)
+    return `${column}: expected an amount of at most ${MAX_BILL_ROW_COST} in the bill's currency, got "${value.slice(0, 40)}"`;
   return { cost: n };
 }
 
@@ -170,8 +171,10 @@ const awsCur: RowReader = {
     const start = billTime(get('line_item_usage_start_date'));
     const end = billTime(get('line_item_usage_end_date'));
     const hours = amount(get('line_item_usage_amount'), MAX_BILL_ROW_HOURS);
-    if (start === undefined || end === undefined || end <= start) return 'line_item_usage_start_date/line_item_usage_end_date: expected two times, the end after the start';
-    if (hours === undefined) return `line_item_usage_amount: expected a number of hours from 0 to ${MAX_BILL_ROW_HOURS}, got "${(get('line_item_usage_amount') ?? '').slice(0, 40)}"`;
+    if (start === undefined || end === undefined || end <= start)
+      return 'line_item_usage_start_date/line_item_usage_end_date: expected two times, the end after the start';
+    if (hours === undefined)
+      return `line_item_usage_amount: expected a number of hours from 0 to ${MAX_BILL_ROW_HOURS}, got "${(get('line_item_usage_amount') ?? '').slice(0, 40)}"`;
     const money = cost(get('line_item_unblended_cost'), 'line_item_unblended_cost');
     if (typeof money === 'string') return money;
     return { instance: resource, key: instanceKey(resource), start, end, hours, ...money, what: usageType, ref };
@@ -184,16 +187,47 @@ const GPU_SKU = /\bGPU\b|nvidia/i;
 /** GCP detailed usage cost export (BigQuery `gcp_billing_export_resource_v1_…`) as CSV with dotted column names. */
 const gcpRow: RowReader = {
   // BigQuery names nested fields with dots; a query that flattens them for a CSV export uses underscores.
-  required: ['service.description|service_description', 'sku.description|sku_description', 'usage_start_time', 'usage_end_time', 'resource.name|resource_name', 'usage.amount|usage_amount', 'usage.unit|usage_unit'],
+  required: [
+    'service.description|service_description',
+    'sku.description|sku_description',
+    'usage_start_time',
+    'usage_end_time',
+    'resource.name|resource_name',
+    'usage.amount|usage_amount',
+    'usage.unit|usage_unit',
+  ],
   read(get, ref) {
-    return gcpLine({
-      service: get('service.description|service_description'), sku: get('sku.description|sku_description'), start: get('usage_start_time'), end: get('usage_end_time'),
-      name: get('resource.name|resource_name'), global: get('resource.global_name|resource_global_name'), amount: get('usage.amount|usage_amount'), unit: get('usage.unit|usage_unit'), cost: get('cost'),
-    }, ref);
+    return gcpLine(
+      {
+        service: get('service.description|service_description'),
+        sku: get('sku.description|sku_description'),
+        start: get('usage_start_time'),
+        end: get('usage_end_time'),
+        name: get('resource.name|resource_name'),
+        global: get('resource.global_name|resource_global_name'),
+        amount: get('usage.amount|usage_amount'),
+        unit: get('usage.unit|usage_unit'),
+        cost: get('cost'),
+      },
+      ref,
+    );
   },
 };
 
-function gcpLine(r: { service?: string | undefined; sku?: string | undefined; start?: string | undefined; end?: string | undefined; name?: string | undefined; global?: string | undefined; amount?: string | undefined; unit?: string | undefined; cost?: string | undefined }, ref: string): BillLine | 'other' | string {
+function gcpLine(
+  r: {
+    service?: string | undefined;
+    sku?: string | undefined;
+    start?: string | undefined;
+    end?: string | undefined;
+    name?: string | undefined;
+    global?: string | undefined;
+    amount?: string | undefined;
+    unit?: string | undefined;
+    cost?: string | undefined;
+  },
+  ref: string,
+): BillLine | 'other' | string {
   if (r.service !== 'Compute Engine' || !r.name || !GPU_SKU.test(r.sku ?? '')) return 'other';
   if (r.unit !== 'seconds') return 'other';
   const start = billTime(r.start);
@@ -204,7 +238,17 @@ function gcpLine(r: { service?: string | undefined; sku?: string | undefined; st
   if (seconds === undefined) return `usage.amount: expected GPU-seconds from 0 to ${MAX_BILL_ROW_GPU_SECONDS}, got "${(r.amount ?? '').slice(0, 40)}"`;
   const money = cost(r.cost, 'cost');
   if (typeof money === 'string') return money;
-  return { instance: r.global || r.name, key: instanceKey(r.name), start, end, hours: (end - start) / 3_600_000, gpu_seconds: seconds, ...money, what: r.sku ?? '', ref };
+  return {
+    instance: r.global || r.name,
+    key: instanceKey(r.name),
+    start,
+    end,
+    hours: (end - start) / 3_600_000,
+    gpu_seconds: seconds,
+    ...money,
+    what: r.sku ?? '',
+    ref,
+  };
 }
 
 /** The same export as BigQuery writes JSON: one object per line (or an array), nested records. */
@@ -234,10 +278,20 @@ function parseGcpJson(text: string, file: string): Bill {
   for (const { line, value } of rows) {
     const r = (typeof value === 'object' && value !== null ? value : {}) as Record<string, Record<string, unknown> | unknown>;
     const sub = (k: string) => (typeof r[k] === 'object' && r[k] !== null ? (r[k] as Record<string, unknown>) : {});
-    const result = gcpLine({
-      service: str(sub('service').description), sku: str(sub('sku').description), start: str(r.usage_start_time), end: str(r.usage_end_time),
-      name: str(sub('resource').name), global: str(sub('resource').global_name), amount: str(sub('usage').amount), unit: str(sub('usage').unit), cost: str(r.cost),
-    }, `${file}:${line}`);
+    const result = gcpLine(
+      {
+        service: str(sub('service').description),
+        sku: str(sub('sku').description),
+        start: str(r.usage_start_time),
+        end: str(r.usage_end_time),
+        name: str(sub('resource').name),
+        global: str(sub('resource').global_name),
+        amount: str(sub('usage').amount),
+        unit: str(sub('usage').unit),
+        cost: str(r.cost),
+      },
+      `${file}:${line}`,
+    );
     if (result === 'other') bill.other_rows += 1;
     else if (typeof result === 'string') {
       bill.error_count += 1;
@@ -260,7 +314,8 @@ const azureRow: RowReader = {
     const day = billTime(get('date|usagedatetime'));
     const quantity = amount(get('quantity'), MAX_BILL_ROW_HOURS / Number(scale[1]));
     if (day === undefined) return `Date: expected a day (YYYY-MM-DD or MM/DD/YYYY), got "${get('date|usagedatetime') ?? ''}"`;
-    if (quantity === undefined) return `Quantity: expected a number of ${unit} units, at most ${MAX_BILL_ROW_HOURS} hours, got "${(get('quantity') ?? '').slice(0, 40)}"`;
+    if (quantity === undefined)
+      return `Quantity: expected a number of ${unit} units, at most ${MAX_BILL_ROW_HOURS} hours, got "${(get('quantity') ?? '').slice(0, 40)}"`;
     const money = cost(get('costinbillingcurrency|cost|pretaxcost'), 'CostInBillingCurrency');
     if (typeof money === 'string') return money;
     const what = [get('metersubcategory'), get('metername')].filter(Boolean).join(' ');

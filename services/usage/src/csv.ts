@@ -15,7 +15,10 @@ export interface CsvRow {
 }
 
 export class CsvError extends GpualertError {
-  constructor(readonly line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super('GA-CSV-INVALID', message);
   }
 }

@@ -30,7 +30,10 @@ export class IdleDigest {
   private readonly days = new Map<number, Day>();
   private readonly sent = new Set<number>();
 
-  constructor(private readonly prices: PriceLookup = NO_PRICES, private readonly source = 'usage/0.1.0') {}
+  constructor(
+    private readonly prices: PriceLookup = NO_PRICES,
+    private readonly source = 'usage/0.1.0',
+  ) {}
 
   private day(at: number): Day | undefined {
     const start = Math.floor(at / DAY_MS) * DAY_MS;

@@ -33,10 +33,12 @@ export function subtract(a: readonly Interval[], b: readonly Interval[]): Interv
     let pieces: Interval[] = [i];
     for (const cut of b) {
       if (cut.end <= i.start || cut.start >= i.end) continue;
-      pieces = pieces.flatMap((p) => [
-        ...(cut.start > p.start ? [{ start: p.start, end: Math.min(cut.start, p.end) }] : []),
-        ...(cut.end < p.end ? [{ start: Math.max(cut.end, p.start), end: p.end }] : []),
-      ]).filter((p) => p.end > p.start);
+      pieces = pieces
+        .flatMap((p) => [
+          ...(cut.start > p.start ? [{ start: p.start, end: Math.min(cut.start, p.end) }] : []),
+          ...(cut.end < p.end ? [{ start: Math.max(cut.end, p.start), end: p.end }] : []),
+        ])
+        .filter((p) => p.end > p.start);
     }
     out.push(...pieces);
   }

@@ -11,26 +11,37 @@ export type PricingTerm = (typeof PRICING_TERMS)[number];
 const rate = z.number().finite().nonnegative();
 const text = z.string().min(1).max(256);
 
-export const PriceEntry = z.object({
-  provider: text.optional(),
-  instance_type: text.optional(),
-  gpu_model: text.optional(),
-  /** Per GPU-hour, in the file's currency. */
-  on_demand: rate,
-  reserved: rate.optional(),
-  spot: rate.optional(),
-}).strict().refine((e) => e.provider !== undefined || e.instance_type !== undefined || e.gpu_model !== undefined, 'an entry names a provider, an instance_type or a gpu_model');
+export const PriceEntry = z
+  .object({
+    provider: text.optional(),
+    instance_type: text.optional(),
+    gpu_model: text.optional(),
+    /** Per GPU-hour, in the file's currency. */
+    on_demand: rate,
+    reserved: rate.optional(),
+    spot: rate.optional(),
+  })
+  .strict()
+  .refine(
+    (e) => e.provider !== undefined || e.instance_type !== undefined || e.gpu_model !== undefined,
+    'an entry names a provider, an instance_type or a gpu_model',
+  );
 export type PriceEntry = z.infer<typeof PriceEntry>;
 
 /** At most this many entries: a price list per instance type of every provider is a few hundred. */
 export const MAX_PRICE_ENTRIES = 10_000;
 
-export const PricesFile = z.object({
-  currency: z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD').default('USD'),
-  /** The term a GPU is priced at when its labels carry no `pricing` label. */
-  default_term: z.enum(PRICING_TERMS).default('on_demand'),
-  prices: z.array(PriceEntry).max(MAX_PRICE_ENTRIES),
-}).strict();
+export const PricesFile = z
+  .object({
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as USD')
+      .default('USD'),
+    /** The term a GPU is priced at when its labels carry no `pricing` label. */
+    default_term: z.enum(PRICING_TERMS).default('on_demand'),
+    prices: z.array(PriceEntry).max(MAX_PRICE_ENTRIES),
+  })
+  .strict();
 export type PricesFile = z.infer<typeof PricesFile>;
 
 export interface PriceLookup {

@@ -1,6 +1,18 @@
-import { isHostName, MAX_LABEL_NAME_LENGTH, MAX_LABEL_VALUE_LENGTH, MAX_LABELS, MINUTES_PER_HOUR, toInertRecord, validateEnvelope, type EnvelopeOf } from '@gpualert/schema';
+import {
+  isHostName,
+  MAX_LABEL_NAME_LENGTH,
+  MAX_LABEL_VALUE_LENGTH,
+  MAX_LABELS,
+  MINUTES_PER_HOUR,
+  toInertRecord,
+  validateEnvelope,
+  type EnvelopeOf,
+} from '@gpualert/schema';
 
-export type RollupRead = { readonly ok: true; readonly rollup: EnvelopeOf<'usage.rollup'> } | { readonly ok: false; readonly reason: string } | { readonly ok: 'other'; readonly type: string; readonly json: unknown };
+export type RollupRead =
+  | { readonly ok: true; readonly rollup: EnvelopeOf<'usage.rollup'> }
+  | { readonly ok: false; readonly reason: string }
+  | { readonly ok: 'other'; readonly type: string; readonly json: unknown };
 
 const STATES = ['up', 'busy', 'idle', 'broken', 'maintenance'] as const;
 
@@ -30,8 +42,20 @@ function plainRollup(e: { id?: unknown; ts?: unknown; host?: unknown; labels?: u
   if (typeof e.id !== 'string' || typeof e.ts !== 'string' || typeof e.source !== 'string' || !isHostName(e.host)) return false;
   if (typeof e.labels !== 'object' || e.labels === null || Array.isArray(e.labels)) return false;
   const labels = Object.entries(e.labels);
-  if (labels.length > MAX_LABELS || labels.some(([k, v]) => k === '__proto__' || k.length === 0 || k.length > MAX_LABEL_NAME_LENGTH || typeof v !== 'string' || v.length > MAX_LABEL_VALUE_LENGTH)) return false;
-  const d = e.data as { gpu?: unknown; hour?: unknown; minutes?: Record<string, unknown>; busy_threshold_pct?: unknown; evidence?: { alerts?: unknown; provider_events?: unknown } } | null;
+  if (
+    labels.length > MAX_LABELS ||
+    labels.some(
+      ([k, v]) => k === '__proto__' || k.length === 0 || k.length > MAX_LABEL_NAME_LENGTH || typeof v !== 'string' || v.length > MAX_LABEL_VALUE_LENGTH,
+    )
+  )
+    return false;
+  const d = e.data as {
+    gpu?: unknown;
+    hour?: unknown;
+    minutes?: Record<string, unknown>;
+    busy_threshold_pct?: unknown;
+    evidence?: { alerts?: unknown; provider_events?: unknown };
+  } | null;
   if (typeof d !== 'object' || d === null) return false;
   if (!Number.isInteger(d.gpu) || (d.gpu as number) < 0 || (d.gpu as number) > 255) return false;
   if (typeof d.hour !== 'string' || Date.parse(d.hour) % 3_600_000 !== 0) return false;
@@ -45,7 +69,14 @@ function plainRollup(e: { id?: unknown; ts?: unknown; host?: unknown; labels?: u
   const sum = (m.busy as number) + (m.idle as number) + (m.broken as number) + (m.maintenance as number);
   if (Math.abs(sum - (m.up as number)) > 0.01) return false;
   const ev = d.evidence;
-  return typeof ev === 'object' && ev !== null && Array.isArray(ev.alerts) && Array.isArray(ev.provider_events)
-    && ev.alerts.length <= 16 && ev.provider_events.length <= 16
-    && ev.alerts.every((a) => typeof a === 'string') && ev.provider_events.every((a) => typeof a === 'string');
+  return (
+    typeof ev === 'object' &&
+    ev !== null &&
+    Array.isArray(ev.alerts) &&
+    Array.isArray(ev.provider_events) &&
+    ev.alerts.length <= 16 &&
+    ev.provider_events.length <= 16 &&
+    ev.alerts.every((a) => typeof a === 'string') &&
+    ev.provider_events.every((a) => typeof a === 'string')
+  );
 }

@@ -71,10 +71,24 @@ export function reconcile(bill: Bill, hosts: ReadonlyMap<string, HostHours>, ran
     billedHosts.add(host.host);
     let r = instances.get(host.host);
     if (!r) {
-      instances.set(host.host, (r = {
-        instance: line.instance, host: host.host, billed_hours: 0, seen_hours: seenHours(host, range), billed_unseen_hours: 0, billed_cost: 0,
-        billed_broken_hours: 0, broken_cost: 0, billed_maintenance_hours: 0, maintenance_cost: 0, broken_alerts: [], maintenance_events: [], bill_rows: [],
-      }));
+      instances.set(
+        host.host,
+        (r = {
+          instance: line.instance,
+          host: host.host,
+          billed_hours: 0,
+          seen_hours: seenHours(host, range),
+          billed_unseen_hours: 0,
+          billed_cost: 0,
+          billed_broken_hours: 0,
+          broken_cost: 0,
+          billed_maintenance_hours: 0,
+          maintenance_cost: 0,
+          broken_alerts: [],
+          maintenance_events: [],
+          bill_rows: [],
+        }),
+      );
     }
     // GCP bills GPU-seconds: over the machine's GPUs, that is instance time.
     const hours = line.gpu_seconds !== undefined && host.gpus > 0 ? Math.min(line.hours, line.gpu_seconds / 3600 / host.gpus) : line.hours;
@@ -107,16 +121,24 @@ export function reconcile(bill: Bill, hosts: ReadonlyMap<string, HostHours>, ran
     pushBounded(r.maintenance_events, events);
     if ((billedBroken > 0 || billedMaintenance > 0) && r.bill_rows.length < MAX_EVIDENCE_PER_INSTANCE) r.bill_rows.push(line.ref);
   }
-  const unbilled = [...hosts.values()].filter((h) => !billedHosts.has(h.host)).map((h) => ({
-    host: h.host, ...(h.instanceId ? { instance: h.instanceId } : {}), seen_hours: r3(seenHours(h, range)),
-  })).filter((u) => u.seen_hours > 0).sort((a, b) => b.seen_hours - a.seen_hours || a.host.localeCompare(b.host));
+  const unbilled = [...hosts.values()]
+    .filter((h) => !billedHosts.has(h.host))
+    .map((h) => ({
+      host: h.host,
+      ...(h.instanceId ? { instance: h.instanceId } : {}),
+      seen_hours: r3(seenHours(h, range)),
+    }))
+    .filter((u) => u.seen_hours > 0)
+    .sort((a, b) => b.seen_hours - a.seen_hours || a.host.localeCompare(b.host));
   const named = [...new Set([...instances.values()].flatMap((i) => i.broken_alerts))];
   const alerts = book ? named.map((fp) => book.get(fp)).filter((a): a is AlertFacts => a !== undefined) : [];
   return {
     from: new Date(range.from).toISOString(),
     to: new Date(range.to).toISOString(),
     instances: [...instances.values()].sort((a, b) => b.billed_broken_hours - a.billed_broken_hours || a.host.localeCompare(b.host)).map(roundInstance),
-    orphans: [...orphans.values()].sort((a, b) => b.billed_hours - a.billed_hours).map((o) => ({ ...o, billed_hours: r3(o.billed_hours), billed_cost: r2(o.billed_cost) })),
+    orphans: [...orphans.values()]
+      .sort((a, b) => b.billed_hours - a.billed_hours)
+      .map((o) => ({ ...o, billed_hours: r3(o.billed_hours), billed_cost: r2(o.billed_cost) })),
     unbilled,
     alerts,
     bill_lines: used,
@@ -142,6 +164,13 @@ function pushBounded(into: string[], values: Set<string>): void {
 const r3 = (v: number) => Math.round(v * 1000) / 1000;
 const r2 = (v: number) => Math.round(v * 100) / 100;
 const roundInstance = (r: InstanceReconciliation): InstanceReconciliation => ({
-  ...r, billed_hours: r3(r.billed_hours), seen_hours: r3(r.seen_hours), billed_unseen_hours: r3(r.billed_unseen_hours), billed_cost: r2(r.billed_cost),
-  billed_broken_hours: r3(r.billed_broken_hours), broken_cost: r2(r.broken_cost), billed_maintenance_hours: r3(r.billed_maintenance_hours), maintenance_cost: r2(r.maintenance_cost),
+  ...r,
+  billed_hours: r3(r.billed_hours),
+  seen_hours: r3(r.seen_hours),
+  billed_unseen_hours: r3(r.billed_unseen_hours),
+  billed_cost: r2(r.billed_cost),
+  billed_broken_hours: r3(r.billed_broken_hours),
+  broken_cost: r2(r.broken_cost),
+  billed_maintenance_hours: r3(r.billed_maintenance_hours),
+  maintenance_cost: r2(r.maintenance_cost),
 });

@@ -1,6 +1,14 @@
 import {
-  MAX_GPU_INDEX, MAX_USAGE_EVIDENCE, MINUTES_PER_HOUR, newEnvelope, stableId, toInertRecord,
-  type Envelope, type EnvelopeOf, type GpuMetrics, type UsageRollupData,
+  MAX_GPU_INDEX,
+  MAX_USAGE_EVIDENCE,
+  MINUTES_PER_HOUR,
+  newEnvelope,
+  stableId,
+  toInertRecord,
+  type Envelope,
+  type EnvelopeOf,
+  type GpuMetrics,
+  type UsageRollupData,
 } from '@gpualert/schema';
 import { clip, covered, merge, subtract, type Interval } from './interval-set.ts';
 
@@ -38,7 +46,16 @@ const MAX_JOBS_PER_GPU_HOUR = 8;
  * Alert categories that say nothing about a GPU being broken, whatever their severity: cost and
  * job hygiene, gpualert's own pipeline, the collector, and maintenance (counted as such).
  */
-export const NON_FAULT_CATEGORIES: ReadonlySet<string> = new Set(['idle_cost', 'stuck_job', 'straggler', 'baseline', 'drift', 'pipeline', 'collector', 'maintenance']);
+export const NON_FAULT_CATEGORIES: ReadonlySet<string> = new Set([
+  'idle_cost',
+  'stuck_job',
+  'straggler',
+  'baseline',
+  'drift',
+  'pipeline',
+  'collector',
+  'maintenance',
+]);
 /** Host-wide alerts (no GPU) that make every GPU of the host broken: the host itself is down or faulted. */
 export const HOST_FAULT_CATEGORIES: ReadonlySet<string> = new Set(['host_down', 'kernel', 'xid', 'fallen_off_bus', 'nvlink', 'pcie']);
 /** Provider events that open a maintenance window. */
@@ -202,8 +219,19 @@ export class UsageAccumulator {
         return undefined;
       }
       host = {
-        lastAt: undefined, interval: undefined, clock: Number.NEGATIVE_INFINITY, closedBefore: Number.NEGATIVE_INFINITY, heardAt: 0, credited: true, now: new Map(), known: new Map(), hours: new Map(),
-        faults: new Map(), windows: new Map(), labels: toInertRecord({}), inventory: {},
+        lastAt: undefined,
+        interval: undefined,
+        clock: Number.NEGATIVE_INFINITY,
+        closedBefore: Number.NEGATIVE_INFINITY,
+        heardAt: 0,
+        credited: true,
+        now: new Map(),
+        known: new Map(),
+        hours: new Map(),
+        faults: new Map(),
+        windows: new Map(),
+        labels: toInertRecord({}),
+        inventory: {},
       };
       this.hosts.set(name, host);
     }
@@ -275,7 +303,12 @@ export class UsageAccumulator {
           const key = `${state.job ?? ''}\u0000${state.user ?? ''}`;
           const held = slots.jobs.get(key);
           if (held) held.ms += piece;
-          else if (slots.jobs.size < MAX_JOBS_PER_GPU_HOUR) slots.jobs.set(key, { ...(state.job !== undefined ? { job: state.job } : {}), ...(state.user !== undefined ? { user: state.user } : {}), ms: piece });
+          else if (slots.jobs.size < MAX_JOBS_PER_GPU_HOUR)
+            slots.jobs.set(key, {
+              ...(state.job !== undefined ? { job: state.job } : {}),
+              ...(state.user !== undefined ? { user: state.user } : {}),
+              ms: piece,
+            });
         }
       }
       t = slotEnd;
@@ -409,7 +442,10 @@ export class UsageAccumulator {
         idle += normal - busyShare;
       }
       const minutes = {
-        busy: round(busy / MINUTE_MS), idle: round(idle / MINUTE_MS), broken: round(brokenMs / MINUTE_MS), maintenance: round(maintMs / MINUTE_MS),
+        busy: round(busy / MINUTE_MS),
+        idle: round(idle / MINUTE_MS),
+        broken: round(brokenMs / MINUTE_MS),
+        maintenance: round(maintMs / MINUTE_MS),
       };
       const up = round(minutes.busy + minutes.idle + minutes.broken + minutes.maintenance);
       const job = [...slots.jobs.values()].sort((a, b) => b.ms - a.ms)[0];
@@ -424,16 +460,18 @@ export class UsageAccumulator {
         busy_threshold_pct: this.threshold,
         evidence: { alerts: evidenceAlerts.slice(0, MAX_USAGE_EVIDENCE), provider_events: evidenceEvents.slice(0, MAX_USAGE_EVIDENCE) },
       };
-      out.push(newEnvelope({
-        type: 'usage.rollup',
-        // The same GPU-hour always has the same id: a consumer restarted over the same input dedupes it.
-        id: stableId('usage.rollup', name, index, hour),
-        host: name,
-        source: this.source,
-        ts: data.hour,
-        labels: rollupLabels(host, known, job),
-        data,
-      }));
+      out.push(
+        newEnvelope({
+          type: 'usage.rollup',
+          // The same GPU-hour always has the same id: a consumer restarted over the same input dedupes it.
+          id: stableId('usage.rollup', name, index, hour),
+          host: name,
+          source: this.source,
+          ts: data.hour,
+          labels: rollupLabels(host, known, job),
+          data,
+        }),
+      );
     }
     return out;
   }
@@ -442,7 +480,11 @@ export class UsageAccumulator {
 /** The job a GPU runs: the collector's per-GPU attribution first, the host's labels otherwise. */
 function jobOf(gpu: GpuMetrics, labels: Readonly<Record<string, string>>): { job?: string; user?: string } {
   const attribution = gpu.job;
-  const job = attribution?.job_name ?? attribution?.job ?? (attribution?.pod ? `${attribution.namespace ? `${attribution.namespace}/` : ''}${attribution.pod}` : undefined) ?? labels.job;
+  const job =
+    attribution?.job_name ??
+    attribution?.job ??
+    (attribution?.pod ? `${attribution.namespace ? `${attribution.namespace}/` : ''}${attribution.pod}` : undefined) ??
+    labels.job;
   const user = attribution?.job_user ?? labels.user ?? labels.owner;
   return { ...(job !== undefined ? { job } : {}), ...(user !== undefined ? { user } : {}) };
 }

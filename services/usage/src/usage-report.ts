@@ -138,7 +138,7 @@ export class UsageReportBuilder {
     const h: StateHours = { up: m.up / 60, busy: m.busy / 60, idle: m.idle / 60, broken: m.broken / 60, maintenance: m.maintenance / 60 };
     const labels = rollup.labels;
     const rate = this.prices.rate(labels);
-    const key = this.range.by === 'host' ? rollup.host : labels[LABEL_OF[this.range.by]] ?? NO_LABEL;
+    const key = this.range.by === 'host' ? rollup.host : (labels[LABEL_OF[this.range.by]] ?? NO_LABEL);
     let group = this.groups.get(key);
     if (!group) {
       this.groups.set(key, (group = newGroup(key)));
@@ -188,8 +188,11 @@ export class UsageReportBuilder {
 
   build(): UsageReport {
     const groups = [...this.groups.values()].sort((a, b) => b.hours.up - a.hours.up || a.key.localeCompare(b.key)).map(rounded);
-    const top = (m: Map<string, TopIdle>) => [...m.values()].sort((a, b) => b.idle_hours - a.idle_hours || a.key.localeCompare(b.key)).slice(0, TOP_IDLE)
-      .map((t) => ({ ...t, idle_hours: r3(t.idle_hours), idle_cost: r2(t.idle_cost) }));
+    const top = (m: Map<string, TopIdle>) =>
+      [...m.values()]
+        .sort((a, b) => b.idle_hours - a.idle_hours || a.key.localeCompare(b.key))
+        .slice(0, TOP_IDLE)
+        .map((t) => ({ ...t, idle_hours: r3(t.idle_hours), idle_cost: r2(t.idle_cost) }));
     return {
       from: new Date(this.range.from).toISOString(),
       to: new Date(this.range.to).toISOString(),
@@ -203,7 +206,9 @@ export class UsageReportBuilder {
       top_idle_hosts: top(this.idleHosts),
       top_idle_jobs: top(this.idleJobs),
       bucket: this.bucketMs === HOUR_MS ? 'hour' : 'day',
-      series: [...this.series.entries()].sort((a, b) => a[0] - b[0]).map(([start, hours]) => ({ start: new Date(start).toISOString(), hours: roundHours(hours) })),
+      series: [...this.series.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([start, hours]) => ({ start: new Date(start).toISOString(), hours: roundHours(hours) })),
     };
   }
 }
@@ -239,5 +244,10 @@ const r3 = (v: number) => Math.round(v * 1000) / 1000;
 const r2 = (v: number) => Math.round(v * 100) / 100;
 const roundHours = (h: StateHours): StateHours => ({ up: r3(h.up), busy: r3(h.busy), idle: r3(h.idle), broken: r3(h.broken), maintenance: r3(h.maintenance) });
 const rounded = (g: UsageGroup): UsageGroup => ({
-  ...g, hours: roundHours(g.hours), cost: r2(g.cost), idle_cost: r2(g.idle_cost), broken_cost: r2(g.broken_cost), unpriced_hours: r3(g.unpriced_hours),
+  ...g,
+  hours: roundHours(g.hours),
+  cost: r2(g.cost),
+  idle_cost: r2(g.idle_cost),
+  broken_cost: r2(g.broken_cost),
+  unpriced_hours: r3(g.unpriced_hours),
 });

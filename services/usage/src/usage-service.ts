@@ -54,20 +54,24 @@ export async function startUsageService(options: UsageServiceOptions): Promise<{
   const note = (out: ReturnType<typeof outputs>) => {
     if (out.rollups.length === 0) return;
     published += out.rollups.length;
-    log.info({ rollups: out.rollups.length, digests: out.digests.length, total: published, late: accumulator.stats.late, late_alerts: accumulator.stats.lateAlerts }, 'usage_rollups_published');
+    log.info(
+      { rollups: out.rollups.length, digests: out.digests.length, total: published, late: accumulator.stats.late, late_alerts: accumulator.stats.lateAlerts },
+      'usage_rollups_published',
+    );
   };
 
-  const timer = options.clock === 'wall'
-    ? setInterval(() => {
-        const out = outputs(accumulator.advance(Date.now()));
-        if (out.rollups.length === 0) return;
-        void (async () => {
-          await bus.publish(TOPICS.usage, out.rollups.map(envelopeMessage));
-          if (out.digests.length > 0) await bus.publish(TOPICS.alerts, out.digests.map(envelopeMessage));
-          note(out);
-        })().catch((error: unknown) => log.error({ error: String(error), rollups: out.rollups.length }, 'usage_publish_failed'));
-      }, options.tickMs ?? 30_000)
-    : undefined;
+  const timer =
+    options.clock === 'wall'
+      ? setInterval(() => {
+          const out = outputs(accumulator.advance(Date.now()));
+          if (out.rollups.length === 0) return;
+          void (async () => {
+            await bus.publish(TOPICS.usage, out.rollups.map(envelopeMessage));
+            if (out.digests.length > 0) await bus.publish(TOPICS.alerts, out.digests.map(envelopeMessage));
+            note(out);
+          })().catch((error: unknown) => log.error({ error: String(error), rollups: out.rollups.length }, 'usage_publish_failed'));
+        }, options.tickMs ?? 30_000)
+      : undefined;
   timer?.unref();
 
   return {

@@ -1,9 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import {
-  DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES, DEFAULT_REDFISH_POLL_LIMITS, ipmitoolSecretOption, ipmitoolSource, pollDeadlineMs, redactUserinfo,
-  redfishSource, startBmcCollector,
-  type BmcCredentials, type BmcTarget,
+  DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES,
+  DEFAULT_REDFISH_POLL_LIMITS,
+  ipmitoolSecretOption,
+  ipmitoolSource,
+  pollDeadlineMs,
+  redactUserinfo,
+  redfishSource,
+  startBmcCollector,
+  type BmcCredentials,
+  type BmcTarget,
 } from '@gpualert/collectors';
 import { isHostName } from '@gpualert/schema';
 import { CliError, errnoCode } from '../cli-error.ts';
@@ -39,7 +46,11 @@ export function bmcLabels(options: Options, command = 'collect bmc'): Record<str
  * GPUALERT_BMC_CREDENTIALS_FILE) holding `username=…` and `password=…` lines or a JSON object.
  * Never from the command line: arguments are visible to every user of the machine.
  */
-export function bmcCredentials(settings: { credentialsFile?: string | undefined; bmcUsername?: string | undefined; bmcPassword?: string | undefined }): BmcCredentials | undefined {
+export function bmcCredentials(settings: {
+  credentialsFile?: string | undefined;
+  bmcUsername?: string | undefined;
+  bmcPassword?: string | undefined;
+}): BmcCredentials | undefined {
   const file = settings.credentialsFile;
   if (file) {
     let text: string;
@@ -110,13 +121,18 @@ export async function collectBmc(options: Options): Promise<number> {
 
   let targets: BmcTarget[];
   if (options.ipmitool) {
-    const args = String(options.ipmitoolArgs ?? '').split(/\s+/).filter(Boolean);
+    const args = String(options.ipmitoolArgs ?? '')
+      .split(/\s+/)
+      .filter(Boolean);
     const secret = ipmitoolSecretOption(args);
     if (secret?.what === 'the password') fail(`--ipmitool-args: ${secret.option} puts the password where \`ps\` shows it; use -E (IPMI_PASSWORD) or -f FILE`);
     if (secret) fail(`--ipmitool-args: ${secret.option} puts a key where \`ps\` shows it; use -K (IPMI_KGKEY)`);
-    targets = [{
-      host, source: ipmitoolSource({ binary: String(options.ipmitoolPath), args, timeoutMs, maxOutputBytes: DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES }),
-    }];
+    targets = [
+      {
+        host,
+        source: ipmitoolSource({ binary: String(options.ipmitoolPath), args, timeoutMs, maxOutputBytes: DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES }),
+      },
+    ];
   } else {
     const auth = String(options.auth);
     if (auth !== 'session' && auth !== 'basic' && auth !== 'none') fail(`--auth must be session, basic or none (got "${auth}")`);
@@ -136,16 +152,28 @@ export async function collectBmc(options: Options): Promise<number> {
     if (auth !== 'none' && !insecureHttp) {
       const plain = list.find((t) => /^http:\/\//i.test(t.url));
       if (plain) {
-        fail(`${options.targets ? `BMC ${plain.host}: ` : ''}--auth ${auth} over ${redactUserinfo(plain.url.slice(0, 200))} sends the credentials in clear: use https://, or give --insecure-http to allow it`);
+        fail(
+          `${options.targets ? `BMC ${plain.host}: ` : ''}--auth ${auth} over ${redactUserinfo(plain.url.slice(0, 200))} sends the credentials in clear: use https://, or give --insecure-http to allow it`,
+        );
       }
     }
     const limits = { ...DEFAULT_REDFISH_POLL_LIMITS, deadlineMs: pollDeadlineMs(intervalMs, timeoutMs) };
     try {
       targets = list.map((t) => ({
         host: t.host,
-        source: redfishSource({
-          url: t.url, auth, ...(credentials ? { credentials } : {}), tls, timeoutMs, maxBodyBytes: MAX_REDFISH_BODY_BYTES, maxSockets: 2, insecureHttp,
-        }, limits),
+        source: redfishSource(
+          {
+            url: t.url,
+            auth,
+            ...(credentials ? { credentials } : {}),
+            tls,
+            timeoutMs,
+            maxBodyBytes: MAX_REDFISH_BODY_BYTES,
+            maxSockets: 2,
+            insecureHttp,
+          },
+          limits,
+        ),
       }));
     } catch (error) {
       fail(redactUserinfo(error instanceof Error ? error.message : String(error)));

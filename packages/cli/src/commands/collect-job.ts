@@ -1,8 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import {
-  CommandJobSource, FileLineSource, loadJobPatterns, startJobCollector, type JobLogContext, type JobPattern,
-} from '@gpualert/collectors';
+import { CommandJobSource, FileLineSource, loadJobPatterns, startJobCollector, type JobLogContext, type JobPattern } from '@gpualert/collectors';
 import { createLogger, defaultLogFormat } from '@gpualert/log';
 import { envelopeMessage } from '@gpualert/bus';
 import { isJobText, MAX_GPU_INDEX, MAX_JOB_RANK, newEnvelope, stableId, TOPICS } from '@gpualert/schema';
@@ -23,7 +21,8 @@ export function jobContext(command: string, options: Options): JobLogContext {
   const whole = (name: string, max: number) => {
     if (options[name] === undefined) return undefined;
     const n = Number(options[name]);
-    if (!Number.isSafeInteger(n) || n < 0 || n > max) throw new CliError(`gpualert ${command}: --${name} expects a whole number from 0 to ${max} (got "${String(options[name])}")`);
+    if (!Number.isSafeInteger(n) || n < 0 || n > max)
+      throw new CliError(`gpualert ${command}: --${name} expects a whole number from 0 to ${max} (got "${String(options[name])}")`);
     return n;
   };
   const rank = whole('rank', MAX_JOB_RANK);
@@ -63,37 +62,76 @@ export async function collectJob(options: Options): Promise<number> {
   if (options.log !== undefined) {
     const file = String(options.log);
     let from: number | undefined;
-    if (!options.fromStart) from = await stat(file).then((s) => s.size, () => 0); // an old log is history, not news
-    return runService('collector-job', commonConfig(options), async ({ bus }, log) =>
-      startJobCollector({ bus, source: new FileLineSource(file), ...(from !== undefined ? { from } : {}), host, labels, patterns, context, stepIntervalMs, log }),
-    { createTopics: false });
+    if (!options.fromStart)
+      from = await stat(file).then(
+        (s) => s.size,
+        () => 0,
+      ); // an old log is history, not news
+    return runService(
+      'collector-job',
+      commonConfig(options),
+      async ({ bus }, log) =>
+        startJobCollector({
+          bus,
+          source: new FileLineSource(file),
+          ...(from !== undefined ? { from } : {}),
+          host,
+          labels,
+          patterns,
+          context,
+          stepIntervalMs,
+          log,
+        }),
+      { createTopics: false },
+    );
   }
   return runCommandJob(String(options.command), options, { host, labels, patterns, context, stepIntervalMs });
 }
 
 async function runCommandJob(
-  command: string, options: Options,
+  command: string,
+  options: Options,
   job: { host: string; labels: Record<string, string>; patterns: JobPattern[]; context: JobLogContext; stepIntervalMs: number },
 ): Promise<number> {
   const config = commonConfig(options);
   const log = createLogger({ name: 'collector-job', level: config.logLevel, format: config.logFormat ?? defaultLogFormat() });
   const infra = await openInfrastructure(config, log, { createTopics: false });
   const source = new CommandJobSource(command, { stdout: process.stdout, stderr: process.stderr });
-  const collector = startJobCollector({ bus: infra.bus, source, host: job.host, labels: job.labels, patterns: job.patterns, context: job.context, stepIntervalMs: job.stepIntervalMs, log });
+  const collector = startJobCollector({
+    bus: infra.bus,
+    source,
+    host: job.host,
+    labels: job.labels,
+    patterns: job.patterns,
+    context: job.context,
+    stepIntervalMs: job.stepIntervalMs,
+    log,
+  });
   const ended = await Promise.race([source.exited.then((code) => ({ code })), untilSignal().then((signal) => ({ signal }))]);
   const code = 'code' in ended ? ended.code : 128 + (ended.signal === 'SIGINT' ? 2 : 15);
   const stopped = await stopWithin(SERVICE_STOP_LIMIT_MS, async () => {
     await collector.stop();
     const ts = new Date().toISOString();
     const exit = newEnvelope({
-      type: 'job.event', id: stableId(job.host, job.context.job, source.id, 'exit', ts), host: job.host, source: 'collector-job/0.1.0', ts, labels: job.labels,
+      type: 'job.event',
+      id: stableId(job.host, job.context.job, source.id, 'exit', ts),
+      host: job.host,
+      source: 'collector-job/0.1.0',
+      ts,
+      labels: job.labels,
       data: {
-        job: job.context.job, kind: 'exit', exit_code: code, message: `${command.slice(0, 200)} exited with status ${code}`,
-        ...(job.context.rank !== undefined ? { rank: job.context.rank } : {}), ...(job.context.gpu !== undefined ? { gpu: job.context.gpu } : {}),
+        job: job.context.job,
+        kind: 'exit',
+        exit_code: code,
+        message: `${command.slice(0, 200)} exited with status ${code}`,
+        ...(job.context.rank !== undefined ? { rank: job.context.rank } : {}),
+        ...(job.context.gpu !== undefined ? { gpu: job.context.gpu } : {}),
         ...(source.dropped > 0 ? { fields: { lines_dropped: source.dropped } } : {}),
       },
     });
-    await infra.bus.publish(TOPICS.jobEvents, [envelopeMessage(exit)]).catch((error: unknown) => log.error({ error: String(error) }, 'job_events_publish_failed'));
+    await infra.bus
+      .publish(TOPICS.jobEvents, [envelopeMessage(exit)])
+      .catch((error: unknown) => log.error({ error: String(error) }, 'job_events_publish_failed'));
     await infra.close();
   });
   if (!stopped) log.error({ deadline_ms: SERVICE_STOP_LIMIT_MS }, 'collector_job_stop_timed_out');

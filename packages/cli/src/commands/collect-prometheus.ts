@@ -13,7 +13,11 @@ type Options = Record<string, unknown>;
  * command line is in every `ps`): GPUALERT_PROMETHEUS_TOKEN (bearer), or
  * GPUALERT_PROMETHEUS_USER with GPUALERT_PROMETHEUS_PASSWORD (basic).
  */
-export function prometheusAuthorization(settings: { prometheusToken?: string | undefined; prometheusUser?: string | undefined; prometheusPassword?: string | undefined }): string | undefined {
+export function prometheusAuthorization(settings: {
+  prometheusToken?: string | undefined;
+  prometheusUser?: string | undefined;
+  prometheusPassword?: string | undefined;
+}): string | undefined {
   if (settings.prometheusToken) return `Bearer ${settings.prometheusToken}`;
   if (settings.prometheusUser) return `Basic ${Buffer.from(`${settings.prometheusUser}:${settings.prometheusPassword ?? ''}`).toString('base64')}`;
   return undefined;
@@ -28,7 +32,8 @@ function queryOptions(options: Options, settings: Parameters<typeof prometheusAu
     throw new CliError(`gpualert collect prometheus: --url must be Prometheus' base URL, e.g. http://prometheus:9090 (got "${url.slice(0, 200)}")`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new CliError('gpualert collect prometheus: --url must be http or https');
-  if (parsed.username || parsed.password) throw new CliError('gpualert collect prometheus: put credentials in GPUALERT_PROMETHEUS_USER/GPUALERT_PROMETHEUS_PASSWORD, not in --url');
+  if (parsed.username || parsed.password)
+    throw new CliError('gpualert collect prometheus: put credentials in GPUALERT_PROMETHEUS_USER/GPUALERT_PROMETHEUS_PASSWORD, not in --url');
   const authorization = prometheusAuthorization(settings);
   const hostLabels = stringListOption(options, 'hostLabel');
   return {
@@ -53,11 +58,14 @@ export async function collectPrometheus(options: Options): Promise<number> {
     try {
       const answer = await queryPrometheusGpus(query);
       for (const [host, gpus] of answer.hosts) process.stdout.write(`${JSON.stringify({ host, gpus })}\n`);
-      process.stderr.write(`${answer.hosts.size} hosts, ${[...answer.hosts.values()].reduce((n, g) => n + g.length, 0)} GPUs, ${answer.skipped} series skipped\n`);
+      process.stderr.write(
+        `${answer.hosts.size} hosts, ${[...answer.hosts.values()].reduce((n, g) => n + g.length, 0)} GPUs, ${answer.skipped} series skipped\n`,
+      );
       return 0;
     } catch (error) {
       // Prometheus away or too slow is worth trying again (exit 75); an answer it cannot use is not (exit 1).
-      if (error instanceof PrometheusQueryError) throw new CliError(`gpualert collect prometheus: ${error.message}`, error.retriable ? EXIT.unavailable : EXIT.failed, { cause: error });
+      if (error instanceof PrometheusQueryError)
+        throw new CliError(`gpualert collect prometheus: ${error.message}`, error.retriable ? EXIT.unavailable : EXIT.failed, { cause: error });
       throw error;
     }
   }

@@ -18,7 +18,13 @@ export async function collectProvider(options: Record<string, unknown>): Promise
   const timeoutMs = parseDuration('timeout', String(options.timeout));
   return runService('collector-provider', commonConfig(options), async ({ bus, store }, log) =>
     startMetadataPoller({
-      bus, store, provider, host: stringOption(options, 'host') ?? hostname(), intervalMs, timeoutMs, log,
+      bus,
+      store,
+      provider,
+      host: stringOption(options, 'host') ?? hostname(),
+      intervalMs,
+      timeoutMs,
+      log,
       ...(options.endpoint ? { endpoint: String(options.endpoint) } : {}),
     }),
   );

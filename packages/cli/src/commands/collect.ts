@@ -2,8 +2,17 @@ import { readFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import {
-  CommandLineSource, dcgmSource, FileLineSource, KmsgLineSource, nvidiaSmiSource, runCommand, startGpuCollector,
-  startInventoryCollector, startKernelCollector, type LineSource, type MetadataProvider,
+  CommandLineSource,
+  dcgmSource,
+  FileLineSource,
+  KmsgLineSource,
+  nvidiaSmiSource,
+  runCommand,
+  startGpuCollector,
+  startInventoryCollector,
+  startKernelCollector,
+  type LineSource,
+  type MetadataProvider,
 } from '@gpualert/collectors';
 import { parseTopology, type PciTopology } from '@gpualert/kernel-log';
 import { canonicalPciBus } from '@gpualert/schema';
@@ -36,11 +45,12 @@ export async function collectGpu(options: Options): Promise<number> {
   if (options.source !== 'nvidia-smi' && options.source !== 'dcgm') {
     throw new CliError(`gpualert collect gpu: --source must be nvidia-smi or dcgm (got "${String(options.source)}")`);
   }
-  if (options.source === 'dcgm' && !options.url) throw new CliError('gpualert collect gpu: --source dcgm needs --url of the exporter\'s /metrics');
+  if (options.source === 'dcgm' && !options.url) throw new CliError("gpualert collect gpu: --source dcgm needs --url of the exporter's /metrics");
   return runService('collector-gpu', commonConfig(options), async ({ bus }, log) => {
-    const source = options.source === 'dcgm'
-      ? dcgmSource(String(options.url), host, timeoutMs)
-      : await nvidiaSmiSource({ binary: String(options.nvidiaSmi), timeoutMs, ...attributionOf(options) });
+    const source =
+      options.source === 'dcgm'
+        ? dcgmSource(String(options.url), host, timeoutMs)
+        : await nvidiaSmiSource({ binary: String(options.nvidiaSmi), timeoutMs, ...attributionOf(options) });
     log.info({ source: source.name, host, interval_ms: intervalMs }, 'gpu_collector_started');
     return startGpuCollector({ bus, source, host, labels, intervalMs, log });
   });
@@ -126,7 +136,14 @@ export async function collectKernel(options: Options): Promise<number> {
     const gpus = await gpuIndexByPci(String(options.nvidiaSmi));
     const boot = bootTimeMs();
     return startKernelCollector({
-      bus, store, source, host, labels, catalog: catalog.value, gpuIndexByPci: gpus, log,
+      bus,
+      store,
+      source,
+      host,
+      labels,
+      catalog: catalog.value,
+      gpuIndexByPci: gpus,
+      log,
       ...(boot !== undefined ? { bootTimeMs: boot } : {}),
       ...(topology ? { topology } : {}),
     });
@@ -143,8 +160,14 @@ export async function collectInventory(options: Options): Promise<number> {
   }
   return runService('collector-inventory', commonConfig(options), async ({ bus }, log) =>
     startInventoryCollector({
-      bus, host, labels, log, nvidiaSmi: String(options.nvidiaSmi), timeoutMs: parseDuration('timeout', String(options.timeout)),
-      intervalMs: parseDuration('interval', String(options.interval)), metadata: providers,
+      bus,
+      host,
+      labels,
+      log,
+      nvidiaSmi: String(options.nvidiaSmi),
+      timeoutMs: parseDuration('timeout', String(options.timeout)),
+      intervalMs: parseDuration('interval', String(options.interval)),
+      metadata: providers,
       ...(options.metadataEndpoint ? { metadataEndpoint: String(options.metadataEndpoint) } : {}),
     }),
   );

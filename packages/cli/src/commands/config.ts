@@ -29,8 +29,10 @@ export async function configShow(options: Record<string, unknown>): Promise<numb
   const format = String(options.format ?? 'text');
   if (format !== 'text' && format !== 'json') throw new CliError(`gpualert config show: --format must be text or json (got "${format.slice(0, 40)}")`);
   const { effective } = resolveSettings(settings, options);
-  process.stdout.write(format === 'json'
-    ? `${JSON.stringify({ command, settings: effective.map((s) => ({ setting: s.key, value: s.shown ?? null, source: s.origin, from: s.where ?? null, env: s.env ?? null, flag: s.flag ?? null, secret: s.secret })) }, null, 2)}\n`
-    : settingsText(command, effective));
+  process.stdout.write(
+    format === 'json'
+      ? `${JSON.stringify({ command, settings: effective.map((s) => ({ setting: s.key, value: s.shown ?? null, source: s.origin, from: s.where ?? null, env: s.env ?? null, flag: s.flag ?? null, secret: s.secret })) }, null, 2)}\n`
+      : settingsText(command, effective),
+  );
   return EXIT.ok;
 }

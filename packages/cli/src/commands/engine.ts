@@ -27,7 +27,9 @@ export async function rulesCheck(dir: string): Promise<number> {
   const rules = new Set(ruleSet.templates.flatMap((t) => t.rules.map((r) => r.id)));
   const routesNote = routes ? `, routes with ${routes.receivers.length} receivers and ${routes.inhibit_rules.length} inhibit rules` : '';
   const patternsNote = patterns?.ok ? `, ${patterns.value.length} job patterns` : '';
-  process.stdout.write(`${dir}: ${rules.size} rules, ${ruleSet.templates.length} templates (${ruleSet.templates.map((t) => t.template.name).join(', ')}), ${catalog.size} Xid codes${routesNote}${patternsNote}: valid\n`);
+  process.stdout.write(
+    `${dir}: ${rules.size} rules, ${ruleSet.templates.length} templates (${ruleSet.templates.map((t) => t.template.name).join(', ')}), ${catalog.size} Xid codes${routesNote}${patternsNote}: valid\n`,
+  );
   return EXIT.ok;
 }
 
@@ -48,12 +50,14 @@ export async function replay(file: string, options: Options): Promise<number> {
     if (skipped <= SKIPPED_NAMED) process.stderr.write(`gpualert replay: ${file}: line ${line} passed over: ${reason}\n`);
   };
   try {
-    for (const alert of replayRecording(new Engine(ruleSet, catalog), text.split('\n'), undefined, options.strict === true ? {} : { skip })) process.stdout.write(`${JSON.stringify(alert)}\n`);
+    for (const alert of replayRecording(new Engine(ruleSet, catalog), text.split('\n'), undefined, options.strict === true ? {} : { skip }))
+      process.stdout.write(`${JSON.stringify(alert)}\n`);
   } catch (error) {
     if (error instanceof RecordingError) throw new CliError(`gpualert replay: ${file}: ${error.message}`);
     throw error;
   }
-  if (skipped > 0) process.stderr.write(`gpualert replay: ${file}: ${skipped} ${skipped === 1 ? 'line' : 'lines'} passed over (not envelopes); --strict stops at the first\n`);
+  if (skipped > 0)
+    process.stderr.write(`gpualert replay: ${file}: ${skipped} ${skipped === 1 ? 'line' : 'lines'} passed over (not envelopes); --strict stops at the first\n`);
   return EXIT.ok;
 }
 
@@ -64,16 +68,32 @@ export async function engine(options: Options): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(settings.rules, 'engine');
   return runService('engine', settings, async ({ bus, store }, log) => {
     const metrics = new EngineMetrics(ruleSet, bundledPrices('engine'));
-    const service = await startEngineService({ bus, store, log, ruleSet, catalog, clock, metrics, ...(settings.forgetAfter !== undefined ? { forgetAfterMs: settings.forgetAfter } : {}) });
+    const service = await startEngineService({
+      bus,
+      store,
+      log,
+      ruleSet,
+      catalog,
+      clock,
+      metrics,
+      ...(settings.forgetAfter !== undefined ? { forgetAfterMs: settings.forgetAfter } : {}),
+    });
     let server: Awaited<ReturnType<typeof startEngineMetricsServer>>;
     try {
       server = await startEngineMetricsServer(metrics, port, settings.listen, {}, () => service.ready());
     } catch (error) {
       await service.stop();
-      throw new CliError(`gpualert engine: port ${port} for /metrics ${errnoCode(error) === 'EADDRINUSE' ? 'is in use' : 'cannot be opened'}; choose another with --metrics-port or GPUALERT_ENGINE_PORT (0 picks a free one)`);
+      throw new CliError(
+        `gpualert engine: port ${port} for /metrics ${errnoCode(error) === 'EADDRINUSE' ? 'is in use' : 'cannot be opened'}; choose another with --metrics-port or GPUALERT_ENGINE_PORT (0 picks a free one)`,
+      );
     }
     log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock, metrics_port: server.port }, 'engine_started');
-    return { stop: async () => { await server.close(); await service.stop(); } };
+    return {
+      stop: async () => {
+        await server.close();
+        await service.stop();
+      },
+    };
   });
 }
 
@@ -82,7 +102,7 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
   if (!/^[0-9a-f]{8,64}$/.test(fingerprint)) throw new CliError(`gpualert alert resolve: "${fingerprint}" is not an alert fingerprint`);
   const config = commonConfig(options);
   if (!config.redisUrl) {
-    throw new CliError('gpualert alert resolve: needs REDIS_URL (the embedded mode\'s store lives inside gpualert up)');
+    throw new CliError("gpualert alert resolve: needs REDIS_URL (the embedded mode's store lives inside gpualert up)");
   }
   const store = new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix });
   await requestOperatorResolve(store, fingerprint, Date.now());
@@ -90,7 +110,6 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
   process.stdout.write(`resolve of ${fingerprint} handed to the engine\n`);
   return EXIT.ok;
 }
-
 
 /** The bundled price list, to price idle GPU-hours in /metrics (none when it is absent). */
 export function bundledPrices(command: string) {

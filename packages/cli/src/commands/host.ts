@@ -15,9 +15,12 @@ type Options = Record<string, unknown>;
  */
 export async function hostForget(host: string, options: Options): Promise<number> {
   const checked = HostName.safeParse(host);
-  if (!checked.success) throw new CliError(`gpualert host forget: ${JSON.stringify(String(host).slice(0, 80))} is not a host name (${checked.error.issues[0]?.message ?? 'invalid'})`);
+  if (!checked.success)
+    throw new CliError(
+      `gpualert host forget: ${JSON.stringify(String(host).slice(0, 80))} is not a host name (${checked.error.issues[0]?.message ?? 'invalid'})`,
+    );
   const config = commonConfig(options);
-  if (!config.redisUrl) throw new CliError('gpualert host forget: needs REDIS_URL (the embedded mode\'s store lives inside gpualert up)');
+  if (!config.redisUrl) throw new CliError("gpualert host forget: needs REDIS_URL (the embedded mode's store lives inside gpualert up)");
   const store = new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix });
   try {
     const { hadState } = await requestHostForget(store, checked.data, Date.now());

@@ -19,15 +19,18 @@ const REPORT_TIMEOUT_MS = 10_000;
 export async function jobReport(options: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const context = jobContext('job report', options);
   const step = options.step === undefined ? undefined : Number(options.step);
-  if (step !== undefined && (!Number.isSafeInteger(step) || step < 0)) throw new CliError(`gpualert job report: --step expects a whole number (got "${String(options.step)}")`);
+  if (step !== undefined && (!Number.isSafeInteger(step) || step < 0))
+    throw new CliError(`gpualert job report: --step expects a whole number (got "${String(options.step)}")`);
   const checkpoint = options.checkpoint === undefined ? undefined : String(options.checkpoint);
-  if (checkpoint !== undefined && checkpoint !== 'ok' && checkpoint !== 'failed') throw new CliError(`gpualert job report: --checkpoint expects ok or failed (got "${checkpoint}")`);
+  if (checkpoint !== undefined && checkpoint !== 'ok' && checkpoint !== 'failed')
+    throw new CliError(`gpualert job report: --checkpoint expects ok or failed (got "${checkpoint}")`);
   const stepTime = options.stepTime === undefined ? undefined : Number(options.stepTime);
-  if (stepTime !== undefined && !(Number.isFinite(stepTime) && stepTime >= 0)) throw new CliError(`gpualert job report: --step-time expects milliseconds (got "${String(options.stepTime)}")`);
+  if (stepTime !== undefined && !(Number.isFinite(stepTime) && stepTime >= 0))
+    throw new CliError(`gpualert job report: --step-time expects milliseconds (got "${String(options.stepTime)}")`);
   if (step === undefined && checkpoint === undefined) throw new CliError('gpualert job report: give --step N, --checkpoint ok|failed, or both');
   const settings = loadSettings(JOB_REPORT_SETTINGS, {}, env);
   const token = settings.intakeToken;
-  if (!token) throw new CliError('gpualert job report: set GPUALERT_INTAKE_TOKEN to the intake\'s token');
+  if (!token) throw new CliError("gpualert job report: set GPUALERT_INTAKE_TOKEN to the intake's token");
   const base = settings.intakeUrl;
   let url: URL;
   try {
@@ -37,27 +40,39 @@ export async function jobReport(options: Record<string, unknown>, env: NodeJS.Pr
   }
   // The token is the credential; a password in the URL would be sent as Basic auth and end up in logs and `ps`.
   if (url.username !== '' || url.password !== '') {
-    throw new CliError(`gpualert job report: GPUALERT_INTAKE_URL carries a user name or password (${url.protocol}//…@${url.host}); give the intake's token in GPUALERT_INTAKE_TOKEN instead`);
+    throw new CliError(
+      `gpualert job report: GPUALERT_INTAKE_URL carries a user name or password (${url.protocol}//…@${url.host}); give the intake's token in GPUALERT_INTAKE_TOKEN instead`,
+    );
   }
   const event = {
-    host: stringOption(options, 'host') ?? hostname(), ...context, kind: checkpoint ? 'checkpoint' : 'step',
-    ...(step !== undefined ? { step } : {}), ...(checkpoint ? { checkpoint } : {}), ...(stepTime !== undefined ? { step_time_ms: stepTime } : {}),
+    host: stringOption(options, 'host') ?? hostname(),
+    ...context,
+    kind: checkpoint ? 'checkpoint' : 'step',
+    ...(step !== undefined ? { step } : {}),
+    ...(checkpoint ? { checkpoint } : {}),
+    ...(stepTime !== undefined ? { step_time_ms: stepTime } : {}),
     message: options.message === undefined ? '' : String(options.message),
   };
   const header = settings.intakeTokenHeader.toLowerCase();
   let response: Response;
   try {
     response = await fetch(url, {
-      method: 'POST', body: JSON.stringify(event), signal: AbortSignal.timeout(REPORT_TIMEOUT_MS),
+      method: 'POST',
+      body: JSON.stringify(event),
+      signal: AbortSignal.timeout(REPORT_TIMEOUT_MS),
       headers: { 'content-type': 'application/json', [header]: header === 'authorization' ? `Bearer ${token}` : token },
     });
   } catch (error) {
     // Fetch refuses some ports outright (9, 1, 6000…: the standard's "bad ports"): no retry helps.
     if (error instanceof Error && error.cause instanceof Error && error.cause.message === 'bad port') {
-      throw new CliError(`gpualert job report: GPUALERT_INTAKE_URL's port ${url.port} is one HTTP clients refuse to use (the fetch standard's "bad ports"); run the intake on another port`);
+      throw new CliError(
+        `gpualert job report: GPUALERT_INTAKE_URL's port ${url.port} is one HTTP clients refuse to use (the fetch standard's "bad ports"); run the intake on another port`,
+      );
     }
     // The intake is away (refused, unresolved, no answer in time): try again later, exit 75 with the retriable code.
-    throw new GpualertError('GA-INFRA-UNAVAILABLE', `gpualert job report: cannot reach the intake at ${url.origin}: ${whyUnreachable(error)}`, { cause: error });
+    throw new GpualertError('GA-INFRA-UNAVAILABLE', `gpualert job report: cannot reach the intake at ${url.origin}: ${whyUnreachable(error)}`, {
+      cause: error,
+    });
   }
   const answer = await response.text();
   if (response.status === 202) {

@@ -1,7 +1,17 @@
 import { hostname, userInfo } from 'node:os';
 import { checkSilence, describeReach, loadRoutes, ReceiverConfigError } from '@gpualert/notify';
 import { storeFleetSource } from '@gpualert/engine';
-import { makeSilence, createNotifierServer, expireSilence, LatestSamples, loadSilences, NotifierMetrics, startNotifier, type ReloadResult, type RunningNotifier } from '@gpualert/notifier';
+import {
+  makeSilence,
+  createNotifierServer,
+  expireSilence,
+  LatestSamples,
+  loadSilences,
+  NotifierMetrics,
+  startNotifier,
+  type ReloadResult,
+  type RunningNotifier,
+} from '@gpualert/notifier';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { formatRuleError } from '@gpualert/rules';
 import { RedisStore, type StateStore } from '@gpualert/state';
@@ -102,7 +112,9 @@ export async function silenceAdd(options: Options): Promise<number> {
   const store = sharedStore(options, 'silence add');
   try {
     const { silence, reach } = await makeSilence(store, input, Date.now(), options.force === true);
-    process.stdout.write(`${silence.id}  until ${new Date(silence.endsAt).toISOString()}  ${silence.matchers.join(' ')}  by ${silence.createdBy}: ${silence.comment}  (${describeReach(reach)})\n`);
+    process.stdout.write(
+      `${silence.id}  until ${new Date(silence.endsAt).toISOString()}  ${silence.matchers.join(' ')}  by ${silence.createdBy}: ${silence.comment}  (${describeReach(reach)})\n`,
+    );
     return EXIT.ok;
   } catch (error) {
     throw new CliError(`gpualert silence add: ${errorMessage(error)}`);
@@ -117,7 +129,9 @@ export async function silenceList(options: Options): Promise<number> {
     const now = Date.now();
     for (const s of Object.values(await loadSilences(store)).sort((a, b) => a.startsAt - b.startsAt)) {
       const state = s.expiredAt !== undefined || s.endsAt <= now ? 'expired' : s.startsAt > now ? 'pending' : 'active';
-      process.stdout.write(`${s.id}  ${state.padEnd(7)}  ${new Date(s.startsAt).toISOString()} → ${new Date(s.endsAt).toISOString()}  ${s.matchers.join(' ')}  by ${s.createdBy}: ${s.comment}\n`);
+      process.stdout.write(
+        `${s.id}  ${state.padEnd(7)}  ${new Date(s.startsAt).toISOString()} → ${new Date(s.endsAt).toISOString()}  ${s.matchers.join(' ')}  by ${s.createdBy}: ${s.comment}\n`,
+      );
     }
     return EXIT.ok;
   } finally {

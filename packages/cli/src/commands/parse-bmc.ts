@@ -33,9 +33,16 @@ export async function parseHost(format: string, file: string, options: { host?: 
         const parsed = parseSel(text);
         parsed.problems.forEach((p) => problem(p.line, p.reason, p.text));
         for (const data of parsed.entries) {
-          envelopes.push(newEnvelope({
-            type: 'bmc.event', id: stableId(host, 'sel', data.entry_id, data.created ?? data.message), host, source: SOURCE, ts: data.created ?? ts, data,
-          }));
+          envelopes.push(
+            newEnvelope({
+              type: 'bmc.event',
+              id: stableId(host, 'sel', data.entry_id, data.created ?? data.message),
+              host,
+              source: SOURCE,
+              ts: data.created ?? ts,
+              data,
+            }),
+          );
         }
       } else {
         throw new CliError(`gpualert parse bmc: ${file} is neither \`ipmitool sdr elist\` nor \`ipmitool sel elist\` output`);
@@ -52,13 +59,22 @@ export async function parseHost(format: string, file: string, options: { host?: 
       const parsed = parsePerfquery(text);
       if (Object.keys(parsed.counters).length === 0) throw new CliError(`gpualert parse perfquery: no counters in ${file}`);
       // perfquery names a LID, not an HCA: the port is reported as `lid-N`.
-      envelopes.push(sample({
-        origin: 'perfquery',
-        ib_ports: [{
-          device: `lid-${parsed.lid ?? 0}`, port: parsed.port ?? 1, state: 'unknown', phys_state: 'unknown', rate_gbps: null,
-          link_layer: 'infiniband', counters: parsed.counters,
-        }],
-      }));
+      envelopes.push(
+        sample({
+          origin: 'perfquery',
+          ib_ports: [
+            {
+              device: `lid-${parsed.lid ?? 0}`,
+              port: parsed.port ?? 1,
+              state: 'unknown',
+              phys_state: 'unknown',
+              rate_gbps: null,
+              link_layer: 'infiniband',
+              counters: parsed.counters,
+            },
+          ],
+        }),
+      );
       break;
     }
     default:

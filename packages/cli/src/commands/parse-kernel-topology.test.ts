@@ -22,7 +22,11 @@ async function run(file: string, topology?: string): Promise<unknown[]> {
   vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => (out.push(String(chunk)), true));
   vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
   await parse('kernel', file, { host: 'h1', ...(topology ? { topology } : {}) });
-  return out.join('').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as unknown);
+  return out
+    .join('')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as unknown);
 }
 
 describe('gpualert parse kernel --topology', () => {
@@ -39,13 +43,14 @@ describe('gpualert parse kernel --topology', () => {
     const dir = files({ 'kern.log': log, 'tree.txt': tree });
     const [envelope] = await run(join(dir, 'kern.log'), join(dir, 'tree.txt'));
     expect(envelope).toMatchObject({
-      type: 'kernel.event', host: 'h1',
+      type: 'kernel.event',
+      host: 'h1',
       data: { kind: 'pcie_aer', severity: 'critical', port: { address: '0000:89:02.0', gpus: ['0000:8c:00', '0000:8d:00'] } },
     });
     expect((envelope as { data: { meaning: string } }).data.meaning).toMatch(/below it: 0000:8c:00, 0000:8d:00$/);
   });
 
-  it('without it, the port\'s event has no GPUs; a topology that is not one is a clear error', async () => {
+  it("without it, the port's event has no GPUs; a topology that is not one is a clear error", async () => {
     const dir = files({ 'kern.log': log, 'bad.txt': 'not a tree' });
     expect(await run(join(dir, 'kern.log'))).toMatchObject([{ data: { port: { address: '0000:89:02.0' } } }]);
     await expect(run(join(dir, 'kern.log'), join(dir, 'bad.txt'))).rejects.toThrow(/--topology .*bad\.txt: no PCI devices found/);

@@ -90,9 +90,7 @@ function dcgm(text: string, host: string | undefined, file: string, now: number)
   }
   if (parsed.hosts.size === 0) throw new CliError(`gpualert parse: no DCGM_FI_ series with a gpu label in ${file}`);
   const ts = new Date(now).toISOString();
-  return [...parsed.hosts].map(([h, gpus]) =>
-    newEnvelope({ type: 'gpu.sample', id: stableId(h, file, ts), host: h, source: SOURCE, ts, data: { gpus } }),
-  );
+  return [...parsed.hosts].map(([h, gpus]) => newEnvelope({ type: 'gpu.sample', id: stableId(h, file, ts), host: h, source: SOURCE, ts, data: { gpus } }));
 }
 
 function provider(text: string, host: string | undefined, file: string, name: string | undefined): Envelope[] {
@@ -116,8 +114,12 @@ function provider(text: string, host: string | undefined, file: string, name: st
   for (const warning of result.warnings ?? []) process.stderr.write(`gpualert parse provider: ${file}: warning: ${warning}\n`);
   return result.events.map((data) =>
     newEnvelope({
-      type: 'provider.event', id: stableId(data.provider, data.event_id, data.status), host: host ?? data.hosts[0] ?? 'unknown',
-      source: SOURCE, ts: receivedAt, data,
+      type: 'provider.event',
+      id: stableId(data.provider, data.event_id, data.status),
+      host: host ?? data.hosts[0] ?? 'unknown',
+      source: SOURCE,
+      ts: receivedAt,
+      data,
     }),
   );
 }

@@ -8,8 +8,19 @@ import { bundledPath } from '@gpualert/rules';
 import { embeddedDataDir, type ServiceDefinition } from '@gpualert/runtime';
 import { TOPICS, validateEnvelope } from '@gpualert/schema';
 import {
-  AlertBook, BILL_FORMATS, DEFAULT_BUSY_THRESHOLD_PCT, GROUP_BY, NO_PRICES, parseBill, readRollup, reconcile, renderUsage,
-  startUsageService, USAGE_FORMATS, UsageReportBuilder, usageService,
+  AlertBook,
+  BILL_FORMATS,
+  DEFAULT_BUSY_THRESHOLD_PCT,
+  GROUP_BY,
+  NO_PRICES,
+  parseBill,
+  readRollup,
+  reconcile,
+  renderUsage,
+  startUsageService,
+  USAGE_FORMATS,
+  UsageReportBuilder,
+  usageService,
 } from '@gpualert/usage';
 import { CliError, EXIT, errnoCode, errorMessage } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
@@ -74,7 +85,8 @@ export async function reportUsage(options: Options): Promise<number> {
   const format = String(options.format ?? 'md');
   if (!oneOf(USAGE_FORMATS, format)) throw new CliError(`gpualert report usage: --format must be one of ${USAGE_FORMATS.join(', ')} (got "${format}")`);
   const billFormat = options.bill ? String(options.billFormat ?? '') : undefined;
-  if (billFormat !== undefined && !oneOf(BILL_FORMATS, billFormat)) throw new CliError(`gpualert report usage: --bill needs --bill-format, one of ${BILL_FORMATS.join(', ')}`);
+  if (billFormat !== undefined && !oneOf(BILL_FORMATS, billFormat))
+    throw new CliError(`gpualert report usage: --bill needs --bill-format, one of ${BILL_FORMATS.join(', ')}`);
   const prices = options.prices ? loadPrices(String(options.prices), 'report usage') : NO_PRICES;
   const builder = new UsageReportBuilder({ from, to, by }, prices, options.bill !== undefined);
   // With a bill, the alerts read alongside the rollups explain the broken hours (summary, times, kernel events).
@@ -123,13 +135,17 @@ export async function reportUsage(options: Options): Promise<number> {
     const text = billText(file, bytes);
     const bill = parseBill(billFormat, text, file);
     for (const e of bill.errors.slice(0, MAX_LINE_ERRORS)) process.stderr.write(`gpualert report usage: ${file}:${e.line}: ${e.message}\n`);
-    if (bill.lines.length === 0 && bill.error_count > 0) throw new CliError(`gpualert report usage: ${file}: no usable ${billFormat} rows (${bill.error_count} refused)`);
+    if (bill.lines.length === 0 && bill.error_count > 0)
+      throw new CliError(`gpualert report usage: ${file}: no usable ${billFormat} rows (${bill.error_count} refused)`);
     reconciliation = reconcile(bill, builder.hostHours, { from, to }, book);
   }
   const text = renderUsage(report, reconciliation, format);
   if (options.out) await writeFile(String(options.out), text);
   else process.stdout.write(text);
-  if (report.duplicates > 0) process.stderr.write(`gpualert report usage: ${report.duplicates} rollups of a GPU-hour already counted were ignored (the first read of each GPU-hour counts)\n`);
+  if (report.duplicates > 0)
+    process.stderr.write(
+      `gpualert report usage: ${report.duplicates} rollups of a GPU-hour already counted were ignored (the first read of each GPU-hour counts)\n`,
+    );
   if (report.rollups === 0) process.stderr.write('gpualert report usage: no usage rollups in this range\n');
   return EXIT.ok;
 }
@@ -141,8 +157,11 @@ export function billText(file: string, bytes: Buffer): string {
     return gunzipSync(bytes, { maxOutputLength: MAX_BILL_BYTES }).toString('utf8');
   } catch (error) {
     const code = errnoCode(error);
-    if (code === 'ERR_BUFFER_TOO_LARGE') throw new CliError(`gpualert report usage: ${file}: unpacks to more than ${MAX_BILL_BYTES} bytes; export a shorter period`);
-    throw new CliError(`gpualert report usage: ${file}: not a complete gzip file (${code ?? 'error'}: ${error instanceof Error ? error.message : String(error)}); download it again`);
+    if (code === 'ERR_BUFFER_TOO_LARGE')
+      throw new CliError(`gpualert report usage: ${file}: unpacks to more than ${MAX_BILL_BYTES} bytes; export a shorter period`);
+    throw new CliError(
+      `gpualert report usage: ${file}: not a complete gzip file (${code ?? 'error'}: ${error instanceof Error ? error.message : String(error)}); download it again`,
+    );
   }
 }
 
@@ -156,7 +175,10 @@ async function readBus(options: Options, take: (text: string, where: string) => 
     where = `Kafka at ${config.kafkaBrokers.join(',')}`;
   } else {
     const dataDir = embeddedDataDir(config.dataDir);
-    if (!existsSync(dataDir)) throw new CliError(`gpualert report usage: no --input, no KAFKA_BROKERS and no embedded log at ${dataDir} (run gpualert up, or give --input or --data-dir)`);
+    if (!existsSync(dataDir))
+      throw new CliError(
+        `gpualert report usage: no --input, no KAFKA_BROKERS and no embedded log at ${dataDir} (run gpualert up, or give --input or --data-dir)`,
+      );
     bus = new MemoryBus({ dataDir });
     where = `the embedded log at ${dataDir}`;
   }

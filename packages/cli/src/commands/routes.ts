@@ -8,7 +8,14 @@ import { stringOption } from '../option-values.ts';
 type Options = Record<string, unknown>;
 
 function duration(ms: number): string {
-  const units: [number, string][] = [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1_000, 's'], [1, 'ms']];
+  const units: [number, string][] = [
+    [604_800_000, 'w'],
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'm'],
+    [1_000, 's'],
+    [1, 'ms'],
+  ];
   if (ms === 0) return '0s';
   let rest = ms;
   let out = '';
@@ -53,10 +60,18 @@ export async function routesTest(args: string[], options: Options): Promise<numb
   for (const r of matched) {
     const group = r.groupByAll ? Object.keys(labels).sort() : r.groupBy;
     const values = group.map((l) => `${l}=${JSON.stringify(Object.hasOwn(labels, l) ? labels[l] : '')}`).join(', ');
-    process.stdout.write(`  ${r.receiver}  route ${r.id}  group_by ${grouping(r)} {${values}}  group_wait ${duration(r.groupWait)}  group_interval ${duration(r.groupInterval)}  repeat_interval ${duration(r.repeatInterval)}${r.page ? '  page' : ''}${r.mute.length ? `  mute ${r.mute.join(',')}` : ''}${r.active.length ? `  active ${r.active.join(',')}` : ''}\n`);
+    process.stdout.write(
+      `  ${r.receiver}  route ${r.id}  group_by ${grouping(r)} {${values}}  group_wait ${duration(r.groupWait)}  group_interval ${duration(r.groupInterval)}  repeat_interval ${duration(r.repeatInterval)}${r.page ? '  page' : ''}${r.mute.length ? `  mute ${r.mute.join(',')}` : ''}${r.active.length ? `  active ${r.active.join(',')}` : ''}\n`,
+    );
   }
   const expected = stringOption(options, 'verifyReceivers');
-  if (expected !== undefined && expected.split(',').map((s) => s.trim()).join(',') !== receivers.join(',')) {
+  if (
+    expected !== undefined &&
+    expected
+      .split(',')
+      .map((s) => s.trim())
+      .join(',') !== receivers.join(',')
+  ) {
     process.stderr.write(`WARNING: Expected receivers did not match resolved receivers.\n`);
     return EXIT.failed;
   }
@@ -73,12 +88,25 @@ export function renderTree(config: RoutesFile): string {
     const parent = parentsOf.get(route);
     const isLast = parent ? parent.routes[parent.routes.length - 1] === route : true;
     last[depth] = isLast;
-    const prefix = depth === 0 ? '└── ' : `    ${last.slice(1, depth).map((l) => (l ? '    ' : '│   ')).join('')}${isLast ? '└── ' : '├── '}`;
+    const prefix =
+      depth === 0
+        ? '└── '
+        : `    ${last
+            .slice(1, depth)
+            .map((l) => (l ? '    ' : '│   '))
+            .join('')}${isLast ? '└── ' : '├── '}`;
     const name = depth === 0 ? 'default-route' : `{${route.matchers.map(formatMatcher).join(',')}}`;
-    const details = [`receiver: ${r.receiver}`, route.continue ? 'continue: true' : '', route.group_by !== undefined || route.group_by_all ? `group_by: ${grouping(r)}` : '',
-      route.group_wait !== undefined ? `group_wait: ${duration(r.groupWait)}` : '', route.group_interval !== undefined ? `group_interval: ${duration(r.groupInterval)}` : '',
-      route.repeat_interval !== undefined ? `repeat_interval: ${duration(r.repeatInterval)}` : '', r.page ? 'page: true' : '',
-      r.mute.length ? `mute: ${r.mute.join(',')}` : '', r.active.length ? `active: ${r.active.join(',')}` : ''].filter(Boolean);
+    const details = [
+      `receiver: ${r.receiver}`,
+      route.continue ? 'continue: true' : '',
+      route.group_by !== undefined || route.group_by_all ? `group_by: ${grouping(r)}` : '',
+      route.group_wait !== undefined ? `group_wait: ${duration(r.groupWait)}` : '',
+      route.group_interval !== undefined ? `group_interval: ${duration(r.groupInterval)}` : '',
+      route.repeat_interval !== undefined ? `repeat_interval: ${duration(r.repeatInterval)}` : '',
+      r.page ? 'page: true' : '',
+      r.mute.length ? `mute: ${r.mute.join(',')}` : '',
+      r.active.length ? `active: ${r.active.join(',')}` : '',
+    ].filter(Boolean);
     lines.push(`${prefix}${name}  ${details.join('  ')}`);
   });
   return `${lines.join('\n')}\n`;

@@ -40,7 +40,14 @@ export async function timeline(options: Options): Promise<number> {
   try {
     const { timeline: result, text } = await exportTimeline(
       bus,
-      { from, to, format, ...(options.host ? { host: String(options.host) } : {}), ...(options.incident ? { incident: String(options.incident) } : {}), ...(options.job !== undefined ? { job: String(options.job) } : {}) },
+      {
+        from,
+        to,
+        format,
+        ...(options.host ? { host: String(options.host) } : {}),
+        ...(options.incident ? { incident: String(options.incident) } : {}),
+        ...(options.job !== undefined ? { job: String(options.job) } : {}),
+      },
       (topic, count) => {
         if (Date.now() - started > 1_000) process.stderr.write(`read ${topic}: ${count} messages (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
       },

@@ -8,7 +8,13 @@ const BIN = resolve(import.meta.dirname, '../../../../bin/gpualert.mjs');
 
 /** `gpualert …` to completion, killed after 20 s: a command that ignores its mistake would run on. */
 function gpualert(args: readonly string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env, GPUALERT_INTAKE_PORT: '0', GPUALERT_ENGINE_PORT: '0', GPUALERT_INTAKE_LISTEN: '127.0.0.1', GPUALERT_ENGINE_LISTEN: '127.0.0.1' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    GPUALERT_INTAKE_PORT: '0',
+    GPUALERT_ENGINE_PORT: '0',
+    GPUALERT_INTAKE_LISTEN: '127.0.0.1',
+    GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+  };
   for (const key of ['GPUALERT_NOTIFIER_TOKEN', 'KAFKA_BROKERS', 'REDIS_URL']) delete env[key];
   return spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
 }

@@ -7,7 +7,16 @@ import { createNotifierServer, NotifierConfigError, NotifierMetrics, startNotifi
 import { ReceiverConfigError, type RoutesFile } from '@gpualert/notify';
 import { IntakeConfig, startIntake } from '@gpualert/intake';
 import { createLogger, defaultLogFormat, type LogFormat } from '@gpualert/log';
-import { embeddedDataDir, exitAfterStop, listenForStop, openInfrastructure, stopWithin, type RunningService, type ServiceContext, type ServiceDefinition } from '@gpualert/runtime';
+import {
+  embeddedDataDir,
+  exitAfterStop,
+  listenForStop,
+  openInfrastructure,
+  stopWithin,
+  type RunningService,
+  type ServiceContext,
+  type ServiceDefinition,
+} from '@gpualert/runtime';
 import { bundledPath } from '@gpualert/rules';
 import { printAlerts } from '../alert-printer.ts';
 import { CliError, errnoCode } from '../cli-error.ts';
@@ -55,7 +64,9 @@ export { DEFAULT_NOTIFIER_PORT };
 
 /** Whether `up` serves the notifier's API (Alertmanager's v2 and the silences), and if not, why: the banner says it. A token too short never gets here: the settings refuse it. */
 export function notifierApi(token: string | undefined): { token: string } | { off: string } {
-  return token ? { token } : { off: 'off: set GPUALERT_NOTIFIER_TOKEN (16+ characters) to serve Alertmanager\'s v2 API and the silences (the API takes no request without a token)' };
+  return token
+    ? { token }
+    : { off: "off: set GPUALERT_NOTIFIER_TOKEN (16+ characters) to serve Alertmanager's v2 API and the silences (the API takes no request without a token)" };
 }
 
 /** The console's fleet, made when the notifier starts and stopped with it. */
@@ -71,14 +82,23 @@ function engineFleet(ruleSet: RuleSet, partitions: number): FleetFor {
 
 /** Where the console answers, for the banner: the notifier's port on the address it listens on (localhost for all of them). */
 export function consoleAddress(running: readonly RunningService[], listen: string | undefined): string | undefined {
-  const port = numberField(running.find((s) => s.name === 'notifier'), 'port');
+  const port = numberField(
+    running.find((s) => s.name === 'notifier'),
+    'port',
+  );
   if (typeof port !== 'number') return undefined;
   const host = !listen || listen === '0.0.0.0' || listen === '::' ? 'localhost' : listen.includes(':') ? `[${listen}]` : listen;
   return `http://${host}:${port}/console/`;
 }
 
 /** The notifier with its HTTP server on a port of its own when the API is on: Prometheus, amtool and Grafana talk to `up` too. */
-function notifierWithApi(routesFile: string, routes: RoutesFile, listen: { port: number; address: string }, api: ReturnType<typeof notifierApi>, fleetFor?: FleetFor): ServiceDefinition {
+function notifierWithApi(
+  routesFile: string,
+  routes: RoutesFile,
+  listen: { port: number; address: string },
+  api: ReturnType<typeof notifierApi>,
+  fleetFor?: FleetFor,
+): ServiceDefinition {
   return {
     name: 'notifier',
     async start(context) {
@@ -88,7 +108,14 @@ function notifierWithApi(routesFile: string, routes: RoutesFile, listen: { port:
       const reload = () => reloadRoutes(routesFile, service, metrics, context.log);
       const onHangup = () => void reload();
       process.on('SIGHUP', onHangup);
-      if (!('token' in api)) return { name: 'notifier', stop: async () => { process.off('SIGHUP', onHangup); await service.stop(); } };
+      if (!('token' in api))
+        return {
+          name: 'notifier',
+          stop: async () => {
+            process.off('SIGHUP', onHangup);
+            await service.stop();
+          },
+        };
       const fleet = await fleetFor?.(context);
       const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service, fleet?.source, reload);
       try {
@@ -126,8 +153,13 @@ function notifierWithApi(routesFile: string, routes: RoutesFile, listen: { port:
  * lines elsewhere or with `--log-format json`.
  */
 function notifierApiLine(running: readonly RunningService[]): string {
-  const port = numberField(running.find((s) => s.name === 'notifier'), 'port');
-  return typeof port === 'number' ? `Alertmanager's v2 API on port ${port} (/api/v2, /v1/silences; bearer GPUALERT_NOTIFIER_TOKEN)` : 'off: the notifier did not start';
+  const port = numberField(
+    running.find((s) => s.name === 'notifier'),
+    'port',
+  );
+  return typeof port === 'number'
+    ? `Alertmanager's v2 API on port ${port} (/api/v2, /v1/silences; bearer GPUALERT_NOTIFIER_TOKEN)`
+    : 'off: the notifier did not start';
 }
 
 export async function up(options: Record<string, unknown>): Promise<number> {
@@ -156,9 +188,21 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   const api = notifierApi(config.notifierToken);
   const services: ServiceDefinition[] = [
     // The demo's recording lives in the past: only its own event time may move the clock.
-    engineService(ruleSet, catalog, demo ? 'event' : 'wall', { port: config.enginePort, listen: config.engineListen, prices: bundledPrices('up') }, config.engineForgetAfter),
+    engineService(
+      ruleSet,
+      catalog,
+      demo ? 'event' : 'wall',
+      { port: config.enginePort, listen: config.engineListen, prices: bundledPrices('up') },
+      config.engineForgetAfter,
+    ),
     { name: 'intake', start: (context) => startIntake(intakeConfig, context) },
-    notifierWithApi(routesFile, loadRoutesOrExit(routesFile, 'up'), { port: config.notifierPort, address: config.notifierListen }, api, engineFleet(ruleSet, config.partitions)),
+    notifierWithApi(
+      routesFile,
+      loadRoutesOrExit(routesFile, 'up'),
+      { port: config.notifierPort, address: config.notifierListen },
+      api,
+      engineFleet(ruleSet, config.partitions),
+    ),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];
   const dataDir = embeddedDataDir(config.dataDir);
@@ -216,10 +260,12 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       store: infra.store.kind,
       services: running.map((s) => s.name),
       // Where each listens (a port of 0 picked a free one): what the banner says in pretty mode.
-      ports: Object.fromEntries(running.flatMap((s) => {
-        const value = numberField(s, 'port') ?? numberField(s, 'metricsPort');
-        return value !== undefined ? [[s.name, value]] : [];
-      })),
+      ports: Object.fromEntries(
+        running.flatMap((s) => {
+          const value = numberField(s, 'port') ?? numberField(s, 'metricsPort');
+          return value !== undefined ? [[s.name, value]] : [];
+        }),
+      ),
       startup_ms: Math.round(performance.now() - started),
       ...(infra.bus.kind === 'memory' ? { data_dir: dataDir } : {}),
     },

@@ -2,38 +2,44 @@ import { COMMON_SOURCES, CommonConfig, type SettingSources } from '@gpualert/con
 import { commandSettings } from './command-settings.ts';
 import { z } from 'zod';
 
-const UNITS = new Map<string, number>([['ms', 1], ['s', 1_000], ['m', 60_000], ['h', 3_600_000]]);
+const UNITS = new Map<string, number>([
+  ['ms', 1],
+  ['s', 1_000],
+  ['m', 60_000],
+  ['h', 3_600_000],
+]);
 /** Longest interval or timeout the agent takes: a day (a longer one is a typo, not a plan). */
 export const MAX_AGENT_DURATION_MS = 86_400_000;
 
-const duration = z
-  .union([z.string(), z.number()])
-  .transform((value, context) => {
-    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(String(value).trim());
-    // A unit outside the table is no duration: NaN fails the check below.
-    const ms = match ? Math.round(Number(match[1]) * (UNITS.get(match[2] ?? 's') ?? NaN)) : NaN;
-    if (!(ms > 0 && ms <= MAX_AGENT_DURATION_MS)) {
-      context.addIssue({ code: 'custom', message: 'expected a duration like 500ms, 10s or 5m, at most 24h' });
+const duration = z.union([z.string(), z.number()]).transform((value, context) => {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(String(value).trim());
+  // A unit outside the table is no duration: NaN fails the check below.
+  const ms = match ? Math.round(Number(match[1]) * (UNITS.get(match[2] ?? 's') ?? NaN)) : NaN;
+  if (!(ms > 0 && ms <= MAX_AGENT_DURATION_MS)) {
+    context.addIssue({ code: 'custom', message: 'expected a duration like 500ms, 10s or 5m, at most 24h' });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const labels = z.union([z.array(z.string()), z.record(z.string(), z.string())]).transform((value, context) => {
+  // A label key is data: it never becomes a key of a plain object's prototype chain.
+  const out = Object.create(null) as Record<string, string>;
+  const pairs = Array.isArray(value)
+    ? value.map((p) => {
+        const [k = '', ...rest] = p.split('=');
+        return [k, rest.join('=')] as const;
+      })
+    : Object.entries(value);
+  for (const [key, v] of pairs) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(key)) {
+      context.addIssue({ code: 'custom', message: `expected key=value with a label name of letters, digits and _ (not "${key}")` });
       return z.NEVER;
     }
-    return ms;
-  });
-
-const labels = z
-  .union([z.array(z.string()), z.record(z.string(), z.string())])
-  .transform((value, context) => {
-    // A label key is data: it never becomes a key of a plain object's prototype chain.
-    const out = Object.create(null) as Record<string, string>;
-    const pairs = Array.isArray(value) ? value.map((p) => { const [k = '', ...rest] = p.split('='); return [k, rest.join('=')] as const; }) : Object.entries(value);
-    for (const [key, v] of pairs) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(key)) {
-        context.addIssue({ code: 'custom', message: `expected key=value with a label name of letters, digits and _ (not "${key}")` });
-        return z.NEVER;
-      }
-      out[key] = v;
-    }
-    return out;
-  });
+    out[key] = v;
+  }
+  return out;
+});
 
 /**
  * `gpualert agent`'s settings: flags, then the environment, then `--config FILE` (the same file

@@ -10,6 +10,16 @@ import { UP_SETTINGS } from './up-settings.ts';
 
 /** Every command's settings, by the name `gpualert config show --command` takes. */
 export const ALL_SETTINGS: ReadonlyMap<string, CommandSettings<z.ZodObject>> = new Map<string, CommandSettings<z.ZodObject>>(
-  [UP_SETTINGS, AGENT_SETTINGS, ENGINE_SETTINGS, NOTIFIER_SETTINGS, INTAKE_SETTINGS, PROMETHEUS_SETTINGS, BMC_SETTINGS, JOB_REPORT_SETTINGS, READER_SETTINGS, COMMON_SETTINGS]
-    .map((settings) => [settings.command, settings]),
+  [
+    UP_SETTINGS,
+    AGENT_SETTINGS,
+    ENGINE_SETTINGS,
+    NOTIFIER_SETTINGS,
+    INTAKE_SETTINGS,
+    PROMETHEUS_SETTINGS,
+    BMC_SETTINGS,
+    JOB_REPORT_SETTINGS,
+    READER_SETTINGS,
+    COMMON_SETTINGS,
+  ].map((settings) => [settings.command, settings]),
 );

@@ -40,7 +40,11 @@ export const JOB_REPORT_SETTINGS = commandSettings({
   schema: z.object({
     intakeUrl: z.string().min(1).default('http://127.0.0.1:9468'),
     intakeToken: z.string().min(1).optional(),
-    intakeTokenHeader: z.string().min(1).regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name').default('authorization'),
+    intakeTokenHeader: z
+      .string()
+      .min(1)
+      .regex(/^[A-Za-z0-9-]+$/, 'expected an HTTP header name')
+      .default('authorization'),
   }),
   sources: {
     intakeUrl: { env: 'GPUALERT_INTAKE_URL', flag: false, secret: true },

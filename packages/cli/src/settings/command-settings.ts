@@ -39,13 +39,20 @@ export function resolveSettings<S extends z.ZodObject>(
   const given = options.config;
   const file = typeof given === 'string' && given !== '' ? given : env.GPUALERT_CONFIG || undefined;
   const { config, settings: effective } = resolveConfig(settings.schema, settings.sources, {
-    flags: flagsFor(settings.sources, options), env, file, files: settings.ownFiles?.(options, env) ?? [],
+    flags: flagsFor(settings.sources, options),
+    env,
+    file,
+    files: settings.ownFiles?.(options, env) ?? [],
   });
   return { config, effective };
 }
 
 /** `resolveSettings`' config alone: what a command runs on. */
-export function loadSettings<S extends z.ZodObject>(settings: CommandSettings<S>, options: Readonly<Record<string, unknown>>, env: Env = process.env): Readonly<z.infer<S>> {
+export function loadSettings<S extends z.ZodObject>(
+  settings: CommandSettings<S>,
+  options: Readonly<Record<string, unknown>>,
+  env: Env = process.env,
+): Readonly<z.infer<S>> {
   return resolveSettings(settings, options, env).config;
 }
 

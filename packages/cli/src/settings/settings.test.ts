@@ -40,9 +40,11 @@ describe('settings: one way in', () => {
     const undeclared = [...named].filter(([name]) => !declared.has(name) && !notSettings.has(name)).map(([name, where]) => `${name} (${where})`);
     expect(undeclared).toEqual([]);
     // …and nothing reads process.env but the loader and the places that hand it on whole.
-    const readers = ['packages', 'services'].flatMap((base) => productionFiles(join(ROOT, base)))
+    const readers = ['packages', 'services']
+      .flatMap((base) => productionFiles(join(ROOT, base)))
       .filter((path) => /process\.env\b/.test(readFileSync(path, 'utf8')))
-      .map((path) => relative(ROOT, path)).sort();
+      .map((path) => relative(ROOT, path))
+      .sort();
     expect(readers).toEqual([
       'packages/cli/src/commands/job.ts', // hands process.env to the loader (tests give their own)
       'packages/cli/src/commands/notifier.ts', // the routes file's `env:NAME` secrets, resolved by the channels
@@ -52,7 +54,7 @@ describe('settings: one way in', () => {
     ]);
   });
 
-  it('reads flags over the environment over the config file over defaults, under each service\'s name in `up`', () => {
+  it("reads flags over the environment over the config file over defaults, under each service's name in `up`", () => {
     const config = file('gpualert.yaml', 'notifierPort: 9100\nenginePort: 9101\nintakePort: 9102\npartitions: 3\n');
     const settings = loadSettings(UP_SETTINGS, { config, intakePort: '9200' }, { GPUALERT_ENGINE_PORT: '9300' });
     expect([settings.notifierPort, settings.enginePort, settings.intakePort, settings.partitions]).toEqual([9100, 9300, 9200, 3]);
@@ -81,15 +83,25 @@ describe('settings: one way in', () => {
     expect(loadSettings(ENGINE_SETTINGS, {}, {}).forgetAfter).toBeUndefined(); // the engine's own default, 7 days
     expect(loadSettings(ENGINE_SETTINGS, {}, { GPUALERT_FORGET_AFTER: '36h' }).forgetAfter).toBe(36 * 3_600_000);
     expect(loadSettings(ENGINE_SETTINGS, {}, { GPUALERT_FORGET_AFTER: '2w' }).forgetAfter).toBe(14 * DAY);
-    expect(() => loadSettings(ENGINE_SETTINGS, {}, { GPUALERT_FORGET_AFTER: 'soon' })).toThrow('invalid config: GPUALERT_FORGET_AFTER (environment): expects a duration like 7d, 36h or 2w (got "soon")');
+    expect(() => loadSettings(ENGINE_SETTINGS, {}, { GPUALERT_FORGET_AFTER: 'soon' })).toThrow(
+      'invalid config: GPUALERT_FORGET_AFTER (environment): expects a duration like 7d, 36h or 2w (got "soon")',
+    );
     expect(() => loadSettings(ENGINE_SETTINGS, {}, { GPUALERT_FORGET_AFTER: '2h' })).toThrow('between 1d and 366d');
-    expect(() => loadSettings(UP_SETTINGS, {}, { GPUALERT_FORGET_AFTER: '2h' })).toThrow(/^invalid config: GPUALERT_FORGET_AFTER \(environment\): must be between 1d and 366d/);
+    expect(() => loadSettings(UP_SETTINGS, {}, { GPUALERT_FORGET_AFTER: '2h' })).toThrow(
+      /^invalid config: GPUALERT_FORGET_AFTER \(environment\): must be between 1d and 366d/,
+    );
   });
 
   it('refuses what a command could never run on, naming the setting and where it came from', () => {
-    expect(() => loadSettings(ENGINE_SETTINGS, { metricsPort: '0x50' }, {})).toThrow('invalid config: --metrics-port (flag): expected a port 0-65535 (got "0x50")');
+    expect(() => loadSettings(ENGINE_SETTINGS, { metricsPort: '0x50' }, {})).toThrow(
+      'invalid config: --metrics-port (flag): expected a port 0-65535 (got "0x50")',
+    );
     expect(() => loadSettings(ENGINE_SETTINGS, { clock: 'sundial' }, {})).toThrow(/^invalid config: --clock \(flag\): /);
-    expect(() => loadSettings(UP_SETTINGS, {}, { GPUALERT_NOTIFIER_LISTEN: '0.0.0.0:9095 ' })).toThrow(/^invalid config: GPUALERT_NOTIFIER_LISTEN \(environment\): expected an address to listen on/);
-    expect(() => loadSettings(UP_SETTINGS, {}, { GPUALERT_NOTIFIER_TOKEN: ' padded-token-0123456789' })).toThrow(/GPUALERT_NOTIFIER_TOKEN \(environment\): must not start or end with white space.*not shown\)$/);
+    expect(() => loadSettings(UP_SETTINGS, {}, { GPUALERT_NOTIFIER_LISTEN: '0.0.0.0:9095 ' })).toThrow(
+      /^invalid config: GPUALERT_NOTIFIER_LISTEN \(environment\): expected an address to listen on/,
+    );
+    expect(() => loadSettings(UP_SETTINGS, {}, { GPUALERT_NOTIFIER_TOKEN: ' padded-token-0123456789' })).toThrow(
+      /GPUALERT_NOTIFIER_TOKEN \(environment\): must not start or end with white space.*not shown\)$/,
+    );
   });
 });

@@ -25,6 +25,14 @@ export const UP_SETTINGS = commandSettings({
     ...notifier.shape,
     ...engine.shape,
   }),
-  sources: { ...COMMON_SOURCES, rules: {}, routes: { env: 'GPUALERT_ROUTES' }, dataDir: { env: 'GPUALERT_DATA_DIR' }, ...intake.sources, ...notifier.sources, ...engine.sources },
+  sources: {
+    ...COMMON_SOURCES,
+    rules: {},
+    routes: { env: 'GPUALERT_ROUTES' },
+    dataDir: { env: 'GPUALERT_DATA_DIR' },
+    ...intake.sources,
+    ...notifier.sources,
+    ...engine.sources,
+  },
   ownFiles: (_options, env) => intakeSecretsFile(undefined, env).map((path) => ({ path, prefix: 'intake' })),
 });

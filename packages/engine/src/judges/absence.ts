@@ -57,7 +57,16 @@ export function lostKey(gpu: number, bus: string | undefined): string {
 const LOST_KEYS = new Map<string | number, string>();
 const MAX_CACHED_KEYS = 10_000;
 
-function lostGpu(host: HostState, rule: RuleOf<'absence'>, conditions: Conditions, index: number, at: number, breaching: boolean, detail: string, evidence: readonly string[]): void {
+function lostGpu(
+  host: HostState,
+  rule: RuleOf<'absence'>,
+  conditions: Conditions,
+  index: number,
+  at: number,
+  breaching: boolean,
+  detail: string,
+  evidence: readonly string[],
+): void {
   const key = lostKey(index, busOf(host, index));
   const tracker = host.trackers[key];
   if (!breaching && !tracker) return; // present, and never lost: nothing to format or record
@@ -66,9 +75,19 @@ function lostGpu(host: HostState, rule: RuleOf<'absence'>, conditions: Condition
     if (host.inventory && host.inventory.at > (tracker.startsAt ?? 0)) conditions.resolve(host, key, tracker, at);
     return;
   }
-  conditions.observe(host, key, rule, index, at, {
-    breaching, summary: fill(rule.summary, { host: host.host, gpu: index, detail }), evidence: withRecent(evidence, host, index, at),
-  }, true);
+  conditions.observe(
+    host,
+    key,
+    rule,
+    index,
+    at,
+    {
+      breaching,
+      summary: fill(rule.summary, { host: host.host, gpu: index, detail }),
+      evidence: withRecent(evidence, host, index, at),
+    },
+    true,
+  );
 }
 
 /** A GPU's PCI address, from the inventory or, before one arrives, from its samples. */

@@ -14,9 +14,20 @@ export const counter: Judge<'counter'> = {
     const delta = last === undefined ? 0 : value - last;
     if (delta < rule.increase) return;
     const key = ruleKey(rule.id, gpu.index);
-    ctx.conditions.observe(host, key, rule, gpu.index, at, {
-      breaching: true, value, summary: fill(rule.summary, { host: host.host, gpu: gpu.index, value, delta }), evidence: withRecent(ctx.evidence, host, gpu.index, at),
-    }, rule.latch);
+    ctx.conditions.observe(
+      host,
+      key,
+      rule,
+      gpu.index,
+      at,
+      {
+        breaching: true,
+        value,
+        summary: fill(rule.summary, { host: host.host, gpu: gpu.index, value, delta }),
+        evidence: withRecent(ctx.evidence, host, gpu.index, at),
+      },
+      rule.latch,
+    );
     const tracker = host.trackers[key];
     if (tracker && !rule.latch) tracker.quietMs = rule.quiet;
   },

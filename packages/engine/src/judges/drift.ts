@@ -36,7 +36,10 @@ function judge(ctx: JudgeContext, rule: RuleOf<'drift'>, driver: string, cuda: s
       reasons.push(`driver ${driver} while ${majority.count} of ${majority.of} hosts in ${cluster} run ${majority.value}`);
     }
   }
-  ctx.conditions.observe(host, hostKey(rule.id), rule, undefined, ctx.at, { breaching: reasons.length > 0, summary: fill(rule.summary, { host: host.host, detail: reasons.join('; ') }) });
+  ctx.conditions.observe(host, hostKey(rule.id), rule, undefined, ctx.at, {
+    breaching: reasons.length > 0,
+    summary: fill(rule.summary, { host: host.host, detail: reasons.join('; ') }),
+  });
 }
 
 /** The driver most hosts of a cluster run (ties: the lowest), how many run it, and of how many. */

@@ -8,8 +8,18 @@ import { lostKey } from './absence.ts';
 /** Which kernel event kinds are hardware faults that stay firing until recovery is seen. */
 const HARDWARE_CAUSES = new Set(['memory', 'pcie', 'nvlink', 'firmware']);
 const EVENT_CATEGORY: Record<KernelEventData['kind'], AlertData['category']> = {
-  xid: 'xid', sxid: 'nvlink', nvlink: 'nvlink', pcie_aer: 'pcie', fallen_off_bus: 'fallen_off_bus', ecc: 'ecc',
-  row_remap: 'row_remap', oom_kill: 'kernel', thermal: 'thermal', gsp: 'xid', other_gpu: 'kernel', host: 'kernel',
+  xid: 'xid',
+  sxid: 'nvlink',
+  nvlink: 'nvlink',
+  pcie_aer: 'pcie',
+  fallen_off_bus: 'fallen_off_bus',
+  ecc: 'ecc',
+  row_remap: 'row_remap',
+  oom_kill: 'kernel',
+  thermal: 'thermal',
+  gsp: 'xid',
+  other_gpu: 'kernel',
+  host: 'kernel',
 };
 /** Xid codes whose recent times one GPU keeps: a failing GPU shows a handful; made-up codes must not grow it. */
 export const MAX_XID_CODES_PER_GPU = 32;
@@ -30,17 +40,31 @@ export const event: Judge<'event'> = {
       const absent = ctx.bound.rules.find((r): r is RuleOf<'absence'> => r.kind === 'absence' && r.scope === 'gpu');
       if (absent) {
         const entry = event.xid !== undefined ? ctx.catalog.lookup(event.xid) : undefined;
-        ctx.conditions.observe(host, lostKey(gpu ?? -1, event.pci_bus), absent, gpu, at, {
-          breaching: true, severity: 'critical', evidence: [id],
-          summary: fill(absent.summary, { host: host.host, gpu: gpu ?? event.pci_bus, detail: event.xid !== undefined ? `Xid ${event.xid}: ${entry?.meaning ?? ''}` : 'fallen off the bus' }),
-          description: event.message,
-        }, true);
+        ctx.conditions.observe(
+          host,
+          lostKey(gpu ?? -1, event.pci_bus),
+          absent,
+          gpu,
+          at,
+          {
+            breaching: true,
+            severity: 'critical',
+            evidence: [id],
+            summary: fill(absent.summary, {
+              host: host.host,
+              gpu: gpu ?? event.pci_bus,
+              detail: event.xid !== undefined ? `Xid ${event.xid}: ${entry?.meaning ?? ''}` : 'fallen off the bus',
+            }),
+            description: event.message,
+          },
+          true,
+        );
         return true;
       }
     }
     let severity: Severity = event.severity;
     let note = '';
-    const where = gpu !== undefined ? String(gpu) : event.pci_bus ?? '';
+    const where = gpu !== undefined ? String(gpu) : (event.pci_bus ?? '');
     const key = `${rule.id}|${event.kind}|${where}|${event.xid ?? ''}`;
     const { repeat } = rule;
     if (repeat && event.xid !== undefined && gpu !== undefined) {
@@ -56,12 +80,29 @@ export const event: Judge<'event'> = {
     }
     const entry = event.kind === 'xid' && event.xid !== undefined ? ctx.catalog.lookup(event.xid) : undefined;
     const hardware = severity === 'critical' || (entry !== undefined && HARDWARE_CAUSES.has(entry.cause) && severity !== 'warning');
-    const what = event.kind === 'xid' ? `Xid ${event.xid}: ${event.meaning ?? ''}` : event.kind === 'sxid' ? `SXid ${event.xid}: ${event.meaning ?? ''}` : event.meaning ?? event.kind;
+    const what =
+      event.kind === 'xid'
+        ? `Xid ${event.xid}: ${event.meaning ?? ''}`
+        : event.kind === 'sxid'
+          ? `SXid ${event.xid}: ${event.meaning ?? ''}`
+          : (event.meaning ?? event.kind);
     const detail = `${what}${gpu !== undefined ? ` on GPU ${gpu}` : event.pci_bus ? ` at ${event.pci_bus}` : ''}${(event.count ?? 1) > 1 ? ` (×${event.count})` : ''}${note}`;
     const category = event.kind === 'xid' && entry ? xidCategory(entry.cause) : EVENT_CATEGORY[event.kind];
-    ctx.conditions.observe(host, key, { ...rule, category, action: event.action ?? rule.action }, gpu, at, {
-      breaching: true, severity, summary: fill(rule.summary, { host: host.host, detail }), description: event.message, evidence: [id],
-    }, hardware);
+    ctx.conditions.observe(
+      host,
+      key,
+      { ...rule, category, action: event.action ?? rule.action },
+      gpu,
+      at,
+      {
+        breaching: true,
+        severity,
+        summary: fill(rule.summary, { host: host.host, detail }),
+        description: event.message,
+        evidence: [id],
+      },
+      hardware,
+    );
     const tracker = host.trackers[key];
     if (tracker && !hardware) tracker.quietMs = rule.quiet;
     return true;

@@ -11,6 +11,14 @@ export const flag: Judge<'flag'> = {
     const key = ruleKey(rule.id, gpu.index);
     const tracker = host.trackers[key];
     if (!value && (!tracker || tracker.latched)) return; // nothing to say, or latched until recovery after a reset
-    ctx.conditions.observe(host, key, rule, gpu.index, ctx.at, { breaching: value, summary: fill(rule.summary, { host: host.host, gpu: gpu.index }), evidence: ctx.evidence }, rule.latch);
+    ctx.conditions.observe(
+      host,
+      key,
+      rule,
+      gpu.index,
+      ctx.at,
+      { breaching: value, summary: fill(rule.summary, { host: host.host, gpu: gpu.index }), evidence: ctx.evidence },
+      rule.latch,
+    );
   },
 };

@@ -31,7 +31,11 @@ export const bmcEvent: Judge<'bmc_event'> = {
       detail = `${value} more sensors past ${rule.max_alerts}, the last ${detail}`;
     }
     ctx.conditions.observe(host, key, rule, undefined, at, {
-      breaching: true, severity: data.severity, evidence: [ctx.id], summary: fill(rule.summary, { host: host.host, detail }), description: `${data.log} entry ${data.entry_id}`,
+      breaching: true,
+      severity: data.severity,
+      evidence: [ctx.id],
+      summary: fill(rule.summary, { host: host.host, detail }),
+      description: `${data.log} entry ${data.entry_id}`,
       ...(value !== undefined ? { value } : {}),
     });
     const tracker = host.trackers[key];

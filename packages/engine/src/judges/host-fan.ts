@@ -31,7 +31,7 @@ export const fan: Judge<'fan'> = {
         failed.push(f.name);
         failedRpm ??= f.rpm ?? undefined;
         failedHealth ||= f.health;
-        failedFans = ((host.hostLayer ??= {}).failedFans ??= dict());
+        failedFans = (host.hostLayer ??= {}).failedFans ??= dict();
         failedFans[f.name] = at;
         continue;
       }
@@ -47,8 +47,11 @@ export const fan: Judge<'fan'> = {
       if (!breaching && host.trackers[key] === undefined) continue;
       const incident = breaching && rule.explains.length > 0 ? coolingIncident(host, key, rule.explains, at) : undefined;
       ctx.conditions.observe(host, key, rule, undefined, at, {
-        breaching, summary: fill(rule.summary, { host: host.host, detail: `fan ${f.name} turns at ${f.rpm} rpm, its siblings at ${Math.round(median ?? 0)} rpm` }),
-        evidence: [ctx.id], value: f.rpm, ...(incident !== undefined ? { rootCause: 'cooling', incident } : {}),
+        breaching,
+        summary: fill(rule.summary, { host: host.host, detail: `fan ${f.name} turns at ${f.rpm} rpm, its siblings at ${Math.round(median ?? 0)} rpm` }),
+        evidence: [ctx.id],
+        value: f.rpm,
+        ...(incident !== undefined ? { rootCause: 'cooling', incident } : {}),
       });
       if (incident !== undefined) noteCooling(host, key, rule.explains, rule.explains_for, at, incident);
     }
@@ -57,13 +60,17 @@ export const fan: Judge<'fan'> = {
     const key = `${rule.id}|failed`;
     const breaching = failed.length > 0 || missing.length > 0;
     if (!breaching && host.trackers[key] === undefined) return;
-    const detail = failed.length > 0
-      ? `${failed.length === 1 ? 'fan' : `${failed.length} fans:`} ${names(failed)} failed (${failedRpm === undefined ? 'no speed' : `${failedRpm} rpm`}, health ${failedHealth})`
-      : `fan ${names(missing)} failed and is no longer read (last seen failed; over ${Math.round(rule.missing_for / 60_000)} min after that unless seen turning)`;
+    const detail =
+      failed.length > 0
+        ? `${failed.length === 1 ? 'fan' : `${failed.length} fans:`} ${names(failed)} failed (${failedRpm === undefined ? 'no speed' : `${failedRpm} rpm`}, health ${failedHealth})`
+        : `fan ${names(missing)} failed and is no longer read (last seen failed; over ${Math.round(rule.missing_for / 60_000)} min after that unless seen turning)`;
     const incident = breaching && rule.explains.length > 0 ? coolingIncident(host, key, rule.explains, at) : undefined;
     ctx.conditions.observe(host, key, rule, undefined, at, {
-      breaching, summary: fill(rule.summary, { host: host.host, detail }), evidence: [ctx.id],
-      ...(failedRpm !== undefined ? { value: failedRpm } : {}), ...(incident !== undefined ? { rootCause: 'cooling', incident } : {}),
+      breaching,
+      summary: fill(rule.summary, { host: host.host, detail }),
+      evidence: [ctx.id],
+      ...(failedRpm !== undefined ? { value: failedRpm } : {}),
+      ...(incident !== undefined ? { rootCause: 'cooling', incident } : {}),
     });
     if (incident !== undefined) noteCooling(host, key, rule.explains, rule.explains_for, at, incident);
   },

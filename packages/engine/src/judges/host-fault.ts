@@ -12,9 +12,20 @@ export const hostFault: Judge<'host_fault'> = {
     if (event.kind !== 'host' || event.host_fault === undefined || !rule.faults.includes(event.host_fault)) return false;
     const key = `${rule.id}|${event.host_fault}`;
     const detail = `${event.meaning ?? event.host_fault}${(event.count ?? 1) > 1 ? ` (×${event.count})` : ''}`;
-    ctx.conditions.observe(host, key, { ...rule, action: event.action ?? rule.action }, undefined, at, {
-      breaching: true, evidence: [id], summary: fill(rule.summary, { host: host.host, detail }), description: event.message,
-    }, rule.latch);
+    ctx.conditions.observe(
+      host,
+      key,
+      { ...rule, action: event.action ?? rule.action },
+      undefined,
+      at,
+      {
+        breaching: true,
+        evidence: [id],
+        summary: fill(rule.summary, { host: host.host, detail }),
+        description: event.message,
+      },
+      rule.latch,
+    );
     const tracker = host.trackers[key];
     if (tracker && !rule.latch) tracker.quietMs = rule.quiet;
     return true;

@@ -32,7 +32,9 @@ export const ibPort: Judge<'ib_port'> = {
       const judged = judgePort(rule, port, memory, ports, host.trackers[key]?.firing === true);
       if (judged === undefined || (!judged.breaching && host.trackers[key] === undefined)) continue;
       ctx.conditions.observe(host, key, rule, undefined, at, {
-        breaching: judged.breaching, evidence: [ctx.id], summary: fill(rule.summary, { host: host.host, detail: `${name} ${judged.detail}` }),
+        breaching: judged.breaching,
+        evidence: [ctx.id],
+        summary: fill(rule.summary, { host: host.host, detail: `${name} ${judged.detail}` }),
         ...(judged.value !== undefined ? { value: judged.value } : {}),
       });
       const tracker = host.trackers[key];
@@ -43,7 +45,13 @@ export const ibPort: Judge<'ib_port'> = {
   },
 };
 
-function judgePort(rule: RuleOf<'ib_port'>, port: IbPort, memory: PortMemory, ports: readonly IbPort[], firing: boolean): { breaching: boolean; detail: string; value?: number } | undefined {
+function judgePort(
+  rule: RuleOf<'ib_port'>,
+  port: IbPort,
+  memory: PortMemory,
+  ports: readonly IbPort[],
+  firing: boolean,
+): { breaching: boolean; detail: string; value?: number } | undefined {
   const active = port.state === 'active';
   switch (rule.check) {
     case 'down': {
@@ -74,14 +82,16 @@ function judgePort(rule: RuleOf<'ib_port'>, port: IbPort, memory: PortMemory, po
         const before = memory.counters[counter];
         memory.counters[counter] = now;
         // At its ceiling (a saturating 16-bit counter stops at 65535): reached rising, or staying there while it fires, errors go on unseen.
-        if (rule.saturate_at.includes(now) && before !== undefined && (now > before || (now === before && firing))) saturated.push(`${counter} saturated at ${now}`);
+        if (rule.saturate_at.includes(now) && before !== undefined && (now > before || (now === before && firing)))
+          saturated.push(`${counter} saturated at ${now}`);
         // A counter that went down was reset (a driver reload): no rise.
         if (before !== undefined && now - before >= rule.increase) {
           rises.push(`${counter} +${now - before}`);
           total += now - before;
         }
       }
-      if (rises.length === 0 && saturated.length > 0) return { breaching: true, detail: `error counters at their ceiling, errors no longer counted: ${saturated.join(', ')} (clear them: perfquery -x)` };
+      if (rises.length === 0 && saturated.length > 0)
+        return { breaching: true, detail: `error counters at their ceiling, errors no longer counted: ${saturated.join(', ')} (clear them: perfquery -x)` };
       return { breaching: rises.length > 0, value: total, detail: `error counters rising: ${rises.join(', ')}` };
     }
   }

@@ -41,7 +41,10 @@ export const inletTemp: Judge<'inlet_temp'> = {
     const mean = normal?.mean ?? inlet;
     const incident = breaching && rule.explains.length > 0 ? coolingIncident(host, key, rule.explains, at) : undefined;
     ctx.conditions.observe(host, key, rule, undefined, at, {
-      breaching, value: inlet, evidence: [ctx.id], ...(incident !== undefined ? { rootCause: 'cooling', incident } : {}),
+      breaching,
+      value: inlet,
+      evidence: [ctx.id],
+      ...(incident !== undefined ? { rootCause: 'cooling', incident } : {}),
       summary: fill(rule.summary, { host: host.host, value: inlet, baseline: mean, delta: inlet - mean }),
     });
     if (incident !== undefined) noteCooling(host, key, rule.explains, rule.explains_for, at, incident);

@@ -17,9 +17,21 @@ export const pciePort: Judge<'pcie_port'> = {
     const below = indexes.length > 0 ? `GPU ${indexes.join(', ')}` : buses.length > 0 ? `GPUs at ${buses.join(', ')}` : 'no GPU known';
     const detail = `PCIe port ${port.address}: ${event.meaning ?? 'uncorrected AER error'}; below it: ${below}`;
     const key = `${rule.id}|${port.address}`;
-    ctx.conditions.observe(host, key, { ...rule, action: event.action ?? rule.action }, undefined, at, {
-      breaching: true, severity: event.severity, evidence: [id], summary: fill(rule.summary, { host: host.host, detail }), description: event.message,
-    }, rule.latch);
+    ctx.conditions.observe(
+      host,
+      key,
+      { ...rule, action: event.action ?? rule.action },
+      undefined,
+      at,
+      {
+        breaching: true,
+        severity: event.severity,
+        evidence: [id],
+        summary: fill(rule.summary, { host: host.host, detail }),
+        description: event.message,
+      },
+      rule.latch,
+    );
     const tracker = host.trackers[key];
     if (tracker && !rule.latch) tracker.quietMs = rule.quiet;
     return true;

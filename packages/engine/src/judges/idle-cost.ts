@@ -13,6 +13,10 @@ export const idleCost: Judge<'idle_cost'> = {
     for (const g of gpus) processes += g.processes ?? 0;
     const idle = gpus.length > 0 && processes === 0 && gpus.every((g) => g.util_pct !== null && g.util_pct < rule.util_below);
     if (!(paid && idle) && !host.trackers[key]) return;
-    ctx.conditions.observe(host, key, rule, undefined, ctx.at, { breaching: paid && idle, summary: fill(rule.summary, { host: host.host }), evidence: ctx.evidence });
+    ctx.conditions.observe(host, key, rule, undefined, ctx.at, {
+      breaching: paid && idle,
+      summary: fill(rule.summary, { host: host.host }),
+      evidence: ctx.evidence,
+    });
   },
 };

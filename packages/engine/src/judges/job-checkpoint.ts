@@ -17,8 +17,16 @@ export const jobCheckpoint: Judge<'job_checkpoint'> = {
     const failedKey = `${rule.id}|failed|${key}`;
     if (data.checkpoint === 'failed') {
       ctx.conditions.observe(host, failedKey, rule, undefined, at, {
-        breaching: true, evidence: [ctx.id], labels: run.labels, description: data.message,
-        summary: fill(rule.summary, { host: host.host, job: data.job, detail: `failed to write a checkpoint${data.step !== undefined ? ` at step ${data.step}` : ''}`, progress: jobProgressWords(run, at) }),
+        breaching: true,
+        evidence: [ctx.id],
+        labels: run.labels,
+        description: data.message,
+        summary: fill(rule.summary, {
+          host: host.host,
+          job: data.job,
+          detail: `failed to write a checkpoint${data.step !== undefined ? ` at step ${data.step}` : ''}`,
+          progress: jobProgressWords(run, at),
+        }),
       });
       return;
     }
@@ -53,10 +61,13 @@ export const jobCheckpoint: Judge<'job_checkpoint'> = {
       if (!breaching && !host.trackers[key]) continue;
       const minutes = ready ? Math.round((at - ok) / 60_000) : undefined;
       ctx.conditions.observe(host, key, rule, undefined, at, {
-        breaching, value: minutes, labels: run.labels,
+        breaching,
+        value: minutes,
+        labels: run.labels,
         ...(run.fault && breaching && !restartedSinceFault(run) ? { incident: run.fault.fingerprint } : {}),
         summary: fill(rule.summary, {
-          host: host.host, job,
+          host: host.host,
+          job,
           detail: `has written no checkpoint for ${minutes ?? '?'} min (it usually writes one every ${ready ? Math.round(every / 60_000) : '?'} min)`,
           progress: jobProgressWords(run, at),
         }),

@@ -29,16 +29,38 @@ export const jobFault: Judge<'job_fault'> = {
     const [, run] = found;
     const job = run.labels.job;
     const key = ruleKey(rule.id, gpu);
-    const what = event.kind === 'xid' ? `Xid ${event.xid}: ${event.meaning ?? (event.xid !== undefined ? ctx.catalog.lookup(event.xid)?.meaning : undefined) ?? ''}`.trim() : 'fallen off the bus';
+    const what =
+      event.kind === 'xid'
+        ? `Xid ${event.xid}: ${event.meaning ?? (event.xid !== undefined ? ctx.catalog.lookup(event.xid)?.meaning : undefined) ?? ''}`.trim()
+        : 'fallen off the bus';
     // The same fault's further lines (Xid 79, then "GPU has fallen off the bus") add evidence to the one alert.
     const { fault } = run;
-    const sameFault = fault !== undefined && fault.host === host.host && fault.gpu === gpu && at - fault.at < rule.window && !restartedSinceFault(run) ? fault : undefined;
+    const sameFault =
+      fault !== undefined && fault.host === host.host && fault.gpu === gpu && at - fault.at < rule.window && !restartedSinceFault(run) ? fault : undefined;
     const same = sameFault !== undefined;
     const faultAt = sameFault?.at ?? at;
-    ctx.conditions.observe(host, key, rule, gpu, at, {
-      breaching: true, evidence: [id], labels: run.labels, description: event.message,
-      summary: fill(rule.summary, { host: host.host, gpu, job, user: run.labels.job_user ?? 'unknown owner', detail: sameFault?.what ?? what, progress: jobProgressWords(run, faultAt) }),
-    }, false);
+    ctx.conditions.observe(
+      host,
+      key,
+      rule,
+      gpu,
+      at,
+      {
+        breaching: true,
+        evidence: [id],
+        labels: run.labels,
+        description: event.message,
+        summary: fill(rule.summary, {
+          host: host.host,
+          gpu,
+          job,
+          user: run.labels.job_user ?? 'unknown owner',
+          detail: sameFault?.what ?? what,
+          progress: jobProgressWords(run, faultAt),
+        }),
+      },
+      false,
+    );
     const tracker = host.trackers[key];
     if (tracker) tracker.quietMs = rule.window;
     if (!same) {
@@ -72,7 +94,15 @@ function falloutKey(rule: string, job: string): string {
   return `${rule}|job|${job}`;
 }
 
-function observeFallout(ctx: JudgeContext, rule: RuleOf<'job_fault'>, key: string, job: string, run: JobRun, evidence: string[], rank: number | undefined): void {
+function observeFallout(
+  ctx: JudgeContext,
+  rule: RuleOf<'job_fault'>,
+  key: string,
+  job: string,
+  run: JobRun,
+  evidence: string[],
+  rank: number | undefined,
+): void {
   const { host, at } = ctx;
   const fault = faultAt(run, at, rule.window, rule.grace);
   const first = rank !== undefined ? ` (rank ${rank} first)` : '';
@@ -81,14 +111,21 @@ function observeFallout(ctx: JudgeContext, rule: RuleOf<'job_fault'>, key: strin
     const seen = waiting && !waiting.firing ? [...waiting.evidence, ...evidence] : evidence;
     if (waiting && !waiting.firing) delete host.trackers[key]; // never told: it starts again as the fault's fallout, with what it saw
     ctx.conditions.observe(host, key, { ...rule, for: 0 }, undefined, at, {
-      breaching: true, severity: 'info', evidence: seen, labels: run.labels, incident: fault.fingerprint,
+      breaching: true,
+      severity: 'info',
+      evidence: seen,
+      labels: run.labels,
+      incident: fault.fingerprint,
       summary: `Job ${job}'s ranks on ${host.host} timed out in a collective${first}: caused by GPU ${fault.gpu} on ${fault.host} (${fault.what})`,
     });
   } else {
     const since = host.trackers[key]?.since;
     if (evidence.length === 0 && since !== undefined && at - since < rule.grace) return; // still waiting for its fault
     ctx.conditions.observe(host, key, { ...rule, for: rule.grace }, undefined, at, {
-      breaching: true, severity: rule.severity, evidence, labels: run.labels,
+      breaching: true,
+      severity: rule.severity,
+      evidence,
+      labels: run.labels,
       summary: `Job ${job}'s ranks on ${host.host} timed out in a collective (or an NCCL/CUDA error)${first} with no GPU fault found: look at the network and the other ranks`,
     });
   }

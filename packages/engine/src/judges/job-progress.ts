@@ -25,10 +25,17 @@ export const jobStepTime: Judge<'job_step_time'> = {
     const breaching = run.recentMs > rule.factor * baseline.mean;
     if (!breaching && !host.trackers[key]) return;
     ctx.conditions.observe(host, key, rule, undefined, at, {
-      breaching, value: Math.round(run.recentMs), evidence: [ctx.id], labels: run.labels,
+      breaching,
+      value: Math.round(run.recentMs),
+      evidence: [ctx.id],
+      labels: run.labels,
       summary: fill(rule.summary, {
-        host: host.host, job: data.job, value: Math.round(run.recentMs), baseline: Math.round(baseline.mean),
-        detail: `steps take ${Math.round(run.recentMs)} ms against its own ${Math.round(baseline.mean)} ms`, progress: jobProgressWords(run, at),
+        host: host.host,
+        job: data.job,
+        value: Math.round(run.recentMs),
+        baseline: Math.round(baseline.mean),
+        detail: `steps take ${Math.round(run.recentMs)} ms against its own ${Math.round(baseline.mean)} ms`,
+        progress: jobProgressWords(run, at),
       }),
     });
   },
@@ -63,10 +70,18 @@ export const jobStraggler: Judge<'job_straggler'> = {
     const breaching = peers.count >= rule.min_ranks && peers.median > 0 && rank.ms > rule.factor * peers.median;
     if (!breaching && !host.trackers[key]) return;
     ctx.conditions.observe(host, key, rule, rank.gpu, at, {
-      breaching, value: Math.round(rank.ms), evidence: [ctx.id], labels: run.labels,
+      breaching,
+      value: Math.round(rank.ms),
+      evidence: [ctx.id],
+      labels: run.labels,
       summary: fill(rule.summary, {
-        host: host.host, job: data.job, gpu: rank.gpu ?? '?', value: Math.round(rank.ms), peers: Math.round(peers.median),
-        detail: `rank ${data.rank} takes ${Math.round(rank.ms)} ms a step against its peers' ${Math.round(peers.median)} ms`, progress: jobProgressWords(run, at),
+        host: host.host,
+        job: data.job,
+        gpu: rank.gpu ?? '?',
+        value: Math.round(rank.ms),
+        peers: Math.round(peers.median),
+        detail: `rank ${data.rank} takes ${Math.round(rank.ms)} ms a step against its peers' ${Math.round(peers.median)} ms`,
+        progress: jobProgressWords(run, at),
       }),
     });
   },
@@ -89,10 +104,13 @@ export const jobStalled: Judge<'job_stalled'> = {
       const minutes = run.progressAt !== undefined ? Math.round((at - run.progressAt) / 60_000) : undefined;
       const explained = run.fault !== undefined && run.progressAt !== undefined && run.fault.at >= run.progressAt - 60_000 ? run.fault : undefined;
       ctx.conditions.observe(host, key, rule, undefined, at, {
-        breaching, value: minutes, labels: run.labels,
+        breaching,
+        value: minutes,
+        labels: run.labels,
         ...(explained && breaching ? { incident: explained.fingerprint } : {}),
         summary: fill(rule.summary, {
-          host: host.host, job,
+          host: host.host,
+          job,
           detail: `has made no progress for ${minutes ?? '?'} min while its processes live${explained ? ` (GPU ${explained.gpu} on ${explained.host}: ${explained.what})` : ''}`,
           progress: jobProgressWords(run, at),
         }),

@@ -9,6 +9,9 @@ import type { RuleSpec } from '../rule-set.ts';
 export function observeMetric(ctx: GpuContext, key: string, rule: RuleSpec, breaching: boolean, value: number | null | undefined, summary: string): void {
   const index = ctx.gpu.index;
   ctx.conditions.observe(ctx.host, key, rule, index, ctx.at, {
-    breaching, value: value ?? undefined, summary, evidence: breaching ? withRecent(ctx.evidence, ctx.host, index, ctx.at) : [],
+    breaching,
+    value: value ?? undefined,
+    summary,
+    evidence: breaching ? withRecent(ctx.evidence, ctx.host, index, ctx.at) : [],
   });
 }

@@ -39,7 +39,10 @@ export const straggler: Judge<'straggler'> = {
     const breaching = peers > rule.peers_busy_above && own < rule.fraction * peers;
     if (!breaching && !host.trackers[key]) return;
     ctx.conditions.observe(host, key, rule, undefined, at, {
-      breaching, value: own, summary: fill(rule.summary, { host: host.host, value: own, peers, detail: job }), evidence: ctx.evidence,
+      breaching,
+      value: own,
+      summary: fill(rule.summary, { host: host.host, value: own, peers, detail: job }),
+      evidence: ctx.evidence,
     });
   },
 };

@@ -4,8 +4,7 @@ import { fieldOf } from './field-of.ts';
 
 /** How one delivery attempt ended; the shell retries what is retriable. */
 export type DeliveryResult =
-  | { readonly ok: true; readonly detail?: string }
-  | { readonly ok: false; readonly retriable: boolean; readonly error: string; readonly retryAfterMs?: number };
+  { readonly ok: true; readonly detail?: string } | { readonly ok: false; readonly retriable: boolean; readonly error: string; readonly retryAfterMs?: number };
 
 /** One destination: Slack, PagerDuty, email… One file per channel, built by its descriptor (all-channels.ts). */
 export interface Channel {

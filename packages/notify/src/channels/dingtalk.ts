@@ -45,7 +45,13 @@ export function dingtalkChannel(settings: { url: string; secret?: string }, now:
           url.searchParams.set('timestamp', String(timestamp));
           url.searchParams.set('sign', dingtalkSign(timestamp, settings.secret));
         }
-        const body = { msgtype: 'markdown', markdown: { title: escapeChatMarkdown(cutChars(title(notification), DINGTALK_TITLE_MAX_CHARS)), text: cutJsonBytes(markdown(notification, { max: DINGTALK_TEXT_MAX_BYTES, size: jsonBytes }), DINGTALK_TEXT_MAX_BYTES) } };
+        const body = {
+          msgtype: 'markdown',
+          markdown: {
+            title: escapeChatMarkdown(cutChars(title(notification), DINGTALK_TITLE_MAX_CHARS)),
+            text: cutJsonBytes(markdown(notification, { max: DINGTALK_TEXT_MAX_BYTES, size: jsonBytes }), DINGTALK_TEXT_MAX_BYTES),
+          },
+        };
         const response = await postJson(url.toString(), body, {}, signal);
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));

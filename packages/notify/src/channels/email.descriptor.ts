@@ -28,16 +28,22 @@ export const emailDescriptor = defineChannel({
       // (or global smtp_require_tls) is false: sent as required, not merely taken when offered.
       const implicit = host?.endsWith(':465') === true;
       if (raw.require_tls !== undefined && typeof raw.require_tls !== 'boolean') issue('require_tls', 'expected true or false');
-      const requireTls = typeof raw.require_tls === 'boolean' ? raw.require_tls : g.smtp_require_tls ?? true;
+      const requireTls = typeof raw.require_tls === 'boolean' ? raw.require_tls : (g.smtp_require_tls ?? true);
       const hello = text(raw, 'hello') ?? g.smtp_hello;
       const query = new URLSearchParams({ ...(requireTls && !implicit ? { requireTLS: 'true' } : {}), ...(hello ? { name: hello } : {}) }).toString();
       return { smtp_url: `${implicit ? 'smtps' : 'smtp'}://${auth}${host ?? ''}${query ? `?${query}` : ''}`, from: from ?? '', to: text(raw, 'to') ?? '' };
     },
     examples: [
       {
-        to: 'gpu-oncall@example.com', from: 'alertmanager@example.com', smarthost: 'smtp.example.com:587', hello: 'alertmanager.example.com',
-        auth_username: 'alertmanager', auth_password: 'env:SMTP_PASSWORD', require_tls: true,
-        html: '<p>{{ .CommonAnnotations.summary }}</p>', text: '{{ range .Alerts }}{{ .Annotations.summary }}\n{{ end }}',
+        to: 'gpu-oncall@example.com',
+        from: 'alertmanager@example.com',
+        smarthost: 'smtp.example.com:587',
+        hello: 'alertmanager.example.com',
+        auth_username: 'alertmanager',
+        auth_password: 'env:SMTP_PASSWORD',
+        require_tls: true,
+        html: '<p>{{ .CommonAnnotations.summary }}</p>',
+        text: '{{ range .Alerts }}{{ .Annotations.summary }}\n{{ end }}',
         headers: { Subject: '{{ template "__subject" . }}' },
       },
     ],

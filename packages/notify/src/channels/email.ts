@@ -19,7 +19,13 @@ export function emailChannel(settings: { smtp_url: string; from: string; to: str
         const subject = own?.subject !== undefined ? oneLine(own.subject) : title(notification);
         // A template that fails on this message: gpualert's own text for that part, the error said in the text body.
         const errors = r?.errors.length ? `\n\n${r.errors.join('\n')}` : '';
-        const sending = transport.sendMail({ from: settings.from, to: settings.to, subject, text: (own?.text ?? plainText(notification)) + errors, html: own?.html ?? html(notification) });
+        const sending = transport.sendMail({
+          from: settings.from,
+          to: settings.to,
+          subject,
+          text: (own?.text ?? plainText(notification)) + errors,
+          html: own?.html ?? html(notification),
+        });
         // nodemailer takes no signal: on stop the attempt is given up (the outbox keeps it).
         const stopped = new Promise<never>((_, reject) => {
           if (signal?.aborted) reject(new Error('stopped'));

@@ -80,7 +80,10 @@ export function feishuChannel(settings: { url: string; secret?: string }, now: (
       // The title is one short line; the summary is in full once, in the alert's lines.
       const head = `${title(notification)}\n\n`;
       const size = (s: string) => jsonBytes(escapeFeishuText(s));
-      const text = cutJsonBytes(escapeFeishuText(`${head}${plainText(notification, { max: FEISHU_TEXT_MAX_BYTES - size(head), size })}`), FEISHU_TEXT_MAX_BYTES);
+      const text = cutJsonBytes(
+        escapeFeishuText(`${head}${plainText(notification, { max: FEISHU_TEXT_MAX_BYTES - size(head), size })}`),
+        FEISHU_TEXT_MAX_BYTES,
+      );
       const body = {
         ...(settings.secret ? { timestamp: String(timestamp), sign: feishuSign(timestamp, settings.secret) } : {}),
         msg_type: 'text',

@@ -3,7 +3,13 @@ import { escapeChatMarkdown, escapeHtml, escapeSlack, oneLine } from './escape.t
 import { cutChars } from './truncate.ts';
 
 const REASON: Record<Notification['reason'], string> = {
-  first: 'New', new_alerts: 'New alerts', changed: 'Changed', resolved: 'Resolved', repeat: 'Still firing', page: 'Page', page_resolve: 'Resolved',
+  first: 'New',
+  new_alerts: 'New alerts',
+  changed: 'Changed',
+  resolved: 'Resolved',
+  repeat: 'Still firing',
+  page: 'Page',
+  page_resolve: 'Resolved',
 };
 
 /**
@@ -107,7 +113,13 @@ function fitLines(block: readonly string[], room: number, size: (text: string) =
 }
 
 /** The head, then each alert's block and an empty line, within `fit` when given. */
-function withAlerts(head: readonly string[], notification: Notification, block: (alert: AlertView) => string[], more: (count: number) => string, fit?: Fit): string {
+function withAlerts(
+  head: readonly string[],
+  notification: Notification,
+  block: (alert: AlertView) => string[],
+  more: (count: number) => string,
+  fit?: Fit,
+): string {
   const lines = [...head];
   let used = fit ? fit.size(lines.join('\n')) : 0;
   let shown = 0;
@@ -144,5 +156,12 @@ export function markdown(notification: Notification, fit?: Fit): string {
 }
 
 export function html(notification: Notification): string {
-  return `<h2>${escapeHtml(title(notification))}</h2>${notification.alerts.map((a) => `<p>${alertLines(a).map((l, i) => (i === 0 ? `<b>${escapeHtml(l)}</b>` : escapeHtml(l))).join('<br>')}</p>`).join('')}`;
+  return `<h2>${escapeHtml(title(notification))}</h2>${notification.alerts
+    .map(
+      (a) =>
+        `<p>${alertLines(a)
+          .map((l, i) => (i === 0 ? `<b>${escapeHtml(l)}</b>` : escapeHtml(l)))
+          .join('<br>')}</p>`,
+    )
+    .join('')}`;
 }

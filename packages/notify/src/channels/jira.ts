@@ -37,7 +37,11 @@ interface JiraApi {
  */
 export function adfDocument(text: string): { type: 'doc'; version: 1; content: { type: 'paragraph'; content: { type: 'text'; text: string }[] }[] } {
   const lines = text.split('\n').filter((l) => l.trim() !== '');
-  return { type: 'doc', version: 1, content: (lines.length > 0 ? lines : ['—']).map((line) => ({ type: 'paragraph', content: [{ type: 'text', text: line }] })) };
+  return {
+    type: 'doc',
+    version: 1,
+    content: (lines.length > 0 ? lines : ['—']).map((line) => ({ type: 'paragraph', content: [{ type: 'text', text: line }] })),
+  };
 }
 
 /**
@@ -60,23 +64,43 @@ export function jiraLabel(fingerprint: string): string {
  * comments instead of duplicating; resolved by transition. Cloud or Data Center as configured,
  * or (`auto`) as `/rest/api/2/serverInfo` says (`deploymentType` "Cloud"), asked once.
  */
-export function jiraChannel(settings: { url: string; user: string; token: string; project: string; issue_type?: string; done_transition?: string; deployment?: JiraDeployment | 'auto' }): Channel {
+export function jiraChannel(settings: {
+  url: string;
+  user: string;
+  token: string;
+  project: string;
+  issue_type?: string;
+  done_transition?: string;
+  deployment?: JiraDeployment | 'auto';
+}): Channel {
   const base = settings.url.replace(/\/$/, '');
-  const headers = { 'content-type': 'application/json', accept: 'application/json', authorization: `Basic ${Buffer.from(`${settings.user}:${settings.token}`).toString('base64')}` };
-  const host = URL.canParse(base) ? new URL(base).hostname : '';
-  const configured = settings.deployment && settings.deployment !== 'auto' ? settings.deployment : /\.(atlassian\.net|jira\.com)$/i.test(host) ? 'cloud' : undefined;
-  let api: JiraApi | undefined = configured ? jiraApi(configured) : undefined;
-  const callWith = (signal: AbortSignal | undefined) => async (method: string, path: string, body?: unknown): Promise<{ response: Response; json: unknown }> => {
-    const response = await fetch(`${base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), signal: sendSignal(signal) });
-    const text = await response.text();
-    let json: unknown = {};
-    try {
-      json = text ? JSON.parse(text) : {};
-    } catch {
-      json = { text: text.slice(0, 300) };
-    }
-    return { response, json };
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    authorization: `Basic ${Buffer.from(`${settings.user}:${settings.token}`).toString('base64')}`,
   };
+  const host = URL.canParse(base) ? new URL(base).hostname : '';
+  const configured =
+    settings.deployment && settings.deployment !== 'auto' ? settings.deployment : /\.(atlassian\.net|jira\.com)$/i.test(host) ? 'cloud' : undefined;
+  let api: JiraApi | undefined = configured ? jiraApi(configured) : undefined;
+  const callWith =
+    (signal: AbortSignal | undefined) =>
+    async (method: string, path: string, body?: unknown): Promise<{ response: Response; json: unknown }> => {
+      const response = await fetch(`${base}${path}`, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: sendSignal(signal),
+      });
+      const text = await response.text();
+      let json: unknown = {};
+      try {
+        json = text ? JSON.parse(text) : {};
+      } catch {
+        json = { text: text.slice(0, 300) };
+      }
+      return { response, json };
+    };
   const fail = (response: Response, json: unknown) => httpFailure(response.status, JSON.stringify(json), response.headers.get('retry-after'));
   return {
     name: 'jira',
@@ -114,14 +138,19 @@ export function jiraChannel(settings: { url: string; user: string; token: string
             const moved = await call('POST', `${issuePath(open)}/transitions`, { transition: { id: done.id } });
             if (!moved.response.ok) result = fail(moved.response, moved.json);
           } else if (open) {
-            const comment = await call('POST', `${issuePath(open)}/comment`, { body: api.text(`${notification.reason}: ${oneLine(alert.summary)} (${alert.severity})`) });
+            const comment = await call('POST', `${issuePath(open)}/comment`, {
+              body: api.text(`${notification.reason}: ${oneLine(alert.summary)} (${alert.severity})`),
+            });
             if (!comment.response.ok) result = fail(comment.response, comment.json);
           } else {
             const created = await call('POST', `${api.base}/issue`, {
               fields: {
-                project: { key: settings.project }, summary: cutChars(oneLine(`[${alert.severity}] ${alert.host}: ${alert.summary}`), JIRA_SUMMARY_MAX_CHARS),
-                description: api.text(plainText({ ...notification, alerts: [alert] })), issuetype: { name: settings.issue_type ?? 'Task' },
-                labels: ['gpualert', label], priority: { name: alert.severity === 'critical' ? 'Highest' : alert.severity === 'error' ? 'High' : 'Medium' },
+                project: { key: settings.project },
+                summary: cutChars(oneLine(`[${alert.severity}] ${alert.host}: ${alert.summary}`), JIRA_SUMMARY_MAX_CHARS),
+                description: api.text(plainText({ ...notification, alerts: [alert] })),
+                issuetype: { name: settings.issue_type ?? 'Task' },
+                labels: ['gpualert', label],
+                priority: { name: alert.severity === 'critical' ? 'Highest' : alert.severity === 'error' ? 'High' : 'Medium' },
               },
             });
             if (!created.response.ok) result = fail(created.response, created.json);

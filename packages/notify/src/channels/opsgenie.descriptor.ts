@@ -30,7 +30,12 @@ export const opsgenieDescriptor = defineChannel({
       return { url: text(raw, 'api_url') ?? g.opsgenie_api_url ?? 'https://api.opsgenie.com/', api_key: key ?? '' };
     },
     examples: [
-      { api_key: 'env:OPSGENIE_API_KEY', api_url: 'https://api.eu.opsgenie.com/', message: '{{ .CommonLabels.alertname }}', description: '{{ .CommonAnnotations.summary }}' },
+      {
+        api_key: 'env:OPSGENIE_API_KEY',
+        api_url: 'https://api.eu.opsgenie.com/',
+        message: '{{ .CommonLabels.alertname }}',
+        description: '{{ .CommonAnnotations.summary }}',
+      },
     ],
   },
   create: (s, templates) => opsgenieChannel({ url: s.url, api_key: s.api_key }, templates),

@@ -30,14 +30,28 @@ export function opsgenieChannel(settings: { url: string; api_key: string }, temp
         const alias = cutChars(alert.fingerprint, OPSGENIE_LIMITS.alias);
         let result: DeliveryResult;
         try {
-          const response = alert.status === 'resolved'
-            ? await postJson(`${base}/v2/alerts/${encodeURIComponent(alias)}/close?identifierType=alias`, { source: 'gpualert', note: cutChars(`resolved: ${oneLine(alert.summary)}`, OPSGENIE_LIMITS.note) }, headers, signal)
-            : await postJson(`${base}/v2/alerts`, {
-                message: cutChars(oneLine(own?.message ?? alert.summary), OPSGENIE_LIMITS.message), alias,
-                description: cutChars((own?.description ?? plainText({ ...notification, alerts: [alert] })) + errors, OPSGENIE_LIMITS.description),
-                priority: PRIORITY[alert.severity], source: 'gpualert', entity: cutChars(oneLine(alert.host), OPSGENIE_LIMITS.entity),
-                tags: [alert.category, alert.severity].map((t) => cutChars(oneLine(t), OPSGENIE_LIMITS.tag)).slice(0, OPSGENIE_LIMITS.tags),
-              }, headers, signal);
+          const response =
+            alert.status === 'resolved'
+              ? await postJson(
+                  `${base}/v2/alerts/${encodeURIComponent(alias)}/close?identifierType=alias`,
+                  { source: 'gpualert', note: cutChars(`resolved: ${oneLine(alert.summary)}`, OPSGENIE_LIMITS.note) },
+                  headers,
+                  signal,
+                )
+              : await postJson(
+                  `${base}/v2/alerts`,
+                  {
+                    message: cutChars(oneLine(own?.message ?? alert.summary), OPSGENIE_LIMITS.message),
+                    alias,
+                    description: cutChars((own?.description ?? plainText({ ...notification, alerts: [alert] })) + errors, OPSGENIE_LIMITS.description),
+                    priority: PRIORITY[alert.severity],
+                    source: 'gpualert',
+                    entity: cutChars(oneLine(alert.host), OPSGENIE_LIMITS.entity),
+                    tags: [alert.category, alert.severity].map((t) => cutChars(oneLine(t), OPSGENIE_LIMITS.tag)).slice(0, OPSGENIE_LIMITS.tags),
+                  },
+                  headers,
+                  signal,
+                );
           result = response.ok ? { ok: true } : httpFailure(response.status, await response.text(), response.headers.get('retry-after'));
         } catch (error) {
           result = networkFailure(error);

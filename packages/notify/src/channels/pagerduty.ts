@@ -53,7 +53,14 @@ export function fitEvent(event: { payload: { custom_details: unknown } }, eviden
  * resolve; description ≤ 1,024 characters; 200 with status "success"; 403 is its throttle).
  */
 export function eventV1(serviceKey: string, v2: { event_action: string; dedup_key: string; payload: { summary: string; custom_details: unknown } }) {
-  return { service_key: serviceKey, event_type: v2.event_action, incident_key: v2.dedup_key, description: v2.payload.summary, client: 'gpualert', details: v2.payload.custom_details };
+  return {
+    service_key: serviceKey,
+    event_type: v2.event_action,
+    incident_key: v2.dedup_key,
+    description: v2.payload.summary,
+    client: 'gpualert',
+    details: v2.payload.custom_details,
+  };
 }
 
 /** Settings of either API: Events API v2 with `routing_key`, v1 with `service_key`. */
@@ -86,7 +93,12 @@ export function pagerdutyChannel(settings: PagerdutySettings, templates?: Readon
             component: field(alert.gpu !== undefined ? `GPU ${alert.gpu}` : alert.host),
             group: field(alert.labels.cluster ?? alert.host),
             class: field(alert.category),
-            custom_details: { action: alert.action, evidence: alert.evidence, labels: alert.labels, ...(r?.errors.length ? { template_errors: r.errors } : {}) } as unknown,
+            custom_details: {
+              action: alert.action,
+              evidence: alert.evidence,
+              labels: alert.labels,
+              ...(r?.errors.length ? { template_errors: r.errors } : {}),
+            } as unknown,
           },
         };
         fitEvent(event, alert.evidence);

@@ -9,7 +9,14 @@ const PUSHOVER_URL = 'https://api.pushover.net/1/messages.json';
 /** Pushover, one message per notification; Alertmanager's `pushover_configs`. */
 export const pushoverDescriptor = defineChannel({
   name: 'pushover',
-  settings: { url: needUrl, token: needText, user_key: needText, priority: mayOneOf(['-2', '-1', '0', '1', '2'], 'a priority from -2 to 2'), sound: mayText, device: mayText },
+  settings: {
+    url: needUrl,
+    token: needText,
+    user_key: needText,
+    priority: mayOneOf(['-2', '-1', '0', '1', '2'], 'a priority from -2 to 2'),
+    sound: mayText,
+    device: mayText,
+  },
   sizeLimits: [
     { part: 'message', max: PUSHOVER_LIMITS.message, unit: 'characters' },
     { part: 'title', max: PUSHOVER_LIMITS.title, unit: 'characters' },
@@ -25,13 +32,26 @@ export const pushoverDescriptor = defineChannel({
       untemplated(raw, ['user_key', 'token'], issue);
       // Alertmanager's priority is a template (2 while firing, 0 resolved, by default); here a number from -2 to 2, or that default.
       const priority = raw.priority === undefined ? undefined : String(raw.priority);
-      if (priority !== undefined && priority.includes('{{')) issue('priority', 'expected a priority from -2 to 2 (a template is not supported in this field by gpualert; without one: 2 while firing, 0 resolved)');
-      return { url: PUSHOVER_URL, token: text(raw, 'token') ?? '', user_key: text(raw, 'user_key') ?? '', ...(priority !== undefined && !priority.includes('{{') ? { priority } : {}), ...textOf(raw, 'sound'), ...textOf(raw, 'device') };
+      if (priority !== undefined && priority.includes('{{'))
+        issue('priority', 'expected a priority from -2 to 2 (a template is not supported in this field by gpualert; without one: 2 while firing, 0 resolved)');
+      return {
+        url: PUSHOVER_URL,
+        token: text(raw, 'token') ?? '',
+        user_key: text(raw, 'user_key') ?? '',
+        ...(priority !== undefined && !priority.includes('{{') ? { priority } : {}),
+        ...textOf(raw, 'sound'),
+        ...textOf(raw, 'device'),
+      };
     },
     examples: [{ user_key: 'env:PUSHOVER_USER_KEY', token: 'env:PUSHOVER_TOKEN', priority: 1, sound: 'siren', device: 'oncall-phone' }],
   },
-  create: (s) => pushoverChannel({
-    url: s.url, token: s.token, user_key: s.user_key,
-    ...(s.priority ? { priority: s.priority } : {}), ...(s.sound ? { sound: s.sound } : {}), ...(s.device ? { device: s.device } : {}),
-  }),
+  create: (s) =>
+    pushoverChannel({
+      url: s.url,
+      token: s.token,
+      user_key: s.user_key,
+      ...(s.priority ? { priority: s.priority } : {}),
+      ...(s.sound ? { sound: s.sound } : {}),
+      ...(s.device ? { device: s.device } : {}),
+    }),
 });

@@ -32,7 +32,8 @@ export function pushoverChannel(settings: PushoverSettings): Channel {
       const firing = notification.alerts.some((a) => a.status === 'firing');
       const priority = settings.priority !== undefined ? Number(settings.priority) : firing ? 2 : 0;
       const body = {
-        token: settings.token, user: settings.user_key,
+        token: settings.token,
+        user: settings.user_key,
         title: cutChars(title(notification), PUSHOVER_LIMITS.title),
         message: cutChars(plainText(notification, { max: PUSHOVER_LIMITS.message, size: (s) => s.length }), PUSHOVER_LIMITS.message),
         priority,

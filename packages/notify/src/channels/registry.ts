@@ -5,7 +5,9 @@ import type { Channel } from './channel.ts';
 import { isEnvRef } from './setting-fields.ts';
 
 export class ReceiverConfigError extends GpualertError {
-  constructor(message: string) { super('GA-RECEIVER-INVALID', message); }
+  constructor(message: string) {
+    super('GA-RECEIVER-INVALID', message);
+  }
 }
 
 /** Resolves `env:NAME` settings; a missing variable is one clear error that names it. */
@@ -15,7 +17,8 @@ export function resolveSettings(receiver: Receiver, env: Readonly<Record<string,
     const text = String(value);
     if (isEnvRef(text)) {
       const resolved = env[text.slice(4)];
-      if (resolved === undefined || resolved === '') throw new ReceiverConfigError(`receiver "${receiver.name}": ${key} comes from ${text.slice(4)}, which is not set`);
+      if (resolved === undefined || resolved === '')
+        throw new ReceiverConfigError(`receiver "${receiver.name}": ${key} comes from ${text.slice(4)}, which is not set`);
       out[key] = resolved;
     } else {
       out[key] = text;

@@ -26,7 +26,8 @@ export function urlProblem(value: string, kind: 'http_url' | 'smtp_url'): string
   }
   if (!schemes.includes(parsed.protocol) || !parsed.hostname) return `${expected} (got "${redactUrl(value)}")`;
   // Credentials in an HTTP URL end up in logs and error messages; they belong in their own settings.
-  if (kind === 'http_url' && (parsed.username || parsed.password)) return 'the URL must not carry user:password; put credentials in their own settings (user, token, password)';
+  if (kind === 'http_url' && (parsed.username || parsed.password))
+    return 'the URL must not carry user:password; put credentials in their own settings (user, token, password)';
   return undefined;
 }
 
@@ -45,9 +46,9 @@ export type SettingFields = Readonly<Record<string, SettingField>>;
 
 type ValueOf<F> = F extends SettingField<boolean, infer V> ? V : string;
 /** The settings a channel is built from, once checked: the keys it needs are there, the others may be. */
-export type SettingsOf<F extends SettingFields> =
-  { readonly [K in keyof F as F[K]['required'] extends true ? K : never]: ValueOf<F[K]> } &
-  { readonly [K in keyof F as F[K]['required'] extends true ? never : K]?: ValueOf<F[K]> };
+export type SettingsOf<F extends SettingFields> = { readonly [K in keyof F as F[K]['required'] extends true ? K : never]: ValueOf<F[K]> } & {
+  readonly [K in keyof F as F[K]['required'] extends true ? never : K]?: ValueOf<F[K]>;
+};
 
 /** A check across keys (one of two needed, say), after each key's own: the key to report at and why. */
 export type SettingsCheck = (settings: Readonly<Record<string, string>>) => { readonly key: string; readonly message: string } | undefined;
@@ -65,7 +66,10 @@ export const mayUrl: SettingField<false> = { required: false, check: httpUrl };
 /** An smtp(s) URL the channel needs. */
 export const needSmtpUrl: SettingField<true> = { required: true, check: (value) => urlProblem(value, 'smtp_url') };
 /** A whole number, 0 or more, the channel may take. */
-export const mayCount: SettingField<false> = { required: false, check: (value) => (/^\d{1,9}$/.test(value) ? undefined : 'expected a whole number, 0 or more') };
+export const mayCount: SettingField<false> = {
+  required: false,
+  check: (value) => (/^\d{1,9}$/.test(value) ? undefined : 'expected a whole number, 0 or more'),
+};
 
 /** An optional setting checked by `check`. */
 export function mayChecked(check: SettingCheck): SettingField<false> {
@@ -78,7 +82,10 @@ export function mayOneOf<const V extends string>(values: readonly V[], expected 
 }
 
 /** Whether checked settings hold what `fields` say: every needed key, and only listed values. */
-function isSettingsOf<F extends SettingFields>(settings: Readonly<Record<string, string>>, fields: F): settings is Readonly<Record<string, string>> & SettingsOf<F> {
+function isSettingsOf<F extends SettingFields>(
+  settings: Readonly<Record<string, string>>,
+  fields: F,
+): settings is Readonly<Record<string, string>> & SettingsOf<F> {
   return Object.entries(fields).every(([key, field]) => {
     const value = Object.hasOwn(settings, key) ? settings[key] : undefined;
     if (value === undefined || value === '') return !field.required;
@@ -97,32 +104,38 @@ export interface SettingsSchema {
 }
 
 /** The schemas, and `typed`: the resolved settings as the channel's constructor takes them. */
-export function settingsSchema<const F extends SettingFields>(channel: string, fields: F, across?: SettingsCheck): SettingsSchema & { readonly typed: z.ZodType<SettingsOf<F>> } {
-  const checked = (allowEnv: boolean) => z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).transform((settings, ctx) => {
-    const out: Record<string, string> = Object.create(null) as Record<string, string>;
-    for (const [key, raw] of Object.entries(settings)) {
-      const field = Object.hasOwn(fields, key) ? fields[key] : undefined;
-      if (!field) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `${channel} takes no setting "${key}" (it takes ${Object.keys(fields).join(', ') || 'none'})` });
-        continue;
+export function settingsSchema<const F extends SettingFields>(
+  channel: string,
+  fields: F,
+  across?: SettingsCheck,
+): SettingsSchema & { readonly typed: z.ZodType<SettingsOf<F>> } {
+  const checked = (allowEnv: boolean) =>
+    z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).transform((settings, ctx) => {
+      const out: Record<string, string> = Object.create(null) as Record<string, string>;
+      for (const [key, raw] of Object.entries(settings)) {
+        const field = Object.hasOwn(fields, key) ? fields[key] : undefined;
+        if (!field) {
+          ctx.addIssue({ code: 'custom', path: [key], message: `${channel} takes no setting "${key}" (it takes ${Object.keys(fields).join(', ') || 'none'})` });
+          continue;
+        }
+        const value = String(raw);
+        if (value.length > MAX_SETTING_LENGTH) {
+          ctx.addIssue({ code: 'custom', path: [key], message: `longer than ${MAX_SETTING_LENGTH} characters` });
+          continue;
+        }
+        out[key] = value;
+        if (allowEnv && isEnvRef(value)) continue;
+        const problem = field.check?.(value);
+        if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
       }
-      const value = String(raw);
-      if (value.length > MAX_SETTING_LENGTH) {
-        ctx.addIssue({ code: 'custom', path: [key], message: `longer than ${MAX_SETTING_LENGTH} characters` });
-        continue;
+      for (const [key, field] of Object.entries(fields)) {
+        if (field.required && !(Object.hasOwn(out, key) && out[key] !== ''))
+          ctx.addIssue({ code: 'custom', path: [key], message: `${channel} needs settings.${key}` });
       }
-      out[key] = value;
-      if (allowEnv && isEnvRef(value)) continue;
-      const problem = field.check?.(value);
-      if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
-    }
-    for (const [key, field] of Object.entries(fields)) {
-      if (field.required && !(Object.hasOwn(out, key) && out[key] !== '')) ctx.addIssue({ code: 'custom', path: [key], message: `${channel} needs settings.${key}` });
-    }
-    const problem = across?.(out);
-    if (problem) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
-    return out;
-  });
+      const problem = across?.(out);
+      if (problem) ctx.addIssue({ code: 'custom', path: [problem.key], message: problem.message });
+      return out;
+    });
   const resolved = checked(false);
   return {
     fields,

@@ -35,11 +35,25 @@ export const slackDescriptor = defineChannel({
     },
     examples: [
       {
-        api_url: 'https://hooks.slack.com/services/T000/B000/XXXX', channel: '#gpu-alerts',
-        title: '{{ template "slack.default.title" . }}', text: '{{ range .Alerts }}{{ .Annotations.summary }}\n{{ end }}',
-        username: 'gpualert', icon_emoji: ':rotating_light:', icon_url: 'https://example.com/icon.png', image_url: 'https://example.com/graph.png',
+        api_url: 'https://hooks.slack.com/services/T000/B000/XXXX',
+        channel: '#gpu-alerts',
+        title: '{{ template "slack.default.title" . }}',
+        text: '{{ range .Alerts }}{{ .Annotations.summary }}\n{{ end }}',
+        username: 'gpualert',
+        icon_emoji: ':rotating_light:',
+        icon_url: 'https://example.com/icon.png',
+        image_url: 'https://example.com/graph.png',
       },
     ],
   },
-  create: (s, templates) => slackChannel({ url: s.url, ...(s.channel ? { channel: s.channel } : {}), ...(s.icon_url ? { icon_url: s.icon_url } : {}), ...(s.image_url ? { image_url: s.image_url } : {}) }, templates),
+  create: (s, templates) =>
+    slackChannel(
+      {
+        url: s.url,
+        ...(s.channel ? { channel: s.channel } : {}),
+        ...(s.icon_url ? { icon_url: s.icon_url } : {}),
+        ...(s.image_url ? { image_url: s.image_url } : {}),
+      },
+      templates,
+    ),
 });

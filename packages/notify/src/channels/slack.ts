@@ -34,7 +34,9 @@ interface SlackLook {
 }
 
 export function slackMessage(
-  notification: Notification, look: SlackLook = {}, templates?: Readonly<Record<string, CompiledTemplate>>,
+  notification: Notification,
+  look: SlackLook = {},
+  templates?: Readonly<Record<string, CompiledTemplate>>,
 ): { text: string; blocks: SlackBlock[]; channel?: string; username?: string; icon_emoji?: string; icon_url?: string } {
   // Alertmanager's title and text templates (slack_configs), values printed into them escaped for mrkdwn so no label pings or links.
   const r = renderFields(templates, notification, escapeSlack);
@@ -42,16 +44,23 @@ export function slackMessage(
   const text = own?.title !== undefined ? slackSection(own.title) : escapeSlack(title(notification));
   // A template that fails on this message (a bound, a bad regex): gpualert's own text, and the error said in it, never a lost alert.
   const errors = r?.errors.length ? `\n\n_${escapeSlack(r.errors.join('; '))}_` : '';
-  const body = (own?.text !== undefined ? own.text : rendered(notification, SLACK_MRKDWN, { max: SLACK_SECTION_MAX_CHARS - errors.length, size: (s) => s.length })) + errors;
+  const body =
+    (own?.text !== undefined ? own.text : rendered(notification, SLACK_MRKDWN, { max: SLACK_SECTION_MAX_CHARS - errors.length, size: (s) => s.length })) +
+    errors;
   // A section's text may not be empty (Slack refuses the message): an empty template leaves only the title.
   const blocks: SlackBlock[] = body.trim() === '' ? [] : [{ type: 'section', text: { type: 'mrkdwn', text: slackSection(body) } }];
-  if (look.image_url && look.image_url.length <= SLACK_IMAGE_URL_MAX_CHARS) blocks.push({ type: 'image', image_url: look.image_url, alt_text: cutChars(title(notification), SLACK_ALT_TEXT_MAX_CHARS) });
+  if (look.image_url && look.image_url.length <= SLACK_IMAGE_URL_MAX_CHARS)
+    blocks.push({ type: 'image', image_url: look.image_url, alt_text: cutChars(title(notification), SLACK_ALT_TEXT_MAX_CHARS) });
   // Alertmanager's username, icon_emoji and icon_url: what Slack's incoming webhook takes for the sender's look.
   const username = own?.username?.trim();
   const iconEmoji = own?.icon_emoji?.trim();
   return {
-    ...(look.channel ? { channel: look.channel } : {}), text, blocks,
-    ...(username ? { username } : {}), ...(iconEmoji ? { icon_emoji: iconEmoji } : {}), ...(look.icon_url ? { icon_url: look.icon_url } : {}),
+    ...(look.channel ? { channel: look.channel } : {}),
+    text,
+    blocks,
+    ...(username ? { username } : {}),
+    ...(iconEmoji ? { icon_emoji: iconEmoji } : {}),
+    ...(look.icon_url ? { icon_url: look.icon_url } : {}),
   };
 }
 

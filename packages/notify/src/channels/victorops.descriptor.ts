@@ -10,7 +10,12 @@ const VICTOROPS_API_URL = 'https://alert.victorops.com/integrations/generic/2013
 export const victoropsDescriptor = defineChannel({
   name: 'victorops',
   // url: the REST endpoint up to its api key (…/integrations/generic/20131114/alert/); message_type: one of CRITICAL, WARNING, INFO.
-  settings: { url: needUrl, api_key: needText, routing_key: needText, message_type: mayOneOf(['CRITICAL', 'WARNING', 'INFO'], 'CRITICAL, WARNING or INFO (a resolve is sent as RECOVERY)') },
+  settings: {
+    url: needUrl,
+    api_key: needText,
+    routing_key: needText,
+    message_type: mayOneOf(['CRITICAL', 'WARNING', 'INFO'], 'CRITICAL, WARNING or INFO (a resolve is sent as RECOVERY)'),
+  },
   sizeLimits: [
     { part: 'entity_id', max: VICTOROPS_LIMITS.entity_id, unit: 'characters' },
     { part: 'entity_display_name', max: VICTOROPS_LIMITS.entity_display_name, unit: 'characters' },
@@ -31,14 +36,25 @@ export const victoropsDescriptor = defineChannel({
       if (raw.message_type !== undefined && !text(raw, 'message_type')) issue('message_type', 'expected CRITICAL, WARNING or INFO');
       // Alertmanager's default message_type: CRITICAL for every firing group, whatever its severity.
       const type = text(raw, 'message_type') ?? 'CRITICAL';
-      return { url: text(raw, 'api_url') ?? g.victorops_api_url ?? VICTOROPS_API_URL, api_key: key ?? '', routing_key: text(raw, 'routing_key') ?? '', message_type: type };
+      return {
+        url: text(raw, 'api_url') ?? g.victorops_api_url ?? VICTOROPS_API_URL,
+        api_key: key ?? '',
+        routing_key: text(raw, 'routing_key') ?? '',
+        message_type: type,
+      };
     },
     examples: [
       {
-        api_key: 'env:VICTOROPS_API_KEY', api_url: 'https://alert.victorops.com/integrations/generic/20131114/alert/', routing_key: 'gpu-team', message_type: 'WARNING',
-        entity_display_name: '{{ .CommonLabels.alertname }}', state_message: '{{ .CommonAnnotations.summary }}', monitoring_tool: 'gpualert',
+        api_key: 'env:VICTOROPS_API_KEY',
+        api_url: 'https://alert.victorops.com/integrations/generic/20131114/alert/',
+        routing_key: 'gpu-team',
+        message_type: 'WARNING',
+        entity_display_name: '{{ .CommonLabels.alertname }}',
+        state_message: '{{ .CommonAnnotations.summary }}',
+        monitoring_tool: 'gpualert',
       },
     ],
   },
-  create: (s, templates) => victoropsChannel({ url: s.url, api_key: s.api_key, routing_key: s.routing_key, ...(s.message_type ? { message_type: s.message_type } : {}) }, templates),
+  create: (s, templates) =>
+    victoropsChannel({ url: s.url, api_key: s.api_key, routing_key: s.routing_key, ...(s.message_type ? { message_type: s.message_type } : {}) }, templates),
 });

@@ -26,7 +26,10 @@ const MESSAGE_TYPE = { critical: 'CRITICAL', error: 'CRITICAL', warning: 'WARNIN
  * receiver names one; Alertmanager's entity_display_name, state_message and monitoring_tool
  * templates fill those fields.
  */
-export function victoropsChannel(settings: { url: string; api_key: string; routing_key: string; message_type?: string }, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
+export function victoropsChannel(
+  settings: { url: string; api_key: string; routing_key: string; message_type?: string },
+  templates?: Readonly<Record<string, CompiledTemplate>>,
+): Channel {
   const base = settings.url.endsWith('/') ? settings.url : `${settings.url}/`;
   return {
     name: 'victorops',
@@ -42,9 +45,12 @@ export function victoropsChannel(settings: { url: string; api_key: string; routi
       const errors = r?.errors.length ? `\n\n${r.errors.join('\n')}` : '';
       for (const alert of notification.alerts) {
         const event = {
-          message_type: alert.status === 'resolved' ? 'RECOVERY' : settings.message_type ?? MESSAGE_TYPE[alert.severity],
+          message_type: alert.status === 'resolved' ? 'RECOVERY' : (settings.message_type ?? MESSAGE_TYPE[alert.severity]),
           entity_id: cutChars(alert.fingerprint, VICTOROPS_LIMITS.entity_id),
-          entity_display_name: cutChars(oneLine(own?.entity_display_name ?? `[${alert.severity}] ${alert.host}: ${alert.summary}`), VICTOROPS_LIMITS.entity_display_name),
+          entity_display_name: cutChars(
+            oneLine(own?.entity_display_name ?? `[${alert.severity}] ${alert.host}: ${alert.summary}`),
+            VICTOROPS_LIMITS.entity_display_name,
+          ),
           state_message: cutChars((own?.state_message ?? plainText({ ...notification, alerts: [alert] })) + errors, VICTOROPS_LIMITS.state_message),
           state_start_time: Math.floor(Date.parse(alert.startsAt) / 1000) || undefined,
           monitoring_tool: cutChars(oneLine(own?.monitoring_tool ?? 'gpualert'), VICTOROPS_LIMITS.monitoring_tool),
@@ -74,5 +80,7 @@ export function victoropsAnswer(text: string): DeliveryResult {
     return { ok: false, retriable: false, error: `victorops: the answer is not JSON: ${text.slice(0, 200)}` };
   }
   const result = fieldOf(answer, 'result');
-  return result === 'success' ? { ok: true } : { ok: false, retriable: false, error: `victorops: ${String(fieldOf(answer, 'message') ?? result ?? 'no result').slice(0, 300)}` };
+  return result === 'success'
+    ? { ok: true }
+    : { ok: false, retriable: false, error: `victorops: ${String(fieldOf(answer, 'message') ?? result ?? 'no result').slice(0, 300)}` };
 }

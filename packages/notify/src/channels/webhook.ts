@@ -20,7 +20,8 @@ export function webhookSecretProblem(secret: string): string | undefined {
   const match = WEBHOOK_SECRET.exec(secret);
   if (!match) return 'expected a Standard Webhooks secret: whsec_ followed by base64 (A-Z, a-z, 0-9, +, /, = padding)';
   const bytes = Buffer.from(match[1] ?? '', 'base64').length; // the group always takes part, maybe empty
-  if (bytes < WEBHOOK_SECRET_MIN_BYTES || bytes > WEBHOOK_SECRET_MAX_BYTES) return `expected a secret of ${WEBHOOK_SECRET_MIN_BYTES} to ${WEBHOOK_SECRET_MAX_BYTES} bytes (got ${bytes})`;
+  if (bytes < WEBHOOK_SECRET_MIN_BYTES || bytes > WEBHOOK_SECRET_MAX_BYTES)
+    return `expected a secret of ${WEBHOOK_SECRET_MIN_BYTES} to ${WEBHOOK_SECRET_MAX_BYTES} bytes (got ${bytes})`;
   return undefined;
 }
 
@@ -46,7 +47,6 @@ function common(maps: readonly Readonly<Record<string, string>>[]): Record<strin
   return out;
 }
 
-
 /**
  * Alertmanager's webhook payload, version 4 (notify/webhook/webhook.go): the receiver, the whole
  * group (what fires and what resolved since the last message), its group and common labels.
@@ -60,8 +60,13 @@ export function alertmanagerPayload(notification: Notification, maxAlerts = 0, e
     receiver: group?.receiver ?? notification.receiver,
     status: all.some((a) => a.status === 'firing') ? 'firing' : 'resolved',
     alerts: alerts.map((a) => ({
-      status: a.status, labels: { ...a.labels }, annotations: { ...annotationsOf(a) }, startsAt: a.startsAt, endsAt: a.status === 'resolved' ? (a.endsAt ?? a.startsAt) : GO_ZERO_TIME,
-      generatorURL: a.evidence.find((e) => /^https?:\/\//.test(e)) ?? '', fingerprint: a.fingerprint,
+      status: a.status,
+      labels: { ...a.labels },
+      annotations: { ...annotationsOf(a) },
+      startsAt: a.startsAt,
+      endsAt: a.status === 'resolved' ? (a.endsAt ?? a.startsAt) : GO_ZERO_TIME,
+      generatorURL: a.evidence.find((e) => /^https?:\/\//.test(e)) ?? '',
+      fingerprint: a.fingerprint,
     })),
     groupLabels: { ...(group?.groupLabels ?? {}) },
     commonLabels: common(all.map((a) => a.labels)),
@@ -82,7 +87,9 @@ export function webhookChannel(settings: { url: string; secret?: string; format?
     name: 'webhook',
     async send(notification, signal) {
       // A storm's group is megabytes: written in slices that yield to the event loop.
-      const body = await stringifyPaced(settings.format === 'alertmanager' ? alertmanagerPayload(notification, settings.max_alerts ?? 0) : { type: 'gpualert.notification', notification });
+      const body = await stringifyPaced(
+        settings.format === 'alertmanager' ? alertmanagerPayload(notification, settings.max_alerts ?? 0) : { type: 'gpualert.notification', notification },
+      );
       const id = `msg_${notification.id ?? randomUUID()}`;
       const timestamp = Math.floor(now() / 1000);
       const headers: Record<string, string> = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(timestamp) };

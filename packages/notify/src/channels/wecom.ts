@@ -24,7 +24,15 @@ export function wecomChannel(settings: { url: string }): Channel {
     name: 'wecom',
     async send(notification, signal) {
       try {
-        const response = await postJson(settings.url, { msgtype: 'markdown', markdown: { content: cutBytes(markdown(notification, { max: WECOM_CONTENT_MAX_BYTES, size: utf8Bytes }), WECOM_CONTENT_MAX_BYTES) } }, {}, signal);
+        const response = await postJson(
+          settings.url,
+          {
+            msgtype: 'markdown',
+            markdown: { content: cutBytes(markdown(notification, { max: WECOM_CONTENT_MAX_BYTES, size: utf8Bytes }), WECOM_CONTENT_MAX_BYTES) },
+          },
+          {},
+          signal,
+        );
         const text = await response.text();
         if (!response.ok) return httpFailure(response.status, text, response.headers.get('retry-after'));
         const answer = JSON.parse(text || '{}') as { errcode?: number; errmsg?: string };

@@ -56,7 +56,8 @@ export function dedup(group: Group, seen: GroupView, now: number): { reason: Rea
     const reason = group.lastSent === 0 ? 'first' : resolvedOnly ? 'resolved' : changed.some((a) => !group.told[a.fingerprint]) ? 'new_alerts' : 'changed';
     return { reason, alerts: changed };
   }
-  if (seen.firing > 0 && group.lastSent > 0 && now - group.lastSent >= group.route.repeatInterval && shown.length > 0) return { reason: 'repeat', alerts: shown };
+  if (seen.firing > 0 && group.lastSent > 0 && now - group.lastSent >= group.route.repeatInterval && shown.length > 0)
+    return { reason: 'repeat', alerts: shown };
   return undefined;
 }
 

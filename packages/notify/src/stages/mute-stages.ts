@@ -48,7 +48,7 @@ export function activeTimeStage(intervals: readonly TimeInterval[]): MuteStage {
     name: 'active_time',
     hold({ route, now }) {
       if (route.active.length === 0 || route.active.some((name) => inside(intervals, name, now))) return undefined;
-      return { reason: 'muted', detail: 'outside the route\'s active time intervals' };
+      return { reason: 'muted', detail: "outside the route's active time intervals" };
     },
   };
 }

@@ -12,16 +12,40 @@ const T = Date.parse('2026-06-01T10:00:00Z'); // a Monday
 const config = RoutesFile.parse({
   receivers: [{ name: 'chat', channel: 'record' }],
   route: {
-    receiver: 'chat', group_by: ['alertname'], group_wait: '30s', group_interval: '5m', repeat_interval: '4h',
+    receiver: 'chat',
+    group_by: ['alertname'],
+    group_wait: '30s',
+    group_interval: '5m',
+    repeat_interval: '4h',
     routes: [{ receiver: 'chat', matchers: ['alertname="GpuHot"'], mute_time_intervals: ['always'], active_time_intervals: ['weekends'] }],
   },
   inhibit_rules: [{ source_matchers: ['severity="critical"'], target_matchers: ['severity="warning"'], equal: ['host'] }],
-  time_intervals: [{ name: 'always', time_intervals: [{}] }, { name: 'weekends', time_intervals: [{ weekdays: ['saturday', 'sunday'] }] }],
+  time_intervals: [
+    { name: 'always', time_intervals: [{}] },
+    { name: 'weekends', time_intervals: [{ weekdays: ['saturday', 'sunday'] }] },
+  ],
 });
 const route = routesFor(config.route, { alertname: 'GpuHot' })[0]!;
 
-function alert(fingerprint: string, labels: Record<string, string>, status: AlertView['status'] = 'firing', severity: AlertView['severity'] = 'warning'): AlertView {
-  return { id: fingerprint, fingerprint, host: labels.host ?? 'h', status, severity, category: 'thermal', summary: fingerprint, startsAt: new Date(T).toISOString(), expected: false, evidence: [], labels: dict(Object.entries(labels)) };
+function alert(
+  fingerprint: string,
+  labels: Record<string, string>,
+  status: AlertView['status'] = 'firing',
+  severity: AlertView['severity'] = 'warning',
+): AlertView {
+  return {
+    id: fingerprint,
+    fingerprint,
+    host: labels.host ?? 'h',
+    status,
+    severity,
+    category: 'thermal',
+    summary: fingerprint,
+    startsAt: new Date(T).toISOString(),
+    expected: false,
+    evidence: [],
+    labels: dict(Object.entries(labels)),
+  };
 }
 
 describe('the mute stages, each alone and in order', () => {
@@ -36,7 +60,9 @@ describe('the mute stages, each alone and in order', () => {
   state.silences.s1 = { id: 's1', matchers: ['host="gpu-1"'], startsAt: T - 1, endsAt: T + 3_600_000, createdBy: 'bo', comment: 'fan swap' };
   const silences = new SilenceIndex(state.silences, compile);
   const stages = {
-    inhibit: inhibitStage(inhibitor), active_time: activeTimeStage(config.time_intervals), mute_time: muteTimeStage(config.time_intervals),
+    inhibit: inhibitStage(inhibitor),
+    active_time: activeTimeStage(config.time_intervals),
+    mute_time: muteTimeStage(config.time_intervals),
     silence: silenceStage(() => silences),
   };
 

@@ -61,7 +61,11 @@ export interface RunningAgent {
 export const AGENT_STALE_INTERVALS = 3;
 
 const TOPIC_OF = new Map<string, string>([
-  ['gpu', TOPICS.gpuSamples], ['kernel', TOPICS.kernelEvents], ['inventory', TOPICS.hostInventory], ['provider', TOPICS.providerEvents], ['network', TOPICS.hostSamples],
+  ['gpu', TOPICS.gpuSamples],
+  ['kernel', TOPICS.kernelEvents],
+  ['inventory', TOPICS.hostInventory],
+  ['provider', TOPICS.providerEvents],
+  ['network', TOPICS.hostSamples],
 ]);
 
 /**
@@ -84,7 +88,10 @@ export async function startAgent(plan: AgentPlan, io: { bus: Bus; store: StateSt
     if (plan.kernel) {
       // The PCI tree the inventory reads: a port's AER error names the GPUs below it.
       const topology = plan.kernel.topology ?? (plan.inventory ? await hostTopology({ timeoutMs: plan.inventory.timeoutMs }) : undefined);
-      running.push({ name: 'kernel', ...(await startKernelCollector({ bus, store: io.store, host, labels, log, ...plan.kernel, ...(topology ? { topology } : {}) })) });
+      running.push({
+        name: 'kernel',
+        ...(await startKernelCollector({ bus, store: io.store, host, labels, log, ...plan.kernel, ...(topology ? { topology } : {}) })),
+      });
     }
     if (plan.provider) {
       const { name, ...rest } = plan.provider;

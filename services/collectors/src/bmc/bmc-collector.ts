@@ -106,7 +106,10 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
       }
       if (reading.problems.length > 0 && readNothing(sample)) {
         // Every link refused or off-host: the BMC answers, yet nothing of it is watched. Said at the default level.
-        options.log.warn({ host: target.host, bmc: target.source.where, problems: reading.problems.slice(0, 5), count: reading.problems.length }, 'bmc_poll_read_nothing');
+        options.log.warn(
+          { host: target.host, bmc: target.source.where, problems: reading.problems.slice(0, 5), count: reading.problems.length },
+          'bmc_poll_read_nothing',
+        );
       } else if (reading.problems.length > 0) {
         options.log.debug({ host: target.host, problems: reading.problems.slice(0, 5), count: reading.problems.length }, 'bmc_poll_partial');
       }
@@ -126,10 +129,22 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
         envelopeMessage(newEnvelope({ type: 'host.sample', host: target.host, source: BMC_COLLECTOR_SOURCE, ts, labels, data: sample })),
       ]);
       if (fresh.length > 0) {
-        await options.bus.publish(TOPICS.bmcEvents, fresh.map((data) => envelopeMessage(newEnvelope({
-          type: 'bmc.event', id: stableId('bmc.event', target.host, entryKey(data)), host: target.host, source: BMC_COLLECTOR_SOURCE,
-          ts: data.created ?? ts, labels, data,
-        }))));
+        await options.bus.publish(
+          TOPICS.bmcEvents,
+          fresh.map((data) =>
+            envelopeMessage(
+              newEnvelope({
+                type: 'bmc.event',
+                id: stableId('bmc.event', target.host, entryKey(data)),
+                host: target.host,
+                source: BMC_COLLECTOR_SOURCE,
+                ts: data.created ?? ts,
+                labels,
+                data,
+              }),
+            ),
+          ),
+        );
         stats.events += fresh.length;
         options.log.info({ host: target.host, events: fresh.length }, 'bmc_events_published');
       }
@@ -182,6 +197,12 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
 
 /** A poll that gave no fan, temperature, PSU, redundancy group or health: nothing of the BMC is watched. */
 export function readNothing(sample: HostSampleData): boolean {
-  return !sample.fans?.length && !sample.temperatures?.length && !sample.psus?.length && !sample.fan_redundancy?.length
-    && !sample.psu_redundancy?.length && sample.system_health === undefined;
+  return (
+    !sample.fans?.length &&
+    !sample.temperatures?.length &&
+    !sample.psus?.length &&
+    !sample.fan_redundancy?.length &&
+    !sample.psu_redundancy?.length &&
+    sample.system_health === undefined
+  );
 }

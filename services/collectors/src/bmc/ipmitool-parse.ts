@@ -1,6 +1,16 @@
 import {
-  MAX_BMC_MESSAGE_LENGTH, MAX_FANS_PER_SAMPLE, MAX_PSUS_PER_SAMPLE, MAX_REDUNDANCY_GROUPS, MAX_TEMPERATURES_PER_SAMPLE,
-  type BmcEventData, type BmcHealth, type HostFan, type HostPsu, type HostRedundancy, type HostSampleData, type HostTemperature,
+  MAX_BMC_MESSAGE_LENGTH,
+  MAX_FANS_PER_SAMPLE,
+  MAX_PSUS_PER_SAMPLE,
+  MAX_REDUNDANCY_GROUPS,
+  MAX_TEMPERATURES_PER_SAMPLE,
+  type BmcEventData,
+  type BmcHealth,
+  type HostFan,
+  type HostPsu,
+  type HostRedundancy,
+  type HostSampleData,
+  type HostTemperature,
   type Severity,
 } from '@gpualert/schema';
 import { sensorName, worstHealth } from './redfish-parse.ts';
@@ -111,10 +121,14 @@ export function parseSdr(text: string): { sample: HostSampleData; problems: Ipmi
     if (m) {
       // Thermal margins (degrees below throttling) read negative and are not temperatures.
       if (/margin|mrgn|mgn/i.test(name)) return;
-      const location: HostTemperature['location'] = ENTITY_AIR_INLET.has(entityId) || /inlet|intake|ambient/i.test(name) ? 'inlet'
-        : /exhaust|exit air|outlet/i.test(name) ? 'exhaust'
-        : ENTITY_PROCESSOR.has(entityId) || /\bcpu\b|^P\d+ /i.test(name) ? 'cpu'
-        : 'other';
+      const location: HostTemperature['location'] =
+        ENTITY_AIR_INLET.has(entityId) || /inlet|intake|ambient/i.test(name)
+          ? 'inlet'
+          : /exhaust|exit air|outlet/i.test(name)
+            ? 'exhaust'
+            : ENTITY_PROCESSOR.has(entityId) || /\bcpu\b|^P\d+ /i.test(name)
+              ? 'cpu'
+              : 'other';
       temperatures.push({ name, celsius: Number(m[1]), location, health });
       return;
     }
@@ -173,28 +187,31 @@ function selTime(date: string, time: string): string | undefined {
 export function parseSel(text: string): { entries: BmcEventData[]; problems: IpmitoolProblem[] } {
   const entries: BmcEventData[] = [];
   const problems: IpmitoolProblem[] = [];
-  text.split('\n').slice(0, MAX_IPMITOOL_LINES).forEach((raw, i) => {
-    const line = raw.replace(/\r$/, '');
-    if (line.trim() === '' || /^SEL has no entries/i.test(line.trim())) return;
-    const cells = line.split('|').map((c) => c.trim());
-    const [id, date = '', time = '', sensor, event = '', direction, ...extra] = cells; // six or more, checked below
-    if (cells.length < 6 || !id || !/^[0-9a-f]+$/i.test(id) || (direction !== 'Asserted' && direction !== 'Deasserted')) {
-      problems.push({ line: i + 1, text: line.slice(0, 200), reason: 'not a `sel elist` record (id | date | time | sensor | event | Asserted/Deasserted)' });
-      return;
-    }
-    const created = selTime(date, time);
-    const asserted = direction === 'Asserted';
-    const detail = extra.filter((e) => e !== '').join(' | ');
-    entries.push({
-      entry_id: id.toLowerCase(),
-      log: 'sel',
-      ...(created ? { created } : {}),
-      severity: asserted ? selSeverity(event) : 'info',
-      message: `${event || '(no description)'}${asserted ? '' : ' (deasserted)'}${detail ? ` — ${detail}` : ''}`.slice(0, MAX_BMC_MESSAGE_LENGTH),
-      ...(sensor ? { sensor: sensorName(sensor) } : {}),
-      asserted,
+  text
+    .split('\n')
+    .slice(0, MAX_IPMITOOL_LINES)
+    .forEach((raw, i) => {
+      const line = raw.replace(/\r$/, '');
+      if (line.trim() === '' || /^SEL has no entries/i.test(line.trim())) return;
+      const cells = line.split('|').map((c) => c.trim());
+      const [id, date = '', time = '', sensor, event = '', direction, ...extra] = cells; // six or more, checked below
+      if (cells.length < 6 || !id || !/^[0-9a-f]+$/i.test(id) || (direction !== 'Asserted' && direction !== 'Deasserted')) {
+        problems.push({ line: i + 1, text: line.slice(0, 200), reason: 'not a `sel elist` record (id | date | time | sensor | event | Asserted/Deasserted)' });
+        return;
+      }
+      const created = selTime(date, time);
+      const asserted = direction === 'Asserted';
+      const detail = extra.filter((e) => e !== '').join(' | ');
+      entries.push({
+        entry_id: id.toLowerCase(),
+        log: 'sel',
+        ...(created ? { created } : {}),
+        severity: asserted ? selSeverity(event) : 'info',
+        message: `${event || '(no description)'}${asserted ? '' : ' (deasserted)'}${detail ? ` — ${detail}` : ''}`.slice(0, MAX_BMC_MESSAGE_LENGTH),
+        ...(sensor ? { sensor: sensorName(sensor) } : {}),
+        asserted,
+      });
     });
-  });
   return { entries, problems };
 }
 

@@ -21,7 +21,10 @@ export class LogCursor {
   private readonly seen: Set<string>;
   private started: boolean;
 
-  constructor(saved?: { seen: readonly string[] }, private readonly max = MAX_SEEN_ENTRIES) {
+  constructor(
+    saved?: { seen: readonly string[] },
+    private readonly max = MAX_SEEN_ENTRIES,
+  ) {
     this.seen = new Set(saved?.seen.slice(-max) ?? []);
     this.started = saved !== undefined;
   }

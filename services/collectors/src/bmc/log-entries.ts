@@ -26,7 +26,7 @@ const MAX_SANE_COUNT = 1_000_000_000;
 /** A member's place in time: its Created, else its numeric Id (from `Id` or the last segment of `@odata.id`). */
 function place(member: Json): { created?: number; id?: number } {
   const created = typeof member.Created === 'string' ? Date.parse(member.Created) : Number.NaN;
-  const idText = typeof member.Id === 'string' ? member.Id : typeof member['@odata.id'] === 'string' ? member['@odata.id'].split('/').pop() ?? '' : '';
+  const idText = typeof member.Id === 'string' ? member.Id : typeof member['@odata.id'] === 'string' ? (member['@odata.id'].split('/').pop() ?? '') : '';
   const id = /^\d{1,15}$/.test(idText) ? Number(idText) : Number.NaN;
   return { ...(Number.isFinite(created) ? { created } : {}), ...(Number.isFinite(id) ? { id } : {}) };
 }
@@ -88,8 +88,13 @@ export async function readLogEntries(get: (path: string) => Promise<Json>, entri
   const problems: string[] = [];
   const first = await get(entriesPath);
   const firstMembers = objects(first);
-  const count = typeof first['Members@odata.count'] === 'number' && Number.isInteger(first['Members@odata.count'])
-    && first['Members@odata.count'] >= 0 && first['Members@odata.count'] <= MAX_SANE_COUNT ? first['Members@odata.count'] : undefined;
+  const count =
+    typeof first['Members@odata.count'] === 'number' &&
+    Number.isInteger(first['Members@odata.count']) &&
+    first['Members@odata.count'] >= 0 &&
+    first['Members@odata.count'] <= MAX_SANE_COUNT
+      ? first['Members@odata.count']
+      : undefined;
   const order = logOrder(firstMembers);
 
   /** Follows nextLinks from `page`, `pages` already read; `enough` stops early. A failed page ends the paging. */
@@ -134,7 +139,9 @@ export async function readLogEntries(get: (path: string) => Promise<Json>, entri
     }
   }
   if (truncated) {
-    problems.push(`${log}: SEL truncated: ${count !== undefined ? `${count} entries, ` : ''}the end not reached in ${limits.maxLogPages} pages; its newest entries may be missing`);
+    problems.push(
+      `${log}: SEL truncated: ${count !== undefined ? `${count} entries, ` : ''}the end not reached in ${limits.maxLogPages} pages; its newest entries may be missing`,
+    );
   }
 
   const entries: BmcEventData[] = [];
@@ -168,8 +175,12 @@ function keepNewest(members: Json[], order: LogOrder, max: number): Json[] {
  * through, or the BMC refuses or ignores `$skip` (it answers its first page again).
  */
 async function readTail(
-  get: (path: string) => Promise<Json>, entriesPath: string, firstMembers: Json[], count: number,
-  limits: LogReadLimits, problems: string[],
+  get: (path: string) => Promise<Json>,
+  entriesPath: string,
+  firstMembers: Json[],
+  count: number,
+  limits: LogReadLimits,
+  problems: string[],
 ): Promise<{ members: Json[]; page: Json } | undefined> {
   const pageSize = Math.max(1, firstMembers.length);
   const want = Math.min(limits.maxLogEntries, pageSize * (limits.maxLogPages - 1));

@@ -44,12 +44,15 @@ export interface RedfishClientOptions {
  * `https://***@bmc` and `***@bmc`. For messages that quote what a person typed.
  */
 export function redactUserinfo(text: string): string {
-  return text.split(/(\s+)/).map((word) => {
-    const at = word.lastIndexOf('@');
-    if (at < 0) return word;
-    const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(word)?.[0] ?? '';
-    return `${scheme}***${word.slice(at)}`;
-  }).join('');
+  return text
+    .split(/(\s+)/)
+    .map((word) => {
+      const at = word.lastIndexOf('@');
+      if (at < 0) return word;
+      const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(word)?.[0] ?? '';
+      return `${scheme}***${word.slice(at)}`;
+    })
+    .join('');
 }
 
 export type RedfishErrorCode = 'unreachable' | 'timeout' | 'unparseable' | 'command_failed';
@@ -57,7 +60,11 @@ export type RedfishErrorCode = 'unreachable' | 'timeout' | 'unparseable' | 'comm
 /** A failed Redfish request: what and where, never the credentials. */
 /** Why a BMC request failed; `kind` says how (the base's `code` is GA-BMC-FETCH-FAILED). */
 export class RedfishError extends GpualertError {
-  constructor(readonly kind: RedfishErrorCode, message: string, readonly status?: number) {
+  constructor(
+    readonly kind: RedfishErrorCode,
+    message: string,
+    readonly status?: number,
+  ) {
     super('GA-BMC-FETCH-FAILED', message);
   }
 }
@@ -104,7 +111,10 @@ export class RedfishClient {
     }
     if (options.auth !== 'none' && !options.credentials) throw new RedfishError('command_failed', `${options.auth} auth needs credentials`);
     if (options.auth !== 'none' && base.protocol === 'http:' && options.insecureHttp !== true) {
-      throw new RedfishError('command_failed', `${options.auth} auth over http://${base.host} sends the credentials in clear: use https://, or allow it with insecureHttp (--insecure-http)`);
+      throw new RedfishError(
+        'command_failed',
+        `${options.auth} auth over http://${base.host} sends the credentials in clear: use https://, or allow it with insecureHttp (--insecure-http)`,
+      );
     }
     this.base = base;
     this.pin = options.tls?.fingerprint256 ? normalizeFingerprint(options.tls.fingerprint256) : undefined;
@@ -123,9 +133,18 @@ export class RedfishClient {
   async open(): Promise<void> {
     if (this.options.auth !== 'session' || this.token) return;
     const credentials = must(this.options.credentials, 'the constructor refuses session auth without credentials');
-    const response = await this.send('POST', '/redfish/v1/SessionService/Sessions', JSON.stringify({ UserName: credentials.username, Password: credentials.password }), false);
+    const response = await this.send(
+      'POST',
+      '/redfish/v1/SessionService/Sessions',
+      JSON.stringify({ UserName: credentials.username, Password: credentials.password }),
+      false,
+    );
     if (response.status !== 201 && response.status !== 200) {
-      throw new RedfishError('command_failed', `POST /redfish/v1/SessionService/Sessions: HTTP ${response.status}${response.status === 401 ? ' (credentials refused)' : ''}`, response.status);
+      throw new RedfishError(
+        'command_failed',
+        `POST /redfish/v1/SessionService/Sessions: HTTP ${response.status}${response.status === 401 ? ' (credentials refused)' : ''}`,
+        response.status,
+      );
     }
     const token = response.headers['x-auth-token'];
     if (typeof token !== 'string' || !token) throw new RedfishError('unparseable', 'the session was created without an X-Auth-Token header');
@@ -215,18 +234,26 @@ export class RedfishClient {
     if (this.ca !== undefined) return this.ca;
     const host = this.base.hostname.replace(/^\[|\]$/g, '');
     const cert = await new Promise<PeerCertificate>((resolve, reject) => {
-      const socket = tlsConnect({
-        host, port: Number(this.base.port || 443), rejectUnauthorized: false, ...(isIP(host) ? {} : { servername: host }),
-      }, () => {
-        const peer = socket.getPeerCertificate();
-        socket.destroy();
-        resolve(peer);
-      });
+      const socket = tlsConnect(
+        {
+          host,
+          port: Number(this.base.port || 443),
+          rejectUnauthorized: false,
+          ...(isIP(host) ? {} : { servername: host }),
+        },
+        () => {
+          const peer = socket.getPeerCertificate();
+          socket.destroy();
+          resolve(peer);
+        },
+      );
       socket.setTimeout(this.options.timeoutMs, () => {
         socket.destroy();
         reject(new RedfishError('timeout', `TLS handshake with ${this.base.host}: no answer in ${this.options.timeoutMs} ms`));
       });
-      socket.on('error', (error: NodeJS.ErrnoException) => reject(new RedfishError('unreachable', `TLS handshake with ${this.base.host}: ${error.code ?? error.message}`)));
+      socket.on('error', (error: NodeJS.ErrnoException) =>
+        reject(new RedfishError('unreachable', `TLS handshake with ${this.base.host}: ${error.code ?? error.message}`)),
+      );
     });
     if (!cert.raw || normalizeFingerprint(cert.fingerprint256 ?? '') !== this.pin) {
       throw new RedfishError('unreachable', `the certificate of ${this.base.host} does not match the pinned SHA-256 fingerprint`);
@@ -237,14 +264,17 @@ export class RedfishClient {
 
   private async send(method: string, path: string, body: string | undefined, authenticated: boolean): Promise<Response> {
     const https = this.base.protocol === 'https:';
-    const tlsOptions = https && this.pin !== undefined
-      ? {
-          ca: await this.pinnedCa(),
-          // The pin names one certificate, so the name on it is not what is trusted.
-          checkServerIdentity: (_host: string, cert: PeerCertificate) =>
-            normalizeFingerprint(cert.fingerprint256 ?? '') === this.pin ? undefined : new Error('certificate fingerprint does not match the pin'),
-        }
-      : https && this.ca !== undefined ? { ca: this.ca } : {};
+    const tlsOptions =
+      https && this.pin !== undefined
+        ? {
+            ca: await this.pinnedCa(),
+            // The pin names one certificate, so the name on it is not what is trusted.
+            checkServerIdentity: (_host: string, cert: PeerCertificate) =>
+              normalizeFingerprint(cert.fingerprint256 ?? '') === this.pin ? undefined : new Error('certificate fingerprint does not match the pin'),
+          }
+        : https && this.ca !== undefined
+          ? { ca: this.ca }
+          : {};
     const { maxBodyBytes, timeoutMs } = this.options;
     return new Promise<Response>((resolve, reject) => {
       const headers: Record<string, string> = { accept: 'application/json', 'odata-version': '4.0', ...this.authHeaders(authenticated) };
@@ -253,7 +283,12 @@ export class RedfishClient {
         headers['content-length'] = String(Buffer.byteLength(body));
       }
       const options = {
-        method, host: this.base.hostname.replace(/^\[|\]$/g, ''), port: this.base.port || (https ? 443 : 80), path, headers, agent: this.agent,
+        method,
+        host: this.base.hostname.replace(/^\[|\]$/g, ''),
+        port: this.base.port || (https ? 443 : 80),
+        path,
+        headers,
+        agent: this.agent,
         ...tlsOptions,
       };
       const req = (https ? httpsRequest : httpRequest)(options, (res) => {
@@ -290,4 +325,3 @@ export class RedfishClient {
 export function certificateFingerprint(pem: string): string {
   return new X509Certificate(pem).fingerprint256;
 }
-

@@ -1,6 +1,13 @@
 import {
-  MAX_BMC_MESSAGE_LENGTH, MAX_HOST_SENSOR_NAME_LENGTH, type BmcEventData, type BmcHealth, type HostFan, type HostPsu,
-  type HostRedundancy, type HostTemperature, type Severity,
+  MAX_BMC_MESSAGE_LENGTH,
+  MAX_HOST_SENSOR_NAME_LENGTH,
+  type BmcEventData,
+  type BmcHealth,
+  type HostFan,
+  type HostPsu,
+  type HostRedundancy,
+  type HostTemperature,
+  type Severity,
 } from '@gpualert/schema';
 
 /**
@@ -172,8 +179,8 @@ export function thermalMetrics(doc: Json): HostTemperature[] {
 /** A PowerSubsystem PowerSupply, with its Metrics resource when the BMC has one. */
 export function subsystemPsu(doc: Json, metrics: Json | undefined): HostPsu {
   const watts = metrics
-    ? num(isObject(metrics.OutputPowerWatts) ? metrics.OutputPowerWatts.Reading : undefined)
-      ?? num(isObject(metrics.InputPowerWatts) ? metrics.InputPowerWatts.Reading : undefined)
+    ? (num(isObject(metrics.OutputPowerWatts) ? metrics.OutputPowerWatts.Reading : undefined) ??
+      num(isObject(metrics.InputPowerWatts) ? metrics.InputPowerWatts.Reading : undefined))
     : null;
   return { name: sensorName(doc.Name, doc.Id), health: healthOf(doc.Status), watts, state: stateOf(doc.Status) };
 }

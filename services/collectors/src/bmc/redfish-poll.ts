@@ -1,12 +1,20 @@
 import type { BmcEventData, BmcHealth, HostFan, HostPsu, HostRedundancy, HostSampleData, HostTemperature } from '@gpualert/schema';
-import {
-  MAX_FANS_PER_SAMPLE, MAX_PSUS_PER_SAMPLE, MAX_REDUNDANCY_GROUPS, MAX_TEMPERATURES_PER_SAMPLE,
-} from '@gpualert/schema';
+import { MAX_FANS_PER_SAMPLE, MAX_PSUS_PER_SAMPLE, MAX_REDUNDANCY_GROUPS, MAX_TEMPERATURES_PER_SAMPLE } from '@gpualert/schema';
 import { readLogEntries } from './log-entries.ts';
 import { RedfishError } from './redfish-client.ts';
 import {
-  healthOf, isObject, link, memberIds, powerLegacy, redundancyGroups, subsystemFan, subsystemPsu, thermalLegacy,
-  thermalMetrics, worstHealth, type Json,
+  healthOf,
+  isObject,
+  link,
+  memberIds,
+  powerLegacy,
+  redundancyGroups,
+  subsystemFan,
+  subsystemPsu,
+  thermalLegacy,
+  thermalMetrics,
+  worstHealth,
+  type Json,
 } from './redfish-parse.ts';
 
 /** What one poll may cost a BMC, whatever its documents say. */
@@ -30,7 +38,12 @@ export interface RedfishPollLimits {
 }
 
 export const DEFAULT_REDFISH_POLL_LIMITS: RedfishPollLimits = {
-  maxMembers: 32, maxRequests: 200, concurrency: 2, maxLogPages: 4, maxLogEntries: 500, deadlineMs: 30_000,
+  maxMembers: 32,
+  maxRequests: 200,
+  concurrency: 2,
+  maxLogPages: 4,
+  maxLogEntries: 500,
+  deadlineMs: 30_000,
 };
 
 /** Requests per poll that the chassis (thermal, power) can count on after the systems, managers and logs: a quarter. */
@@ -86,22 +99,27 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
   const incomplete = new Set<string>();
   const deadline = Date.now() + limits.deadlineMs;
   /** A GET within the poll's deadline and within `cap` requests of the poll's budget. */
-  const getWithin = (cap: number) => async (path: string): Promise<Json> => {
-    const left = deadline - Date.now();
-    if (left <= 0) {
-      incomplete.add(`poll deadline of ${limits.deadlineMs} ms passed`);
-      throw new RedfishError('timeout', `poll deadline of ${limits.deadlineMs} ms passed before ${path}`);
-    }
-    if (requests >= cap) {
-      incomplete.add(`request budget of ${limits.maxRequests} spent`);
-      throw new RedfishError('command_failed', `request budget of ${cap === limits.maxRequests ? cap : `${cap} (of ${limits.maxRequests})`} per poll spent before ${path}`);
-    }
-    requests += 1;
-    return beforeDeadline(client.get(path), left, () => {
-      incomplete.add(`poll deadline of ${limits.deadlineMs} ms passed`);
-      return new RedfishError('timeout', `poll deadline of ${limits.deadlineMs} ms passed during ${path}`);
-    });
-  };
+  const getWithin =
+    (cap: number) =>
+    async (path: string): Promise<Json> => {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        incomplete.add(`poll deadline of ${limits.deadlineMs} ms passed`);
+        throw new RedfishError('timeout', `poll deadline of ${limits.deadlineMs} ms passed before ${path}`);
+      }
+      if (requests >= cap) {
+        incomplete.add(`request budget of ${limits.maxRequests} spent`);
+        throw new RedfishError(
+          'command_failed',
+          `request budget of ${cap === limits.maxRequests ? cap : `${cap} (of ${limits.maxRequests})`} per poll spent before ${path}`,
+        );
+      }
+      requests += 1;
+      return beforeDeadline(client.get(path), left, () => {
+        incomplete.add(`poll deadline of ${limits.deadlineMs} ms passed`);
+        return new RedfishError('timeout', `poll deadline of ${limits.deadlineMs} ms passed during ${path}`);
+      });
+    };
   /** A part of the poll: its failure is noted, not thrown. */
   const part = async <T>(what: string, work: () => Promise<T>): Promise<T | undefined> => {
     try {
@@ -111,13 +129,15 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
       return undefined;
     }
   };
-  const membersWith = (get: (path: string) => Promise<Json>) => async (collectionPath: string | undefined): Promise<Json[]> => {
-    if (!collectionPath) return [];
-    const collection = await get(collectionPath);
-    const ids = memberIds(collection, limits.maxMembers);
-    const docs = await mapLimit(ids, limits.concurrency, (id) => part(id, () => get(id)));
-    return docs.filter((d): d is Json => d !== undefined);
-  };
+  const membersWith =
+    (get: (path: string) => Promise<Json>) =>
+    async (collectionPath: string | undefined): Promise<Json[]> => {
+      if (!collectionPath) return [];
+      const collection = await get(collectionPath);
+      const ids = memberIds(collection, limits.maxMembers);
+      const docs = await mapLimit(ids, limits.concurrency, (id) => part(id, () => get(id)));
+      return docs.filter((d): d is Json => d !== undefined);
+    };
 
   // The root, the systems, managers and their logs come first, within all but the chassis'
   // reserve: a log entry is an event, a missed fan reading is read again next poll, and a BMC

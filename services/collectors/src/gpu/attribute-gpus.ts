@@ -20,12 +20,16 @@ export function computeAppPids(text: string): Map<string, number[]> {
  * jobs names the first; the process count says it is shared). A pod-resources dump that names
  * the GPU fills namespace, pod and container where the cgroup did not.
  */
-export async function attributeGpus(gpus: readonly GpuMetrics[], pids: ReadonlyMap<string, readonly number[]>, attributor: ProcessAttributor): Promise<GpuMetrics[]> {
+export async function attributeGpus(
+  gpus: readonly GpuMetrics[],
+  pids: ReadonlyMap<string, readonly number[]>,
+  attributor: ProcessAttributor,
+): Promise<GpuMetrics[]> {
   const all = [...new Set([...pids.values()].flat())];
   const byPid = await attributor.attribute(all);
   const out: GpuMetrics[] = [];
   for (const gpu of gpus) {
-    const mine = gpu.uuid ? pids.get(gpu.uuid) ?? [] : [];
+    const mine = gpu.uuid ? (pids.get(gpu.uuid) ?? []) : [];
     let job: JobAttribution | undefined;
     for (const pid of mine) {
       job = byPid.get(pid);

@@ -22,8 +22,12 @@ export function startGpuCollector(options: GpuCollectorOptions): { stop(): Promi
     const started = Date.now();
     const data = await options.source.scrape();
     const envelope = newEnvelope({
-      type: 'gpu.sample', host: options.host, source: GPU_COLLECTOR_SOURCE, ts: new Date(started).toISOString(),
-      labels: options.labels ?? {}, data,
+      type: 'gpu.sample',
+      host: options.host,
+      source: GPU_COLLECTOR_SOURCE,
+      ts: new Date(started).toISOString(),
+      labels: options.labels ?? {},
+      data,
     });
     if (data.error) options.log.warn({ error: data.error }, 'gpu_scrape_failed');
     try {

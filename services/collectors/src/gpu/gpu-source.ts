@@ -34,9 +34,8 @@ export async function nvidiaSmiSource(options: NvidiaSmiSourceOptions): Promise<
     fields,
     async scrape() {
       const result = await runCommand(options.binary, query, options.timeoutMs);
-      const apps = result.exitCode === 0
-        ? await runCommand(options.binary, ['--query-compute-apps=gpu_uuid,pid', '--format=csv,noheader'], options.timeoutMs)
-        : undefined;
+      const apps =
+        result.exitCode === 0 ? await runCommand(options.binary, ['--query-compute-apps=gpu_uuid,pid', '--format=csv,noheader'], options.timeoutMs) : undefined;
       const sample = scrapeToSample(result, fields, apps);
       if (!attributor || !apps || apps.exitCode !== 0 || sample.gpus.length === 0) return sample;
       return { ...sample, gpus: await attributeGpus(sample.gpus, computeAppPids(apps.stdout), attributor) };
@@ -56,7 +55,10 @@ export function dcgmSource(url: string, host: string, timeoutMs: number): GpuSou
         text = await response.text();
       } catch (error) {
         const timedOut = error instanceof Error && error.name === 'TimeoutError';
-        return { gpus: [], error: { code: timedOut ? 'timeout' : 'unreachable', message: `${url}: ${error instanceof Error ? error.message : String(error)}` } };
+        return {
+          gpus: [],
+          error: { code: timedOut ? 'timeout' : 'unreachable', message: `${url}: ${error instanceof Error ? error.message : String(error)}` },
+        };
       }
       const parsed = parseDcgmText(text, host);
       const gpus = parsed.hosts.get(host) ?? [];

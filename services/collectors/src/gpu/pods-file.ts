@@ -14,15 +14,37 @@ export const MAX_PODS_FILE_BYTES = 32 * 1024 * 1024;
 
 const name = z.string().min(1).max(253);
 const KubeletPods = z.object({
-  items: z.array(z.object({
-    metadata: z.object({ name, namespace: name, uid: name }),
-    status: z.object({ containerStatuses: z.array(z.object({ name, containerID: z.string().max(300).optional() })).max(100).optional() }).optional(),
-  })).max(MAX_PODS),
+  items: z
+    .array(
+      z.object({
+        metadata: z.object({ name, namespace: name, uid: name }),
+        status: z
+          .object({
+            containerStatuses: z
+              .array(z.object({ name, containerID: z.string().max(300).optional() }))
+              .max(100)
+              .optional(),
+          })
+          .optional(),
+      }),
+    )
+    .max(MAX_PODS),
 });
-const device = z.object({ resource_name: z.string().optional(), resourceName: z.string().optional(), device_ids: z.array(z.string()).max(64).optional(), deviceIds: z.array(z.string()).max(64).optional() });
+const device = z.object({
+  resource_name: z.string().optional(),
+  resourceName: z.string().optional(),
+  device_ids: z.array(z.string()).max(64).optional(),
+  deviceIds: z.array(z.string()).max(64).optional(),
+});
 const PodResources = z.object({
-  pod_resources: z.array(z.object({ name, namespace: name, containers: z.array(z.object({ name, devices: z.array(device).max(64).optional() })).max(100) })).max(MAX_PODS).optional(),
-  podResources: z.array(z.object({ name, namespace: name, containers: z.array(z.object({ name, devices: z.array(device).max(64).optional() })).max(100) })).max(MAX_PODS).optional(),
+  pod_resources: z
+    .array(z.object({ name, namespace: name, containers: z.array(z.object({ name, devices: z.array(device).max(64).optional() })).max(100) }))
+    .max(MAX_PODS)
+    .optional(),
+  podResources: z
+    .array(z.object({ name, namespace: name, containers: z.array(z.object({ name, devices: z.array(device).max(64).optional() })).max(100) }))
+    .max(MAX_PODS)
+    .optional(),
 });
 
 /**
@@ -52,7 +74,7 @@ export function parsePodsFile(text: string): PodIndex | string {
     return { byUid, containerNames, byGpu };
   }
   const resources = PodResources.safeParse(json);
-  const pods = resources.success ? resources.data.pod_resources ?? resources.data.podResources : undefined;
+  const pods = resources.success ? (resources.data.pod_resources ?? resources.data.podResources) : undefined;
   if (!pods) return 'neither a kubelet /pods PodList (items[].metadata) nor a pod-resources List (pod_resources[])';
   for (const p of pods) {
     for (const c of p.containers) {

@@ -58,15 +58,19 @@ export function statusUid(text: string): number | undefined {
  * else its user and command. Every value is cut to a bounded single line; none is a key.
  */
 export function attributionOf(facts: {
-  environ?: string | Buffer; cgroup?: string; uid?: number; command?: string;
-  users: ReadonlyMap<number, string>; pods?: PodIndex;
+  environ?: string | Buffer;
+  cgroup?: string;
+  uid?: number;
+  command?: string;
+  users: ReadonlyMap<number, string>;
+  pods?: PodIndex;
 }): JobAttribution | undefined {
   const env = facts.environ !== undefined ? slurmEnvironment(facts.environ) : {};
   const owner = facts.cgroup !== undefined ? cgroupOwner(facts.cgroup) : {};
   const uidUser = facts.uid !== undefined ? facts.users.get(facts.uid) : undefined;
   const slurmUser = owner.slurmUid !== undefined ? facts.users.get(owner.slurmUid) : undefined;
   const pod = owner.podUid ? facts.pods?.byUid.get(owner.podUid) : undefined;
-  const container = owner.containerId ? facts.pods?.containerNames.get(owner.containerId) ?? owner.containerId : undefined;
+  const container = owner.containerId ? (facts.pods?.containerNames.get(owner.containerId) ?? owner.containerId) : undefined;
   const job = env.job ?? owner.slurmJob;
   const out: JobAttribution = {};
   const set = (key: keyof JobAttribution, value: string | undefined) => {
@@ -84,7 +88,10 @@ export function attributionOf(facts: {
 }
 
 function clean(value: string): string {
-  return value.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').trim().slice(0, MAX_JOB_TEXT_LENGTH);
+  return value
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ')
+    .trim()
+    .slice(0, MAX_JOB_TEXT_LENGTH);
 }
 
 async function readBounded(path: string, max: number): Promise<Buffer | undefined> {
@@ -126,13 +133,19 @@ export class ProcessAttributor {
       if (!Number.isSafeInteger(pid) || pid <= 0) continue;
       const dir = join(this.options.root, 'proc', String(pid));
       const [environ, cgroup, status, comm] = await Promise.all([
-        readBounded(join(dir, 'environ'), MAX_ENVIRON_BYTES), readBounded(join(dir, 'cgroup'), MAX_CGROUP_BYTES),
-        readBounded(join(dir, 'status'), 16 * 1024), readBounded(join(dir, 'comm'), 256),
+        readBounded(join(dir, 'environ'), MAX_ENVIRON_BYTES),
+        readBounded(join(dir, 'cgroup'), MAX_CGROUP_BYTES),
+        readBounded(join(dir, 'status'), 16 * 1024),
+        readBounded(join(dir, 'comm'), 256),
       ]);
       const uid = status ? statusUid(status.toString('utf8')) : undefined;
       const attribution = attributionOf({
-        users, ...(pods ? { pods } : {}), ...(environ ? { environ } : {}), ...(cgroup ? { cgroup: cgroup.toString('utf8') } : {}),
-        ...(uid !== undefined ? { uid } : {}), ...(comm ? { command: comm.toString('utf8').trim() } : {}),
+        users,
+        ...(pods ? { pods } : {}),
+        ...(environ ? { environ } : {}),
+        ...(cgroup ? { cgroup: cgroup.toString('utf8') } : {}),
+        ...(uid !== undefined ? { uid } : {}),
+        ...(comm ? { command: comm.toString('utf8').trim() } : {}),
       });
       if (attribution) out.set(pid, attribution);
     }

@@ -8,7 +8,10 @@ import type { CommandResult } from '../run-command.ts';
  */
 export function scrapeToSample(query: CommandResult, fields: readonly string[], apps: CommandResult | undefined): GpuSampleData {
   const output = `${query.stdout}\n${query.stderr}`;
-  const lost = output.split('\n').map(lostGpuMessage).find((l) => l !== undefined);
+  const lost = output
+    .split('\n')
+    .map(lostGpuMessage)
+    .find((l) => l !== undefined);
   const parsed = parseNvidiaSmiCsv(query.stdout, fields);
   const gpus = parsed.samples[0] ?? [];
   const counts = apps && apps.exitCode === 0 ? countComputeApps(apps.stdout) : undefined;
@@ -18,7 +21,11 @@ export function scrapeToSample(query: CommandResult, fields: readonly string[], 
 }
 
 function errorOf(query: CommandResult, lost: { pciBus: string | null } | undefined, noRows: boolean): CollectorError | undefined {
-  const firstLine = (text: string) => text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  const firstLine = (text: string) =>
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? '';
   if (query.timedOut) return { code: 'timeout', message: 'nvidia-smi did not answer in time (a GPU or the driver may be hung)' };
   if (lost) {
     const message = firstLine(query.stdout.includes('Unable') || query.stdout.includes('fallen') ? query.stdout : query.stderr);
@@ -26,7 +33,11 @@ function errorOf(query: CommandResult, lost: { pciBus: string | null } | undefin
   }
   if (query.spawnError) return { code: 'command_failed', message: `cannot run nvidia-smi: ${query.spawnError}` };
   if (query.exitCode !== 0) {
-    return { code: 'command_failed', message: firstLine(query.stderr) || firstLine(query.stdout) || 'nvidia-smi failed', ...(query.exitCode !== null ? { exit_code: query.exitCode } : {}) };
+    return {
+      code: 'command_failed',
+      message: firstLine(query.stderr) || firstLine(query.stdout) || 'nvidia-smi failed',
+      ...(query.exitCode !== null ? { exit_code: query.exitCode } : {}),
+    };
   }
   if (noRows) return { code: 'unparseable', message: `nvidia-smi printed no data rows: ${firstLine(query.stdout).slice(0, 200)}` };
   return undefined;

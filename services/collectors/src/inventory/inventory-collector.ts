@@ -38,7 +38,11 @@ export async function readInventory(
     probeCloud(options.metadata, options.metadataEndpoint, Math.min(options.timeoutMs, 1_000)),
     options.pciTree === false
       ? undefined
-      : readPciTree({ timeoutMs: options.timeoutMs, ...(options.sysfsPciDir ? { sysfsDir: options.sysfsPciDir } : {}), ...(options.lspci ? { lspci: options.lspci } : {}) }),
+      : readPciTree({
+          timeoutMs: options.timeoutMs,
+          ...(options.sysfsPciDir ? { sysfsDir: options.sysfsPciDir } : {}),
+          ...(options.lspci ? { lspci: options.lspci } : {}),
+        }),
   ]);
   const inventory = inventoryFrom(query.stdout, cudaVersionFrom(banner.stdout), release(), cloud);
   if (pci) inventory.pci_topology = pci;

@@ -28,7 +28,7 @@ function fakeSysfs(devices: readonly { path: string; vendor: string; device: str
   return bus;
 }
 
-describe('the host\'s PCI tree', () => {
+describe("the host's PCI tree", () => {
   it('from sysfs links: the GPU and NVSwitch below a switch, with vendor, device and class', async () => {
     const sysfsDir = fakeSysfs([
       { path: 'pci0000:80/0000:80:01.0', vendor: '0x8086', device: '0x352a', cls: '0x060400' },

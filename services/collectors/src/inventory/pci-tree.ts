@@ -32,7 +32,10 @@ export async function readPciTree(options: PciTreeOptions): Promise<PciTopologyD
 async function readSysfs(dir: string): Promise<PciTopologyData | undefined> {
   let names: string[];
   try {
-    names = (await readdir(dir)).filter((n) => /^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/.test(n)).sort().slice(0, MAX_PCI_DEVICES);
+    names = (await readdir(dir))
+      .filter((n) => /^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/.test(n))
+      .sort()
+      .slice(0, MAX_PCI_DEVICES);
   } catch {
     return undefined;
   }

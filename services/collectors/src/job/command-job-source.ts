@@ -20,7 +20,10 @@ export class CommandJobSource implements LineSource {
   /** Lines dropped because they came faster than they were read. */
   dropped = 0;
 
-  constructor(private readonly command: string, private readonly passThrough: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } | undefined) {
+  constructor(
+    private readonly command: string,
+    private readonly passThrough: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } | undefined,
+  ) {
     this.id = `command:${command.slice(0, 200)}`;
     this.exited = new Promise((resolve) => (this.resolveExit = resolve));
   }

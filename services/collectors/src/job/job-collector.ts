@@ -42,7 +42,11 @@ export interface RecognisedLine {
  * (else it is held for the next batch, and a newer one replaces it).
  */
 export function selectJobLines(
-  lines: readonly RecognisedLine[], held: RecognisedLine | undefined, lastStepAt: number | undefined, now: number, stepIntervalMs: number,
+  lines: readonly RecognisedLine[],
+  held: RecognisedLine | undefined,
+  lastStepAt: number | undefined,
+  now: number,
+  stepIntervalMs: number,
 ): { publish: RecognisedLine[]; held: RecognisedLine | undefined; stepPublished: boolean } {
   const publish: RecognisedLine[] = [];
   let latestStep = held;
@@ -71,10 +75,19 @@ export function startJobCollector(options: JobCollectorOptions): { stop(): Promi
   const publish = async (events: readonly { position: number; data: JobEventData }[]): Promise<void> => {
     if (events.length === 0) return;
     const ts = new Date(now()).toISOString();
-    const messages = events.map((e) => envelopeMessage(newEnvelope({
-      type: 'job.event', id: stableId(options.host, options.context.job, options.source.id, e.position, ts), host: options.host,
-      source: JOB_COLLECTOR_SOURCE, ts, labels: options.labels ?? {}, data: e.data,
-    })));
+    const messages = events.map((e) =>
+      envelopeMessage(
+        newEnvelope({
+          type: 'job.event',
+          id: stableId(options.host, options.context.job, options.source.id, e.position, ts),
+          host: options.host,
+          source: JOB_COLLECTOR_SOURCE,
+          ts,
+          labels: options.labels ?? {},
+          data: e.data,
+        }),
+      ),
+    );
     try {
       await options.bus.publish(TOPICS.jobEvents, messages);
       published += messages.length;
@@ -83,10 +96,11 @@ export function startJobCollector(options: JobCollectorOptions): { stop(): Promi
     }
   };
 
-  const toEvents = (lines: readonly RecognisedLine[]) => lines.flatMap((l) => {
-    const match = l.match ?? readJobLine(l.text, l.pattern);
-    return match ? [{ position: l.position, data: toJobEventData(match, options.context) }] : [];
-  });
+  const toEvents = (lines: readonly RecognisedLine[]) =>
+    lines.flatMap((l) => {
+      const match = l.match ?? readJobLine(l.text, l.pattern);
+      return match ? [{ position: l.position, data: toJobEventData(match, options.context) }] : [];
+    });
 
   const once = async (): Promise<number> => {
     const lines = await options.source.read();

@@ -33,20 +33,23 @@ const JobPatternEntry = z.object({
 });
 export type JobPatternEntry = z.infer<typeof JobPatternEntry>;
 
-export const JobPatternsFile = z
-  .object({ patterns: z.array(JobPatternEntry).min(1).max(MAX_JOB_PATTERNS) })
-  .check((ctx) => {
-    const seen = new Set<string>();
-    ctx.value.patterns.forEach((p, i) => {
-      if (seen.has(p.name)) ctx.issues.push({ code: 'custom', message: `pattern ${p.name} appears twice`, input: p.name, path: ['patterns', i, 'name'] });
-      seen.add(p.name);
-      if ((p.kind === 'checkpoint') !== (p.checkpoint !== undefined)) {
-        ctx.issues.push({ code: 'custom', message: p.kind === 'checkpoint' ? 'a checkpoint pattern says checkpoint: ok or failed' : 'only a checkpoint pattern has checkpoint:', input: p.checkpoint, path: ['patterns', i, 'checkpoint'] });
-      }
-      const problem = regexProblem(p.regex);
-      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: p.regex, path: ['patterns', i, 'regex'] });
-    });
+export const JobPatternsFile = z.object({ patterns: z.array(JobPatternEntry).min(1).max(MAX_JOB_PATTERNS) }).check((ctx) => {
+  const seen = new Set<string>();
+  ctx.value.patterns.forEach((p, i) => {
+    if (seen.has(p.name)) ctx.issues.push({ code: 'custom', message: `pattern ${p.name} appears twice`, input: p.name, path: ['patterns', i, 'name'] });
+    seen.add(p.name);
+    if ((p.kind === 'checkpoint') !== (p.checkpoint !== undefined)) {
+      ctx.issues.push({
+        code: 'custom',
+        message: p.kind === 'checkpoint' ? 'a checkpoint pattern says checkpoint: ok or failed' : 'only a checkpoint pattern has checkpoint:',
+        input: p.checkpoint,
+        path: ['patterns', i, 'checkpoint'],
+      });
+    }
+    const problem = regexProblem(p.regex);
+    if (problem) ctx.issues.push({ code: 'custom', message: problem, input: p.regex, path: ['patterns', i, 'regex'] });
   });
+});
 
 /** One pattern, compiled: the literal filter first, then RE2 with its named groups. */
 export interface JobPattern {

@@ -1,6 +1,12 @@
 import {
-  inertRecord, MAX_GPU_INDEX, MAX_JOB_EVENT_FIELDS, MAX_JOB_FIELD_TEXT_LENGTH, MAX_JOB_MESSAGE_LENGTH, MAX_JOB_RANK,
-  type JobEventData, type JobEventKind,
+  inertRecord,
+  MAX_GPU_INDEX,
+  MAX_JOB_EVENT_FIELDS,
+  MAX_JOB_FIELD_TEXT_LENGTH,
+  MAX_JOB_MESSAGE_LENGTH,
+  MAX_JOB_RANK,
+  type JobEventData,
+  type JobEventKind,
 } from '@gpualert/schema';
 import type { JobPattern } from './job-patterns.ts';
 
@@ -62,7 +68,10 @@ export function classifyJobLine(line: string, patterns: readonly JobPattern[]): 
  * The collector's pass over a line: progress (`step`) lines are only recognised (read later, if
  * at all: one is published per interval), every other kind is read at once, in one match.
  */
-export function recogniseJobLine(line: string, patterns: readonly JobPattern[]): { readonly pattern: JobPattern; readonly text: string; readonly match?: JobLineMatch } | undefined {
+export function recogniseJobLine(
+  line: string,
+  patterns: readonly JobPattern[],
+): { readonly pattern: JobPattern; readonly text: string; readonly match?: JobLineMatch } | undefined {
   const text = cut(line);
   for (const p of patterns) {
     if (!text.includes(p.contains)) continue;
@@ -106,22 +115,51 @@ function fromGroups(p: JobPattern, text: string, group: (n: number) => string | 
     const value = group(n);
     if (value === null) continue;
     switch (name) {
-      case 'rank': rank = whole(value, MAX_JOB_RANK); break;
-      case 'gpu': gpu = whole(value, MAX_GPU_INDEX); break;
-      case 'step': step = whole(value, Number.MAX_SAFE_INTEGER); break;
-      case 'step_time_ms': stepTimeMs = positive(value); break;
-      case 'step_time_s': { const s = positive(value); if (s !== undefined) stepTimeMs = s * 1000; break; }
-      case 'it_per_s': { const r = positive(value); if (r !== undefined && r > 0) stepTimeMs = 1000 / r; break; }
-      case 'exit_code': { const c = Number(value); if (Number.isSafeInteger(c)) exitCode = c; break; }
-      case 'pairs': for (const [k, v] of pairsOf(value)) put(k, v); break;
-      default: put(name, value);
+      case 'rank':
+        rank = whole(value, MAX_JOB_RANK);
+        break;
+      case 'gpu':
+        gpu = whole(value, MAX_GPU_INDEX);
+        break;
+      case 'step':
+        step = whole(value, Number.MAX_SAFE_INTEGER);
+        break;
+      case 'step_time_ms':
+        stepTimeMs = positive(value);
+        break;
+      case 'step_time_s': {
+        const s = positive(value);
+        if (s !== undefined) stepTimeMs = s * 1000;
+        break;
+      }
+      case 'it_per_s': {
+        const r = positive(value);
+        if (r !== undefined && r > 0) stepTimeMs = 1000 / r;
+        break;
+      }
+      case 'exit_code': {
+        const c = Number(value);
+        if (Number.isSafeInteger(c)) exitCode = c;
+        break;
+      }
+      case 'pairs':
+        for (const [k, v] of pairsOf(value)) put(k, v);
+        break;
+      default:
+        put(name, value);
     }
   }
   return {
-    pattern: p.name, kind: p.kind, fields, message: messageOf(text),
-    ...(rank !== undefined ? { rank } : {}), ...(gpu !== undefined ? { gpu } : {}), ...(step !== undefined ? { step } : {}),
+    pattern: p.name,
+    kind: p.kind,
+    fields,
+    message: messageOf(text),
+    ...(rank !== undefined ? { rank } : {}),
+    ...(gpu !== undefined ? { gpu } : {}),
+    ...(step !== undefined ? { step } : {}),
     ...(stepTimeMs !== undefined ? { stepTimeMs: Math.round(stepTimeMs * 1000) / 1000 } : {}),
-    ...(p.checkpoint ? { checkpoint: p.checkpoint } : {}), ...(exitCode !== undefined ? { exitCode } : {}),
+    ...(p.checkpoint ? { checkpoint: p.checkpoint } : {}),
+    ...(exitCode !== undefined ? { exitCode } : {}),
   };
 }
 
@@ -185,9 +223,15 @@ export function toJobEventData(match: JobLineMatch, context: JobLogContext): Job
   const rank = match.rank ?? context.rank;
   const gpu = match.gpu ?? context.gpu;
   return {
-    job: context.job, kind: match.kind, message: match.message, pattern: match.pattern,
-    ...(rank !== undefined ? { rank } : {}), ...(gpu !== undefined ? { gpu } : {}), ...(match.step !== undefined ? { step: match.step } : {}),
-    ...(match.stepTimeMs !== undefined ? { step_time_ms: match.stepTimeMs } : {}), ...(match.checkpoint ? { checkpoint: match.checkpoint } : {}),
+    job: context.job,
+    kind: match.kind,
+    message: match.message,
+    pattern: match.pattern,
+    ...(rank !== undefined ? { rank } : {}),
+    ...(gpu !== undefined ? { gpu } : {}),
+    ...(match.step !== undefined ? { step: match.step } : {}),
+    ...(match.stepTimeMs !== undefined ? { step_time_ms: match.stepTimeMs } : {}),
+    ...(match.checkpoint ? { checkpoint: match.checkpoint } : {}),
     ...(match.exitCode !== undefined ? { exit_code: match.exitCode } : {}),
     ...(Object.keys(match.fields).length > 0 ? { fields: match.fields } : {}),
   };
@@ -201,7 +245,11 @@ export function redrawsOf(line: string): string[] {
 }
 
 /** A whole log, offline (`gpualert parse job`): each event with its 1-based line number. */
-export function parseJobLog(text: string, patterns: readonly JobPattern[], context: JobLogContext): { events: { line: number; data: JobEventData }[]; lines: number } {
+export function parseJobLog(
+  text: string,
+  patterns: readonly JobPattern[],
+  context: JobLogContext,
+): { events: { line: number; data: JobEventData }[]; lines: number } {
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
   const events: { line: number; data: JobEventData }[] = [];

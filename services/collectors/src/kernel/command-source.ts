@@ -13,7 +13,10 @@ export class CommandLineSource implements LineSource {
   private partial = '';
   private counter = 0;
 
-  constructor(private readonly command: string, private readonly args: readonly string[]) {
+  constructor(
+    private readonly command: string,
+    private readonly args: readonly string[],
+  ) {
     this.id = `command:${command}`;
   }
 

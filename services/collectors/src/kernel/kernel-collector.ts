@@ -78,8 +78,13 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
     const messages = events.map((event) =>
       envelopeMessage(
         newEnvelope({
-          type: 'kernel.event', id: stableId(options.host, options.source.id, event.position), host: options.host,
-          source: KERNEL_COLLECTOR_SOURCE, ts: event.ts, labels: options.labels ?? {}, data: event.data,
+          type: 'kernel.event',
+          id: stableId(options.host, options.source.id, event.position),
+          host: options.host,
+          source: KERNEL_COLLECTOR_SOURCE,
+          ts: event.ts,
+          labels: options.labels ?? {},
+          data: event.data,
         }),
       ),
     );

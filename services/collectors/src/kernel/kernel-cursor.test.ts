@@ -38,7 +38,16 @@ async function run(saved: string | undefined) {
   const key = kernelCursorKey('gpu-node-3', 'scripted');
   if (saved !== undefined) await store.set(key, saved);
   const lines: Record<string, unknown>[] = [];
-  const log = createLogger({ name: 'collector', level: 'info', destination: new Writable({ write(c, _e, done) { lines.push(JSON.parse(String(c)) as Record<string, unknown>); done(); } }) });
+  const log = createLogger({
+    name: 'collector',
+    level: 'info',
+    destination: new Writable({
+      write(c, _e, done) {
+        lines.push(JSON.parse(String(c)) as Record<string, unknown>);
+        done();
+      },
+    }),
+  });
   const source = new ScriptedSource([{ text: '[ 12.5] eth0: link up', position: 50_000, next: 50_022 }]);
   const bus = new MemoryBus();
   const collector = await startKernelCollector({ bus, store, source, host: 'gpu-node-3', catalog, log, pollMs: 5 });
@@ -48,7 +57,7 @@ async function run(saved: string | undefined) {
   return { resumedFrom: source.openedAt, savedAfter: await store.get(key), warnings: lines.filter((l) => l.msg === 'state_rebuilt') };
 }
 
-describe('the kernel collector\'s cursor', () => {
+describe("the kernel collector's cursor", () => {
   it('resumes from a cursor saved before versions (a bare number), and saves it back versioned', async () => {
     expect(CURSOR_V0).toBe('41237');
     const { resumedFrom, savedAfter, warnings } = await run(CURSOR_V0);
@@ -61,7 +70,16 @@ describe('the kernel collector\'s cursor', () => {
 
   it('starts as on a first run, with one warning line, from a cursor it cannot read', async () => {
     expect((await run(undefined)).resumedFrom).toBeUndefined();
-    for (const bad of ['NaN', '-5', '{"version":1,"value":-5}', '{"version":1,"value":"12"}', '1e400', '{"__proto__":{"value":3},"version":1}', '{"version":2,"value":7}', `[${'1,'.repeat(10_000)}1]`]) {
+    for (const bad of [
+      'NaN',
+      '-5',
+      '{"version":1,"value":-5}',
+      '{"version":1,"value":"12"}',
+      '1e400',
+      '{"__proto__":{"value":3},"version":1}',
+      '{"version":2,"value":7}',
+      `[${'1,'.repeat(10_000)}1]`,
+    ]) {
       const { resumedFrom, warnings, savedAfter } = await run(bad);
       expect(resumedFrom, bad).toBeUndefined();
       expect(warnings, bad).toHaveLength(1);

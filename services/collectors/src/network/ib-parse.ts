@@ -7,7 +7,10 @@ import { IB_PORT_COUNTERS, MAX_IB_PORTS_PER_SAMPLE, type IbPort, type IbPortCoun
 
 /** `4: ACTIVE` (sysfs) or `Active` (ibstat) → the port state. */
 export function portState(text: string): IbPort['state'] {
-  const word = text.replace(/^\d+:\s*/, '').trim().toLowerCase();
+  const word = text
+    .replace(/^\d+:\s*/, '')
+    .trim()
+    .toLowerCase();
   if (word === 'active') return 'active';
   if (word === 'down') return 'down';
   if (word === 'init' || word === 'initialize') return 'init';
@@ -17,7 +20,11 @@ export function portState(text: string): IbPort['state'] {
 
 /** `5: LinkUp` (sysfs) or `LinkUp` (ibstat) → the physical state. */
 export function physState(text: string): IbPort['phys_state'] {
-  const word = text.replace(/^\d+:\s*/, '').trim().toLowerCase().replace(/[\s_]/g, '');
+  const word = text
+    .replace(/^\d+:\s*/, '')
+    .trim()
+    .toLowerCase()
+    .replace(/[\s_]/g, '');
   switch (word) {
     case 'linkup':
       return 'link_up';
@@ -65,19 +72,31 @@ export function counterValue(text: string): number | undefined {
 
 /** perfquery's names (and its older short ones) → the schema's counter names. */
 const PERFQUERY_NAMES: Record<string, IbPortCounter> = {
-  SymbolErrorCounter: 'symbol_error', SymbolErrors: 'symbol_error',
-  LinkErrorRecoveryCounter: 'link_error_recovery', LinkRecovers: 'link_error_recovery',
-  LinkDownedCounter: 'link_downed', LinkDowned: 'link_downed',
-  PortRcvErrors: 'port_rcv_errors', RcvErrors: 'port_rcv_errors',
-  PortRcvRemotePhysicalErrors: 'port_rcv_remote_physical_errors', RcvRemotePhysErrors: 'port_rcv_remote_physical_errors',
-  PortRcvSwitchRelayErrors: 'port_rcv_switch_relay_errors', RcvSwRelayErrors: 'port_rcv_switch_relay_errors',
-  PortXmitDiscards: 'port_xmit_discards', XmtDiscards: 'port_xmit_discards',
-  PortXmitConstraintErrors: 'port_xmit_constraint_errors', XmtConstraintErrors: 'port_xmit_constraint_errors',
-  PortRcvConstraintErrors: 'port_rcv_constraint_errors', RcvConstraintErrors: 'port_rcv_constraint_errors',
-  LocalLinkIntegrityErrors: 'local_link_integrity_errors', LinkIntegrityErrors: 'local_link_integrity_errors',
-  ExcessiveBufferOverrunErrors: 'excessive_buffer_overrun_errors', ExcBufOverrunErrors: 'excessive_buffer_overrun_errors',
+  SymbolErrorCounter: 'symbol_error',
+  SymbolErrors: 'symbol_error',
+  LinkErrorRecoveryCounter: 'link_error_recovery',
+  LinkRecovers: 'link_error_recovery',
+  LinkDownedCounter: 'link_downed',
+  LinkDowned: 'link_downed',
+  PortRcvErrors: 'port_rcv_errors',
+  RcvErrors: 'port_rcv_errors',
+  PortRcvRemotePhysicalErrors: 'port_rcv_remote_physical_errors',
+  RcvRemotePhysErrors: 'port_rcv_remote_physical_errors',
+  PortRcvSwitchRelayErrors: 'port_rcv_switch_relay_errors',
+  RcvSwRelayErrors: 'port_rcv_switch_relay_errors',
+  PortXmitDiscards: 'port_xmit_discards',
+  XmtDiscards: 'port_xmit_discards',
+  PortXmitConstraintErrors: 'port_xmit_constraint_errors',
+  XmtConstraintErrors: 'port_xmit_constraint_errors',
+  PortRcvConstraintErrors: 'port_rcv_constraint_errors',
+  RcvConstraintErrors: 'port_rcv_constraint_errors',
+  LocalLinkIntegrityErrors: 'local_link_integrity_errors',
+  LinkIntegrityErrors: 'local_link_integrity_errors',
+  ExcessiveBufferOverrunErrors: 'excessive_buffer_overrun_errors',
+  ExcBufOverrunErrors: 'excessive_buffer_overrun_errors',
   VL15Dropped: 'vl15_dropped',
-  PortXmitWait: 'port_xmit_wait', XmtWait: 'port_xmit_wait',
+  PortXmitWait: 'port_xmit_wait',
+  XmtWait: 'port_xmit_wait',
 };
 
 /** `perfquery [-x]` output → the port it names (`Lid 10 port 1`) and its error counters. */
@@ -111,8 +130,13 @@ export function parseIbstat(text: string): IbPort[] {
     if (device && current && ports.length < MAX_IB_PORTS_PER_SAMPLE) {
       const f = current.fields;
       ports.push({
-        device, port: current.port, state: portState(f.get('State') ?? ''), phys_state: physState(f.get('Physical state') ?? ''),
-        rate_gbps: rateGbps(f.get('Rate') ?? ''), link_layer: linkLayer(f.get('Link layer') ?? ''), counters: {},
+        device,
+        port: current.port,
+        state: portState(f.get('State') ?? ''),
+        phys_state: physState(f.get('Physical state') ?? ''),
+        rate_gbps: rateGbps(f.get('Rate') ?? ''),
+        link_layer: linkLayer(f.get('Link layer') ?? ''),
+        counters: {},
       });
     }
     current = undefined;

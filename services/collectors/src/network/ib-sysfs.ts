@@ -66,8 +66,12 @@ export async function readInfinibandPorts(root: string = DEFAULT_IB_SYSFS_ROOT):
       await readCounters(join(dir, 'counters'), counters);
       await readCounters(join(dir, 'hw_counters'), counters);
       ports.push({
-        device, port, state: portState(state), phys_state: physState((await readValue(join(dir, 'phys_state'))) ?? ''),
-        rate_gbps: rateGbps((await readValue(join(dir, 'rate'))) ?? ''), link_layer: linkLayer((await readValue(join(dir, 'link_layer'))) ?? ''),
+        device,
+        port,
+        state: portState(state),
+        phys_state: physState((await readValue(join(dir, 'phys_state'))) ?? ''),
+        rate_gbps: rateGbps((await readValue(join(dir, 'rate'))) ?? ''),
+        link_layer: linkLayer((await readValue(join(dir, 'link_layer'))) ?? ''),
         counters,
       });
     }

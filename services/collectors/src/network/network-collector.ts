@@ -33,10 +33,15 @@ export function startNetworkCollector(options: NetworkCollectorOptions): { stop(
     }
     try {
       await options.bus.publish(TOPICS.hostSamples, [
-        envelopeMessage(newEnvelope({
-          type: 'host.sample', host: options.host, source: NETWORK_COLLECTOR_SOURCE, labels: options.labels ?? {},
-          data: { origin: 'sysfs', ib_ports: ports },
-        })),
+        envelopeMessage(
+          newEnvelope({
+            type: 'host.sample',
+            host: options.host,
+            source: NETWORK_COLLECTOR_SOURCE,
+            labels: options.labels ?? {},
+            data: { origin: 'sysfs', ib_ports: ports },
+          }),
+        ),
       ]);
     } catch (error) {
       options.log.error({ error: String(error) }, 'network_sample_publish_failed');

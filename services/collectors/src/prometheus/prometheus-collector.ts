@@ -31,7 +31,13 @@ export function startPrometheusCollector(options: PrometheusCollectorOptions): {
     try {
       answer = await queryPrometheusGpus(options.query);
     } catch (error) {
-      options.log.warn({ error: error instanceof Error ? error.message : String(error), kind: typeof error === 'object' && error !== null && 'kind' in error ? error.kind : undefined }, 'prometheus_query_failed');
+      options.log.warn(
+        {
+          error: error instanceof Error ? error.message : String(error),
+          kind: typeof error === 'object' && error !== null && 'kind' in error ? error.kind : undefined,
+        },
+        'prometheus_query_failed',
+      );
       failing = true;
       return;
     }

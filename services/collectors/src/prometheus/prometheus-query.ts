@@ -39,7 +39,10 @@ export interface PrometheusGpus {
 
 /** Why a query failed; `kind` says how (the base's `code` is GA-PROMETHEUS-QUERY-FAILED). */
 export class PrometheusQueryError extends GpualertError {
-  constructor(readonly kind: 'unreachable' | 'timeout' | 'unparseable' | 'too_large', message: string) {
+  constructor(
+    readonly kind: 'unreachable' | 'timeout' | 'unparseable' | 'too_large',
+    message: string,
+  ) {
     super('GA-PROMETHEUS-QUERY-FAILED', message, { retriable: kind !== 'too_large' });
   }
 }
@@ -65,7 +68,10 @@ async function readBounded(response: Response, limit: number, what: string): Pro
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel();
-      throw new PrometheusQueryError('too_large', `${what} answered more than the ${limit} bytes a query may; narrow --selector or run one collector per shard`);
+      throw new PrometheusQueryError(
+        'too_large',
+        `${what} answered more than the ${limit} bytes a query may; narrow --selector or run one collector per shard`,
+      );
     }
     chunks.push(value);
   }
@@ -100,7 +106,10 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
     });
   } catch (error) {
     const timedOut = error instanceof Error && error.name === 'TimeoutError';
-    throw new PrometheusQueryError(timedOut ? 'timeout' : 'unreachable', `${where}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : error instanceof Error ? error.message : String(error)}`);
+    throw new PrometheusQueryError(
+      timedOut ? 'timeout' : 'unreachable',
+      `${where}: ${timedOut ? `no answer within ${options.timeoutMs} ms` : error instanceof Error ? error.message : String(error)}`,
+    );
   }
   if (response.status >= 300 && response.status < 400) {
     await response.body?.cancel();
@@ -111,7 +120,10 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
     } catch {
       // an unreadable Location is still a redirect, refused the same
     }
-    throw new PrometheusQueryError('unparseable', `${where} answered ${response.status}, a redirect to ${toOrigin}: gpualert never follows one; give Prometheus' own URL in --url`);
+    throw new PrometheusQueryError(
+      'unparseable',
+      `${where} answered ${response.status}, a redirect to ${toOrigin}: gpualert never follows one; give Prometheus' own URL in --url`,
+    );
   }
   const text = await readBounded(response, PROMETHEUS_LIMITS.maxBodyBytes, where);
   let answer: VectorAnswer;
@@ -125,9 +137,13 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
     throw new PrometheusQueryError(response.status === 401 || response.status === 403 ? 'unreachable' : 'unparseable', `${where} refused the query: ${why}`);
   }
   const result = answer.data?.result;
-  if (answer.data?.resultType !== 'vector' || !Array.isArray(result)) throw new PrometheusQueryError('unparseable', `${where} answered no instant vector (is the selector a range query?)`);
+  if (answer.data?.resultType !== 'vector' || !Array.isArray(result))
+    throw new PrometheusQueryError('unparseable', `${where} answered no instant vector (is the selector a range query?)`);
   if (result.length > PROMETHEUS_LIMITS.maxSeries) {
-    throw new PrometheusQueryError('too_large', `${where} answered ${result.length} series, more than the ${PROMETHEUS_LIMITS.maxSeries} one collector takes; narrow --selector or run one collector per shard`);
+    throw new PrometheusQueryError(
+      'too_large',
+      `${where} answered ${result.length} series, more than the ${PROMETHEUS_LIMITS.maxSeries} one collector takes; narrow --selector or run one collector per shard`,
+    );
   }
   const hostLabels = options.hostLabels ?? DCGM_HOST_LABELS;
   const series = new DcgmSeriesAccumulator();

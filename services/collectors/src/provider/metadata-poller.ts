@@ -35,7 +35,9 @@ async function fetchDocuments(provider: PolledProvider, base: string, timeoutMs:
     case 'aws-imds': {
       // IMDSv2: a session token first.
       const token = await fetch(`${base}/latest/api/token`, {
-        method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '300' }, signal: AbortSignal.timeout(timeoutMs),
+        method: 'PUT',
+        headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '300' },
+        signal: AbortSignal.timeout(timeoutMs),
       });
       if (!token.ok) throw new Error(`/latest/api/token: HTTP ${token.status}`);
       const headers = { 'X-aws-ec2-metadata-token': await token.text() };
@@ -94,10 +96,17 @@ export function startMetadataPoller(options: MetadataPollerOptions): { stop(): P
       await options.bus.publish(
         TOPICS.providerEvents,
         transitions.map((data) =>
-          envelopeMessage(newEnvelope({
-            type: 'provider.event', id: stableId('provider.event', data.provider, data.event_id, data.status, options.host),
-            host: options.host, source: PROVIDER_COLLECTOR_SOURCE, ts: receivedAt, labels: options.labels ?? {}, data,
-          })),
+          envelopeMessage(
+            newEnvelope({
+              type: 'provider.event',
+              id: stableId('provider.event', data.provider, data.event_id, data.status, options.host),
+              host: options.host,
+              source: PROVIDER_COLLECTOR_SOURCE,
+              ts: receivedAt,
+              labels: options.labels ?? {},
+              data,
+            }),
+          ),
         ),
       );
       options.log.info({ transitions: transitions.map((t) => `${t.event_id}:${t.status}`) }, 'provider_transitions_published');

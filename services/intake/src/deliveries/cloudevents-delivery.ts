@@ -1,6 +1,16 @@
 import { createHash } from 'node:crypto';
 import { answer } from '../handle-delivery.ts';
-import { checkToken, header, isRecord, parseJson, refuse, unauthorized, type ProtocolDeps, type ProtocolOutcome, type ProtocolRequest } from './delivery-protocol.ts';
+import {
+  checkToken,
+  header,
+  isRecord,
+  parseJson,
+  refuse,
+  unauthorized,
+  type ProtocolDeps,
+  type ProtocolOutcome,
+  type ProtocolRequest,
+} from './delivery-protocol.ts';
 import { MAX_EVENTGRID_BATCH } from './eventgrid-delivery.ts';
 import { innerDelivery } from './inner-delivery.ts';
 
@@ -17,7 +27,9 @@ export function cloudEventsHandshake(request: ProtocolRequest): ProtocolOutcome 
   if (!origin || origin.length > MAX_ORIGIN_LENGTH || !/^[A-Za-z0-9.*-]+(?::\d+)?$/.test(origin)) {
     return refuse(400, 'malformed', 'not_a_handshake', 'OPTIONS: expected a WebHook-Request-Origin header naming the sender');
   }
-  return { answer: answer(200, 'handshake', { status: 'allowed', origin }, { 'webhook-allowed-origin': origin, 'webhook-allowed-rate': '*', allow: 'POST, OPTIONS' }) };
+  return {
+    answer: answer(200, 'handshake', { status: 'allowed', origin }, { 'webhook-allowed-origin': origin, 'webhook-allowed-rate': '*', allow: 'POST, OPTIONS' }),
+  };
 }
 
 /**
@@ -39,17 +51,36 @@ export function cloudEventsDelivery(request: ProtocolRequest, deps: ProtocolDeps
   } else if (type === 'application/cloudevents-batch+json') {
     if (!Array.isArray(parsed.value) || parsed.value.length === 0) return refuse(400, 'malformed', 'not_cloudevents', 'expected an array of CloudEvents');
     if (parsed.value.length > MAX_EVENTGRID_BATCH) return refuse(413, 'too_large', 'batch_too_large', `at most ${MAX_EVENTGRID_BATCH} events per delivery`);
-    for (const item of parsed.value) events.push(isRecord(item) ? { id: item.id, source: item.source, specversion: item.specversion, data: item.data } : { id: undefined, source: undefined, specversion: undefined, data: undefined });
+    for (const item of parsed.value)
+      events.push(
+        isRecord(item)
+          ? { id: item.id, source: item.source, specversion: item.specversion, data: item.data }
+          : { id: undefined, source: undefined, specversion: undefined, data: undefined },
+      );
   } else {
-    events.push({ id: header(request.headers, 'ce-id'), source: header(request.headers, 'ce-source'), specversion: header(request.headers, 'ce-specversion'), data: parsed.value });
+    events.push({
+      id: header(request.headers, 'ce-id'),
+      source: header(request.headers, 'ce-source'),
+      specversion: header(request.headers, 'ce-specversion'),
+      data: parsed.value,
+    });
   }
   const keys: string[] = [];
   for (const [i, e] of events.entries()) {
     if (e.specversion !== '1.0' || typeof e.id !== 'string' || typeof e.source !== 'string') {
-      return refuse(400, 'malformed', 'not_cloudevents', `${events.length > 1 ? `${i}: ` : ''}expected specversion 1.0 with id and source (structured mode, or ce-specversion, ce-id, ce-source headers)`);
+      return refuse(
+        400,
+        'malformed',
+        'not_cloudevents',
+        `${events.length > 1 ? `${i}: ` : ''}expected specversion 1.0 with id and source (structured mode, or ce-specversion, ce-id, ce-source headers)`,
+      );
     }
     keys.push(`${e.source}\n${e.id}`);
   }
   const deliveryId = createHash('sha256').update(keys.join('\n')).digest('hex');
-  return innerDelivery('cloudevents', events.map((e) => e.data), deliveryId);
+  return innerDelivery(
+    'cloudevents',
+    events.map((e) => e.data),
+    deliveryId,
+  );
 }

@@ -21,7 +21,8 @@ export function eventGridDelivery(request: ProtocolRequest, deps: ProtocolDeps):
   if (!parsed.ok) return parsed.outcome;
   const events = parsed.value;
   if (!Array.isArray(events) || events.length === 0) return refuse(400, 'malformed', 'not_eventgrid', 'expected an array of Event Grid events');
-  if (events.length > MAX_EVENTGRID_BATCH) return refuse(413, 'too_large', 'batch_too_large', `at most ${MAX_EVENTGRID_BATCH} events per delivery (got ${events.length})`);
+  if (events.length > MAX_EVENTGRID_BATCH)
+    return refuse(413, 'too_large', 'batch_too_large', `at most ${MAX_EVENTGRID_BATCH} events per delivery (got ${events.length})`);
   const first = events[0];
   if (isRecord(first) && first.eventType === VALIDATION) {
     const code = isRecord(first.data) ? first.data.validationCode : undefined;
@@ -32,7 +33,8 @@ export function eventGridDelivery(request: ProtocolRequest, deps: ProtocolDeps):
   const payloads: unknown[] = [];
   for (let i = 0; i < events.length; i += 1) {
     const item = events[i];
-    if (!isRecord(item) || typeof item.id !== 'string' || typeof item.eventType !== 'string') return refuse(400, 'malformed', 'not_eventgrid', `${i}: expected an Event Grid event with id and eventType`);
+    if (!isRecord(item) || typeof item.id !== 'string' || typeof item.eventType !== 'string')
+      return refuse(400, 'malformed', 'not_eventgrid', `${i}: expected an Event Grid event with id and eventType`);
     ids.push(item.id);
     payloads.push(item.data);
   }

@@ -38,7 +38,11 @@ export async function handleProtocolDelivery(protocol: DeliveryProtocol, request
     return 'answer' in handshake ? handshake.answer : answer(500, 'internal', { error: 'internal' });
   }
   if (jsonDepthExceeds(request.body, MAX_JSON_DEPTH)) {
-    return answer(400, 'malformed', { error: 'too_deep', limit: MAX_JSON_DEPTH, message: `the body nests deeper than ${MAX_JSON_DEPTH} levels; no provider payload does` });
+    return answer(400, 'malformed', {
+      error: 'too_deep',
+      limit: MAX_JSON_DEPTH,
+      message: `the body nests deeper than ${MAX_JSON_DEPTH} levels; no provider payload does`,
+    });
   }
   const outcome = await PROTOCOLS[protocol](request, deps);
   if ('answer' in outcome) return outcome.answer;

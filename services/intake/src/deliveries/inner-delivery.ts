@@ -10,7 +10,8 @@ export function innerDelivery(protocol: string, payloads: readonly unknown[], me
   const [provider] = detected;
   // Each protocol refuses an empty batch before it gets here.
   if (provider === undefined) return refuse(400, 'malformed', 'no_events', 'the delivery holds no events');
-  if (detected.some((p) => p !== provider)) return refuse(422, 'unrecognised', 'mixed_providers', 'one delivery mixes events of several providers; send them apart');
+  if (detected.some((p) => p !== provider))
+    return refuse(422, 'unrecognised', 'mixed_providers', 'one delivery mixes events of several providers; send them apart');
   const deliveryId = `${protocol}:${messageId}`;
   if (provider === 'azure-health') return { verified: { provider: 'azure', payloads, deliveryId, adapter: azureHealthAdapter } };
   return { verified: { provider, payloads, deliveryId } };

@@ -29,7 +29,9 @@ export interface FetchAllowance {
 
 /** A key server or confirmation endpoint that did not answer usefully: the sender should retry (503). */
 export class ProviderFetchError extends GpualertError {
-  constructor(message: string) { super('GA-PROVIDER-FETCH-FAILED', message); }
+  constructor(message: string) {
+    super('GA-PROVIDER-FETCH-FAILED', message);
+  }
 }
 
 /**

@@ -1,6 +1,14 @@
 import { verify } from 'node:crypto';
 import {
-  header, isRecord, keyServerAway, parseJson, refuse, unauthorized, type ProtocolDeps, type ProtocolOutcome, type ProtocolRequest,
+  header,
+  isRecord,
+  keyServerAway,
+  parseJson,
+  refuse,
+  unauthorized,
+  type ProtocolDeps,
+  type ProtocolOutcome,
+  type ProtocolRequest,
 } from './delivery-protocol.ts';
 import { innerDelivery } from './inner-delivery.ts';
 import { allowedUrl, ProviderFetchError } from './provider-fetch.ts';
@@ -36,7 +44,10 @@ function decodePart(part: string): Record<string, unknown> | undefined {
  */
 export async function pubsubDelivery(request: ProtocolRequest, deps: ProtocolDeps): Promise<ProtocolOutcome> {
   const { config } = deps.deliveries;
-  if (!config.pubsub) return unauthorized('the intake has no Pub/Sub audience and service account configured (GPUALERT_INTAKE_PUBSUB_AUDIENCE, GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS)');
+  if (!config.pubsub)
+    return unauthorized(
+      'the intake has no Pub/Sub audience and service account configured (GPUALERT_INTAKE_PUBSUB_AUDIENCE, GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS)',
+    );
   const authorization = header(request.headers, 'authorization') ?? '';
   if (!/^Bearer /i.test(authorization)) return unauthorized('missing the Authorization: Bearer token (turn on authentication in the push subscription)');
   const token = authorization.slice(7).trim();
@@ -51,14 +62,16 @@ export async function pubsubDelivery(request: ProtocolRequest, deps: ProtocolDep
   if (!jwksUrl) throw new Error('googleJwksUrl is not an allowed origin'); // a test set-up mistake, not a delivery's
   let key;
   try {
-    key = (await deps.deliveries.googleKeys.key(jwksUrl)).get(head.kid)
-      ?? (await deps.deliveries.googleKeys.key(jwksUrl, { refreshOlderThanMs: JWKS_REFRESH_MIN_MS })).get(head.kid);
+    key =
+      (await deps.deliveries.googleKeys.key(jwksUrl)).get(head.kid) ??
+      (await deps.deliveries.googleKeys.key(jwksUrl, { refreshOlderThanMs: JWKS_REFRESH_MIN_MS })).get(head.kid);
   } catch (error) {
     if (error instanceof ProviderFetchError) return keyServerAway(error);
     throw error;
   }
   if (!key) return unauthorized('the token is signed with a key Google does not publish');
-  if (!verify('sha256', Buffer.from(`${headPart}.${claimsPart}`), key, Buffer.from(signaturePart, 'base64url'))) return unauthorized('the token signature does not verify');
+  if (!verify('sha256', Buffer.from(`${headPart}.${claimsPart}`), key, Buffer.from(signaturePart, 'base64url')))
+    return unauthorized('the token signature does not verify');
 
   const now = deps.now() / 1000;
   if (typeof claims.exp !== 'number' || claims.exp + JWT_CLOCK_SKEW_S < now) return unauthorized('the token has expired');
@@ -67,7 +80,12 @@ export async function pubsubDelivery(request: ProtocolRequest, deps: ProtocolDep
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
   if (!audiences.includes(config.pubsub.audience)) return unauthorized('the token is for another audience');
   if (claims.email_verified !== true || !config.pubsub.serviceAccounts.includes(String(claims.email))) {
-    return refuse(403, 'forbidden', 'service_account_not_allowed', `the token's service account is not one of the intake's (GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS)`);
+    return refuse(
+      403,
+      'forbidden',
+      'service_account_not_allowed',
+      `the token's service account is not one of the intake's (GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS)`,
+    );
   }
 
   const parsed = parseJson(request.body);

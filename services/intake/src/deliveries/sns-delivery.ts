@@ -1,7 +1,15 @@
 import { verify } from 'node:crypto';
 import { answer } from '../handle-delivery.ts';
 import {
-  header, isRecord, keyServerAway, parseJson, refuse, unauthorized, type ProtocolDeps, type ProtocolOutcome, type ProtocolRequest,
+  header,
+  isRecord,
+  keyServerAway,
+  parseJson,
+  refuse,
+  unauthorized,
+  type ProtocolDeps,
+  type ProtocolOutcome,
+  type ProtocolRequest,
 } from './delivery-protocol.ts';
 import { allowedUrl, boundedGet, ProviderFetchError } from './provider-fetch.ts';
 
@@ -44,13 +52,21 @@ export async function snsDelivery(request: ProtocolRequest, deps: ProtocolDeps):
   if (!isRecord(message)) return refuse(400, 'malformed', 'not_sns', 'expected an SNS message (a JSON object with Type)');
   const type = String(message.Type);
   const headerType = header(request.headers, 'x-amz-sns-message-type');
-  if (headerType !== undefined && headerType !== type) return refuse(400, 'malformed', 'not_sns', `x-amz-sns-message-type says ${headerType.slice(0, 40)}, the body ${type.slice(0, 40)}`);
+  if (headerType !== undefined && headerType !== type)
+    return refuse(400, 'malformed', 'not_sns', `x-amz-sns-message-type says ${headerType.slice(0, 40)}, the body ${type.slice(0, 40)}`);
   const text = snsStringToSign(message);
-  if (text === undefined) return refuse(400, 'malformed', 'not_sns', `Type: expected Notification, SubscriptionConfirmation or UnsubscribeConfirmation with its string fields (got "${type.slice(0, 40)}")`);
+  if (text === undefined)
+    return refuse(
+      400,
+      'malformed',
+      'not_sns',
+      `Type: expected Notification, SubscriptionConfirmation or UnsubscribeConfirmation with its string fields (got "${type.slice(0, 40)}")`,
+    );
 
   const { config } = deps.deliveries;
   const certUrl = allowedUrl(message.SigningCertURL, SNS_HOST, config.fetchAllowance);
-  if (!certUrl || !certUrl.pathname.endsWith('.pem')) return unauthorized('SigningCertURL: expected an https URL of a .pem on an SNS host (sns.<region>.amazonaws.com)');
+  if (!certUrl || !certUrl.pathname.endsWith('.pem'))
+    return unauthorized('SigningCertURL: expected an https URL of a .pem on an SNS host (sns.<region>.amazonaws.com)');
   const algorithm = message.SignatureVersion === '1' ? 'sha1' : message.SignatureVersion === '2' ? 'sha256' : undefined;
   if (!algorithm) return unauthorized('SignatureVersion: expected "1" (SHA1withRSA) or "2" (SHA256withRSA)');
   if (typeof message.Signature !== 'string') return unauthorized('Signature: missing');
@@ -74,7 +90,8 @@ export async function snsDelivery(request: ProtocolRequest, deps: ProtocolDeps):
   }
   // A signed message replayed after we forgot it would be new again: older than our memory is refused.
   const sent = Date.parse(String(message.Timestamp));
-  if (!Number.isFinite(sent) || now - sent > deps.seenTtlMs) return unauthorized(`Timestamp: older than the ${Math.round(deps.seenTtlMs / 3_600_000)} h the intake remembers deliveries`);
+  if (!Number.isFinite(sent) || now - sent > deps.seenTtlMs)
+    return unauthorized(`Timestamp: older than the ${Math.round(deps.seenTtlMs / 3_600_000)} h the intake remembers deliveries`);
 
   if (type === 'UnsubscribeConfirmation') return { answer: answer(200, 'unsubscribed', { status: 'unsubscribed', topic }) };
   if (type === 'SubscriptionConfirmation') {
@@ -93,7 +110,12 @@ export async function snsDelivery(request: ProtocolRequest, deps: ProtocolDeps):
   try {
     event = JSON.parse(String(message.Message));
   } catch {
-    return refuse(422, 'unrecognised', 'unrecognised_payload', 'Message: expected the EventBridge event as JSON text (subscribe the topic with raw message delivery off)');
+    return refuse(
+      422,
+      'unrecognised',
+      'unrecognised_payload',
+      'Message: expected the EventBridge event as JSON text (subscribe the topic with raw message delivery off)',
+    );
   }
   return { verified: { provider: 'aws', payloads: [event], deliveryId: `sns:${String(message.MessageId)}` } };
 }

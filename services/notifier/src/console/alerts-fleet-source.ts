@@ -1,6 +1,19 @@
 import {
-  emptyMetricView, FLEET_SNAPSHOT_VERSION, isGpuIndex, isHostName, MAX_FLEET_HOSTS, MAX_GPU_ALERTS, MAX_VIEW_TEXT, SEVERITIES, worseState,
-  type AlertView, type FleetSnapshot, type FleetSource, type GpuView, type HostView, type Severity,
+  emptyMetricView,
+  FLEET_SNAPSHOT_VERSION,
+  isGpuIndex,
+  isHostName,
+  MAX_FLEET_HOSTS,
+  MAX_GPU_ALERTS,
+  MAX_VIEW_TEXT,
+  SEVERITIES,
+  worseState,
+  type AlertView,
+  type FleetSnapshot,
+  type FleetSource,
+  type GpuView,
+  type HostView,
+  type Severity,
 } from '@gpualert/schema';
 import type { NotifierView } from '../alertmanager-api.ts';
 
@@ -23,16 +36,34 @@ export function alertsFleetSource(view: NotifierView): FleetSource {
         if (!isHostName(name)) continue;
         let host = hosts.get(name);
         if (!host) {
-          if (hosts.size >= MAX_FLEET_HOSTS) { omitted += 1; continue; }
-          host = { host: name, last_seen: null, template: labels.template ?? '', drift: [], maintenance: [], state: 'ok', alerts: [], gpus: [], byGpu: new Map() };
+          if (hosts.size >= MAX_FLEET_HOSTS) {
+            omitted += 1;
+            continue;
+          }
+          host = {
+            host: name,
+            last_seen: null,
+            template: labels.template ?? '',
+            drift: [],
+            maintenance: [],
+            state: 'ok',
+            alerts: [],
+            gpus: [],
+            byGpu: new Map(),
+          };
           hosts.set(name, host);
         }
         const about = Object.hasOwn(state.about, fingerprint) ? state.about[fingerprint] : undefined;
         const severity: Severity = SEVERITIES.find((s) => s === labels.severity) ?? 'warning';
         const since = about ? Date.parse(about.startsAt) : NaN;
         const alert: AlertView = {
-          fingerprint, rule: labels.rule ?? labels.alertname ?? '', category: labels.category ?? 'other', severity,
-          summary: (about?.summary ?? '').slice(0, MAX_VIEW_TEXT), since: Number.isFinite(since) ? since : null, incident: null,
+          fingerprint,
+          rule: labels.rule ?? labels.alertname ?? '',
+          category: labels.category ?? 'other',
+          severity,
+          summary: (about?.summary ?? '').slice(0, MAX_VIEW_TEXT),
+          since: Number.isFinite(since) ? since : null,
+          incident: null,
         };
         host.state = worseState(host.state, severity);
         const index = labels.gpu === undefined ? NaN : Number(labels.gpu);

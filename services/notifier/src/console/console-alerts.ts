@@ -43,7 +43,11 @@ function severityOf(labels: Readonly<Record<string, string>>): Severity {
  * `/api/v2/alerts` answers with), each with its evidence, and grouped into incidents where the
  * fleet snapshot names one for the alert.
  */
-export function consoleAlerts(view: NotifierView, snapshot: FleetSnapshot | undefined, now: number): { alerts: ConsoleAlert[]; incidents: ConsoleIncident[]; omitted: number } {
+export function consoleAlerts(
+  view: NotifierView,
+  snapshot: FleetSnapshot | undefined,
+  now: number,
+): { alerts: ConsoleAlert[]; incidents: ConsoleIncident[]; omitted: number } {
   const { alerts, omitted } = listAlertsBounded(view, EVERYTHING, now);
   const about = view.state().about;
   const incidentOf = new Map<string, string>();

@@ -27,7 +27,7 @@ export async function call(method, path, body) {
   const type = response.headers.get('content-type') ?? '';
   const payload = type.includes('json') ? await response.json() : await response.text();
   if (!response.ok) {
-    const message = typeof payload === 'object' && payload !== null ? payload.message ?? payload.error : String(payload);
+    const message = typeof payload === 'object' && payload !== null ? (payload.message ?? payload.error) : String(payload);
     throw new Error(`${response.status}: ${message ?? 'request failed'}`);
   }
   return payload;

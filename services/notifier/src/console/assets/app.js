@@ -37,12 +37,14 @@ function showError(error) {
 
 /** Marks the page drawn once the browser has painted it (a test or a bench waits for this). */
 function drawn(view) {
-  requestAnimationFrame(() => setTimeout(() => {
-    draws += 1;
-    document.body.dataset.view = view;
-    document.body.dataset.drawn = String(draws);
-    document.body.dataset.drawnMs = String(Math.round(performance.now()));
-  }, 0));
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      draws += 1;
+      document.body.dataset.view = view;
+      document.body.dataset.drawn = String(draws);
+      document.body.dataset.drawnMs = String(Math.round(performance.now()));
+    }, 0),
+  );
 }
 
 async function render(quietly = false) {
@@ -64,8 +66,17 @@ async function render(quietly = false) {
       if (stale()) return;
       drawAlerts(main, data, showError);
     } else if (page === 'silences') {
-      const prefill = rest[0] === 'new' && rest.length === 3 ? `host="${rest[1].replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"\ngpu="${rest[2]}"` : rest[0] === 'with' ? rest[1] ?? '' : '';
-      await drawSilences(main, prefill, (message) => render().then(() => { status.textContent = message; }));
+      const prefill =
+        rest[0] === 'new' && rest.length === 3
+          ? `host="${rest[1].replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"\ngpu="${rest[2]}"`
+          : rest[0] === 'with'
+            ? (rest[1] ?? '')
+            : '';
+      await drawSilences(main, prefill, (message) =>
+        render().then(() => {
+          status.textContent = message;
+        }),
+      );
     } else if (page === 'maintenance') {
       const snapshot = await call('GET', '/v1/fleet?view=grid');
       if (stale()) return;
@@ -89,7 +100,9 @@ form.addEventListener('submit', (event) => {
   render().catch(showError);
 });
 document.getElementById('forget-token').addEventListener('click', () => askForToken('token forgotten'));
-window.addEventListener('hashchange', () => { render().catch(showError); });
+window.addEventListener('hashchange', () => {
+  render().catch(showError);
+});
 setInterval(() => {
   const [page = 'fleet'] = route();
   const typing = document.activeElement && ['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName);

@@ -48,9 +48,17 @@ export function num(v, unit = '') {
 
 /** The part of the location hash after `#/`, split on `/` and decoded; a part that does not decode is left out. */
 export function route() {
-  return location.hash.replace(/^#\/?/, '').split('/').filter((p) => p !== '').map((p) => {
-    try { return decodeURIComponent(p); } catch { return ''; }
-  });
+  return location.hash
+    .replace(/^#\/?/, '')
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        return '';
+      }
+    });
 }
 
 export function gpuHref(host, index) {

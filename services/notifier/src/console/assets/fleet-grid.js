@@ -6,8 +6,16 @@ const filters = { text: '', problems: false };
 
 function hostTile(h, now) {
   const open = h.maintenance.some((m) => m.open);
-  const cells = h.gpus.map((g) => `<a class="gpu ${stateClass(g.state)}" href="${esc(gpuHref(h.host, g.index))}" data-host="${esc(h.host)}" data-gpu="${esc(g.index)}" data-state="${esc(g.state)}" title="${esc(`${h.host} GPU ${g.index}: ${g.state}`)}"></a>`).join('');
-  const hostAlerts = h.alerts.length > 0 ? ` <span class="pill ${stateClass(h.state)}" title="${esc(h.alerts.map((a) => a.summary).join('\n'))}">${h.alerts.length} host alert${h.alerts.length > 1 ? 's' : ''}</span>` : '';
+  const cells = h.gpus
+    .map(
+      (g) =>
+        `<a class="gpu ${stateClass(g.state)}" href="${esc(gpuHref(h.host, g.index))}" data-host="${esc(h.host)}" data-gpu="${esc(g.index)}" data-state="${esc(g.state)}" title="${esc(`${h.host} GPU ${g.index}: ${g.state}`)}"></a>`,
+    )
+    .join('');
+  const hostAlerts =
+    h.alerts.length > 0
+      ? ` <span class="pill ${stateClass(h.state)}" title="${esc(h.alerts.map((a) => a.summary).join('\n'))}">${h.alerts.length} host alert${h.alerts.length > 1 ? 's' : ''}</span>`
+      : '';
   const seen = h.last_seen === null ? 'never seen' : `seen ${when(h.last_seen, now).replace(/<[^>]+>/g, '')}`;
   return `<div class="host${open ? ' maint' : ''}" data-host="${esc(h.host)}" data-state="${esc(h.state)}" title="${esc(`${h.host} · ${h.template} · ${seen}${open ? ' · maintenance open' : ''}`)}"><span class="name">${esc(h.host)}${open ? ' <span class="tag">maint</span>' : ''}${h.drift.length > 0 ? ' <span class="tag">drift</span>' : ''}${hostAlerts}</span><div class="cells">${cells}</div></div>`;
 }
@@ -27,9 +35,25 @@ export function drawFleet(main, snapshot) {
 <label><input id="fleet-problems" type="checkbox"${filters.problems ? ' checked' : ''}> only hosts with alerts</label>
 <span class="counts">${legend}</span></div>
 <div class="grid" id="grid">${wanted.map((h) => hostTile(h, now)).join('')}</div>
-${snapshot.events.length > 0 ? `<h2>Recent events</h2><table><tr><th>when</th><th>host</th><th>GPU</th><th>what</th><th></th></tr>${snapshot.events.slice(0, 50).map((e) => `<tr><td>${when(e.at, now)}</td><td>${esc(e.host)}</td><td>${e.gpu === null ? '' : `<a href="${esc(gpuHref(e.host, e.gpu))}">${esc(e.gpu)}</a>`}</td><td>${esc(e.kind)}</td><td>${esc(e.summary)}</td></tr>`).join('')}</table>` : ''}`;
+${
+  snapshot.events.length > 0
+    ? `<h2>Recent events</h2><table><tr><th>when</th><th>host</th><th>GPU</th><th>what</th><th></th></tr>${snapshot.events
+        .slice(0, 50)
+        .map(
+          (e) =>
+            `<tr><td>${when(e.at, now)}</td><td>${esc(e.host)}</td><td>${e.gpu === null ? '' : `<a href="${esc(gpuHref(e.host, e.gpu))}">${esc(e.gpu)}</a>`}</td><td>${esc(e.kind)}</td><td>${esc(e.summary)}</td></tr>`,
+        )
+        .join('')}</table>`
+    : ''
+}`;
   const text = main.querySelector('#fleet-filter');
-  text.addEventListener('change', () => { filters.text = text.value; drawFleet(main, snapshot); });
+  text.addEventListener('change', () => {
+    filters.text = text.value;
+    drawFleet(main, snapshot);
+  });
   const problems = main.querySelector('#fleet-problems');
-  problems.addEventListener('change', () => { filters.problems = problems.checked; drawFleet(main, snapshot); });
+  problems.addEventListener('change', () => {
+    filters.problems = problems.checked;
+    drawFleet(main, snapshot);
+  });
 }

@@ -21,12 +21,14 @@ export async function drawSilences(main, prefill, redraw) {
   const { silences } = await call('GET', '/v1/silences');
   const now = Date.now();
   silences.sort((a, b) => (stateOf(a, now) === 'expired') - (stateOf(b, now) === 'expired') || b.startsAt - a.startsAt);
-  const rows = silences.map((s) => {
-    const state = stateOf(s, now);
-    return `<tr data-silence="${esc(s.id)}" data-state="${state}"><td class="mono">${esc(s.id)}</td><td>${state}</td><td class="mono">${s.matchers.map(esc).join('<br>')}</td>
+  const rows = silences
+    .map((s) => {
+      const state = stateOf(s, now);
+      return `<tr data-silence="${esc(s.id)}" data-state="${state}"><td class="mono">${esc(s.id)}</td><td>${state}</td><td class="mono">${s.matchers.map(esc).join('<br>')}</td>
 <td>${when(s.startsAt, now)} →<br>${when(s.endsAt, now)}</td><td>${esc(s.createdBy)}</td><td>${esc(s.comment)}</td>
 <td>${state === 'expired' ? '' : `<button type="button" data-expire="${esc(s.id)}">Expire</button>`}</td></tr>`;
-  }).join('');
+    })
+    .join('');
   main.innerHTML = `<h1>Silences</h1>
 <form class="silence" id="silence-form">
 <label for="s-matchers">matchers</label><textarea id="s-matchers" rows="3" placeholder='host="gpu-node-002"&#10;gpu="3"'>${esc(prefill)}</textarea>
@@ -44,7 +46,11 @@ ${rows ? `<table id="silences"><tr><th>id</th><th>state</th><th>matchers</th><th
     const author = main.querySelector('#s-by').value;
     sessionStorage.setItem('gpualert.author', author);
     const body = {
-      matchers: main.querySelector('#s-matchers').value.split('\n').map((l) => l.trim()).filter((l) => l !== ''),
+      matchers: main
+        .querySelector('#s-matchers')
+        .value.split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l !== ''),
       duration_seconds: seconds(main.querySelector('#s-for').value),
       created_by: author,
       comment: main.querySelector('#s-comment').value,
@@ -55,22 +61,28 @@ ${rows ? `<table id="silences"><tr><th>id</th><th>state</th><th>matchers</th><th
       result.textContent = 'for: a duration such as 90m, 2h or 1d';
       return;
     }
-    call('POST', '/v1/silences', body).then((s) => {
-      result.className = '';
-      result.dataset.created = s.id;
-      const reach = s.reach ? `: matches ${s.reach.matched} of ${s.reach.firing} firing alerts on ${s.reach.hosts} host${s.reach.hosts === 1 ? '' : 's'}` : '';
-      return redraw(`created ${s.id}${reach}`);
-    }).catch((error) => {
-      result.className = 'error';
-      result.textContent = error.message;
-    });
-  });
-  for (const button of main.querySelectorAll('button[data-expire]')) {
-    button.addEventListener('click', () => {
-      call('DELETE', `/v1/silences/${encodeURIComponent(button.dataset.expire)}`).then(() => redraw(`expired ${button.dataset.expire}`)).catch((error) => {
+    call('POST', '/v1/silences', body)
+      .then((s) => {
+        result.className = '';
+        result.dataset.created = s.id;
+        const reach = s.reach
+          ? `: matches ${s.reach.matched} of ${s.reach.firing} firing alerts on ${s.reach.hosts} host${s.reach.hosts === 1 ? '' : 's'}`
+          : '';
+        return redraw(`created ${s.id}${reach}`);
+      })
+      .catch((error) => {
         result.className = 'error';
         result.textContent = error.message;
       });
+  });
+  for (const button of main.querySelectorAll('button[data-expire]')) {
+    button.addEventListener('click', () => {
+      call('DELETE', `/v1/silences/${encodeURIComponent(button.dataset.expire)}`)
+        .then(() => redraw(`expired ${button.dataset.expire}`))
+        .catch((error) => {
+          result.className = 'error';
+          result.textContent = error.message;
+        });
     });
   }
 }
