@@ -1,7 +1,7 @@
 import { GpualertError, parseEnvelope, type EnvelopeOf } from '@gpualert/schema';
 import type { Engine } from './engine.ts';
 import { emptyEngineState, type EngineState } from './engine-state.ts';
-import { MAX_CLOCK_JUMP_MS, StreamClock } from './time-policy.ts';
+import { StreamClock } from './time-policy.ts';
 
 export class RecordingError extends GpualertError {
   constructor(
@@ -38,11 +38,9 @@ export function replay(engine: Engine, lines: Iterable<string>, state: EngineSta
       options.skip(number, parsed.error.message);
       continue;
     }
+    last = Math.max(last, Date.parse(parsed.value.ts));
     try {
       alerts.push(...clock.judge(state, parsed.value));
-      // The end of the recording is its last time the stream's clock would take: not a date one wrong clock gave.
-      const at = Date.parse(parsed.value.ts);
-      if (clock.now === -Infinity || at - clock.now <= MAX_CLOCK_JUMP_MS) last = Math.max(last, at);
       // A host's inventory that changed its cluster: the cluster's other hosts are judged again (as the service does at its tick).
       if (parsed.value.type === 'host.inventory') alerts.push(...engine.rejudgeClusters(state, engine.takeChangedClusters()));
     } catch (error) {

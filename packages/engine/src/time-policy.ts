@@ -9,15 +9,6 @@ import type { EngineState, HostState } from './engine-state.ts';
 export const MAX_CATCH_UP_TICKS = 12;
 
 /**
- * How far one sample may move a stream's event clock on its own word. A sample dated further
- * ahead (a host whose clock says 9999) waits unjudged; the stream's clock moves there
- * once a second host of the stream is that far ahead too (the stream resuming after an outage), or
- * at once where the stream has one host. Otherwise one wrong clock would call every other host
- * absent and then hold the stream's clock in the future.
- */
-export const MAX_CLOCK_JUMP_MS = 10 * 60_000;
-
-/**
  * How time passes for the engine, the one policy of the service (both clock modes), `gpualert
  * replay`, `up --demo` and the tests:
  *
@@ -35,8 +26,6 @@ export const MAX_CLOCK_JUMP_MS = 10 * 60_000;
  */
 export class StreamClock {
   private clock = -Infinity;
-  /** Samples dated past the jump bound, waiting for a second host to agree: one per host of the stream. */
-  private readonly held = new Map<string, Envelope>();
 
   /**
    * `hosts`: the hosts of the stream, kept by the caller (the service: a partition's); without
@@ -61,42 +50,14 @@ export class StreamClock {
     const alerts: EnvelopeOf<'alert'>[] = [];
     if (this.mode === 'event' && envelope.type === 'gpu.sample') {
       const at = Date.parse(envelope.ts);
-      if (this.clock !== -Infinity && at - this.clock > MAX_CLOCK_JUMP_MS) return this.holdFarAhead(state, envelope);
-      this.held.delete(envelope.host); // its own clock is back: what it claimed ahead was a glitch
-      this.moveTo(state, at, alerts);
+      if (at > this.clock) {
+        const from = this.clock === -Infinity ? Infinity : Math.max(gridAfter(this.clock), gridAfter(at) - MAX_CATCH_UP_TICKS * HOST_TICK_MS);
+        for (let g = from; g <= at; g += HOST_TICK_MS) alerts.push(...this.tickSilent(state, g));
+        this.clock = at;
+      }
     }
     alerts.push(...this.engine.advance(state, envelope));
     return alerts;
-  }
-
-  private moveTo(state: EngineState, at: number, alerts: EnvelopeOf<'alert'>[]): void {
-    if (at <= this.clock) return;
-    const from = this.clock === -Infinity ? Infinity : Math.max(gridAfter(this.clock), gridAfter(at) - MAX_CATCH_UP_TICKS * HOST_TICK_MS);
-    for (let g = from; g <= at; g += HOST_TICK_MS) alerts.push(...this.tickSilent(state, g));
-    this.clock = at;
-  }
-
-  /**
-   * A sample dated past the jump bound waits, unjudged, one per host: once a second host is that
-   * far ahead too (or the stream has one host), the clock moves to the earliest of them and they are
-   * judged in time order; a host whose next sample is back within the bound drops its own.
-   */
-  private holdFarAhead(state: EngineState, envelope: Envelope): EnvelopeOf<'alert'>[] {
-    this.held.set(envelope.host, envelope);
-    if (this.held.size < 2 && this.streamSize(state, envelope.host) > 1) return [];
-    const waiting = [...this.held.values()].sort((a, b) => Date.parse(a.ts) - Date.parse(b.ts));
-    this.held.clear();
-    const alerts: EnvelopeOf<'alert'>[] = [];
-    const first = waiting[0];
-    if (first) this.moveTo(state, Date.parse(first.ts), alerts);
-    for (const next of waiting) alerts.push(...this.judge(state, next));
-    return alerts;
-  }
-
-  /** 1 or 2: whether the stream has another host than `host` (enough to tell one wrong clock from the stream moving on). */
-  private streamSize(state: EngineState, host: string): number {
-    for (const other of this.hostsOf(state)) if (other.host !== host) return 2;
-    return 1;
   }
 
   /** Time passes with no input: every host of the stream at `now` (the wall clock; the end of a recording). */
