@@ -167,6 +167,9 @@ describe('deploy/kubernetes', () => {
   it('admits the agent\'s system-node-critical priority outside kube-system: a ResourceQuota for that class in its namespace', () => {
     const agent = byName('DaemonSet', 'gpualert-agent');
     expect(agent.spec.template.spec.priorityClassName).toBe('system-node-critical');
+    // Its settings in its own namespace, Redis included: the kernel collector keeps its place in /dev/kmsg there.
+    const settings = generated.find((m) => (m.object as Obj).metadata.name === 'gpualert-settings' && (m.object as Obj).metadata.namespace === agent.metadata.namespace);
+    expect(Object.keys(((settings?.object as Obj | undefined)?.data ?? {}) as Record<string, string>)).toEqual(expect.arrayContaining(['KAFKA_BROKERS', 'REDIS_URL']));
     const quota = resources.find((m) => m.object.kind === 'ResourceQuota')?.object as Obj | undefined;
     expect(quota?.metadata.namespace).toBe(agent.metadata.namespace);
     expect(quota?.spec.scopeSelector.matchExpressions).toEqual([{ scopeName: 'PriorityClass', operator: 'In', values: ['system-node-critical'] }]);

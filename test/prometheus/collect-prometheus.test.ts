@@ -167,6 +167,11 @@ describe('gpualert collect prometheus, against a real Prometheus scraping dcgm-e
       `Prometheus at http://127.0.0.1:${port} answered 302, a redirect to http://127.0.0.1:${elsewherePort}: gpualert never follows one`,
     );
     expect(hits).toBe(1);
+    // Not worth trying again: a one-shot query ends with exit 1, not 75.
+    const { runCli, cleanEnv } = await import('../infra/run-cli.ts');
+    const once = await runCli(['collect', 'prometheus', '--url', `http://127.0.0.1:${port}`, '--once', '--timeout', '2s'], { env: cleanEnv() });
+    expect([once.code, once.stderr]).toEqual([1, expect.stringMatching(/^error\[GA-PROMETHEUS-QUERY-FAILED\]: .*answered 302, a redirect to /)]);
+    expect(hits).toBe(1);
   });
 
   it('a one-shot query against a Prometheus that is not there ends with exit 75 and one line', async () => {

@@ -6,7 +6,7 @@ const brokerList = z
   .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter((s) => s !== ''))
   .pipe(z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'expected host:port[,host:port…]')).min(1, 'expected at least one host:port'));
 
-const SENTINEL_URL = /^redis\+sentinel:\/\/(?:[^@/]*@)?[^,:/@[\]\s]+(?::\d{1,5})?(?:,[^,:/@[\]\s]+(?::\d{1,5})?)*\/[\w.-]+(?:\/\d{1,2})?$/;
+const SENTINEL_URL = /^redis\+sentinel:\/\/(?:[^/]*@)?[^,:/@[\]\s]+(?::\d{1,5})?(?:,[^,:/@[\]\s]+(?::\d{1,5})?)*\/[\w.-]+(?:\/\d{1,2})?$/;
 
 /** A Redis URL the store can open, checked before anything starts (a malformed one used to fail later, as an internal error). */
 function redisUrlProblem(value: string): string | undefined {

@@ -98,6 +98,7 @@ describe('loadConfig', () => {
       'redis://:s3cret@redis:6379/2',
       'rediss://user:s3cret@redis.example:6380',
       'redis+sentinel://:s3cret@s1:26379,s2:26379,s3/mymaster/1',
+      'redis+sentinel://:s3c@ret@s1:26379/mymaster',
     ])
       expect(problem(good)).toBe('accepted');
   });

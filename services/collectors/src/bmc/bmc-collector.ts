@@ -92,6 +92,8 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
     return cursor;
   };
 
+  /** The BMCs whose last poll read nothing: warned once, until one reads again. */
+  const readingNothing = new Set<string>();
   const pollOnce = async (target: BmcTarget): Promise<void> => {
     const at = new Date();
     const labels = { ...options.labels, ...target.labels };
@@ -104,13 +106,17 @@ export function startBmcCollector(options: BmcCollectorOptions): { stop(): Promi
       if (reading.incomplete && reading.incomplete.length > 0) {
         options.log.warn({ host: target.host, bmc: target.source.where, incomplete: reading.incomplete.slice(0, 5) }, 'bmc_poll_incomplete');
       }
-      if (reading.problems.length > 0 && readNothing(sample)) {
-        // Every link refused or off-host: the BMC answers, yet nothing of it is watched. Said at the default level.
+      const nothing = reading.problems.length > 0 && readNothing(sample);
+      if (!nothing && readingNothing.delete(target.host)) options.log.info({ host: target.host, bmc: target.source.where }, 'bmc_poll_reads_again');
+      if (nothing && !readingNothing.has(target.host)) {
+        // Every link refused or off-host: the BMC answers, yet nothing of it is watched. Said at the
+        // default level, once until it reads again (not at every poll of every BMC).
+        readingNothing.add(target.host);
         options.log.warn(
           { host: target.host, bmc: target.source.where, problems: reading.problems.slice(0, 5), count: reading.problems.length },
           'bmc_poll_read_nothing',
         );
-      } else if (reading.problems.length > 0) {
+      } else if (reading.problems.length > 0 && !nothing) {
         options.log.debug({ host: target.host, problems: reading.problems.slice(0, 5), count: reading.problems.length }, 'bmc_poll_partial');
       }
     } catch (error) {

@@ -40,10 +40,12 @@ export interface PrometheusGpus {
 /** Why a query failed; `kind` says how (the base's `code` is GA-PROMETHEUS-QUERY-FAILED). */
 export class PrometheusQueryError extends GpualertError {
   constructor(
-    readonly kind: 'unreachable' | 'timeout' | 'unparseable' | 'too_large',
+    readonly kind: 'unreachable' | 'timeout' | 'unparseable' | 'too_large' | 'redirected',
     message: string,
   ) {
-    super('GA-PROMETHEUS-QUERY-FAILED', message, { retriable: kind !== 'too_large' });
+    // Worth asking again only when Prometheus was away or slow; an answer it gave that cannot be used
+    // (a redirect, not JSON, too large) will be the same next time.
+    super('GA-PROMETHEUS-QUERY-FAILED', message, { retriable: kind === 'unreachable' || kind === 'timeout' });
   }
 }
 
@@ -121,7 +123,7 @@ export async function queryPrometheusGpus(options: PrometheusQueryOptions): Prom
       // an unreadable Location is still a redirect, refused the same
     }
     throw new PrometheusQueryError(
-      'unparseable',
+      'redirected',
       `${where} answered ${response.status}, a redirect to ${toOrigin}: gpualert never follows one; give Prometheus' own URL in --url`,
     );
   }
