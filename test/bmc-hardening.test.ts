@@ -59,6 +59,36 @@ function selBmc(entries: Doc[], options: { pageSize: number; skip: boolean }) {
   };
 }
 
+/** One poll of one BMC by the collector, and the log lines it wrote at `level` and above. */
+async function logOfOnePoll(client: { get(path: string): Promise<Doc> }, host: string, level: 'warn' | 'info'): Promise<Record<string, unknown>[]> {
+  const lines: string[] = [];
+  const log = createLogger({
+    name: 'test',
+    level,
+    destination: new Writable({
+      write(chunk: Buffer, _e, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    }),
+  });
+  const bus = new MemoryBus();
+  await bus.ensureTopics(Object.values(TOPICS));
+  const collector = startBmcCollector({
+    bus,
+    store: new MemoryStore(),
+    intervalMs: 60_000,
+    log,
+    targets: [{ host, source: { origin: 'redfish', where: 'fake-bmc', poll: () => pollRedfish(client), close: async () => {} } }],
+  });
+  try {
+    await waitFor(() => collector.stats.polls > 0, 'one poll', 10_000);
+  } finally {
+    await collector.stop();
+  }
+  return lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
 async function newCriticalIsSeen(order: 'oldest-first' | 'newest-first', count: number, bmc: { pageSize: number; skip: boolean }) {
   const now = Date.now();
   const entries = Array.from({ length: count }, (_, i) => selEntry(i + 1, now - (count - i) * 60_000 - 2 * DAY));
@@ -108,32 +138,8 @@ describe('a full SEL: the newest entries are the ones read', () => {
       Array.from({ length: 5_000 }, (_, i) => selEntry(i + 1, now - (5_000 - i) * 60_000)),
       { pageSize: 100, skip: false },
     );
-    const lines: string[] = [];
-    const log = createLogger({
-      name: 'test',
-      level: 'warn',
-      destination: new Writable({
-        write(chunk: Buffer, _e, cb) {
-          lines.push(chunk.toString());
-          cb();
-        },
-      }),
-    });
-    const bus = new MemoryBus();
-    await bus.ensureTopics(Object.values(TOPICS));
-    const collector = startBmcCollector({
-      bus,
-      store: new MemoryStore(),
-      intervalMs: 60_000,
-      log,
-      targets: [{ host: 'gpu-node-3', source: { origin: 'redfish', where: 'fake-bmc', poll: () => pollRedfish(fake), close: async () => {} } }],
-    });
-    try {
-      await waitFor(() => collector.stats.polls > 0, 'one poll', 10_000);
-    } finally {
-      await collector.stop();
-    }
-    const warned = lines.map((l) => JSON.parse(l) as { msg: string; host: string; incomplete: string[] }).find((l) => l.msg === 'bmc_poll_incomplete');
+    const lines = await logOfOnePoll(fake, 'gpu-node-3', 'warn');
+    const warned = lines.find((l) => l.msg === 'bmc_poll_incomplete');
     expect(warned).toMatchObject({ host: 'gpu-node-3', incomplete: [expect.stringContaining('SEL truncated')] });
   });
 
@@ -146,34 +152,7 @@ describe('a full SEL: the newest entries are the ones read', () => {
       },
     };
     const partly = selBmc([], { pageSize: 100, skip: true }); // health read, its Chassis link absent
-    const said = async (client: { get(path: string): Promise<Doc> }) => {
-      const lines: string[] = [];
-      const log = createLogger({
-        name: 'test',
-        level: 'info',
-        destination: new Writable({
-          write(chunk: Buffer, _e, cb) {
-            lines.push(chunk.toString());
-            cb();
-          },
-        }),
-      });
-      const bus = new MemoryBus();
-      await bus.ensureTopics(Object.values(TOPICS));
-      const collector = startBmcCollector({
-        bus,
-        store: new MemoryStore(),
-        intervalMs: 60_000,
-        log,
-        targets: [{ host: 'gpu-node-4', source: { origin: 'redfish', where: 'fake-bmc', poll: () => pollRedfish(client), close: async () => {} } }],
-      });
-      try {
-        await waitFor(() => collector.stats.polls > 0, 'one poll', 10_000);
-      } finally {
-        await collector.stop();
-      }
-      return lines.map((l) => JSON.parse(l) as { msg: string; level: number | string });
-    };
+    const said = (client: { get(path: string): Promise<Doc> }) => logOfOnePoll(client, 'gpu-node-4', 'info');
     const nothing = await said(refusing);
     expect(nothing.find((l) => l.msg === 'bmc_poll_read_nothing')).toMatchObject({ msg: 'bmc_poll_read_nothing' });
     const partial = await said(partly);
