@@ -204,6 +204,11 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--port <port>', 'the silences API and /metrics (also GPUALERT_NOTIFIER_PORT; default 9095)')
     .option('--listen <address>', 'address to bind (also GPUALERT_NOTIFIER_LISTEN; default 0.0.0.0)')
     .option('--rules <dir>', "the engine's rules, for the console's baseline bands (default: the bundled rules/)")
+    .option(
+      '--replica <name>',
+      'run as this replica of a notifier cluster: every replica reads every alert, each page is sent once (also GPUALERT_NOTIFIER_REPLICA)',
+    )
+    .option('--peer-timeout <duration>', 'how long each replica waits for the ones before it (also GPUALERT_NOTIFIER_PEER_TIMEOUT; default 15s)')
     .action(run(notifier));
 
   program

@@ -10,12 +10,14 @@ export {
   type NotifierState,
   type ResolvedRoute,
   type Silence,
+  type Told,
 } from './notifier-types.ts';
 export { RoutesFile, type RouteSpec } from './route-config.ts';
 export { routesFor, walkRoutes } from './routing.ts';
 export { emptyNotifierState, loadNotifierState, NotifierCore, saveNotifierState, type Decision } from './notifier-core.ts';
 export {
   MAX_SAVED_ALERTS,
+  MAX_SAVED_ALERTS_PER_GROUP,
   MAX_SAVED_ENTRY_CHARS,
   MAX_SAVED_GROUPS,
   MAX_SAVED_SILENCES,

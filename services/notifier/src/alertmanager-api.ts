@@ -248,10 +248,17 @@ export async function deleteSilence(store: StateStore, id: string, now: number):
 }
 
 const STARTED = Date.now();
-/** `GET /api/v2/status`: no cluster (one notifier), the version and the routes file as loaded. */
-export function status(routes: RoutesFile | undefined, version: string) {
+/** What `/api/v2/status` says of the cluster, as Alertmanager's ClusterStatus: this replica's name, `ready`, and the live peers. */
+export interface ClusterView {
+  readonly name: string;
+  readonly status: 'ready' | 'settling' | 'disabled';
+  readonly peers: readonly { readonly name: string; readonly address: string }[];
+}
+
+/** `GET /api/v2/status`: the cluster (disabled for a notifier run alone), the version and the routes file as loaded. */
+export function status(routes: RoutesFile | undefined, version: string, cluster?: ClusterView) {
   return {
-    cluster: { status: 'disabled', peers: [], name: 'gpualert' },
+    cluster: cluster ?? { status: 'disabled', peers: [], name: 'gpualert' },
     versionInfo: { version, revision: '', branch: '', buildUser: '', buildDate: '', goVersion: `gpualert on node ${process.version}` },
     // The file as written: amtool's `config routes` parses it. Secrets in it are `env:` references, never values.
     config: { original: routes?.original ?? '' },
@@ -271,6 +278,8 @@ export interface NotifierView {
   state(): Readonly<NotifierState>;
   /** Whether the notifier can do its work now (`/readyz`, `/-/ready`); absent: ready when it answers. */
   ready?(): Promise<Readiness>;
+  /** The cluster this notifier is a replica of; absent: it runs alone. */
+  cluster?(): ClusterView;
 }
 
 /** `GET /api/v2/alerts` and `/alerts/groups` filters: the state flags (all true unless said), label matchers, a receiver regex. */

@@ -71,6 +71,18 @@ export class NotifierMetrics {
     if (ok) this.reloadSuccessTime.set(at / 1000);
   }
 
+  /** Named after Alertmanager's alertmanager_cluster_members and alertmanager_peer_position. */
+  readonly clusterMembers = new Gauge({
+    name: 'gpualert_notifier_cluster_members',
+    help: 'Live replicas of the notifier cluster, this one included (1 for a notifier run alone).',
+    registers: [this.registry],
+  });
+  readonly peerPosition = new Gauge({
+    name: 'gpualert_notifier_peer_position',
+    help: "This replica's position in the notifier cluster: it waits position × peer timeout before sending what no replica before it sent.",
+    registers: [this.registry],
+  });
+
   readonly notifications = new Counter({
     name: 'gpualert_notifier_notifications_total',
     help: 'Delivery attempts and decisions by receiver and outcome (sent, failed, suppressed, dead_lettered).',
@@ -234,7 +246,7 @@ export function createNotifierServer(
           const id = /^\/api\/v2\/silence\/([\w-]+)$/.exec(url.pathname)?.[1];
           if (id !== undefined && req.method === 'GET') return await answer(getSilence(store, id, now));
           if (id !== undefined && req.method === 'DELETE') return await answer(deleteSilence(store, id, now));
-          if (url.pathname === '/api/v2/status' && req.method === 'GET') return send(200, status(view?.routes ?? routes, '0.25.0-gpualert'));
+          if (url.pathname === '/api/v2/status' && req.method === 'GET') return send(200, status(view?.routes ?? routes, '0.25.0-gpualert', view?.cluster?.()));
           if (url.pathname === '/api/v2/receivers' && req.method === 'GET') return send(200, receivers(view?.routes ?? routes));
           return send(404, { code: 404, message: `no ${req.method ?? ''} ${url.pathname}` });
         } catch (error) {

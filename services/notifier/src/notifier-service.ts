@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus, Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
-import { NotifierCore, type Decision, type Notification, type NotifierState, type RoutesFile } from '@gpualert/notify';
+import { NotifierCore, type Decision, type Notification, type NotifierState, type RoutesFile, type Told } from '@gpualert/notify';
 import {
   busReady,
   consumerReady,
@@ -14,7 +14,11 @@ import {
 } from '@gpualert/runtime';
 import { TOPICS } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
-import type { NotifierView } from './alertmanager-api.ts';
+import type { ClusterView, NotifierView } from './alertmanager-api.ts';
+import { DeferredPages } from './cluster/deferred-pages.ts';
+import { ClusterMembership } from './cluster/membership.ts';
+import { replicaStore } from './cluster/replica-store.ts';
+import { SharedNotificationLog, type NotificationLogEntry } from './cluster/shared-notification-log.ts';
 import { DeliveryLoop } from './delivery-loop.ts';
 import type { RetryPolicy } from './delivery.ts';
 import type { NotifierMetrics } from './notifier-http.ts';
@@ -34,12 +38,31 @@ export interface NotifierOptions {
   readonly flushEveryMs?: number;
   readonly group?: string;
   readonly metrics?: NotifierMetrics;
+  /** A replica of a notifier cluster (Alertmanager's HA model); absent: this notifier shares the alerts' partitions with any other. */
+  readonly cluster?: ClusterOptions;
 }
 
+export interface ClusterOptions {
+  /** This replica's name: stable across restarts (a StatefulSet pod's name), unique in the cluster. */
+  readonly replica: string;
+  /** How long each position waits for the ones before it (Alertmanager's --cluster.peer-timeout, 15 s). */
+  readonly peerTimeoutMs: number;
+  /** Where its API answers, as /api/v2/status shows it. */
+  readonly address?: string;
+}
+
+/** Under a replica's own keys: when it first started (ms since the epoch). */
+const SINCE_KEY = 'cluster:since';
 /** How many unreadable entries one warning line names (the count is always whole). */
 const MAX_NAMED_IN_WARNING = 5;
 /** Flushing done between two turns of the event loop, in ms (one group is never split). */
 const FLUSH_SLICE_MS = 10;
+
+/** What a flush decided, and the cluster's log of each group it sent for (written with the step). */
+interface Flushed {
+  readonly decisions: Decision[];
+  readonly logged: ReadonlyMap<string, NotificationLogEntry>;
+}
 
 /** The running notifier: stop it, or read its routes and state (as last saved) for the API, and whether it can do its work (`/readyz`). */
 export interface RunningNotifier extends RunningService, NotifierView {
@@ -64,18 +87,27 @@ export interface RunningNotifier extends RunningService, NotifierView {
  * ties them (one at a time, rolled back whole when it fails), the tick and the heartbeat.
  */
 export async function startNotifier(options: NotifierOptions): Promise<RunningNotifier> {
-  const { store, log } = options;
+  const { store, log, cluster } = options;
   let routes = options.routes;
   let core = new NotifierCore(routes);
   /** This run of the notifier: its outbox entries carry it, and its heartbeat key says it is alive. */
   const outbox = new Outbox(store, randomUUID().slice(0, 12), log);
   await outbox.alive();
+  // A replica: its place among the live ones (its wait), the log of what the cluster sent, and the pages it holds for its wait.
+  const members = cluster ? new ClusterMembership(store, cluster.replica, outbox.instance, cluster.peerTimeoutMs, log, cluster.address) : undefined;
+  await members?.beat(Date.now());
+  const nflog = cluster ? new SharedNotificationLog(store) : undefined;
+  const deferred = new DeferredPages();
   const pageLog = new SharedPageLog(
     store,
     routes.receivers.map((r) => r.name),
   );
   /** Each step saves what it changed; what the last step committed is what a failed one goes back to. */
-  const saved = new NotifierStateStore(store, log);
+  const own = cluster ? replicaStore(store, cluster.replica) : store;
+  const saved = new NotifierStateStore(own, log);
+  // A replica's first start, kept: what was published before it is the other replicas' (a week of
+  // alerts read as news would page again faults that fired and resolved), what came after is its own.
+  const since = cluster ? await firstStart(own, Date.now()) : undefined;
   const state: NotifierState = await saved.load();
   const seeded = await pageLog.seed(state);
   if (seeded > 0) log.info({ faults: seeded }, 'page_log_seeded');
@@ -119,26 +151,63 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
    * FLUSH_SLICE_MS: three groups of 20,000 alerts in one piece held the loop 60 ms. Only steps
    * change the state, one at a time, so nothing moves while this waits.
    */
-  const flush = async (now: number): Promise<Decision[]> => {
+  const flush = async (now: number): Promise<Flushed> => {
     const decisions: Decision[] = [];
+    const logged = new Map<string, NotificationLogEntry>();
+    // A replica at position p runs its groups' clocks p × peer timeout behind the first, and takes
+    // the cluster's log of each group before it decides: what a replica before it sent is not news.
+    const at = now - (members?.waitMs() ?? 0);
+    const due = core.dueGroups(state, at);
+    if (nflog && due.length > 0) await nflog.load(state, due);
     let slice = performance.now();
-    for (const key of core.dueGroups(state, now)) {
-      decisions.push(...core.flushGroup(state, key, now));
+    for (const key of due) {
+      const before = state.groups[key]?.lastSent;
+      decisions.push(...core.flushGroup(state, key, at));
+      const group = state.groups[key];
+      if (nflog && (!group || group.lastSent !== before)) logged.set(key, group ? { lastSent: group.lastSent, told: group.told } : { lastSent: at, told: {} });
       if (performance.now() - slice > FLUSH_SLICE_MS) {
         await new Promise((resolve) => setImmediate(resolve));
         slice = performance.now();
       }
     }
     core.expireSilences(state, now);
-    return decisions;
+    return { decisions, logged };
+  };
+
+  /**
+   * A replica after the first: the pages a step decided are held for its wait (DeferredPages), and
+   * those whose wait is over are sent if no replica before it paged since. The page log's records
+   * of the step's faults as they were before it (`before`) are what holding one puts back.
+   */
+  const pagesAfterWait = async (
+    decisions: Decision[],
+    before: ReadonlyMap<string, Told | undefined>,
+    now: number,
+  ): Promise<{ decisions: Decision[]; fingerprints: string[] }> => {
+    const wait = members?.waitMs() ?? 0;
+    const kept = wait > 0 ? deferred.hold(state, decisions, before, now, wait) : decisions;
+    const fingerprints = deferred.dueFingerprints(now);
+    if (fingerprints.length === 0) return { decisions: kept, fingerprints };
+    await pageLog.load(state, fingerprints);
+    return { decisions: [...kept, ...deferred.release(state, now)], fingerprints };
+  };
+
+  /** The page log's records of these faults now, for every receiver: what a held page puts back. */
+  const pagesOf = (fingerprints: readonly string[]): Map<string, Told | undefined> => {
+    const out = new Map<string, Told | undefined>();
+    if (!members) return out;
+    for (const fp of fingerprints) for (const r of routes.receivers) out.set(`${r.name}|${fp}`, state.pages[`${r.name}|${fp}`]);
+    return out;
   };
 
   /** Ends a step: its messages to the outbox, what it held back recorded, the state saved, then the messages queued. */
-  const act = async (decisions: Decision[], fingerprints: readonly string[] = []) => {
+  const act = async (decisions: Decision[], fingerprints: readonly string[] = [], logged?: ReadonlyMap<string, NotificationLogEntry>) => {
     const sends = decisions.flatMap((d) => ('send' in d ? [d.send] : []));
     await outbox.put(sends);
+    // In a cluster every replica decides the same suppressions: the first alone records them.
+    const records = (members?.position() ?? 0) === 0;
     for (const d of decisions) {
-      if ('suppressed' in d) {
+      if ('suppressed' in d && records) {
         const { receiver, fingerprints: held, reason, detail } = d.suppressed;
         await deliveries.record(
           { receiver, channel: deliveries.channelOf(receiver), fingerprints: [...held], reason: `${reason}: ${detail}`, outcome: 'suppressed', attempt: 0 },
@@ -149,6 +218,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     await saved.save(state);
     // Last: should it fail, the step is decided again from the shared log, and its sends (same ids) queued then.
     await pageLog.save(state, fingerprints);
+    if (nflog && logged && logged.size > 0) await nflog.save(logged);
     for (const n of sends) deliveries.enqueue(n, Date.now());
   };
 
@@ -186,23 +256,27 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
 
   /** The alerts' step: a batch of alerts decided, then what is due flushed. */
   const subscription: Subscription = await options.bus.consume({
-    group: options.group ?? 'gpualert-notifier',
+    // A replica reads every alert, in a group of its own.
+    group: options.group ?? (cluster ? `gpualert-notifier-${cluster.replica}` : 'gpualert-notifier'),
     topics: [TOPICS.alerts],
     sessionTimeoutMs: 10_000,
     handler: (batch) =>
       transact(async () => {
         state.silences = await silences.current(state);
         // What every notifier paged for these faults: another may have paged (or resolved) them before this one took their partition.
-        const fingerprints = batch.items.flatMap(({ envelope }) => (envelope.type === 'alert' ? [envelope.data.fingerprint] : []));
+        const items = since === undefined ? batch.items : batch.items.filter((item) => item.message.timestamp >= since);
+        const fingerprints = items.flatMap(({ envelope }) => (envelope.type === 'alert' ? [envelope.data.fingerprint] : []));
         await pageLog.load(state, fingerprints);
+        const pagesBefore = pagesOf(fingerprints);
         const before = silences.seen(state);
-        const decisions: Decision[] = [];
-        for (const { envelope } of batch.items) {
-          if (envelope.type === 'alert') decisions.push(...core.ingest(state, envelope, Date.now()));
+        const ingested: Decision[] = [];
+        for (const { envelope } of items) {
+          if (envelope.type === 'alert') ingested.push(...core.ingest(state, envelope, Date.now()));
         }
         await silences.shareOwn(state, before);
-        decisions.push(...(await flush(Date.now())));
-        await act(decisions, fingerprints);
+        const paged = await pagesAfterWait(ingested, pagesBefore, Date.now());
+        const flushed = await flush(Date.now());
+        await act([...paged.decisions, ...flushed.decisions], [...fingerprints, ...paged.fingerprints], flushed.logged);
       }),
   });
 
@@ -213,9 +287,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       state.silences = await silences.current(state);
       await silences.announceNew(state);
       const active = silences.active(state);
-      const decisions = await flush(Date.now());
+      const paged = await pagesAfterWait([], new Map(), Date.now());
+      const flushed = await flush(Date.now());
       await silences.announceExpired(state, active);
-      await act(decisions);
+      await act([...paged.decisions, ...flushed.decisions], paged.fingerprints, flushed.logged);
     }).catch((error: unknown) => log.error({ error: String(error) }, 'notifier_flush_failed'));
   }, options.flushEveryMs ?? 1_000);
   timer.unref();
@@ -226,6 +301,9 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     if (stopped) return;
     void (async () => {
       await outbox.alive();
+      await members?.beat(Date.now());
+      options.metrics?.clusterMembers.set(members?.peers().length ?? 1);
+      options.metrics?.peerPosition.set(members?.position() ?? 0);
       for (const adopted of await outbox.orphans()) {
         deliveries.enqueue(adopted.notification, adopted.queuedAt);
         await resolveIfOver(adopted);
@@ -258,6 +336,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     // The API reads the state as the last step saved it: never half a step, never a step rolled back.
     state: () => saved.snapshot(),
     // Ready when it can read alerts and keep its outbox: Kafka answers, its consumer is in the group, the store answers.
+    ...(members ? { cluster: (): ClusterView => ({ name: members.replica, status: 'ready', peers: members.peers() }) } : {}),
     ready: sharedReadiness(() => [busReady(options.bus), consumerReady('alerts consumer', subscription), storeReady(store)]),
     async stop() {
       clearInterval(timer);
@@ -267,12 +346,21 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       // Then deliveries give up at once, so a failing receiver cannot hold the stop past its limit.
       stopped = true;
       await deliveries.stop();
-      // What it leaves in the outbox is taken over by another notifier at once rather than after the TTL.
+      // What it leaves in the outbox is taken over by another notifier at once rather than after the TTL; the next replica moves up.
       await outbox.gone();
+      await members?.leave().catch(() => undefined);
     },
   };
 }
 
 export function notifierService(routes: RoutesFile, env: Readonly<Record<string, string | undefined>>): ServiceDefinition {
   return { name: 'notifier', start: (context) => startNotifier({ ...context, routes, env }) };
+}
+
+/** When this replica first started, as its own keys remember it (set once, at its first start). */
+async function firstStart(own: StateStore, now: number): Promise<number> {
+  await own.compareAndSet(SINCE_KEY, null, String(now));
+  const text = await own.get(SINCE_KEY);
+  const since = Number(text);
+  return text !== null && Number.isFinite(since) ? since : now;
 }

@@ -37,7 +37,9 @@ export async function notifier(options: Options): Promise<number> {
     const metrics = new NotifierMetrics();
     let service;
     try {
-      service = await startNotifier({ bus: infra.bus, store: infra.store, log, routes, env: process.env, metrics });
+      const cluster =
+        settings.replica === undefined ? undefined : { replica: settings.replica, peerTimeoutMs: settings.peerTimeout, address: `${hostname()}:${port}` };
+      service = await startNotifier({ bus: infra.bus, store: infra.store, log, routes, env: process.env, metrics, ...(cluster ? { cluster } : {}) });
     } catch (error) {
       if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
       throw error;

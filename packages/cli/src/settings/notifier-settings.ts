@@ -2,6 +2,28 @@ import { COMMON_SOURCES, CommonConfig, listenSetting, portSetting, tokenSetting 
 import { DEFAULT_ROUTES } from '@gpualert/notify';
 import { z } from 'zod';
 import { commandSettings } from './command-settings.ts';
+import { unitMs } from '../duration.ts';
+
+/** A replica's name: a StatefulSet pod's name, a host name; it names the replica's own keys and consumer group. */
+export const replicaSetting = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(
+    /^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$/,
+    'expected a name of lower-case letters, digits, dots, dashes and underscores (a pod name, such as gpualert-notifier-0)',
+  );
+
+/** How long each replica waits for the ones before it: 1s to 5m, as `15s`, `500ms`, `1m`. */
+export const peerTimeoutSetting = z.string().transform((text, context) => {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(text.trim());
+  const ms = match ? Math.round(Number(match[1]) * unitMs(match[2])) : Number.NaN;
+  if (!(ms >= 1_000 && ms <= 300_000)) {
+    context.addIssue({ code: 'custom', message: 'expected a duration from 1s to 5m, such as 15s' });
+    return z.NEVER;
+  }
+  return ms;
+});
 
 /** The notifier's API port when neither a flag nor GPUALERT_NOTIFIER_PORT says: Alertmanager's 9093 is often taken beside it. */
 export const DEFAULT_NOTIFIER_PORT = 9095;
@@ -26,8 +48,18 @@ export const NOTIFIER_SETTINGS = commandSettings({
     routes: z.string().min(1).default(DEFAULT_ROUTES),
     rules: z.string().min(1).optional(),
     ...NOTIFIER_SHAPE,
+    /** A replica of a notifier cluster (Alertmanager's HA model); none: the notifier shares the alerts' partitions with any other. */
+    replica: replicaSetting.optional(),
+    peerTimeout: peerTimeoutSetting.default(15_000),
   }),
-  sources: { ...COMMON_SOURCES, routes: { env: 'GPUALERT_ROUTES' }, rules: {}, ...NOTIFIER_SOURCES },
+  sources: {
+    ...COMMON_SOURCES,
+    routes: { env: 'GPUALERT_ROUTES' },
+    rules: {},
+    ...NOTIFIER_SOURCES,
+    replica: { env: 'GPUALERT_NOTIFIER_REPLICA' },
+    peerTimeout: { env: 'GPUALERT_NOTIFIER_PEER_TIMEOUT' },
+  },
 });
 
 /** `routes test|show` and `rules check`: the routes file alone. */
