@@ -16,6 +16,7 @@ import { TOPICS } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import type { ClusterView, NotifierView } from './alertmanager-api.ts';
 import { DeferredPages } from './cluster/deferred-pages.ts';
+import { HeldGroupMessages } from './cluster/held-group-messages.ts';
 import { ClusterMembership } from './cluster/membership.ts';
 import { replicaStore } from './cluster/replica-store.ts';
 import { SharedNotificationLog, type NotificationLogEntry } from './cluster/shared-notification-log.ts';
@@ -98,6 +99,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   await members?.beat(Date.now());
   const nflog = cluster ? new SharedNotificationLog(store) : undefined;
   const deferred = new DeferredPages();
+  const heldGroups = new HeldGroupMessages();
   const pageLog = new SharedPageLog(
     store,
     routes.receivers.map((r) => r.name),
@@ -154,42 +156,53 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   const flush = async (now: number): Promise<Flushed> => {
     const decisions: Decision[] = [];
     const logged = new Map<string, NotificationLogEntry>();
-    // A replica at position p runs its groups' clocks p × peer timeout behind the first, and takes
-    // the cluster's log of each group before it decides: what a replica before it sent is not news.
-    const at = now - (members?.waitMs() ?? 0);
-    const due = core.dueGroups(state, at);
+    // Every replica flushes a group on the same ticks, having taken the cluster's log of it first
+    // (what a replica before it sent is not news); one at position p holds what it would send for
+    // p × peer timeout (HeldGroupMessages).
+    const wait = members?.waitMs() ?? 0;
+    const due = core.dueGroups(state, now);
     if (nflog && due.length > 0) await nflog.load(state, due);
     let slice = performance.now();
     for (const key of due) {
-      const before = state.groups[key]?.lastSent;
-      decisions.push(...core.flushGroup(state, key, at));
-      const group = state.groups[key];
-      if (nflog && (!group || group.lastSent !== before)) logged.set(key, group ? { lastSent: group.lastSent, told: group.told } : { lastSent: at, told: {} });
+      const before = state.groups[key];
+      const dueAt = before?.nextFlush ?? now;
+      const lastSent = before?.lastSent;
+      const flushed = core.flushGroup(state, key, now);
+      if (wait > 0) {
+        decisions.push(...heldGroups.hold(key, flushed, dueAt, now, wait));
+      } else {
+        decisions.push(...flushed);
+        // Only what this replica told goes to the cluster's log: one that told nothing must not
+        // write over the entry of one that did (every replica flushes every group).
+        const group = state.groups[key];
+        const told = group ? group.lastSent !== lastSent : flushed.some((d) => 'send' in d);
+        if (nflog && told) logged.set(key, group ? { lastSent: group.lastSent, told: group.told } : { lastSent: now, told: {} });
+      }
       if (performance.now() - slice > FLUSH_SLICE_MS) {
         await new Promise((resolve) => setImmediate(resolve));
         slice = performance.now();
       }
     }
     core.expireSilences(state, now);
+    // What this replica held is sent now if nobody before it told the same since.
+    const releasable = heldGroups.dueGroups(now);
+    if (nflog && releasable.length > 0) {
+      const released = heldGroups.release(now, await nflog.entries(releasable));
+      decisions.push(...released.decisions);
+      for (const [key, entry] of released.logged) logged.set(key, entry);
+    }
     return { decisions, logged };
   };
 
   /**
-   * A replica after the first: the pages a step decided are held for its wait (DeferredPages), and
-   * those whose wait is over are sent if no replica before it paged since. The page log's records
-   * of the step's faults as they were before it (`before`) are what holding one puts back.
+   * A replica after the first: the pages whose wait is over are sent if no replica before it paged
+   * (or resolved) them since, as the shared page log says now (DeferredPages).
    */
-  const pagesAfterWait = async (
-    decisions: Decision[],
-    before: ReadonlyMap<string, Told | undefined>,
-    now: number,
-  ): Promise<{ decisions: Decision[]; fingerprints: string[] }> => {
-    const wait = members?.waitMs() ?? 0;
-    const kept = wait > 0 ? deferred.hold(state, decisions, before, now, wait) : decisions;
+  const pagesAfterWait = async (now: number): Promise<Decision[]> => {
     const fingerprints = deferred.dueFingerprints(now);
-    if (fingerprints.length === 0) return { decisions: kept, fingerprints };
+    if (fingerprints.length === 0) return [];
     await pageLog.load(state, fingerprints);
-    return { decisions: [...kept, ...deferred.release(state, now)], fingerprints };
+    return deferred.release(state, now);
   };
 
   /** The page log's records of these faults now, for every receiver: what a held page puts back. */
@@ -270,13 +283,20 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
         const pagesBefore = pagesOf(fingerprints);
         const before = silences.seen(state);
         const ingested: Decision[] = [];
-        for (const { envelope } of items) {
-          if (envelope.type === 'alert') ingested.push(...core.ingest(state, envelope, Date.now()));
+        const wait = members?.waitMs() ?? 0;
+        for (const { envelope, message } of items) {
+          if (envelope.type !== 'alert') continue;
+          // A replica takes each alert as of when it was published, so that the replicas, each
+          // reading at its own pace, start a group's clock (and a page's wait) at the same moment.
+          const at = members ? publishedAt(message.timestamp, Date.now()) : Date.now();
+          const decided = core.ingest(state, envelope, at);
+          // Held pages are not in the shared log until sent (what the log had before goes back).
+          ingested.push(...(wait > 0 ? deferred.hold(state, decided, pagesBefore, at, wait) : decided));
         }
         await silences.shareOwn(state, before);
-        const paged = await pagesAfterWait(ingested, pagesBefore, Date.now());
+        const paged = [...ingested, ...(await pagesAfterWait(Date.now()))];
         const flushed = await flush(Date.now());
-        await act([...paged.decisions, ...flushed.decisions], [...fingerprints, ...paged.fingerprints], flushed.logged);
+        await act([...paged, ...flushed.decisions], members ? pagedFaults(paged) : fingerprints, flushed.logged);
       }),
   });
 
@@ -287,10 +307,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       state.silences = await silences.current(state);
       await silences.announceNew(state);
       const active = silences.active(state);
-      const paged = await pagesAfterWait([], new Map(), Date.now());
+      const paged = await pagesAfterWait(Date.now());
       const flushed = await flush(Date.now());
       await silences.announceExpired(state, active);
-      await act([...paged.decisions, ...flushed.decisions], paged.fingerprints, flushed.logged);
+      await act([...paged, ...flushed.decisions], pagedFaults(paged), flushed.logged);
     }).catch((error: unknown) => log.error({ error: String(error) }, 'notifier_flush_failed'));
   }, options.flushEveryMs ?? 1_000);
   timer.unref();
@@ -363,4 +383,26 @@ async function firstStart(own: StateStore, now: number): Promise<number> {
   const text = await own.get(SINCE_KEY);
   const since = Number(text);
   return text !== null && Number.isFinite(since) ? since : now;
+}
+
+/**
+ * The faults whose page a step sent (or resolved). A replica writes the shared page log for these
+ * alone: every replica reads every alert, and one that wrote what it merely saw would write over
+ * what the replica that paged recorded (a resolve then finds no page to resolve).
+ */
+function pagedFaults(decisions: readonly Decision[]): string[] {
+  const out: string[] = [];
+  for (const d of decisions) {
+    if (!('send' in d) || (d.send.reason !== 'page' && d.send.reason !== 'page_resolve')) continue;
+    for (const alert of d.send.alerts) out.push(alert.fingerprint);
+  }
+  return out;
+}
+
+/** How far back a replica dates an alert it reads late: past this, it counts from now (a replica catching up a long lag). */
+const MAX_DATED_BACK_MS = 60_000;
+
+/** When an alert was published, as a replica dates it: never in the future, never more than a minute back. */
+function publishedAt(timestamp: number, now: number): number {
+  return Number.isFinite(timestamp) ? Math.min(now, Math.max(timestamp, now - MAX_DATED_BACK_MS)) : now;
 }

@@ -22,7 +22,7 @@ const FIELD = z
 const CONCURRENCY = 64;
 
 export class SharedPageLog {
-  /** The fingerprints the last `load` found a field for: only those can need deleting at `save`. */
+  /** The fingerprints this step's loads found a field for: only those can need deleting at `save` (none loaded: any may). */
   private stored: Set<string> | undefined;
 
   constructor(
@@ -56,7 +56,11 @@ export class SharedPageLog {
     if (this.receivers.length === 0) return;
     const unique = [...new Set(fingerprints)];
     const texts = await inBatches(unique, (fp) => this.store.hashGet(PAGES_KEY, fp));
-    this.stored = new Set(unique.filter((_, i) => texts[i] !== null && texts[i] !== undefined));
+    // A step may load twice (its alerts, then a replica's held pages): what either found is stored.
+    this.stored ??= new Set();
+    unique.forEach((fp, i) => {
+      if (texts[i] !== null && texts[i] !== undefined) this.stored?.add(fp);
+    });
     unique.forEach((fp, i) => {
       const text = texts[i];
       let parsed: z.infer<typeof FIELD> | undefined = Object.create(null) as z.infer<typeof FIELD>;
@@ -107,6 +111,7 @@ export class SharedPageLog {
     }
     if (Object.keys(fields).length > 0) await this.store.hashSet(PAGES_KEY, fields);
     if (gone.length > 0) await this.store.hashDelete(PAGES_KEY, ...gone);
+    this.stored = undefined; // the next step's loads say afresh
   }
 }
 

@@ -67,7 +67,12 @@ export function recordSent(group: Group, alerts: readonly AlertView[], now: numb
   for (const alert of alerts) group.told[alert.fingerprint] = { status: alert.status, severity: alert.severity, at: now };
 }
 
-/** After a flush: resolved alerts leave the group (and the log), the next flush waits group_interval, and an empty group is gone. */
+/**
+ * After a flush: resolved alerts leave the group (and the log), the next flush is group_interval
+ * after the one due now (not after now: a flush a tick late does not push every later one back,
+ * so replicas of a cluster, which started the group at the same alert, keep flushing in step), and
+ * an empty group is gone. A flush later than a whole interval waits a whole interval from now.
+ */
 export function settle(state: NotifierState, group: Group, now: number): void {
   for (const alert of Object.values(group.alerts)) {
     if (alert.status === 'resolved') {
@@ -75,6 +80,7 @@ export function settle(state: NotifierState, group: Group, now: number): void {
       delete group.told[alert.fingerprint];
     }
   }
-  group.nextFlush = now + group.route.groupInterval;
+  const next = group.nextFlush + group.route.groupInterval;
+  group.nextFlush = next > now ? next : now + group.route.groupInterval;
   if (Object.keys(group.alerts).length === 0) delete state.groups[group.key];
 }

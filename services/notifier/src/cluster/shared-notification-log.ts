@@ -38,19 +38,25 @@ export class SharedNotificationLog {
    * missing, unreadable or older entry leaves the group as it is. Returns how many were replaced.
    */
   async load(state: NotifierState, keys: readonly string[]): Promise<number> {
-    const texts = await inBatches(keys, (key) => this.store.get(NFLOG_KEY(key)));
+    const entries = await this.entries(keys);
     let merged = 0;
-    keys.forEach((key, i) => {
+    for (const key of keys) {
       const group = state.groups[key];
-      const entry = read(texts[i] ?? null, key);
-      if (!group || !entry || entry.lastSent <= group.lastSent) return;
+      const entry = entries.get(key);
+      if (!group || !entry || entry.lastSent <= group.lastSent) continue;
       // Told records are replaced, never edited (the saved state sees each as a change by identity).
       for (const fingerprint of Object.keys(group.told)) if (!Object.hasOwn(entry.told, fingerprint)) delete group.told[fingerprint];
       for (const [fingerprint, told] of Object.entries(entry.told)) group.told[fingerprint] = { ...told };
       group.lastSent = entry.lastSent;
       merged += 1;
-    });
+    }
     return merged;
+  }
+
+  /** These groups' entries as the store has them now (none: missing, unreadable, or another group's). */
+  async entries(keys: readonly string[]): Promise<Map<string, NotificationLogEntry | undefined>> {
+    const texts = await inBatches(keys, (key) => this.store.get(NFLOG_KEY(key)));
+    return new Map(keys.map((key, i) => [key, read(texts[i] ?? null, key)]));
   }
 
   /** After a step that sent: each group's log as this replica now has it (empty for a group that is gone: everything in it resolved). */
