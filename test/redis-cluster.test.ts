@@ -4,7 +4,11 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRING_KEY, GROUP_ALERTS_KEY, GROUPS_KEY, LEGACY_STATE_KEY, STATE_KEY } from '../services/notifier/src/notifier-state-store.ts';
 import { engineHostKey } from '@gpualert/engine';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { onFreePort } from './infra/free-port.ts';
 import { RedisCluster } from './infra/redis-cluster.ts';
+import { OwnRedis } from './infra/redis-server.ts';
 import { uniqueName, waitFor } from './infra/wait-for.ts';
 
 /**
@@ -12,6 +16,8 @@ import { uniqueName, waitFor } from './infra/wait-for.ts';
  * redis-server): the same conformance suite as a single Redis, the slot rule its keys keep, and a
  * master failing over under it.
  */
+const run = promisify(execFile);
+
 let cluster: RedisCluster;
 beforeAll(async () => {
   cluster = await RedisCluster.start();
@@ -95,6 +101,30 @@ describe('a cluster nobody answers', () => {
       await store.close();
     }
   }, 90_000);
+});
+
+describe('moving a deployment from one Redis to a cluster', () => {
+  it("redis-cli --cluster import carries every key under its name but the notifier's state, which starts empty there", async () => {
+    const prefix = `${uniqueName('moved')}:`;
+    const single = await onFreePort((port) => OwnRedis.start(port));
+    const before = new RedisStore({ url: single.url, prefix });
+    const after = new RedisStore({ url: cluster.url, prefix });
+    try {
+      await before.set(engineHostKey('gpu-1'), 'state of gpu-1');
+      await before.hashSet('notifier:pages', { fp: 'told' });
+      await before.hashSet(GROUPS_KEY, { g: 'group' });
+      await run('redis-cli', ['--cluster', 'import', `127.0.0.1:${cluster.nodes[0]!.port}`, '--cluster-from', `127.0.0.1:${single.port}`, '--cluster-copy'], {
+        timeout: 60_000,
+      });
+      expect(await after.get(engineHostKey('gpu-1'))).toBe('state of gpu-1');
+      expect(await after.hashGetAll('notifier:pages')).toEqual({ fp: 'told' });
+      expect(await after.hashGetAll(GROUPS_KEY)).toEqual({});
+    } finally {
+      await before.close();
+      await after.close();
+      await single.stop();
+    }
+  });
 });
 
 // Last: it leaves the cluster with one master's replica in its place.
