@@ -9,7 +9,7 @@ export interface ClusterUrl {
   readonly password?: string;
 }
 
-export const CLUSTER_URL_FORM = 'redis+cluster://[[user]:password@]host:port[,host:port…]';
+const CLUSTER_URL_FORM = 'redis+cluster://[[user]:password@]host:port[,host:port…]';
 
 const HOST = /^[A-Za-z0-9._-]+$/;
 
