@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { SettingSources } from './load-config.ts';
+import { parseClusterUrl } from './redis-cluster-url.ts';
 
 const brokerList = z
   .union([z.string(), z.array(z.string())])
@@ -10,6 +11,10 @@ const SENTINEL_URL = /^redis\+sentinel:\/\/(?:[^/]*@)?[^,:/@[\]\s]+(?::\d{1,5})?
 
 /** A Redis URL the store can open, checked before anything starts (a malformed one used to fail later, as an internal error). */
 function redisUrlProblem(value: string): string | undefined {
+  if (value.startsWith('redis+cluster://')) {
+    const cluster = parseClusterUrl(value);
+    return cluster.ok ? undefined : cluster.problem;
+  }
   if (value.startsWith('redis+sentinel://')) {
     if (value.includes('[')) return 'expected Sentinel host names or IPv4 addresses (an IPv6 address is not supported there)';
     return SENTINEL_URL.test(value) ? undefined : 'expected redis+sentinel://[:password@]host:port[,host:port…]/master-name[/db]';
@@ -33,7 +38,7 @@ export const CommonConfig = z.object({
   kafkaBrokers: brokerList.optional(),
   redisUrl: z
     .string()
-    .regex(/^(rediss?|redis\+sentinel):\/\//, 'expected a redis://, rediss:// or redis+sentinel:// URL')
+    .regex(/^(rediss?|redis\+sentinel|redis\+cluster):\/\//, 'expected a redis://, rediss://, redis+sentinel:// or redis+cluster:// URL')
     .superRefine((value, context) => {
       const problem = redisUrlProblem(value);
       if (problem) context.addIssue({ code: 'custom', message: problem });

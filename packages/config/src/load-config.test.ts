@@ -37,7 +37,7 @@ describe('loadConfig', () => {
     const attempt = () => loadConfig(CommonConfig, COMMON_SOURCES, { env: { REDIS_URL: 'localhost:6379' } });
     expect(attempt).toThrow(ConfigError);
     expect(attempt).toThrow(
-      'invalid config: REDIS_URL (environment): expected a redis://, rediss:// or redis+sentinel:// URL (got a value of 14 characters, not shown)',
+      'invalid config: REDIS_URL (environment): expected a redis://, rediss://, redis+sentinel:// or redis+cluster:// URL (got a value of 14 characters, not shown)',
     );
     expect(() => loadConfig(CommonConfig, COMMON_SOURCES, { flags: { kafkaBrokers: 'nohostport' } })).toThrow(
       /^invalid config: --kafka-brokers \(flag\): expected host:port/,
@@ -54,7 +54,7 @@ describe('loadConfig', () => {
       return 'accepted';
     };
     const redis = attempt({ REDIS_URL: 'default:REDISPASSWORD@redis:6379' });
-    expect(redis).toMatch(/^invalid config: REDIS_URL \(environment\): expected a redis:\/\/, rediss:\/\/ or redis\+sentinel:\/\/ URL/);
+    expect(redis).toMatch(/^invalid config: REDIS_URL \(environment\): expected a redis:\/\/, rediss:\/\/, redis\+sentinel:\/\/ or redis\+cluster:\/\/ URL/);
     expect(redis).not.toContain('REDISPASSWORD');
     const kafka = attempt({ KAFKA_BROKERS: 'sasl://user:KAFKAPASSWORD@broker:9092' });
     expect(kafka).toMatch(/^invalid config: KAFKA_BROKERS \(environment\): expected host:port/);
@@ -93,12 +93,17 @@ describe('loadConfig', () => {
     expect(problem('redis://:s3cret@host:6379/abc')).toBe('expected a database number after the host (/0 to /99), or nothing');
     expect(problem('redis+sentinel://:s3cret@h:26379/mymaster/abc')).toBe('expected redis+sentinel://[:password@]host:port[,host:port…]/master-name[/db]');
     expect(problem('redis+sentinel://[::1]:26379/mymaster')).toMatch(/an IPv6 address is not supported/);
+    expect(problem('redis+cluster://:s3cret@c1:7000,c2:notaport')).toBe('seed 2: expected a port from 1 to 65535');
+    expect(problem('redis+cluster://:s3cret@c1:7000/2')).toBe('expected nothing after the hosts: Redis Cluster has no database numbers or names');
+    expect(problem(`redis+cluster://:s3cret@${Array.from({ length: 17 }, (_, i) => `c${i}:7000`).join(',')}`)).toBe('expected at most 16 seed nodes, got 17');
     for (const good of [
       'redis://localhost',
       'redis://:s3cret@redis:6379/2',
       'rediss://user:s3cret@redis.example:6380',
       'redis+sentinel://:s3cret@s1:26379,s2:26379,s3/mymaster/1',
       'redis+sentinel://:s3c@ret@s1:26379/mymaster',
+      'redis+cluster://:s3cret@c1:7000,c2:7001,10.0.0.3',
+      'redis+cluster://gpualert:s3c@ret@c1:7000/',
     ])
       expect(problem(good)).toBe('accepted');
   });

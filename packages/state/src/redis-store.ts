@@ -1,4 +1,7 @@
-import { Redis, type RedisOptions, type Result } from 'ioredis';
+import { parseClusterUrl } from '@gpualert/config';
+import { GpualertError } from '@gpualert/schema';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions, type Result } from 'ioredis';
+import { clusterKey, SLOT_GROUPS } from './slot-groups.ts';
 import type { ScoredMember, StateStore, TtlOption } from './state-store.ts';
 
 const COMPARE_AND_SET = `
@@ -27,16 +30,29 @@ return value`;
 /** Fields asked for per HSCAN round trip when a hash is read within a bound. */
 const HSCAN_PAGE = 1_000;
 
-/**
- * Where Redis is: `redis://` or `rediss://` for one server, or `redis+sentinel://` for a Sentinel
- * deployment, `redis+sentinel://[:password@]host:26379[,host:26379…]/master-name[/db]`: ioredis
- * asks the Sentinels which server is the master, and asks again when it fails over. The password
- * is the master's (and its replicas'); the Sentinels are reached without one.
- */
 /** How long a command waits through Sentinels for a master before it fails (a failover takes seconds). */
 export const SENTINEL_COMMAND_TIMEOUT_MS = 15_000;
 
-export function redisConnection(url: string): { url: string } | { options: RedisOptions } {
+/** How long a command waits for Redis Cluster (its layout found, a failed master's replica promoted) before it fails. */
+export const CLUSTER_COMMAND_TIMEOUT_MS = 15_000;
+
+/** Seed nodes and the options of ioredis's Cluster client, as a `redis+cluster://` URL gives them. */
+export interface ClusterConnection {
+  readonly seeds: readonly { readonly host: string; readonly port: number }[];
+  readonly options: ClusterOptions;
+}
+
+/**
+ * Where Redis is: `redis://` or `rediss://` for one server; `redis+sentinel://` for a Sentinel
+ * deployment, `redis+sentinel://[:password@]host:26379[,host:26379…]/master-name[/db]`: ioredis
+ * asks the Sentinels which server is the master, and asks again when it fails over. The password
+ * is the master's (and its replicas'); the Sentinels are reached without one. `redis+cluster://`
+ * for Redis Cluster, `redis+cluster://[[user]:password@]host:port[,host:port…]` (at most 16 seed
+ * nodes): ioredis's Cluster finds every node and slot from them and follows failovers and
+ * resharding. A malformed URL throws one line naming REDIS_URL, never its text.
+ */
+export function redisConnection(url: string): { url: string } | { options: RedisOptions } | { cluster: ClusterConnection } {
+  if (url.startsWith('redis+cluster://')) return { cluster: clusterConnection(url) };
   if (!url.startsWith('redis+sentinel://')) return { url };
   const rest = url.slice('redis+sentinel://'.length);
   const at = rest.lastIndexOf('@', rest.indexOf('/') === -1 ? rest.length : rest.indexOf('/'));
@@ -70,11 +86,31 @@ export function redisConnection(url: string): { url: string } | { options: Redis
   };
 }
 
+function clusterConnection(url: string): ClusterConnection {
+  const parsed = parseClusterUrl(url);
+  if (!parsed.ok) throw new Error(`REDIS_URL: ${parsed.problem}`);
+  const { seeds, username, password } = parsed.value;
+  return {
+    seeds,
+    options: {
+      // Commands wait (queued) while the client learns the layout or a failover settles, within the store's bound.
+      enableOfflineQueue: true,
+      redisOptions: {
+        commandTimeout: CLUSTER_COMMAND_TIMEOUT_MS,
+        ...(password ? { password } : {}),
+        ...(username ? { username } : {}),
+      },
+    },
+  };
+}
+
 export interface RedisStoreOptions {
   readonly url: string;
   /** Scopes every key to one deployment, e.g. `gpualert:prod:`. */
   readonly prefix?: string;
   readonly connectTimeoutMs?: number;
+  /** On Redis Cluster, the keys that share a hash tag (SLOT_GROUPS); tests give none to see CROSSSLOT. */
+  readonly slotGroups?: ReadonlyMap<string, string>;
 }
 
 declare module 'ioredis' {
@@ -84,83 +120,144 @@ declare module 'ioredis' {
   }
 }
 
-/** The state store over Redis through ioredis; atomic operations are Lua scripts. */
+/**
+ * The state store over Redis through ioredis: one server, Sentinel or Cluster; atomic operations
+ * are Lua scripts on one key. Keys are the prefix and the key on one server or Sentinel; on a
+ * cluster, a key of a slot group (slot-groups.ts) has the group's hash tag in front.
+ */
 export class RedisStore implements StateStore {
   readonly kind = 'redis' as const;
-  private readonly redis: Redis;
+  private readonly redis: Redis | Cluster;
+  /** The Redis name of a key; on a cluster, with its hash tag. */
+  private readonly name: (key: string) => string;
+  /** On a cluster, the keys one DEL may take together: those of one slot group. */
+  private readonly together: (key: string) => string;
+  private readonly inCluster: boolean;
 
   constructor(options: RedisStoreOptions) {
-    const redisOptions: RedisOptions = {
-      keyPrefix: options.prefix ?? '',
+    const prefix = options.prefix ?? '';
+    const redisOptions = {
       connectTimeout: options.connectTimeoutMs ?? 5_000,
       maxRetriesPerRequest: 3,
-      enableOfflineQueue: true,
-    };
+    } satisfies RedisOptions;
     const where = redisConnection(options.url);
-    this.redis = 'url' in where ? new Redis(where.url, redisOptions) : new Redis({ ...where.options, ...redisOptions });
+    if ('cluster' in where) {
+      const groups = options.slotGroups ?? SLOT_GROUPS;
+      this.inCluster = true;
+      this.name = (key) => clusterKey(prefix, key, groups);
+      this.together = (key) => groups.get(key) ?? `key:${key}`;
+      this.redis = new Cluster([...where.cluster.seeds], {
+        ...where.cluster.options,
+        redisOptions: { ...where.cluster.options.redisOptions, ...redisOptions },
+      });
+    } else {
+      this.inCluster = false;
+      this.name = (key) => `${prefix}${key}`;
+      this.together = () => '';
+      const single = { ...redisOptions, enableOfflineQueue: true };
+      this.redis = 'url' in where ? new Redis(where.url, single) : new Redis({ ...where.options, ...single });
+    }
     // Connection errors surface on the commands that hit them; the client keeps reconnecting.
     this.redis.on('error', () => {});
     this.redis.defineCommand('gpualertCompareAndSet', { numberOfKeys: 1, lua: COMPARE_AND_SET });
     this.redis.defineCommand('gpualertIncrement', { numberOfKeys: 1, lua: INCREMENT });
   }
 
+  /**
+   * A command, bounded on a cluster: ioredis's Cluster queues a command without end while no node
+   * answers (its timeout starts only once a node has it), so an unreachable cluster would hang a step.
+   */
+  private async bounded<T>(command: Promise<T>): Promise<T> {
+    if (!this.inCluster) return command;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new GpualertError('GA-INFRA-UNAVAILABLE', `Redis Cluster (REDIS_URL): no answer within ${CLUSTER_COMMAND_TIMEOUT_MS / 1_000} s`, {
+              retriable: true,
+            }),
+          ),
+        CLUSTER_COMMAND_TIMEOUT_MS,
+      );
+    });
+    try {
+      return await Promise.race([command, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async get(key: string): Promise<string | null> {
-    return this.redis.get(key);
+    return this.bounded(this.redis.get(this.name(key)));
   }
 
   async set(key: string, value: string, options: TtlOption = {}): Promise<void> {
-    if (options.ttlMs !== undefined) await this.redis.set(key, value, 'PX', Math.max(1, Math.round(options.ttlMs)));
-    else await this.redis.set(key, value);
+    if (options.ttlMs !== undefined) await this.bounded(this.redis.set(this.name(key), value, 'PX', Math.max(1, Math.round(options.ttlMs))));
+    else await this.bounded(this.redis.set(this.name(key), value));
   }
 
+  /** One DEL; on a cluster, one per slot group (a group's keys go together, the rest one by one). */
   async delete(...keys: string[]): Promise<number> {
-    return keys.length === 0 ? 0 : this.redis.del(...keys);
+    if (keys.length === 0) return 0;
+    const commands = new Map<string, string[]>();
+    for (const key of keys) {
+      const together = this.together(key);
+      const names = commands.get(together);
+      if (names) names.push(this.name(key));
+      else commands.set(together, [this.name(key)]);
+    }
+    const counts = await Promise.all([...commands.values()].map((names) => this.bounded(this.redis.del(...names))));
+    return counts.reduce((sum, n) => sum + n, 0);
   }
 
   async compareAndSet(key: string, expected: string | null, next: string | null, options: TtlOption = {}): Promise<boolean> {
-    const result = await this.redis.gpualertCompareAndSet(
-      key,
-      expected === null ? '1' : '0',
-      expected ?? '',
-      next === null ? '1' : '0',
-      next ?? '',
-      String(Math.round(options.ttlMs ?? 0)),
+    const result = await this.bounded(
+      this.redis.gpualertCompareAndSet(
+        this.name(key),
+        expected === null ? '1' : '0',
+        expected ?? '',
+        next === null ? '1' : '0',
+        next ?? '',
+        String(Math.round(options.ttlMs ?? 0)),
+      ),
     );
     return result === 1;
   }
 
   async increment(key: string, by = 1, options: TtlOption = {}): Promise<number> {
-    return this.redis.gpualertIncrement(key, String(by), String(Math.round(options.ttlMs ?? 0)));
+    return this.bounded(this.redis.gpualertIncrement(this.name(key), String(by), String(Math.round(options.ttlMs ?? 0))));
   }
 
   async expire(key: string, ttlMs: number): Promise<boolean> {
-    return (await this.redis.pexpire(key, Math.max(1, Math.round(ttlMs)))) === 1;
+    return (await this.bounded(this.redis.pexpire(this.name(key), Math.max(1, Math.round(ttlMs))))) === 1;
   }
 
   async hashGet(key: string, field: string): Promise<string | null> {
-    return this.redis.hget(key, field);
+    return this.bounded(this.redis.hget(this.name(key), field));
   }
 
   async hashSet(key: string, fields: Readonly<Record<string, string>>): Promise<void> {
-    if (Object.keys(fields).length > 0) await this.redis.hset(key, fields);
+    if (Object.keys(fields).length > 0) await this.bounded(this.redis.hset(this.name(key), fields));
   }
 
   async hashGetAll(key: string): Promise<Record<string, string>> {
-    return this.redis.hgetall(key);
+    return this.bounded(this.redis.hgetall(this.name(key)));
   }
 
   async hashGetSome(key: string, limit: number): Promise<{ fields: Record<string, string>; total: number }> {
-    const total = await this.redis.hlen(key);
+    const name = this.name(key);
+    const total = await this.bounded(this.redis.hlen(name));
     const fields: Record<string, string> = Object.create(null);
     if (total <= limit) {
-      Object.assign(fields, await this.redis.hgetall(key));
+      Object.assign(fields, await this.bounded(this.redis.hgetall(name)));
       return { fields, total };
     }
     // Over the bound: scanned a page at a time until enough are read (HSCAN may repeat a field; a Record keeps it once).
     let cursor = '0';
     let taken = 0;
     do {
-      const [next, flat] = await this.redis.hscan(key, cursor, 'COUNT', Math.min(HSCAN_PAGE, limit));
+      const [next, flat] = await this.bounded(this.redis.hscan(name, cursor, 'COUNT', Math.min(HSCAN_PAGE, limit)));
       cursor = next;
       for (const [field, value] of twoByTwo(flat)) {
         if (taken >= limit) break;
@@ -172,27 +269,27 @@ export class RedisStore implements StateStore {
   }
 
   async hashDelete(key: string, ...fields: string[]): Promise<number> {
-    return fields.length === 0 ? 0 : this.redis.hdel(key, ...fields);
+    return fields.length === 0 ? 0 : this.bounded(this.redis.hdel(this.name(key), ...fields));
   }
 
   async sortedAdd(key: string, entries: readonly ScoredMember[]): Promise<void> {
     if (entries.length === 0) return;
-    await this.redis.zadd(key, ...entries.flatMap((e) => [String(e.score), e.member]));
+    await this.bounded(this.redis.zadd(this.name(key), ...entries.flatMap((e) => [String(e.score), e.member])));
   }
 
   async sortedRange(key: string, min: number, max: number): Promise<ScoredMember[]> {
-    const flat = await this.redis.zrangebyscore(key, bound(min), bound(max), 'WITHSCORES');
+    const flat = await this.bounded(this.redis.zrangebyscore(this.name(key), bound(min), bound(max), 'WITHSCORES'));
     const out: ScoredMember[] = [];
     for (const [member, score] of twoByTwo(flat)) out.push({ member, score: Number(score) });
     return out;
   }
 
   async sortedRemove(key: string, ...members: string[]): Promise<number> {
-    return members.length === 0 ? 0 : this.redis.zrem(key, ...members);
+    return members.length === 0 ? 0 : this.bounded(this.redis.zrem(this.name(key), ...members));
   }
 
   async sortedRemoveRange(key: string, min: number, max: number): Promise<number> {
-    return this.redis.zremrangebyscore(key, bound(min), bound(max));
+    return this.bounded(this.redis.zremrangebyscore(this.name(key), bound(min), bound(max)));
   }
 
   async close(): Promise<void> {
