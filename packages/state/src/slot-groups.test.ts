@@ -19,6 +19,13 @@ describe('names on Redis Cluster', () => {
     expect(clusterKey('gpualert:', 'notifier:groups', new Map())).toBe('gpualert:notifier:groups');
   });
 
+  it("a notifier replica's own state keys share a tag of that replica's, other keys under its prefix none", () => {
+    const tags = new Set([...SLOT_GROUPS.keys()].map((key) => hashTag(clusterKey('gpualert:', `notifier:replica:notifier-1:${key}`))));
+    expect([...tags]).toEqual(['notifier-state:notifier-1']);
+    expect(clusterKey('gpualert:', 'notifier:replica:notifier-1:cluster:since')).toBe('gpualert:notifier:replica:notifier-1:cluster:since');
+    expect(clusterKey('gpualert:', 'notifier:replica:{x}:notifier:groups')).toBe('gpualert:notifier:replica:{x}:notifier:groups');
+  });
+
   it('groups are names Redis can hash: not empty, no braces', () => {
     for (const group of SLOT_GROUPS.values()) expect(group).toMatch(/^[^{}]+$/);
   });

@@ -25,6 +25,16 @@ export const SLOT_GROUPS: ReadonlyMap<string, string> = new Map([
  * comes first so that it is the one Redis hashes whatever braces the prefix or the key hold.
  */
 export function clusterKey(prefix: string, key: string, groups: ReadonlyMap<string, string> = SLOT_GROUPS): string {
-  const group = groups.get(key);
+  const group = groups.get(key) ?? replicaGroup(key, groups);
   return group === undefined ? `${prefix}${key}` : `{${group}}${prefix}${key}`;
+}
+
+/** A notifier replica's own keys (services/notifier/src/cluster/replica-store.ts): `notifier:replica:<name>:<key>`. */
+const REPLICA_KEY = /^notifier:replica:([a-z0-9._-]{1,63}):(.+)$/;
+
+/** A replica's copy of a grouped key is grouped per replica (`notifier-state:<name>`): each replica's state is deleted as one, and replicas spread over masters. */
+function replicaGroup(key: string, groups: ReadonlyMap<string, string>): string | undefined {
+  const match = REPLICA_KEY.exec(key);
+  const group = match?.[2] === undefined ? undefined : groups.get(match[2]);
+  return group === undefined || match?.[1] === undefined ? undefined : `${group}:${match[1]}`;
 }
