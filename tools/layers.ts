@@ -27,6 +27,7 @@ export const LAYERS: ReadonlyMap<string, Layer> = new Map<string, Layer>([
   ['@gpualert/engine', 'core'],
   ['@gpualert/notify', 'core'],
   ['@gpualert/timeline', 'core'],
+  ['@gpualert/remediation', 'core'],
   ['@gpualert/bus', 'adapter'],
   ['@gpualert/state', 'adapter'],
   ['@gpualert/runtime', 'adapter'],
