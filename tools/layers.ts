@@ -31,6 +31,7 @@ export const LAYERS: ReadonlyMap<string, Layer> = new Map<string, Layer>([
   ['@gpualert/bus', 'adapter'],
   ['@gpualert/state', 'adapter'],
   ['@gpualert/runtime', 'adapter'],
+  ['@gpualert/executors', 'adapter'],
   ['@gpualert/collectors', 'service'],
   ['@gpualert/engine-service', 'service'],
   ['@gpualert/intake', 'service'],
