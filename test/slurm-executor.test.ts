@@ -14,7 +14,7 @@ let executor: SlurmExecutor;
 
 beforeAll(async () => {
   cluster = await SlurmCluster.start(NODES, 'gpu');
-  executor = new SlurmExecutor({ scontrol: cluster.bin('scontrol'), sinfo: cluster.bin('sinfo'), env: cluster.env, timeoutMs: 15_000 });
+  executor = new SlurmExecutor({ scontrol: cluster.bin('scontrol'), sinfo: cluster.bin('sinfo'), env: { ...process.env, ...cluster.env }, timeoutMs: 15_000 });
 }, 120_000);
 
 afterAll(async () => {

@@ -37,6 +37,7 @@ export const LAYERS: ReadonlyMap<string, Layer> = new Map<string, Layer>([
   ['@gpualert/intake', 'service'],
   ['@gpualert/notifier', 'service'],
   ['@gpualert/usage', 'service'],
+  ['@gpualert/remediator', 'service'],
   ['@gpualert/cli', 'cli'],
   // Test code (conformance suites, synthetic fleets): above everything, imported by no production
   // workspace (test/import-graph.test.ts fails on one that does).

@@ -1,2 +1,2 @@
-export type { Executor, SchedulerInventory } from './executor.ts';
-export { SlurmExecutor, type SlurmExecutorOptions } from './slurm-executor.ts';
+export type { Executor } from './executor.ts';
+export { SlurmExecutor } from './slurm-executor.ts';

@@ -15,9 +15,10 @@ export const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /**
  * Runs a program with its arguments as a list: no shell, so nothing in an argument is ever read
- * as a command, a glob or a redirection. Killed at `timeoutMs`.
+ * as a command, a glob or a redirection. Killed at `timeoutMs`. `env` is the whole environment of
+ * the run (default: this process's, inherited).
  */
-export function runFile(file: string, args: readonly string[], options: { timeoutMs: number; env?: Readonly<Record<string, string>> }): Promise<FileRun> {
+export function runFile(file: string, args: readonly string[], options: { timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<FileRun> {
   return new Promise((resolve) => {
     execFile(
       file,
@@ -28,7 +29,7 @@ export function runFile(file: string, args: readonly string[], options: { timeou
         maxBuffer: MAX_OUTPUT_BYTES,
         encoding: 'utf8',
         shell: false,
-        env: options.env ? { ...process.env, ...options.env } : process.env,
+        ...(options.env ? { env: options.env } : {}),
       },
       (error, stdout, stderr) => {
         if (!error) return resolve({ ok: true, stdout, stderr });

@@ -7,8 +7,8 @@ export interface SlurmExecutorOptions {
   /** `scontrol` and `sinfo` (default: found on PATH). */
   readonly scontrol?: string;
   readonly sinfo?: string;
-  /** Added to the environment of every run (`SLURM_CONF`, and `LD_LIBRARY_PATH` for an unpacked Slurm). */
-  readonly env?: Readonly<Record<string, string>>;
+  /** The whole environment of every run (default: this process's); a test's unpacked Slurm needs `SLURM_CONF` and `LD_LIBRARY_PATH`. */
+  readonly env?: NodeJS.ProcessEnv;
   /** Per run (default 10 s). */
   readonly timeoutMs?: number;
   /** The operator's programs for `reset-gpu` and `reboot`. */
@@ -16,7 +16,7 @@ export interface SlurmExecutorOptions {
 }
 
 /** The marker gpualert's reasons begin with: a resume lifts only a drain gpualert set. */
-export const GPUALERT_REASON_PREFIX = 'gpualert';
+export const REASON_MARKER = 'gpualert';
 /** Slurm keeps a reason of any length; a short one shows whole in `sinfo -R`. */
 const MAX_REASON_LENGTH = 256;
 /** Nodes read from sinfo at most. */
@@ -90,7 +90,7 @@ export class SlurmExecutor implements Executor {
     const state = await this.nodeState(node);
     if ('outcome' in state) return state;
     if (!state.states.has('DRAIN')) return { outcome: 'already_held' };
-    if (!state.reason.startsWith(GPUALERT_REASON_PREFIX))
+    if (!state.reason.startsWith(REASON_MARKER))
       return {
         outcome: 'failed',
         retriable: false,
@@ -136,6 +136,6 @@ function failure(run: FileRun): ExecutionOutcome {
 /** A reason as one line Slurm keeps whole: gpualert's marker first, no control characters, bounded. */
 export function cleanReason(reason: string): string {
   const line = reason.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
-  const marked = line.startsWith(GPUALERT_REASON_PREFIX) ? line : `${GPUALERT_REASON_PREFIX}: ${line}`;
+  const marked = line.startsWith(REASON_MARKER) ? line : `${REASON_MARKER}: ${line}`;
   return marked.slice(0, MAX_REASON_LENGTH);
 }
