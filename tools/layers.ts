@@ -27,14 +27,17 @@ export const LAYERS: ReadonlyMap<string, Layer> = new Map<string, Layer>([
   ['@gpualert/engine', 'core'],
   ['@gpualert/notify', 'core'],
   ['@gpualert/timeline', 'core'],
+  ['@gpualert/remediation', 'core'],
   ['@gpualert/bus', 'adapter'],
   ['@gpualert/state', 'adapter'],
   ['@gpualert/runtime', 'adapter'],
+  ['@gpualert/executors', 'adapter'],
   ['@gpualert/collectors', 'service'],
   ['@gpualert/engine-service', 'service'],
   ['@gpualert/intake', 'service'],
   ['@gpualert/notifier', 'service'],
   ['@gpualert/usage', 'service'],
+  ['@gpualert/remediator', 'service'],
   ['@gpualert/cli', 'cli'],
   // Test code (conformance suites, synthetic fleets): above everything, imported by no production
   // workspace (test/import-graph.test.ts fails on one that does).

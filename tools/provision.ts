@@ -6,7 +6,8 @@
  * line that names what is missing and the command that installs it.
  *
  * Debian's `prometheus` and `prometheus-alertmanager` (amtool) are unpacked into the cache, not
- * installed (test/alertmanager/debian-tool.ts).
+ * installed (test/alertmanager/debian-tool.ts); so are Debian's Slurm and MUNGE, which the remediation
+ * tests start as a one-machine cluster (test/infra/slurm-cluster.ts).
  *
  * Node 24 comes from the npm registry (tools/node24.ts). GPUALERT_NO_PROVISION=1 checks without
  * installing.
@@ -14,6 +15,7 @@
 import { spawnSync } from 'node:child_process';
 import { DEBIAN_TOOLS, debianTool } from '../test/alertmanager/debian-tool.ts';
 import { kafkaClasspath, kafkaVersion } from '../test/infra/kafka-broker.ts';
+import { SLURM_PACKAGES, slurmRoot } from '../test/infra/slurm-cluster.ts';
 import { node24Binary, NODE24_VERSION } from './node24.ts';
 
 interface Requirement {
@@ -102,8 +104,20 @@ function provisionDebianTools(): void {
   }
 }
 
+/** Debian's slurmctld, slurmd, the Slurm clients and munged for test/slurm-executor.test.ts (unpacked into the cache, not installed). */
+function provisionSlurm(): void {
+  try {
+    slurmRoot();
+  } catch (error) {
+    fail(
+      `cannot provision Slurm from Debian's ${SLURM_PACKAGES.join(', ')} (the remediation tests drain nodes of a real slurmctld): ${(error as Error).message}`,
+    );
+  }
+}
+
 provision();
 provisionDebianTools();
+provisionSlurm();
 try {
   node24Binary();
 } catch (error) {

@@ -50,6 +50,10 @@ const reportUsage = lazy(reportCommands, 'reportUsage');
 const usage = lazy(reportCommands, 'usage');
 const hostForget = lazy(() => import('./commands/host.ts'), 'hostForget');
 const configShow = lazy(() => import('./commands/config.ts'), 'configShow');
+const remediateCommands = () => import('./commands/remediate.ts');
+const remediate = lazy(remediateCommands, 'remediate');
+const actionList = lazy(remediateCommands, 'actionList');
+const actionDecide = lazy(remediateCommands, 'actionDecide');
 
 export function buildProgram(run: (action: Action) => (...args: any[]) => Promise<void>): Command {
   const program = new Command('gpualert')
@@ -316,6 +320,26 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   withCommonOptions(
     hostCommand.command('forget').description('forget a decommissioned host: its engine state goes, it is no longer judged absent').argument('<host>'),
   ).action(run(hostForget));
+  withCommonOptions(program.command('remediate').description('take broken GPU hosts out of service as the policy says: guard rails, approval and undo (Slurm)'))
+    .option('--policy <file>', 'the remediation policy (also GPUALERT_REMEDIATION_POLICY; default the bundled rules/remediation.yaml)')
+    .option('--executor <name>', 'slurm (also GPUALERT_REMEDIATION_EXECUTOR; default slurm)')
+    .option('--dry-run', 'record what would be done and do nothing (also GPUALERT_REMEDIATION_DRY_RUN)')
+    .option('--scontrol <path>', 'the scontrol binary (also GPUALERT_SCONTROL)')
+    .option('--sinfo <path>', 'the sinfo binary (also GPUALERT_SINFO)')
+    .action(run(remediate));
+  const actionCommand = program.command('action').description('remediation actions on gpualert.actions');
+  withCommonOptions(actionCommand.command('list').description('every action and where it stands, newest first'))
+    .option('--data-dir <dir>', 'without KAFKA_BROKERS: the embedded log (also GPUALERT_DATA_DIR)')
+    .option('--json', 'as JSON')
+    .action(run(actionList));
+  for (const [verb, decision] of [
+    ['approve', 'approved'],
+    ['deny', 'denied'],
+  ] as const)
+    withCommonOptions(actionCommand.command(verb).description(`${verb} an action waiting for a person`).argument('<id>'))
+      .option('--by <name>', 'who decides (default: the user)')
+      .option('--comment <text>', 'why')
+      .action(run((id: string, options: Record<string, unknown>) => actionDecide(decision, id, options)));
   const configCommand = program.command('config').description("gpualert's own settings");
   withCommonOptions(
     configCommand.command('show').description('the settings a command would run on here: each value (secrets by their length) and where it came from'),

@@ -15,6 +15,7 @@ import {
 import { BmcEventData, HostSampleData } from './host-sample.ts';
 import { JobEventData } from './job-event.ts';
 import { UsageRollupData } from './usage.ts';
+import { ActionApprovalData, ActionData, ActionResultData } from './remediation.ts';
 
 /** The data schema of every envelope type. */
 export const DATA_SCHEMAS = {
@@ -30,6 +31,9 @@ export const DATA_SCHEMAS = {
   notification: NotificationData,
   'job.event': JobEventData,
   'usage.rollup': UsageRollupData,
+  action: ActionData,
+  'action.approval': ActionApprovalData,
+  'action.result': ActionResultData,
 } as const;
 
 export type EnvelopeType = keyof typeof DATA_SCHEMAS;
@@ -80,6 +84,9 @@ export const Envelope = z.discriminatedUnion('type', [
   variant('notification'),
   variant('job.event'),
   variant('usage.rollup'),
+  variant('action'),
+  variant('action.approval'),
+  variant('action.result'),
 ]);
 export type Envelope = z.infer<typeof Envelope>;
 

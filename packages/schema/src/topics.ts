@@ -10,6 +10,7 @@ export const TOPICS = {
   notifications: 'gpualert.notifications',
   jobEvents: 'gpualert.job.events',
   usage: 'gpualert.usage',
+  actions: 'gpualert.actions',
   deadletter: 'gpualert.deadletter',
 } as const;
 

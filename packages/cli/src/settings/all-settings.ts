@@ -7,6 +7,7 @@ import { ENGINE_SETTINGS } from './engine-settings.ts';
 import { INTAKE_SETTINGS } from './intake-settings.ts';
 import { NOTIFIER_SETTINGS } from './notifier-settings.ts';
 import { UP_SETTINGS } from './up-settings.ts';
+import { ACTION_SETTINGS, REMEDIATE_SETTINGS } from './remediate-settings.ts';
 
 /** Every command's settings, by the name `gpualert config show --command` takes. */
 export const ALL_SETTINGS: ReadonlyMap<string, CommandSettings<z.ZodObject>> = new Map<string, CommandSettings<z.ZodObject>>(
@@ -20,6 +21,8 @@ export const ALL_SETTINGS: ReadonlyMap<string, CommandSettings<z.ZodObject>> = n
     BMC_SETTINGS,
     JOB_REPORT_SETTINGS,
     READER_SETTINGS,
+    REMEDIATE_SETTINGS,
+    ACTION_SETTINGS,
     COMMON_SETTINGS,
   ].map((settings) => [settings.command, settings]),
 );

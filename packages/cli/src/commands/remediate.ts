@@ -1,0 +1,140 @@
+import { existsSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { KafkaBus, MemoryBus, envelopeMessage, type Bus } from '@gpualert/bus';
+import { SlurmExecutor } from '@gpualert/executors';
+import { formatRuleError } from '@gpualert/rules';
+import { loadPolicy, RemediationCore, type Policy } from '@gpualert/remediation';
+import { REMEDIATOR_SOURCE, startRemediator } from '@gpualert/remediator';
+import { embeddedDataDir } from '@gpualert/runtime';
+import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import { CliError, EXIT, errorMessage } from '../cli-error.ts';
+import { runService } from '../run-service.ts';
+import { loadSettings } from '../settings/command-settings.ts';
+import { ACTION_SETTINGS, REMEDIATE_SETTINGS } from '../settings/remediate-settings.ts';
+
+type Options = Record<string, unknown>;
+
+/** Actions read for `action list` and to find one to approve: the newest this many. */
+const MAX_LISTED_ACTIONS = 10_000;
+
+function policyFrom(file: string | undefined, dryRun: boolean): Policy {
+  const loaded = loadPolicy(file);
+  if (!loaded.ok) throw new CliError(`gpualert remediate: the policy does not load:\n${loaded.errors.map(formatRuleError).join('\n')}`);
+  return dryRun ? { ...loaded.value, rules: loaded.value.rules.map((r) => ({ ...r, dryRun: true })) } : loaded.value;
+}
+
+/** `gpualert remediate`: the remediation service (issue 29) on Kafka, acting through Slurm. */
+export async function remediate(options: Options): Promise<number> {
+  const config = loadSettings(REMEDIATE_SETTINGS, options);
+  const policy = policyFrom(config.policy, config.dryRun);
+  const executor = new SlurmExecutor({
+    scontrol: config.scontrol,
+    sinfo: config.sinfo,
+    commands: { ...(config.resetGpuCommand ? { 'reset-gpu': config.resetGpuCommand } : {}), ...(config.rebootCommand ? { reboot: config.rebootCommand } : {}) },
+  });
+  return runService('remediate', config, async ({ bus }, log) => {
+    const core = new RemediationCore(policy, { source: REMEDIATOR_SOURCE, executor: executor.name });
+    log.info({ rules: policy.rules.length, dry_run: config.dryRun, breaker: policy.breaker }, 'remediation_policy_loaded');
+    return startRemediator({ bus, log, core, executor });
+  });
+}
+
+function actionsBus(options: Options, write: boolean): { bus: Bus; where: string } {
+  const config = loadSettings(ACTION_SETTINGS, options);
+  if (config.kafkaBrokers)
+    return {
+      bus: new KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 }),
+      where: `Kafka at ${config.kafkaBrokers.join(',')}`,
+    };
+  if (write) throw new CliError('gpualert action: approving or denying needs KAFKA_BROKERS (the remediator reads approvals from gpualert.actions there)');
+  const dataDir = embeddedDataDir(config.dataDir);
+  if (!existsSync(dataDir)) throw new CliError(`gpualert action: no KAFKA_BROKERS and no embedded log at ${dataDir}`);
+  return { bus: new MemoryBus({ dataDir }), where: `the embedded log at ${dataDir}` };
+}
+
+interface ActionView {
+  id: string;
+  host: string;
+  kind: string;
+  state: string;
+  rule: string;
+  at: string;
+  reason: string;
+}
+
+/** Every action on the topic, folded to where each stands now (newest first, at most MAX_LISTED_ACTIONS). */
+async function readActions(bus: Bus): Promise<Map<string, ActionView>> {
+  const views = new Map<string, ActionView>();
+  for (const message of await bus.read(TOPICS.actions)) {
+    const parsed = parseEnvelope(message.value.toString('utf8'));
+    if (!parsed.ok) continue;
+    const e: Envelope = parsed.value;
+    if (e.type === 'action') {
+      const before = views.get(e.data.action_id);
+      views.set(e.data.action_id, {
+        id: e.data.action_id,
+        host: e.host,
+        kind: e.data.kind,
+        state: e.data.phase,
+        rule: e.data.policy_rule,
+        at: e.ts,
+        reason: e.data.reason,
+        ...(before ? { at: before.at } : {}),
+      });
+    } else if (e.type === 'action.approval' || e.type === 'action.result') {
+      const view = views.get(e.data.action_id);
+      if (view) view.state = e.type === 'action.approval' ? e.data.decision : e.data.outcome;
+    }
+    if (views.size > MAX_LISTED_ACTIONS) views.delete(views.keys().next().value ?? '');
+  }
+  return views;
+}
+
+/** `gpualert action list`: each action, where it stands, newest first. */
+export async function actionList(options: Options): Promise<number> {
+  const { bus, where } = actionsBus(options, false);
+  try {
+    const views = [...(await readActions(bus)).values()].sort((a, b) => b.at.localeCompare(a.at));
+    if (options.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
+    else for (const v of views) process.stdout.write(`${v.id}  ${v.at}  ${v.host}  ${v.kind}  ${v.state}  ${v.rule}  ${v.reason}\n`);
+    if (views.length === 0) process.stderr.write(`gpualert action list: no actions in ${where}\n`);
+    return EXIT.ok;
+  } catch (error) {
+    throw new CliError(`gpualert action list: cannot read ${where}: ${errorMessage(error)}`, EXIT.failed);
+  } finally {
+    await bus.close();
+  }
+}
+
+/** `gpualert action approve|deny ID [--by NAME] [--comment TEXT]`: a person's word, on the actions topic. */
+export async function actionDecide(decision: 'approved' | 'denied', id: string, options: Options): Promise<number> {
+  const verb = decision === 'approved' ? 'approve' : 'deny';
+  if (typeof id !== 'string' || id.length === 0 || id.length > 128)
+    throw new CliError(`gpualert action ${verb}: expected an action id (gpualert action list shows them)`);
+  const { bus, where } = actionsBus(options, true);
+  try {
+    const view = (await readActions(bus)).get(id);
+    if (!view) throw new CliError(`gpualert action ${verb}: no action ${JSON.stringify(id.slice(0, 80))} in ${where}`);
+    if (view.state !== 'awaiting_approval') throw new CliError(`gpualert action ${verb}: action ${id} is ${view.state}, not awaiting approval`);
+    const by = typeof options.by === 'string' && options.by !== '' ? options.by.slice(0, 256) : whoAmI();
+    const envelope = newEnvelope({
+      type: 'action.approval',
+      host: view.host,
+      source: 'cli/0.1.0',
+      data: { action_id: id, decision, by, ...(typeof options.comment === 'string' ? { comment: options.comment.slice(0, 1_000) } : {}) },
+    });
+    await bus.publish(TOPICS.actions, [envelopeMessage(envelope)]);
+    process.stdout.write(`${id}: ${decision} (${view.kind} of ${view.host}); the remediator acts on it within seconds\n`);
+    return EXIT.ok;
+  } finally {
+    await bus.close();
+  }
+}
+
+function whoAmI(): string {
+  try {
+    return userInfo().username || 'cli';
+  } catch {
+    return 'cli';
+  }
+}

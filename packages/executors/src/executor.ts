@@ -1,0 +1,18 @@
+import type { ActionCommand, ExecutionOutcome } from '@gpualert/remediation';
+
+/** What the scheduler says about its nodes: each partition's size and each node's partition. */
+export interface SchedulerInventory {
+  readonly partitions: ReadonlyMap<string, number>;
+  readonly hostPartitions: ReadonlyMap<string, string>;
+}
+
+/**
+ * Where actions meet a scheduler (Slurm, Kubernetes). `run` never throws: an API that is down or
+ * refuses is an outcome (`failed`, retriable or not), which the core retries with backoff and
+ * reports. A drain that already holds is `already_held`, not repeated.
+ */
+export interface Executor {
+  readonly name: string;
+  run(command: ActionCommand): Promise<ExecutionOutcome>;
+  inventory(): Promise<SchedulerInventory>;
+}

@@ -1,0 +1,2 @@
+export type { Executor } from './executor.ts';
+export { SlurmExecutor } from './slurm-executor.ts';

@@ -1,0 +1,88 @@
+import { newEnvelope, stableId, type Envelope, type EnvelopeOf } from '@gpualert/schema';
+
+/**
+ * What people must hear about remediation, as alerts the notifier routes like any other: an
+ * action waiting for approval (firing until someone or the timeout decides; its message names the
+ * commands that approve or deny it) and a circuit breaker that tripped (critical: it pages).
+ */
+export function actionAlerts(envelopes: readonly Envelope[], source: string): EnvelopeOf<'alert'>[] {
+  const out: EnvelopeOf<'alert'>[] = [];
+  for (const e of envelopes) {
+    if (e.type === 'action' && e.data.phase === 'awaiting_approval') {
+      const id = e.data.action_id;
+      out.push(
+        alert(e, source, 'firing', {
+          rule: 'remediation-approval',
+          category: 'other',
+          severity: 'warning',
+          fingerprint: approvalFingerprint(id),
+          summary: `${e.data.kind} of ${e.host} waits for approval until ${e.data.approval_deadline ?? '?'} (then ${e.data.on_timeout ?? 'deny'}): gpualert action approve ${id}`,
+          action: `Approve with \`gpualert action approve ${id}\` or deny with \`gpualert action deny ${id}\`.`,
+          annotations: { action_id: id, approve: `gpualert action approve ${id}`, deny: `gpualert action deny ${id}`, reason: e.data.reason.slice(0, 4_000) },
+        }),
+      );
+    } else if (e.type === 'action.approval') {
+      out.push(
+        alert(e, source, 'resolved', {
+          rule: 'remediation-approval',
+          category: 'other',
+          severity: 'warning',
+          fingerprint: approvalFingerprint(e.data.action_id),
+          summary: `action ${e.data.action_id} ${e.data.decision} by ${e.data.by}`,
+          annotations: { action_id: e.data.action_id },
+        }),
+      );
+    } else if (e.type === 'action' && e.data.breaker_tripped === true) {
+      out.push(
+        alert(e, source, 'firing', {
+          rule: 'remediation-breaker',
+          category: 'pipeline',
+          severity: 'critical',
+          fingerprint: stableId('remediation-breaker', e.data.partition ?? '', e.ts).slice(0, 16),
+          summary: `remediation stopped in partition ${e.data.partition ?? '?'}: ${e.data.reason.slice(0, 300)}`,
+          action: 'gpualert takes no more hosts of this partition out of service until the window passes; look at what is failing across it.',
+          annotations: { action_id: e.data.action_id },
+        }),
+      );
+    }
+  }
+  return out;
+}
+
+function approvalFingerprint(actionId: string): string {
+  return stableId('remediation-approval', actionId).replace(/-/g, '').slice(0, 16);
+}
+
+interface AlertFields {
+  readonly rule: string;
+  readonly category: 'other' | 'pipeline';
+  readonly severity: 'warning' | 'critical';
+  readonly fingerprint: string;
+  readonly summary: string;
+  readonly action?: string;
+  readonly annotations: Record<string, string>;
+}
+
+function alert(e: Envelope, source: string, status: 'firing' | 'resolved', f: AlertFields): EnvelopeOf<'alert'> {
+  return newEnvelope({
+    type: 'alert',
+    id: stableId('remediation-alert', f.fingerprint, status, e.id),
+    ts: e.ts,
+    host: e.host,
+    labels: e.labels,
+    source,
+    data: {
+      fingerprint: f.fingerprint,
+      status,
+      severity: f.severity,
+      category: f.category,
+      rule: f.rule,
+      summary: f.summary,
+      ...(f.action !== undefined ? { action: f.action } : {}),
+      starts_at: e.ts,
+      ...(status === 'resolved' ? { ends_at: e.ts } : {}),
+      evidence: [e.id],
+      annotations: f.annotations,
+    },
+  });
+}

@@ -1,0 +1,1 @@
+export { REMEDIATOR_SOURCE, startRemediator } from './remediator-service.ts';
