@@ -126,7 +126,10 @@ export class Engine {
       case 'alert':
       case 'notification':
       case 'usage.rollup':
-        break; // the engine's and the notifier's own output, and what other layers judge (not yet wired here)
+      case 'action':
+      case 'action.approval':
+      case 'action.result':
+        break; // the engine's, the notifier's and the remediator's own output, and what other layers judge (not yet wired here)
     }
     this.flushParser(ctx);
     return this.drain(host, out);
