@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = join(import.meta.dirname, '..', '..');
 // The Compose Specification's own schema, vendored with its source (schemas/README.md).
 const SCHEMA = JSON.parse(readFileSync(join(import.meta.dirname, 'schemas/compose-spec.json'), 'utf8')) as object;
-const SERVICES_WITH_HEALTHZ = new Map([['intake', 9468], ['notifier', 9095], ['agent', 9469], ['engine', 9470]]);
+const SERVICES_WITH_HEALTHZ = new Map([['intake', 9468], ['notifier', 9095], ['notifier-1', 9095], ['agent', 9469], ['engine', 9470]]);
 
 interface Service {
   build?: unknown;
@@ -58,11 +58,11 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs every gpualert service from the image built here, never npm ci into a bind mount', () => {
-    expect(gpualert.map(([name]) => name).sort()).toEqual(['agent', 'engine', 'intake', 'notifier']);
+    expect(gpualert.map(([name]) => name).sort()).toEqual(['agent', 'engine', 'intake', 'notifier', 'notifier-1']);
     for (const [name, service] of gpualert) {
       expect(service.build, name).toBe('.');
       expect(JSON.stringify(service.command), name).not.toMatch(/npm|npx|tsx/);
-      expect(service.command?.[0], name).toBe(name);
+      expect(service.command?.[0], name).toBe(name.replace(/-\d+$/, ''));
       expect(service.volumes ?? [], name).not.toContain('.:/app');
     }
     expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['kafka', 'redis', 'mailcatcher', 'prometheus']));
@@ -93,6 +93,12 @@ describe('docker-compose.yml', () => {
     };
     const targets = prometheus.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets));
     expect(targets.sort()).toEqual([...SERVICES_WITH_HEALTHZ].map(([name, port]) => `${name}:${port}`).sort());
+  });
+
+  it('runs the notifier as two named replicas of one cluster, on the same routes', () => {
+    const replicas = gpualert.filter(([, s]) => s.command?.[0] === 'notifier');
+    expect(replicas.map(([, s]) => s.environment?.GPUALERT_NOTIFIER_REPLICA).sort()).toEqual(['notifier-0', 'notifier-1']);
+    for (const [name, s] of replicas) expect(s.volumes, name).toEqual(compose.services.notifier?.volumes);
   });
 
   it('mounts the dashboards where the Grafana provisioning shipped beside them reads them', () => {

@@ -22,6 +22,7 @@ const MODELS = new Map<string, readonly [string, string]>([
   ['v1/Service', ['kubernetes-models/v1/Service', 'IService']],
   ['apps/v1/Deployment', ['kubernetes-models/apps/v1/Deployment', 'IDeployment']],
   ['apps/v1/DaemonSet', ['kubernetes-models/apps/v1/DaemonSet', 'IDaemonSet']],
+  ['apps/v1/StatefulSet', ['kubernetes-models/apps/v1/StatefulSet', 'IStatefulSet']],
   ['v1/ResourceQuota', ['kubernetes-models/v1/ResourceQuota', 'IResourceQuota']],
   ['policy/v1/PodDisruptionBudget', ['kubernetes-models/policy/v1/PodDisruptionBudget', 'IPodDisruptionBudget']],
   ['networking.k8s.io/v1/NetworkPolicy', ['kubernetes-models/networking.k8s.io/v1/NetworkPolicy', 'INetworkPolicy']],

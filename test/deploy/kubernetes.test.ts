@@ -41,7 +41,7 @@ const secrets = readManifests(join(BASE, 'secret.example.yaml'));
 const generated = kustomization.configMapGenerator.map(generatedConfigMap);
 const every = [...resources, ...secrets, ...generated];
 const byName = (kind: string, name: string): Obj => resources.find((m) => m.object.kind === kind && (m.object as Obj).metadata?.name === name)!.object as Obj;
-const workloads = resources.filter((m) => m.object.kind === 'Deployment' || m.object.kind === 'DaemonSet').map((m) => m.object as Obj);
+const workloads = resources.filter((m) => ['Deployment', 'DaemonSet', 'StatefulSet'].includes(String(m.object.kind))).map((m) => m.object as Obj);
 const containersOf = (workload: Obj): Obj[] => workload.spec.template.spec.containers as Obj[];
 
 describe('deploy/kubernetes', () => {
@@ -116,8 +116,11 @@ describe('deploy/kubernetes', () => {
   it('lets Prometheus scrape every engine pod, whose /metrics every dashboard draws from (a headless Service and the scrape annotations)', () => {
     const engine = byName('Service', 'gpualert-engine');
     expect(engine.spec).toMatchObject({ clusterIP: 'None', selector: { 'app.kubernetes.io/name': 'gpualert-engine' }, ports: [{ name: 'http', port: 9470, targetPort: 'http' }] });
-    for (const name of ['gpualert-engine', 'gpualert-notifier']) {
-      const workload = byName('Deployment', name);
+    for (const [kind, name] of [
+      ['Deployment', 'gpualert-engine'],
+      ['StatefulSet', 'gpualert-notifier'],
+    ] as const) {
+      const workload = byName(kind, name);
       const port = String((containersOf(workload)[0]!.ports as Obj[]).find((p) => p.name === 'http')!.containerPort);
       expect(workload.spec.template.metadata.annotations, name).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': port, 'prometheus.io/path': '/metrics' });
     }
@@ -182,13 +185,22 @@ describe('deploy/kubernetes', () => {
       const labels = workload.spec.template.metadata.labels as Record<string, string>;
       const selects = (selector: Obj) => Object.entries((selector.matchLabels ?? {}) as Record<string, string>).every(([k, v]) => labels[k] === v);
       const same = (o: Obj) => o.metadata.namespace === workload.metadata.namespace;
-      if (workload.kind === 'Deployment') expect(budgets.filter((b) => same(b) && selects(b.spec.selector)).map((b) => b.spec.maxUnavailable), workload.metadata.name).toEqual([1]);
+      if (workload.kind !== 'DaemonSet') expect(budgets.filter((b) => same(b) && selects(b.spec.selector)).map((b) => b.spec.maxUnavailable), workload.metadata.name).toEqual([1]);
       // A default deny in its namespace, and one policy opening the container's own port.
       expect(policies.some((p) => same(p) && Object.keys(p.spec.podSelector).length === 0 && p.spec.ingress === undefined && p.spec.policyTypes.includes('Ingress')), `default deny for ${workload.metadata.name}`).toBe(true);
       const port = (containersOf(workload)[0]!.ports as Obj[]).find((p) => p.name === 'http')!.containerPort as number;
       const opened = policies.filter((p) => same(p) && Object.keys(p.spec.podSelector).length > 0 && selects(p.spec.podSelector)).flatMap((p) => (p.spec.ingress as Obj[]).flatMap((r) => (r.ports as Obj[]).map((x) => x.port as number)));
       expect(opened, workload.metadata.name).toEqual([port]);
     }
+  });
+
+  it('runs the notifier as a cluster of three named replicas (Alertmanager HA): each its own name from its pod, rolled one at a time', () => {
+    const notifier = byName('StatefulSet', 'gpualert-notifier');
+    expect(notifier.spec.replicas).toBeGreaterThanOrEqual(2);
+    expect(notifier.spec.updateStrategy).toEqual({ type: 'RollingUpdate' });
+    const env = (containersOf(notifier)[0]!.env as Obj[]).find((e) => e.name === 'GPUALERT_NOTIFIER_REPLICA');
+    expect(env?.valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.name' } });
+    expect(resources.some((m) => m.object.kind === 'Deployment' && (m.object as Obj).metadata.name === 'gpualert-notifier')).toBe(false);
   });
 
   it('the example secrets hold placeholders only, and name every env: credential the routes read', () => {
