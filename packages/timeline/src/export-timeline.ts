@@ -9,7 +9,18 @@ export class UnknownIncidentError extends GpualertError {
   }
 }
 
-const READ = [TOPICS.kernelEvents, TOPICS.providerEvents, TOPICS.hostInventory, TOPICS.alerts, TOPICS.notifications, TOPICS.gpuSamples, TOPICS.jobEvents];
+const READ = [
+  TOPICS.kernelEvents,
+  TOPICS.providerEvents,
+  TOPICS.hostInventory,
+  TOPICS.alerts,
+  TOPICS.notifications,
+  TOPICS.gpuSamples,
+  TOPICS.jobEvents,
+  TOPICS.actions,
+];
+/** Topics a deployment may not have yet (the remediator's, created when it first runs): missing, they are empty. */
+const MAY_BE_MISSING: ReadonlySet<string> = new Set([TOPICS.actions]);
 
 /** Reads every topic's messages in the range (by timestamp offsets on Kafka) as envelopes. */
 export async function readRange(
@@ -20,7 +31,10 @@ export async function readRange(
 ): Promise<Envelope[]> {
   const out: Envelope[] = [];
   for (const topic of topics) {
-    const messages = await bus.read(topic, { from: query.from, to: query.to });
+    const messages = await bus.read(topic, { from: query.from, to: query.to }).catch((error: unknown) => {
+      if (MAY_BE_MISSING.has(topic) && /UNKNOWN_TOPIC|does not host this topic|not exist/i.test(String(error))) return [];
+      throw error;
+    });
     for (const m of messages) {
       const envelope =
         quickSample(m.value) ??

@@ -3,7 +3,7 @@ import type { Envelope, EnvelopeOf, Severity } from '@gpualert/schema';
 /** One line of the story, saying where it came from. */
 export interface TimelineEntry {
   readonly ts: string;
-  readonly source: 'kernel' | 'provider' | 'alert' | 'notification' | 'inventory' | 'collector' | 'job';
+  readonly source: 'kernel' | 'provider' | 'alert' | 'notification' | 'inventory' | 'collector' | 'job' | 'action';
   readonly host: string;
   readonly gpu?: number;
   readonly severity?: Severity;
@@ -265,6 +265,30 @@ function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): Tim
         title: `${what}${(d.count ?? 1) > 1 ? ` (×${d.count})` : ''}`,
         detail: d.message,
         ...(d.gpu !== undefined ? { gpu: d.gpu } : {}),
+      };
+    }
+    case 'action': {
+      // What the remediator decided for the node: proposed, waiting for a person, a dry run, refused by the breaker, skipped.
+      const d = e.data;
+      if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu !== gpuFilter) return undefined;
+      const phase = d.breaker_tripped === true ? 'refused (breaker tripped)' : d.phase.replaceAll('_', ' ');
+      return { ...base, source: 'action', title: `${d.kind} ${phase} (${d.action_id})`, detail: d.reason, ...(d.gpu !== undefined ? { gpu: d.gpu } : {}) };
+    }
+    case 'action.approval':
+      return {
+        ...base,
+        source: 'action',
+        title: `${e.data.action_id} ${e.data.decision} by ${e.data.by}`,
+        ...(e.data.comment ? { detail: e.data.comment } : {}),
+      };
+    case 'action.result': {
+      const d = e.data;
+      return {
+        ...base,
+        source: 'action',
+        ...(d.outcome === 'failed' ? { severity: 'error' as const } : {}),
+        title: `${d.kind} ${d.outcome.replaceAll('_', ' ')} on ${d.executor} (${d.action_id}, attempt ${d.attempt})`,
+        ...(d.error ? { detail: d.error } : {}),
       };
     }
     case 'provider.event': {

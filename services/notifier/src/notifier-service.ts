@@ -257,8 +257,14 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       // (probes, the API, the engine and intake of `gpualert up`) runs until the last has.
       await new Promise((resolve) => setImmediate(resolve));
       try {
-        return await work();
+        const result = await work();
+        deferred.settle(true);
+        heldGroups.settle(true);
+        return result;
       } catch (error) {
+        // What this step released from the holds never reached the outbox: held again, judged again.
+        deferred.settle(false);
+        heldGroups.settle(false);
         // What goes back is this run's own save; should some of it not read back (past a load bound), say so rather than drop it unannounced.
         const unreadable = saved.rollback(state);
         if (unreadable.length > 0)
@@ -290,8 +296,10 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
           // reading at its own pace, start a group's clock (and a page's wait) at the same moment.
           const at = members ? publishedAt(message.timestamp, Date.now()) : Date.now();
           const decided = core.ingest(state, envelope, at);
-          // Held pages are not in the shared log until sent (what the log had before goes back).
-          ingested.push(...(wait > 0 ? deferred.hold(state, decided, pagesBefore, at, wait) : decided));
+          // Held pages are not in the shared log until sent (what the log had before goes back); the
+          // wait counts from now: a replica reading a backlog must not release at once what the
+          // first, as far behind, has not paged yet.
+          ingested.push(...(wait > 0 ? deferred.hold(state, decided, pagesBefore, Date.now(), wait) : decided));
         }
         await silences.shareOwn(state, before);
         const paged = [...ingested, ...(await pagesAfterWait(Date.now()))];

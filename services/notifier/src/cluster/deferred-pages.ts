@@ -23,6 +23,8 @@ const MAX_DEFERRED = 100_000;
  */
 export class DeferredPages {
   private readonly held = new Map<string, DeferredPage>();
+  /** Released by the step now running: put back should it fail (its sends never reached the outbox). */
+  private releasing: [string, DeferredPage][] = [];
 
   get size(): number {
     return this.held.size;
@@ -61,6 +63,8 @@ export class DeferredPages {
         continue;
       }
       this.held.delete(id);
+      // A fault paged again after a held resolve: that resolve is old news (sent, it would close a firing incident).
+      if (n.reason === 'page') this.held.delete(`page_resolve|${key}`);
       this.held.set(id, { key, fingerprint: alert.fingerprint, reason: n.reason, severity: alert.severity, sends: [n], dueAt: now + waitMs });
     }
     return rest;
@@ -81,6 +85,7 @@ export class DeferredPages {
     for (const [id, d] of this.held) {
       if (d.dueAt > now) continue;
       this.held.delete(id);
+      this.releasing.push([id, d]);
       const told = state.pages[d.key];
       if (d.reason === 'page') {
         if (told?.status === 'firing' && told.severity === d.severity) continue; // a replica before this one paged it
@@ -88,10 +93,17 @@ export class DeferredPages {
         state.pages[d.key] = { status: 'firing', severity: d.severity, at: now };
       } else {
         if (told?.status !== 'firing') continue; // resolved by a replica before this one, or never paged
+        if (Object.hasOwn(state.firing, d.fingerprint)) continue; // it fires again here: the resolve is old news
         delete state.pages[d.key];
       }
       for (const send of d.sends) out.push({ send });
     }
     return out;
+  }
+
+  /** The step ended: what it released is in the outbox (`ok`), or goes back to be judged again at the next step. */
+  settle(ok: boolean): void {
+    if (!ok) for (const [id, d] of this.releasing) if (!this.held.has(id)) this.held.set(id, d);
+    this.releasing = [];
   }
 }

@@ -21,7 +21,9 @@ const MAX_HELD = 100_000;
  * would tell news (a resolve) that the first replica tells only on its next tick: sent twice.
  */
 export class HeldGroupMessages {
-  private readonly held: HeldFlush[] = [];
+  private held: HeldFlush[] = [];
+  /** Released by the step now running: put back should it fail (its sends never reached the outbox). */
+  private releasing: HeldFlush[] = [];
 
   /** Holds a flush's sends (`dueAt`: when the group was due); returns what must go out at once (the hold is full, or nothing to hold). */
   hold(group: string, decisions: readonly Decision[], dueAt: number, now: number, waitMs: number): Decision[] {
@@ -46,13 +48,11 @@ export class HeldGroupMessages {
   release(now: number, entries: ReadonlyMap<string, NotificationLogEntry | undefined>): { decisions: Decision[]; logged: Map<string, NotificationLogEntry> } {
     const decisions: Decision[] = [];
     const logged = new Map<string, NotificationLogEntry>();
-    for (let i = 0; i < this.held.length;) {
-      const h = this.held[i];
-      if (!h || h.dueAt > now) {
-        i += 1;
-        continue;
-      }
-      this.held.splice(i, 1);
+    const due = this.held.filter((h) => h.dueAt <= now);
+    if (due.length === 0) return { decisions, logged };
+    this.held = this.held.filter((h) => h.dueAt > now);
+    this.releasing.push(...due);
+    for (const h of due) {
       const entry = logged.get(h.group) ?? entries.get(h.group);
       if (entry && entry.lastSent >= h.decidedAt && h.sends.every((n) => told(entry, n))) continue;
       for (const send of h.sends) decisions.push({ send });
@@ -63,9 +63,16 @@ export class HeldGroupMessages {
           if (a.status === 'firing') next[a.fingerprint] = { status: 'firing', severity: a.severity, at: h.decidedAt };
           else delete next[a.fingerprint];
         }
-      logged.set(h.group, { lastSent: Math.max(h.decidedAt, entry?.lastSent ?? 0), told: next });
+      // Later than what the log had: a replica that merges only newer entries takes this one.
+      logged.set(h.group, { lastSent: Math.max(h.decidedAt, (entry?.lastSent ?? 0) + 1), told: next });
     }
     return { decisions, logged };
+  }
+
+  /** The step ended: what it released is in the outbox (`ok`), or goes back to be judged again at the next step. */
+  settle(ok: boolean): void {
+    if (!ok) this.held.unshift(...this.releasing);
+    this.releasing = [];
   }
 }
 

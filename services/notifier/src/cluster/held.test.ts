@@ -74,6 +74,42 @@ describe('a replica after the first holds its pages', () => {
   });
 });
 
+describe('held pages, against a fault that comes back or a step that fails', () => {
+  it('a held resolve is dropped when the fault pages again, or fires here again, before it is due: it would close a firing incident', () => {
+    const state = emptyNotifierState();
+    const held = new DeferredPages();
+    const paged = new Map([['pd|z', { status: 'firing' as const, severity: 'critical' as const, at: T }]]);
+    held.hold(state, [send('page_resolve', alert('z', 'resolved'))], paged, T, 1_000);
+    held.hold(state, [send('page', alert('z'))], paged, T + 10, 1_000);
+    state.firing.z = dict();
+    expect(held.release(state, T + 2_000)).toEqual([]); // the page: the log says paged; the resolve: gone
+    expect(held.size).toBe(0);
+    held.hold(state, [send('page_resolve', alert('z', 'resolved'))], paged, T + 3_000, 1_000);
+    state.pages['pd|z'] = { status: 'firing', severity: 'critical', at: T };
+    expect(held.release(state, T + 4_000)).toEqual([]); // it fires here again: old news
+  });
+
+  it('what a failed step released is held again and judged at the next step; what a step that succeeded released is gone', () => {
+    const state = emptyNotifierState();
+    const held = new DeferredPages();
+    state.firing.a = dict();
+    held.hold(state, [send('page', alert('a'))], new Map(), T, 1_000);
+    expect(held.release(state, T + 1_000)).toHaveLength(1);
+    held.settle(false);
+    delete state.pages['pd|a']; // the state rolled back with the step
+    expect(held.release(state, T + 1_001)).toHaveLength(1);
+    held.settle(true);
+    expect(held.size).toBe(0);
+    const groups = new HeldGroupMessages();
+    groups.hold('g', [{ send: { id: 'm', receiver: 'chat', group: 'g', reason: 'first', alerts: [alert('a')], firing: 1 } }], T, T, 1_000);
+    expect(groups.release(T + 1_000, new Map()).decisions).toHaveLength(1);
+    groups.settle(false);
+    expect(groups.release(T + 1_001, new Map()).decisions).toHaveLength(1);
+    groups.settle(true);
+    expect(groups.dueGroups(T + 5_000)).toEqual([]);
+  });
+});
+
 describe('a replica after the first holds its group messages', () => {
   const message = (alerts: AlertView[]): Decision => ({ send: { id: 'm', receiver: 'chat', group: 'g', reason: 'first', alerts, firing: alerts.length } });
 
