@@ -33,3 +33,42 @@ describe('a timeline over hosts named like members of every object', () => {
     expect(Object.getOwnPropertyNames(Object.prototype)).not.toContain('0');
   });
 });
+
+describe("a timeline with the remediator's actions", () => {
+  it('tells what was proposed, who approved it and what the scheduler answered, in order, for the post-mortem', () => {
+    const at = (s: number) => new Date(T0 + s * 1_000).toISOString();
+    const envelopes: Envelope[] = [
+      newEnvelope({
+        type: 'action.result',
+        id: 'r1',
+        host: 'gpu-node-7',
+        source: 'remediator',
+        ts: at(90),
+        data: { action_id: 'act-1', kind: 'drain', outcome: 'succeeded', attempt: 2, executor: 'slurm' },
+      }),
+      newEnvelope({
+        type: 'action',
+        id: 'a1',
+        host: 'gpu-node-7',
+        source: 'remediator',
+        ts: at(1),
+        data: { action_id: 'act-1', kind: 'drain', phase: 'awaiting_approval', policy_rule: 'xid-79', reason: 'Xid 79: GPU has fallen off the bus', gpu: 3 },
+      }),
+      newEnvelope({
+        type: 'action.approval',
+        id: 'p1',
+        host: 'gpu-node-7',
+        source: 'cli',
+        ts: at(60),
+        data: { action_id: 'act-1', decision: 'approved', by: 'ana' },
+      }),
+    ];
+    const timeline = buildTimeline(envelopes, { from: T0, to: T0 + 120_000 });
+    expect(timeline.entries.map((e) => [e.source, e.title])).toEqual([
+      ['action', 'drain awaiting approval (act-1)'],
+      ['action', 'act-1 approved by ana'],
+      ['action', 'drain succeeded on slurm (act-1, attempt 2)'],
+    ]);
+    expect(timeline.entries[0]).toMatchObject({ gpu: 3, detail: 'Xid 79: GPU has fallen off the bus' });
+  });
+});
