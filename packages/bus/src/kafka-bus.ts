@@ -15,6 +15,7 @@ import { redactSecrets } from '@gpualert/log';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
 import { CONSUMER_STALL_MS, ConsumerWatch } from './consumer-watch.ts';
+import { fixKafkajsCoordinatorLoss } from './kafkajs-coordinator-fix.ts';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
 import { retryBatch } from './retry-batch.ts';
 
@@ -58,6 +59,7 @@ export class KafkaBus implements Bus {
 
   constructor(options: KafkaBusOptions) {
     fixKafkajsIdleLoop();
+    fixKafkajsCoordinatorLoss();
     this.options = options;
     this.prefix = options.topicPrefix ?? '';
     const log = options.log ?? (() => {});
