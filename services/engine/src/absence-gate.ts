@@ -14,13 +14,16 @@ export const UNHEARD_PARTITION_MS = 60_000;
  * while no samples come at all (Kafka away, the group rejoining): with many hosts, batches arrive
  * far more often than any one host reports, so two of the fastest host's intervals with none
  * means the input stopped, not the hosts. After a minute of nothing, hosts are judged again: a
- * fleet (or a pipeline) silent that long deserves the alerts.
+ * fleet (or a pipeline) silent that long deserves the alerts. Input that stopped resumes partition
+ * by partition (one Kafka broker of three killed: its partitions come back last), so a stall is
+ * treated as a new assignment: absence waits until every samples partition has delivered again.
  */
 export class AbsenceGate {
   private readonly behind = new Map<string, number>();
   private samplesPartitions: string[] = [];
   private assignedAt: number;
   private lastSamplesAt: number;
+  private stalled = false;
 
   constructor(private readonly now: () => number = Date.now) {
     this.assignedAt = now();
@@ -54,6 +57,13 @@ export class AbsenceGate {
 
   /** Whether absence may be judged now. */
   open(state: EngineState): boolean {
-    return !this.catchingUp() && !this.inputStalled(state);
+    const stalled = this.inputStalled(state);
+    if (stalled && !this.stalled) {
+      // Every partition is unheard again, for at most a minute from the stall's start (UNHEARD_PARTITION_MS).
+      this.assignedAt = this.now();
+      this.behind.clear();
+    }
+    this.stalled = stalled;
+    return !stalled && !this.catchingUp();
   }
 }
