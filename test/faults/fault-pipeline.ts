@@ -2,12 +2,12 @@ import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
+import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { hostName, syntheticFleet } from '@gpualert/test-support';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { KafkaBroker } from '../infra/kafka-broker.ts';
+import { KafkaBroker, type KafkaNodes } from '../infra/kafka-broker.ts';
 import { onFreePort } from '../infra/free-port.ts';
 import { OwnRedis } from '../infra/redis-server.ts';
 import { cleanEnv, startCli } from '../infra/run-cli.ts';
@@ -63,6 +63,8 @@ export class FaultPipeline {
   /** Samples Kafka acknowledged, and how often a publish failed and was retried. */
   published = 0;
   publishRetries = 0;
+  /** The envelope ids of everything Kafka acknowledged (samples, inventories, faults, alerts): each must be on Kafka at the end. */
+  readonly acked = new Set<string>();
   /** One admin client for the lag checks, which poll every few milliseconds. */
   private readonly admin: Admin;
 
@@ -74,7 +76,7 @@ export class FaultPipeline {
     readonly prefix: string,
     readonly hosts: number,
   ) {
-    this.admin = new Kafka({ brokers: [broker.brokers], logLevel: logLevel.NOTHING }).admin();
+    this.admin = new Kafka({ brokers: broker.brokers.split(','), logLevel: logLevel.NOTHING }).admin();
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-faults-'));
     writeFileSync(join(dir, 'routes.yaml'), ROUTES);
     this.env = cleanEnv({
@@ -97,14 +99,15 @@ export class FaultPipeline {
     });
   }
 
-  static async start(options: { hosts?: number } = {}): Promise<FaultPipeline> {
-    const [broker, redis] = await Promise.all([KafkaBroker.create(), onFreePort((port) => OwnRedis.start(port))]);
+  /** `brokers: 3`: Kafka as production runs it (three nodes, replication 3, min ISR 2); one by default, the cheapest. */
+  static async start(options: { hosts?: number; brokers?: KafkaNodes } = {}): Promise<FaultPipeline> {
+    const [broker, redis] = await Promise.all([KafkaBroker.create({ nodes: options.brokers ?? 1 }), onFreePort((port) => OwnRedis.start(port))]);
     const vendors = new VendorReceivers({ feishu: '', dingtalk: '', webhook: HOOK_SECRET, routingKey: ROUTING_KEY, opsgenie: '' });
     await vendors.start();
     const prefix = `${uniqueName('faults')}.`;
     // Publishes retry for up to a minute: the test's own producer rides out a broker outage the
     // way a collector does, and counts only what Kafka acknowledged.
-    const bus = new KafkaBus({ brokers: [broker.brokers], topicPrefix: prefix, partitions: 6, publishTimeoutMs: 5_000 });
+    const bus = new KafkaBus({ brokers: broker.brokers.split(','), topicPrefix: prefix, partitions: 6, publishTimeoutMs: 5_000 });
     await bus.ensureTopics(Object.values(TOPICS));
     const pipeline = new FaultPipeline(broker, redis, vendors, bus, prefix, options.hosts ?? 48);
     await pipeline.admin.connect();
@@ -146,15 +149,15 @@ export class FaultPipeline {
   startLoad(): void {
     const start = Date.now();
     const fleet = [...syntheticFleet({ hosts: this.hosts, gpusPerHost: 8, start, minutes: 15, intervalMs: 1_000, seed: 8 })];
-    const inventories = fleet.filter((e) => e.type === 'host.inventory').map(envelopeMessage);
+    const inventories = fleet.filter((e) => e.type === 'host.inventory');
     const samples = fleet.filter((e) => e.type === 'gpu.sample');
     this.loadRunning = true;
     this.loadDone = (async () => {
       await this.publishDurably(TOPICS.hostInventory, inventories);
       let next = 0;
       while (this.loadRunning && next < samples.length) {
-        const due: OutgoingMessage[] = [];
-        while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) due.push(envelopeMessage(samples[next++]!));
+        const due: Envelope[] = [];
+        while (next < samples.length && Date.parse(samples[next]!.ts) <= Date.now()) due.push(samples[next++]!);
         if (due.length > 0) {
           await this.publishDurably(TOPICS.gpuSamples, due);
           this.published += due.length;
@@ -185,13 +188,16 @@ export class FaultPipeline {
       },
     });
     this.injected.push({ host: hostName(host), gpu });
-    await this.publishDurably(TOPICS.kernelEvents, [envelopeMessage(envelope)]);
+    await this.publishDurably(TOPICS.kernelEvents, [envelope]);
   }
 
-  private async publishDurably(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+  /** Publishes until Kafka acknowledges, as a collector does; counts the retries and remembers what was acked. */
+  async publishDurably(topic: string, envelopes: readonly Envelope[]): Promise<void> {
+    const messages = envelopes.map(envelopeMessage);
     for (;;) {
       try {
         await this.bus.publish(topic, messages);
+        for (const e of envelopes) this.acked.add(e.id);
         return;
       } catch {
         this.publishRetries += 1;

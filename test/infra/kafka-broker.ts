@@ -1,9 +1,12 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePort, onFreePort, PORT_TAKEN, PortTaken } from './free-port.ts';
+import { KafkaNode } from './kafka-node.ts';
+import { waitFor } from './wait-for.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const POM = join(ROOT, 'tools/kafka/pom.xml');
@@ -36,162 +39,135 @@ export function kafkaClasspath(): string {
 
 export { freePort } from './free-port.ts';
 
+/** How many nodes: one (what most tests need: cheapest), or three (production's shape: replication 3, min ISR 2). */
+export type KafkaNodes = 1 | 3;
+
+/** A cluster id as Kafka's `StorageTool random-uuid` makes one (16 random bytes, base64url), without a JVM start. */
+function clusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
 /**
- * A single-node Kafka in KRaft mode (broker and controller in one JVM) on 127.0.0.1, started
- * from Apache Kafka's jars. `stop()` and `start()` again keep its data, so fault tests can take
- * the broker away and bring it back.
+ * Apache Kafka in KRaft mode on 127.0.0.1, from Apache Kafka's jars: one node (broker and
+ * controller in one JVM), or three such nodes that are the three voters of one quorum, with
+ * replication 3 and `min.insync.replicas=2` for every topic (the internal ones included).
+ * `stop()` and `start()` again keep the data, so fault tests can take Kafka away and bring it
+ * back; `kill(nodeId)` and `restart(nodeId)` do it to one node of three.
  */
 export class KafkaBroker {
-  private process: ChildProcess | undefined;
-  private readonly dir: string;
-  private readonly classpath: string;
   readonly brokers: string;
-  private readonly port: number;
-  private readonly controllerPort: number;
-  /** The cluster id it was formatted with: how a readiness check tells this broker from another one on its port. */
-  private clusterId = '';
-  /** The JVM's last output, whole once `closed` settles: tells a taken port from other failures. */
-  private recent = '';
-  private closed: Promise<void> = Promise.resolve();
 
-  private constructor(classpath: string, port: number, controllerPort: number) {
-    this.classpath = classpath;
-    this.port = port;
-    this.controllerPort = controllerPort;
-    this.brokers = `127.0.0.1:${port}`;
-    this.dir = mkdtempSync(join(tmpdir(), 'gpualert-kafka-'));
+  private constructor(private readonly nodes: readonly KafkaNode[]) {
+    this.brokers = nodes.map((n) => n.address).join(',');
   }
 
-  /** A formatted, started broker; on fresh ports when another process took one before the JVM bound it. */
-  static async create(): Promise<KafkaBroker> {
+  /** Started and answering, every node in the cluster; on fresh ports when another process took one before a JVM bound it. */
+  static async create(options: { nodes?: KafkaNodes } = {}): Promise<KafkaBroker> {
     const classpath = kafkaClasspath();
-    return onFreePort(async (port) => {
-      const broker = new KafkaBroker(classpath, port, await freePort());
-      broker.format();
+    const count = options.nodes ?? 1;
+    return onFreePort(async (firstPort) => {
+      const ports = [firstPort, ...(await Promise.all(Array.from({ length: count * 2 - 1 }, () => freePort())))];
+      const controllerPorts = ports.slice(count);
+      const voters = controllerPorts.map((port, i) => `${i + 1}@127.0.0.1:${port}`).join(',');
+      const id = clusterId();
+      const nodes = Array.from(
+        { length: count },
+        (_, i) =>
+          new KafkaNode(
+            classpath,
+            { nodeId: i + 1, port: ports[i]!, controllerPort: controllerPorts[i]!, voters, replication: count, heap: count === 1 ? '768m' : '384m' },
+            id,
+          ),
+      );
+      const broker = new KafkaBroker(nodes);
       try {
+        await Promise.all(nodes.map((n) => n.format()));
         await broker.start();
         return broker;
       } catch (error) {
-        await broker.stop();
-        await broker.closed;
-        const said = broker.recent;
+        await Promise.all(nodes.map((n) => n.stop()));
+        await Promise.all(nodes.map((n) => n.closed));
+        const taken = nodes.find((n) => PORT_TAKEN.test(n.recent));
         await broker.destroy();
-        throw PORT_TAKEN.test(said) ? new PortTaken(port, said) : error;
+        throw taken ? new PortTaken(taken.spec.port, taken.recent) : error;
       }
     });
   }
 
+  /** The node ids, 1 to 3. */
+  get nodeIds(): number[] {
+    return this.nodes.map((n) => n.spec.nodeId);
+  }
+
+  /** Where the node's log is (the JVM's own output). */
   get logFile(): string {
-    return join(this.dir, 'broker.log');
+    return this.nodes[0]!.logFile;
   }
 
-  private format(): void {
-    writeFileSync(join(this.dir, 'server.properties'), this.properties());
-    const java = (args: string[]) => spawnSync('java', ['-cp', this.classpath, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    const uuid = java(['kafka.tools.StorageTool', 'random-uuid']).stdout.trim().split('\n').pop() ?? '';
-    this.clusterId = uuid;
-    const format = java(['kafka.tools.StorageTool', 'format', '-t', uuid, '-c', join(this.dir, 'server.properties')]);
-    if (format.status !== 0) throw new Error(`kafka storage format failed: ${format.stderr.slice(-2000)}`);
-  }
-
-  private properties(): string {
-    return [
-      'process.roles=broker,controller',
-      'node.id=1',
-      `controller.quorum.voters=1@127.0.0.1:${this.controllerPort}`,
-      `listeners=PLAINTEXT://127.0.0.1:${this.port},CONTROLLER://127.0.0.1:${this.controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${this.port}`,
-      'controller.listener.names=CONTROLLER',
-      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
-      `log.dirs=${join(this.dir, 'data')}`,
-      'offsets.topic.replication.factor=1',
-      'offsets.topic.num.partitions=4',
-      'transaction.state.log.replication.factor=1',
-      'transaction.state.log.min.isr=1',
-      'share.coordinator.state.topic.replication.factor=1',
-      'share.coordinator.state.topic.min.isr=1',
-      'group.initial.rebalance.delay.ms=0',
-      'group.min.session.timeout.ms=1000',
-      'auto.create.topics.enable=false',
-      'num.partitions=4',
-      'log.flush.interval.messages=9223372036854775807',
-      // Tests publish recordings with event times months in the past; time-based retention would
-      // delete them under a running consumer. Keep everything for the broker's short life.
-      'log.retention.ms=-1',
-      'log.retention.bytes=-1',
-      // Under the clock-ahead run (test/infra/clock-ahead.mjs) our producers stamp records two years
-      // past the broker's own clock, which Kafka 4 refuses beyond an hour by default.
-      ...(process.env.GPUALERT_CLOCK_OFFSET_MS ? ['log.message.timestamp.after.max.ms=9223372036854775807'] : []),
-      '',
-    ].join('\n');
-  }
-
+  /** Starts every node that is not running; resolves when the cluster answers with all of them. */
   async start(): Promise<void> {
-    if (this.process) return;
-    const log = createWriteStream(this.logFile, { flags: 'a' });
-    const child = spawn(
-      'java',
-      [
-        '-Xms256m',
-        '-Xmx768m',
-        '-XX:+UseSerialGC',
-        '-XX:TieredStopAtLevel=1',
-        '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn',
-        '-cp',
-        this.classpath,
-        'kafka.Kafka',
-        join(this.dir, 'server.properties'),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    child.stdout?.pipe(log);
-    child.stderr?.pipe(log);
-    const keep = (chunk: Buffer) => void (this.recent = (this.recent + chunk.toString()).slice(-65_536));
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    this.closed = new Promise((r) => child.once('close', () => r()));
-    this.process = child;
-    await this.waitUntilReady(child);
+    const starting = this.nodes.filter((n) => !n.running);
+    for (const node of starting) node.launch();
+    await Promise.all(starting.map((n) => n.ready()));
+    await this.allRegistered();
   }
 
-  private async waitUntilReady(child: ChildProcess): Promise<void> {
-    const deadline = Date.now() + 90_000;
-    const admin = new Kafka({ brokers: [this.brokers], logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
-    try {
-      while (Date.now() < deadline) {
-        if (child.exitCode !== null) {
-          throw new Error(`kafka exited with ${child.exitCode}; see ${this.logFile}`);
-        }
-        try {
-          await admin.connect();
-          await admin.listTopics();
-          // Another process's broker may answer on a port this one failed to bind: wait for this one's exit then.
-          if ((await admin.describeCluster()).clusterId === this.clusterId) return;
-          await new Promise((r) => setTimeout(r, 250));
-        } catch {
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      }
-      throw new Error(`kafka did not answer an admin call within 90 s; see ${this.logFile}`);
-    } finally {
-      await admin.disconnect().catch(() => {});
-    }
-  }
-
+  /** Stops every node (SIGTERM: a clean shutdown). */
   async stop(): Promise<void> {
-    const child = this.process;
-    if (!child) return;
-    this.process = undefined;
-    if (child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await exited;
-    clearTimeout(timer);
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+
+  /** One node crashes: SIGKILL, nothing flushed, no leadership handed over. */
+  async kill(nodeId: number): Promise<void> {
+    await this.node(nodeId).stop('SIGKILL');
+  }
+
+  /** A killed or stopped node starts again on its data; resolves when it is back in the cluster. */
+  async restart(nodeId: number): Promise<void> {
+    const node = this.node(nodeId);
+    node.launch();
+    await node.ready();
+    await this.allRegistered();
+  }
+
+  /** The node that listens on `address` (`127.0.0.1:port`, as Kafka's metadata names its brokers). */
+  nodeAt(address: string): number | undefined {
+    return this.nodes.find((n) => n.address === address)?.spec.nodeId;
   }
 
   async destroy(): Promise<void> {
-    await this.stop();
-    rmSync(this.dir, { recursive: true, force: true });
+    await Promise.all(this.nodes.map((n) => n.destroy()));
+  }
+
+  private node(nodeId: number): KafkaNode {
+    const node = this.nodes.find((n) => n.spec.nodeId === nodeId);
+    if (!node) throw new Error(`no Kafka node ${nodeId} (nodes ${this.nodeIds.join(', ')})`);
+    return node;
+  }
+
+  /** Every running node registered with the controller: a topic of replication 3 can be created then. */
+  private async allRegistered(): Promise<void> {
+    const running = this.nodes.filter((n) => n.running).length;
+    if (running <= 1) return;
+    const admin = new Kafka({ brokers: this.brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 0 } }).admin();
+    try {
+      await waitFor(
+        async () => {
+          try {
+            await admin.connect();
+            return (await admin.describeCluster()).brokers.length >= running;
+          } catch {
+            return false;
+          }
+        },
+        `${running} Kafka brokers registered`,
+        60_000,
+      );
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
   }
 }

@@ -15,7 +15,9 @@ import { redactSecrets } from '@gpualert/log';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
 import { CONSUMER_STALL_MS, ConsumerWatch } from './consumer-watch.ts';
+import { fixKafkajsCoordinatorLoss } from './kafkajs-coordinator-fix.ts';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
+import { RetriableError } from './infrastructure-error.ts';
 import { retryBatch } from './retry-batch.ts';
 
 export interface KafkaBusOptions {
@@ -24,6 +26,7 @@ export interface KafkaBusOptions {
   /** Prepended to every topic name, so deployments (and tests) can share one cluster. */
   readonly topicPrefix?: string;
   readonly partitions?: number;
+  /** Replicas of each topic it creates; absent: 3, or every broker of a smaller cluster (`min.insync.replicas` is the cluster's). */
   readonly replicationFactor?: number;
   /** How long a publish may keep retrying before it fails (the intake answers 503 then). */
   readonly publishTimeoutMs?: number;
@@ -58,6 +61,7 @@ export class KafkaBus implements Bus {
 
   constructor(options: KafkaBusOptions) {
     fixKafkajsIdleLoop();
+    fixKafkajsCoordinatorLoss();
     this.options = options;
     this.prefix = options.topicPrefix ?? '';
     const log = options.log ?? (() => {});
@@ -99,14 +103,15 @@ export class KafkaBus implements Bus {
     const existing = new Set(await this.admin.listTopics());
     const missing = wanted.filter((t) => !existing.has(t));
     if (missing.length > 0) {
-      await this.admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((topic) => ({
-          topic,
-          numPartitions: this.options.partitions ?? 6,
-          replicationFactor: this.options.replicationFactor ?? 1,
-        })),
-      });
+      const brokers = (await this.admin.describeCluster()).brokers.length;
+      const replicationFactor = this.options.replicationFactor ?? Math.min(DEFAULT_REPLICATION_FACTOR, brokers);
+      if (replicationFactor > brokers) {
+        // Exit 75 (try again): the missing brokers may be on their way back; if not, the setting is too high.
+        throw new RetriableError(`cannot create ${missing.join(', ')} with replication factor ${replicationFactor}: the cluster has ${brokers} broker(s) up`);
+      }
+      const numPartitions = this.options.partitions ?? 6;
+      await this.admin.createTopics({ waitForLeaders: true, topics: missing.map((topic) => ({ topic, numPartitions, replicationFactor })) });
+      this.options.log?.('info', 'topics_created', { topics: missing, partitions: numPartitions, replicationFactor });
     }
     for (const topic of wanted) this.knownTopics.add(topic);
   }
@@ -396,6 +401,8 @@ export class KafkaBus implements Bus {
 }
 
 const MAX_REQUEST_BYTES = 512 * 1024;
+/** Replicas of a new topic when not set: what production runs (with `min.insync.replicas=2`, one broker may die). */
+const DEFAULT_REPLICATION_FACTOR = 3;
 /** How often a consumer's watch looks (CONSUMER_STALL_MS is how long it lets a stall go). */
 const CONSUMER_WATCH_EVERY_MS = 5_000;
 /** A rebalance of a group the consumer was in counts as in for this long (readiness): longer, it is stuck, not rebalancing. */

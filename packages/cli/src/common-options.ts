@@ -12,6 +12,7 @@ export function withCommonOptions(command: Command): Command {
     .option('--topic-prefix <prefix>', 'prefix for every topic name (also GPUALERT_TOPIC_PREFIX)')
     .option('--key-prefix <prefix>', 'prefix for every state key (also GPUALERT_KEY_PREFIX)')
     .option('--partitions <n>', 'partitions of each topic gpualert creates (also GPUALERT_PARTITIONS; default 6)')
+    .option('--replication-factor <n>', 'replicas of each topic gpualert creates (also GPUALERT_REPLICATION_FACTOR; default min(3, brokers))')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (also GPUALERT_LOG_LEVEL)')
     .option('--log-format <format>', 'json|pretty (also GPUALERT_LOG_FORMAT; default: pretty on a terminal, else json)');
 }

@@ -50,6 +50,8 @@ export const CommonConfig = z.object({
     .default(''),
   keyPrefix: z.string().default('gpualert:'),
   partitions: z.coerce.number().int().min(1).max(1024).default(6),
+  /** Replicas of each topic gpualert creates; absent: 3, or every broker of a smaller cluster. */
+  replicationFactor: z.coerce.number().int().min(1).max(32).optional(),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Absent: readable lines on a terminal, JSON lines otherwise. */
   logFormat: z.enum(['json', 'pretty']).optional(),
@@ -62,6 +64,7 @@ export const COMMON_SOURCES: SettingSources<CommonConfig> = {
   topicPrefix: { env: 'GPUALERT_TOPIC_PREFIX' },
   keyPrefix: { env: 'GPUALERT_KEY_PREFIX' },
   partitions: { env: 'GPUALERT_PARTITIONS' },
+  replicationFactor: { env: 'GPUALERT_REPLICATION_FACTOR' },
   logLevel: { env: 'GPUALERT_LOG_LEVEL' },
   logFormat: { env: 'GPUALERT_LOG_FORMAT' },
 };

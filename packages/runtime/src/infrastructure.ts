@@ -27,6 +27,7 @@ export async function openInfrastructure(
         brokers: config.kafkaBrokers,
         topicPrefix: config.topicPrefix,
         partitions: config.partitions,
+        ...(config.replicationFactor === undefined ? {} : { replicationFactor: config.replicationFactor }),
         log: (level, event, detail) => log[level](detail, event),
       })
     : new MemoryBus({

@@ -14,13 +14,18 @@ export const UNHEARD_PARTITION_MS = 60_000;
  * while no samples come at all (Kafka away, the group rejoining): with many hosts, batches arrive
  * far more often than any one host reports, so two of the fastest host's intervals with none
  * means the input stopped, not the hosts. After a minute of nothing, hosts are judged again: a
- * fleet (or a pipeline) silent that long deserves the alerts.
+ * fleet (or a pipeline) silent that long deserves the alerts. Input that stopped resumes partition
+ * by partition (one Kafka broker of three killed: its partitions come back last), so a stall is
+ * treated as a new assignment when samples come back: absence waits until every samples partition
+ * has delivered again.
  */
 export class AbsenceGate {
   private readonly behind = new Map<string, number>();
   private samplesPartitions: string[] = [];
   private assignedAt: number;
   private lastSamplesAt: number;
+  /** The fastest host's interval, as of the last `open`: how long a gap in samples means the input stopped. */
+  private fastestMs = Infinity;
 
   constructor(private readonly now: () => number = Date.now) {
     this.assignedAt = now();
@@ -36,8 +41,16 @@ export class AbsenceGate {
 
   /** A batch judged: how far behind its partition still is. */
   judged(topic: string, partition: number, lag: number): void {
+    if (topic === TOPICS.gpuSamples) {
+      const now = this.now();
+      if (now - this.lastSamplesAt > 2 * this.fastestMs) {
+        // Samples back after a stall, this partition first: every other is unheard again, for at most a minute from the stall's start.
+        this.assignedAt = this.lastSamplesAt;
+        this.behind.clear();
+      }
+      this.lastSamplesAt = now;
+    }
     this.behind.set(`${topic}/${partition}`, lag);
-    if (topic === TOPICS.gpuSamples) this.lastSamplesAt = this.now();
   }
 
   private catchingUp(): boolean {
@@ -49,11 +62,12 @@ export class AbsenceGate {
     const quiet = this.now() - this.lastSamplesAt;
     let fastest = Infinity; // a loop, not Math.min(...): tens of thousands of hosts overflow the argument list
     for (const host of Object.values(state.hosts)) fastest = Math.min(fastest, host.intervalMs);
+    this.fastestMs = fastest;
     return quiet > 2 * fastest && quiet < UNHEARD_PARTITION_MS;
   }
 
   /** Whether absence may be judged now. */
   open(state: EngineState): boolean {
-    return !this.catchingUp() && !this.inputStalled(state);
+    return !this.inputStalled(state) && !this.catchingUp();
   }
 }
