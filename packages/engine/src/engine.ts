@@ -31,8 +31,8 @@ export const HOST_TICK_MS = 10_000;
  */
 export class Engine {
   /** Each host's kernel parser, made from (and kept in step with) `HostState.kernel`: a cache, not state. */
-  private readonly parsers = new WeakMap<HostState, KernelLogParser>();
-  private readonly byName: Map<string, BoundTemplate>;
+  private parsers = new WeakMap<HostState, KernelLogParser>();
+  private byName: Map<string, BoundTemplate>;
   /** Per template, where its transitions collect during one step: made once, emptied each step. */
   private readonly sinks = new Map<BoundTemplate, { conditions: Conditions; out: Transition[] }>();
   /** Clusters whose membership an inventory changed, until the service takes them (`takeChangedClusters`). */
@@ -45,11 +45,35 @@ export class Engine {
    * the live service leaves them, since the collectors and the intake publish the parsed form.
    */
   constructor(
-    private readonly ruleSet: RuleSet,
-    private readonly catalog: XidCatalog,
+    private ruleSet: RuleSet,
+    private catalog: XidCatalog,
     private readonly parseRaw = true,
   ) {
     this.byName = new Map(ruleSet.templates.map((t) => [t.template.name, t]));
+  }
+
+  /**
+   * Judges by these rules and this catalog from the next envelope on (SIGHUP): every host is bound
+   * again by its fingerprint (a template's selector may have changed), its baselines, trackers and
+   * open alerts kept; the kernel parsers are made again from the lines they had pending, with the
+   * new catalog. Synchronous, so no envelope is judged half by the old rules. An alert of a rule
+   * that is gone stays open until an operator resolves it (`gpualert alert resolve`). Returns the
+   * hosts whose template changed.
+   */
+  reload(state: EngineState, ruleSet: RuleSet, catalog: XidCatalog): number {
+    this.ruleSet = ruleSet;
+    this.catalog = catalog;
+    this.byName = new Map(ruleSet.templates.map((t) => [t.template.name, t]));
+    this.sinks.clear();
+    this.parsers = new WeakMap();
+    let moved = 0;
+    for (const host of Object.values(state.hosts)) {
+      const inventory = host.inventory;
+      const bound = bindTemplate(ruleSet, inventory ? { gpu_model: inventory.gpu_model, provider: inventory.provider } : {}, host.labels);
+      if (bound.template.name !== host.template) moved += 1;
+      host.template = bound.template.name;
+    }
+    return moved;
   }
 
   /**

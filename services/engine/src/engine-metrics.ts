@@ -32,6 +32,24 @@ export class EngineMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  /** Named as Alertmanager and Prometheus name theirs: 1 when the last rules reload took, 0 when it was refused. */
+  readonly reloadSuccessful = new Gauge({
+    name: 'gpualert_config_last_reload_successful',
+    help: 'Whether the last configuration reload (rules and the Xid catalog) succeeded.',
+    registers: [this.registry],
+  });
+  readonly reloadSuccessTime = new Gauge({
+    name: 'gpualert_config_last_reload_success_timestamp_seconds',
+    help: 'When the configuration was last loaded successfully (at start, or a reload).',
+    registers: [this.registry],
+  });
+
+  /** A load (at start) or a reload, and whether it took. */
+  reloaded(ok: boolean, at = Date.now()): void {
+    this.reloadSuccessful.set(ok ? 1 : 0);
+    if (ok) this.reloadSuccessTime.set(at / 1000);
+  }
+
   readonly lag = new Gauge({
     name: 'gpualert_engine_consumer_lag_messages',
     help: 'Messages behind the end of each input partition this engine owns, at its latest batch.',

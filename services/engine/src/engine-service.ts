@@ -58,7 +58,14 @@ const OPERATOR_KEY = 'engine:operator-resolve';
  * may be judged (absence-gate.ts), the fleet's shared facts (fleet-sharing.ts), forgetting hosts
  * (host-forgetting.ts); here, the batch step and the tick's steps, one at a time.
  */
-export async function startEngineService(options: EngineServiceOptions): Promise<{ stop(): Promise<void>; ready(): Promise<Readiness> }> {
+export interface RunningEngine {
+  stop(): Promise<void>;
+  ready(): Promise<Readiness>;
+  /** Judges by these rules from the next step on (SIGHUP): between two steps, every host bound again, its state kept (Engine.reload). Resolves to the hosts whose template changed. */
+  reload(ruleSet: RuleSet, catalog: XidCatalog): Promise<number>;
+}
+
+export async function startEngineService(options: EngineServiceOptions): Promise<RunningEngine> {
   const { store, log } = options;
   const engine = new Engine(options.ruleSet, options.catalog, false);
   const state: EngineState = emptyEngineState();
@@ -215,7 +222,9 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   }, options.tickMs ?? 2_000);
   timer.unref();
 
+  options.metrics?.reloaded(true);
   return {
+    reload: (ruleSet, catalog) => serial(() => Promise.resolve(engine.reload(state, ruleSet, catalog))),
     // Ready when it can judge: Kafka answers, its consumer is in the group, the store answers.
     ready: sharedReadiness(() => [busReady(options.bus), consumerReady('input consumer', subscription), storeReady(store)]),
     async stop() {

@@ -1,3 +1,3 @@
-export { ENGINE_INPUT_TOPICS, engineService, requestOperatorResolve, startEngineService } from './engine-service.ts';
+export { ENGINE_INPUT_TOPICS, engineService, requestOperatorResolve, startEngineService, type RunningEngine } from './engine-service.ts';
 export { DEFAULT_ENGINE_PORT, EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 export { requestHostForget } from './host-forgetting.ts';

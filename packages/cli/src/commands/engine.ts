@@ -1,10 +1,11 @@
 import { Engine, RecordingError, replay as replayRecording } from '@gpualert/engine';
 import { loadJobPatterns } from '@gpualert/collectors';
-import { EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startEngineService } from '@gpualert/engine-service';
+import { EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startEngineService, type RunningEngine } from '@gpualert/engine-service';
+import type { Logger } from '@gpualert/log';
 import { bundledPath, formatRuleError } from '@gpualert/rules';
 import { existsSync } from 'node:fs';
 import { RedisStore } from '@gpualert/state';
-import { CliError, EXIT, errnoCode } from '../cli-error.ts';
+import { CliError, EXIT, errnoCode, errorMessage } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
 import { runService } from '../run-service.ts';
@@ -88,8 +89,12 @@ export async function engine(options: Options): Promise<number> {
       );
     }
     log.info({ templates: ruleSet.templates.map((t) => t.template.name), clock, metrics_port: server.port }, 'engine_started');
+    // SIGHUP reads the rules and the Xid catalog again, as Prometheus does its rules (it would otherwise end the process).
+    const onHangup = () => void reloadRules(settings.rules, service, metrics, log);
+    process.on('SIGHUP', onHangup);
     return {
       stop: async () => {
+        process.off('SIGHUP', onHangup);
         await server.close();
         await service.stop();
       },
@@ -116,3 +121,26 @@ export function bundledPrices(command: string) {
   const file = bundledPath('rules/prices.yaml');
   return existsSync(file) ? loadPrices(file, command) : undefined;
 }
+
+/**
+ * The rules directory read again and, when it loads, judged by from the next step on (every host
+ * bound again, its baselines and open alerts kept); when it does not, each error with its
+ * file:line is logged (`config_reload_failed`), the metric says so, and the running rules stay.
+ * Never throws: nobody awaits a SIGHUP's reload.
+ */
+export async function reloadRules(dir: string | undefined, service: RunningEngine, metrics: EngineMetrics, log: Logger): Promise<boolean> {
+  try {
+    const { ruleSet, catalog } = loadJudgement(dir, 'engine');
+    const moved = await service.reload(ruleSet, catalog);
+    metrics.reloaded(true);
+    log.info({ templates: ruleSet.templates.map((t) => t.template.name), hosts_rebound: moved }, 'config_reloaded');
+    return true;
+  } catch (error) {
+    metrics.reloaded(false);
+    log.error({ dir: dir ?? 'rules/ (bundled)', errors: errorMessage(error).split('\n').slice(0, MAX_RELOAD_ERRORS) }, 'config_reload_failed');
+    return false;
+  }
+}
+
+/** Errors one failed reload's line names (a broken directory can have hundreds). */
+const MAX_RELOAD_ERRORS = 50;
