@@ -4,3 +4,4 @@ export { exitAfterStop, listenForStop, stopWithin, untilSignal } from './until-s
 export { embeddedDataDir } from './data-dir.ts';
 export { priorityQueue, serialQueue } from './serial.ts';
 export { busReady, consumerReady, sharedReadiness, storeReady, type Readiness } from './readiness.ts';
+export { ReloadMetrics } from './reload-metrics.ts';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
 import { renderFleetMetricsCounted, type EngineState, type FleetMetricsInput, type RuleSet } from '@gpualert/engine';
-import type { Readiness } from '@gpualert/runtime';
+import { ReloadMetrics, type Readiness } from '@gpualert/runtime';
 import { TOPICS, type GpuSampleData } from '@gpualert/schema';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -32,22 +32,12 @@ export class EngineMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
-  /** Named as Alertmanager and Prometheus name theirs: 1 when the last rules reload took, 0 when it was refused. */
-  readonly reloadSuccessful = new Gauge({
-    name: 'gpualert_config_last_reload_successful',
-    help: 'Whether the last configuration reload (rules and the Xid catalog) succeeded.',
-    registers: [this.registry],
-  });
-  readonly reloadSuccessTime = new Gauge({
-    name: 'gpualert_config_last_reload_success_timestamp_seconds',
-    help: 'When the configuration was last loaded successfully (at start, or a reload).',
-    registers: [this.registry],
-  });
+  /** Whether the last rules reload took (SIGHUP). */
+  private readonly reloads = new ReloadMetrics(this.registry, 'rules and the Xid catalog');
 
   /** A load (at start) or a reload, and whether it took. */
   reloaded(ok: boolean, at = Date.now()): void {
-    this.reloadSuccessful.set(ok ? 1 : 0);
-    if (ok) this.reloadSuccessTime.set(at / 1000);
+    this.reloads.reloaded(ok, at);
   }
 
   readonly lag = new Gauge({

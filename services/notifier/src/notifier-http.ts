@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Bus } from '@gpualert/bus';
+import { ReloadMetrics } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -49,17 +50,8 @@ export type ReloadResult =
 
 export class NotifierMetrics {
   readonly registry = new Registry();
-  /** Named as Alertmanager and Prometheus name theirs: 1 when the last reload took, 0 when it was refused. */
-  readonly reloadSuccessful = new Gauge({
-    name: 'gpualert_config_last_reload_successful',
-    help: 'Whether the last configuration reload (routes and templates) succeeded.',
-    registers: [this.registry],
-  });
-  readonly reloadSuccessTime = new Gauge({
-    name: 'gpualert_config_last_reload_success_timestamp_seconds',
-    help: 'When the configuration was last loaded successfully (at start, or a reload).',
-    registers: [this.registry],
-  });
+  /** Whether the last routes reload took (SIGHUP, POST /-/reload). */
+  private readonly reloads = new ReloadMetrics(this.registry, 'routes and templates');
 
   constructor() {
     this.reloaded(true);
@@ -67,8 +59,7 @@ export class NotifierMetrics {
 
   /** A load (at start) or a reload, and whether it took. */
   reloaded(ok: boolean, at = Date.now()): void {
-    this.reloadSuccessful.set(ok ? 1 : 0);
-    if (ok) this.reloadSuccessTime.set(at / 1000);
+    this.reloads.reloaded(ok, at);
   }
 
   /** Named after Alertmanager's alertmanager_cluster_members and alertmanager_peer_position. */
