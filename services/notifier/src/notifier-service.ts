@@ -96,6 +96,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
   await outbox.alive();
   // A replica: its place among the live ones (its wait), the log of what the cluster sent, and the pages it holds for its wait.
   const members = cluster ? new ClusterMembership(store, cluster.replica, outbox.instance, cluster.peerTimeoutMs, log, cluster.address) : undefined;
+  await members?.claim();
   await members?.beat(Date.now());
   const nflog = cluster ? new SharedNotificationLog(store) : undefined;
   const deferred = new DeferredPages();

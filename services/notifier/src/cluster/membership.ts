@@ -1,7 +1,8 @@
 import type { Logger } from '@gpualert/log';
+import { GpualertError } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
-import { ALIVE_KEY } from '../outbox.ts';
+import { ALIVE_KEY, NOTIFIER_ALIVE_TTL_MS, NOTIFIER_HEARTBEAT_MS } from '../outbox.ts';
 
 /** The cluster's members: field = replica name, value = who runs it now (its instance) and where. */
 export const MEMBERS_KEY = 'notifier:cluster:members';
@@ -38,6 +39,30 @@ export class ClusterMembership {
     private readonly address = '',
   ) {
     this.live = [replica];
+  }
+
+  /**
+   * At start, before this replica reads an alert: the name is free, or its last holder is gone. A
+   * pod restarted after a crash finds its old run's key still alive for up to its TTL and waits it
+   * out; a name another running notifier holds after that is refused (two processes in one place
+   * would both send, and split one consumer group between them).
+   */
+  async claim(sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<void> {
+    const deadline = Date.now() + NOTIFIER_ALIVE_TTL_MS + NOTIFIER_HEARTBEAT_MS;
+    for (;;) {
+      const holder = read((await this.store.hashGetSome(MEMBERS_KEY, MAX_MEMBERS)).fields[this.replica]);
+      if (!holder || holder.instance === this.instance || (await this.store.get(ALIVE_KEY(holder.instance))) === null) return;
+      if (Date.now() >= deadline)
+        throw new GpualertError(
+          'GA-CONFIG-INVALID',
+          `notifier replica name "${this.replica}" is held by another running notifier (instance ${holder.instance}): give each replica its own name (GPUALERT_NOTIFIER_REPLICA, --replica)`,
+        );
+      if (!this.said) {
+        this.said = true;
+        this.log.info({ replica: this.replica, other: holder.instance }, 'cluster_replica_name_waiting');
+      }
+      await sleep(NOTIFIER_HEARTBEAT_MS / 4);
+    }
   }
 
   /** Called with the heartbeat, after the alive key is set: this replica said, the others looked at. */
