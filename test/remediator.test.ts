@@ -137,8 +137,12 @@ rules:
         envelopeMessage({ ...markerResolved, data: { ...markerResolved.data, category: 'thermal' } }),
       ]);
       await until('the resolve consumed', () => (core.holds().length === 1 ? true : undefined));
-      await bus.publish(TOPICS.gpuSamples, [envelopeMessage(newEnvelope({ type: 'gpu.sample', host: 'gpu-02', source: 'test', data: { gpus: [] } }))]);
-      await until('gpu-02 back in service', () => (/\|idle\*?\|none$/.test(row('gpu-02')) ? true : undefined));
+      // The node keeps sampling, as a live one does: evidence counts from each sample's own time.
+      await until('gpu-02 back in service', async () => {
+        if (/\|idle\*?\|none$/.test(row('gpu-02'))) return true;
+        await bus.publish(TOPICS.gpuSamples, [envelopeMessage(newEnvelope({ type: 'gpu.sample', host: 'gpu-02', source: 'test', data: { gpus: [] } }))]);
+        return undefined;
+      });
       const resumed = (await topic(bus, TOPICS.actions)).filter((e) => e.type === 'action' && e.data.kind === 'resume');
       expect(resumed.map((e) => e.type === 'action' && e.data.policy_rule)).toEqual(['undo']);
     } finally {

@@ -2,12 +2,15 @@ import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
 import type { Executor } from '@gpualert/executors';
 import type { Logger } from '@gpualert/log';
 import { actionAlerts, type ActionCommand, type CoreOutput, type RemediationCore } from '@gpualert/remediation';
+import { serialQueue } from '@gpualert/runtime';
 import { TOPICS, type Envelope } from '@gpualert/schema';
 
 export const REMEDIATOR_GROUP = 'gpualert-remediator';
 export const REMEDIATOR_SOURCE = 'remediator/0.1.0';
 /** Commands run at once across hosts; one host's run one after another. */
 export const MAX_COMMANDS_IN_FLIGHT = 16;
+/** A firing alert older than this when read is not acted on (logged as remediation_alert_too_old). */
+export const MAX_ALERT_AGE_MS = 10 * 60_000;
 
 export interface RemediatorOptions {
   readonly bus: Bus;
@@ -60,21 +63,28 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
     return { envelopes, commands: [] };
   };
 
+  // The batches and the tick, one at a time: an undo's resume and a new alert calling for the drain
+  // must not interleave (the resume would put back a host the alert wants out).
+  const queue = serialQueue();
   const subscription: Subscription = await bus.consume({
     group: options.group ?? REMEDIATOR_GROUP,
     topics: [TOPICS.alerts, TOPICS.actions, TOPICS.gpuSamples, TOPICS.providerEvents],
-    handler: async (batch, context) => {
-      const envelopes: Envelope[] = [];
-      const commands: ActionCommand[] = [];
-      for (const { envelope } of batch.items) {
-        const out = consume(core, envelope, Date.now(), log);
-        envelopes.push(...out.envelopes);
-        commands.push(...out.commands);
-      }
-      const publish = context.publish.bind(context);
-      await publishAll(publish, { envelopes, commands });
-      if (commands.length > 0) await publishAll(publish, await execute(commands));
-    },
+    // A new remediator acts on what happens from now on: the topics' history (a week of alerts, and
+    // approvals of actions long gone) is no reason to drain a node today.
+    fromBeginning: false,
+    handler: (batch, context) =>
+      queue.run(async () => {
+        const envelopes: Envelope[] = [];
+        const commands: ActionCommand[] = [];
+        for (const { envelope } of batch.items) {
+          const out = consume(core, envelope, Date.now(), log);
+          envelopes.push(...out.envelopes);
+          commands.push(...out.commands);
+        }
+        const publish = context.publish.bind(context);
+        await publishAll(publish, { envelopes, commands });
+        if (commands.length > 0) await publishAll(publish, await execute(commands));
+      }),
   });
 
   let ticking = false;
@@ -82,9 +92,11 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
     if (ticking) return;
     ticking = true;
     try {
-      const out = core.tick(Date.now());
-      await publishAll(bus.publish.bind(bus), out);
-      if (out.commands.length > 0) await publishAll(bus.publish.bind(bus), await execute(out.commands));
+      await queue.run(async () => {
+        const out = core.tick(Date.now());
+        await publishAll(bus.publish.bind(bus), out);
+        if (out.commands.length > 0) await publishAll(bus.publish.bind(bus), await execute(out.commands));
+      });
     } finally {
       ticking = false;
     }
@@ -103,6 +115,7 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
       clearInterval(ticker);
       clearInterval(inventory);
       await subscription.stop();
+      await queue.idle();
     },
   };
 }
@@ -113,7 +126,13 @@ function consume(core: RemediationCore, envelope: Envelope, now: number, log: Lo
   switch (envelope.type) {
     case 'alert':
       // Its own alerts (an approval to give, a breaker) are for people, not for the policy.
-      return envelope.source === REMEDIATOR_SOURCE ? none : core.alert(envelope, now);
+      if (envelope.source === REMEDIATOR_SOURCE) return none;
+      // An alert read long after it was raised (a backlog, a consumer that was away) is told, not acted on.
+      if (now - Date.parse(envelope.ts) > MAX_ALERT_AGE_MS && envelope.data.status === 'firing') {
+        log.info({ host: envelope.host, fingerprint: envelope.data.fingerprint, ts: envelope.ts }, 'remediation_alert_too_old');
+        return none;
+      }
+      return core.alert(envelope, now);
     case 'action.approval': {
       if (envelope.source === REMEDIATOR_SOURCE || envelope.data.decision === 'expired') return none;
       const out = core.approve(envelope.data.action_id, envelope.data.decision, envelope.data.by, now, envelope.data.comment);
@@ -124,10 +143,12 @@ function consume(core: RemediationCore, envelope: Envelope, now: number, log: Lo
       return out;
     }
     case 'gpu.sample':
-      if (envelope.data.error === undefined && core.watches(envelope.host)) core.evidence(envelope.host, 'healthy', now);
+      // Evidence counts from when it happened, never later than now: an old sample read late proves nothing about the node since.
+      if (envelope.data.error === undefined && core.watches(envelope.host)) core.evidence(envelope.host, 'healthy', happened(envelope, now));
       return none;
     case 'provider.event':
-      if (envelope.data.kind === 'reboot' && envelope.data.status === 'completed') for (const host of envelope.data.hosts) core.evidence(host, 'reboot', now);
+      if (envelope.data.kind === 'reboot' && envelope.data.status === 'completed')
+        for (const host of envelope.data.hosts) core.evidence(host, 'reboot', happened(envelope, now));
       return none;
     default:
       return none;
@@ -153,4 +174,10 @@ function logEnvelope(log: Logger, e: Envelope): void {
     if (e.data.outcome === 'failed' || e.data.outcome === 'retrying') log.warn(detail, 'remediation_result');
     else log.info(detail, 'remediation_result');
   } else if (e.type === 'action.approval') log.info({ action_id: e.data.action_id, decision: e.data.decision, by: e.data.by }, 'remediation_approval');
+}
+
+/** When an envelope's event happened, as evidence: its own time, never past now. */
+function happened(envelope: Envelope, now: number): number {
+  const at = Date.parse(envelope.ts);
+  return Number.isFinite(at) ? Math.min(at, now) : now;
 }
