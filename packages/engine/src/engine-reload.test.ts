@@ -67,4 +67,19 @@ describe('the engine reloads its rules (SIGHUP)', () => {
     expect(engine.reload(state, after.value, catalog.value)).toBe(3);
     expect(Object.values(state.hosts).map((h) => h.template)).toEqual(['default', 'default', 'default']);
   });
+
+  it('a host whose saved template the rules no longer have (saved before a reload, or by an engine that had not reloaded) is bound again when judged', () => {
+    const rules = loadRuleSet();
+    if (!rules.ok || !catalog.ok) throw new Error('the rules do not load');
+    const engine = new Engine(rules.value, catalog.value);
+    const state = emptyEngineState();
+    const clock = new StreamClock(engine);
+    const fleet = [...syntheticFleet({ hosts: 1, gpusPerHost: 2, start: T0, minutes: 2, seed: 1 })];
+    for (const e of fleet.slice(0, fleet.length / 2)) clock.judge(state, e);
+    const host = state.hosts[hostName(0)];
+    if (!host) throw new Error('no host');
+    host.template = 'h100-renamed-since';
+    for (const e of fleet.slice(fleet.length / 2)) clock.judge(state, e);
+    expect(host.template).toBe('h100');
+  });
 });

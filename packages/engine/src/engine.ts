@@ -281,7 +281,14 @@ export class Engine {
   }
 
   private bound(host: HostState): BoundTemplate {
-    return this.byName.get(host.template) ?? fallbackTemplate(this.ruleSet);
+    const named = this.byName.get(host.template);
+    if (named) return named;
+    // A template the rules no longer have (a reload removed or renamed it, and this host's state
+    // was saved before, or by an engine that had not reloaded): bound again by its fingerprint.
+    const inventory = host.inventory;
+    const bound = bindTemplate(this.ruleSet, inventory ? { gpu_model: inventory.gpu_model, provider: inventory.provider } : {}, host.labels);
+    host.template = bound.template.name;
+    return this.byName.get(bound.template.name) ?? fallbackTemplate(this.ruleSet);
   }
 
   /** The host's parser; after a restart (or an inventory), made again from the lines it had not yet emitted. */

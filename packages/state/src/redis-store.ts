@@ -1,7 +1,7 @@
 import { parseClusterUrl } from '@gpualert/config';
 import { GpualertError } from '@gpualert/schema';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions, type Result } from 'ioredis';
-import { clusterKey, SLOT_GROUPS } from './slot-groups.ts';
+import { clusterKey, slotGroupOf, SLOT_GROUPS } from './slot-groups.ts';
 import type { ScoredMember, StateStore, TtlOption } from './state-store.ts';
 
 const COMPARE_AND_SET = `
@@ -145,7 +145,7 @@ export class RedisStore implements StateStore {
       const groups = options.slotGroups ?? SLOT_GROUPS;
       this.inCluster = true;
       this.name = (key) => clusterKey(prefix, key, groups);
-      this.together = (key) => groups.get(key) ?? `key:${key}`;
+      this.together = (key) => slotGroupOf(key, groups) ?? `key:${key}`;
       this.redis = new Cluster([...where.cluster.seeds], {
         ...where.cluster.options,
         redisOptions: { ...where.cluster.options.redisOptions, ...redisOptions },

@@ -25,8 +25,13 @@ export const SLOT_GROUPS: ReadonlyMap<string, string> = new Map([
  * comes first so that it is the one Redis hashes whatever braces the prefix or the key hold.
  */
 export function clusterKey(prefix: string, key: string, groups: ReadonlyMap<string, string> = SLOT_GROUPS): string {
-  const group = groups.get(key) ?? replicaGroup(key, groups);
+  const group = slotGroupOf(key, groups);
   return group === undefined ? `${prefix}${key}` : `{${group}}${prefix}${key}`;
+}
+
+/** The group a key hashes with on Redis Cluster (its own, or a notifier replica's copy of a grouped key), if any. */
+export function slotGroupOf(key: string, groups: ReadonlyMap<string, string> = SLOT_GROUPS): string | undefined {
+  return groups.get(key) ?? replicaGroup(key, groups);
 }
 
 /** A notifier replica's own keys (services/notifier/src/cluster/replica-store.ts): `notifier:replica:<name>:<key>`. */

@@ -35,9 +35,10 @@ export class EngineMetrics {
   /** Whether the last rules reload took (SIGHUP). */
   private readonly reloads = new ReloadMetrics(this.registry, 'rules and the Xid catalog');
 
-  /** A load (at start) or a reload, and whether it took. */
-  reloaded(ok: boolean, at = Date.now()): void {
+  /** A load (at start) or a reload, and whether it took; a reload that took brings its rules (the baselines and idle cost /metrics shows). */
+  reloaded(ok: boolean, at = Date.now(), ruleSet?: RuleSet): void {
     this.reloads.reloaded(ok, at);
+    if (ok && ruleSet) this.ruleSet = ruleSet;
   }
 
   readonly lag = new Gauge({
@@ -70,7 +71,7 @@ export class EngineMetrics {
   private last: { text: Promise<string>; done?: number } | undefined;
 
   constructor(
-    private readonly ruleSet: RuleSet,
+    private ruleSet: RuleSet,
     private readonly prices?: FleetMetricsInput['prices'],
     private readonly options: { reuseMs?: number; now?: () => number } = {},
   ) {

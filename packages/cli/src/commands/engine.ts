@@ -132,7 +132,7 @@ export async function reloadRules(dir: string | undefined, service: RunningEngin
   try {
     const { ruleSet, catalog } = loadJudgement(dir, 'engine');
     const moved = await service.reload(ruleSet, catalog);
-    metrics.reloaded(true);
+    metrics.reloaded(true, Date.now(), ruleSet);
     log.info({ templates: ruleSet.templates.map((t) => t.template.name), hosts_rebound: moved }, 'config_reloaded');
     return true;
   } catch (error) {
