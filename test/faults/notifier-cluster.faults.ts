@@ -3,13 +3,9 @@ import { hostName } from '@gpualert/test-support';
 import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultPipeline, type Service } from './fault-pipeline.ts';
+import { everyFaultPagedAndResolved, FAULTS, pagerActions, pause, publishFaults, sentTwice } from './fault-pages.ts';
 import { waitFor } from '../infra/wait-for.ts';
 
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Faults published one every 250 ms over 48 hosts, each resolved 2.5 s after it fired: 80 events, under PagerDuty's 120 a minute. */
-const FAULTS = 40;
-const EVERY_MS = 250;
-const RESOLVE_AFTER_MS = 2_500;
 /** Maintenance notices: each its own webhook group (by host and category), told once by the cluster. */
 const NOTICES = 3;
 const PEER_TIMEOUT = '2s';
@@ -62,38 +58,23 @@ describe('notifier cluster', () => {
     );
     const started = Date.now();
     let killedAt = 0;
-    const resolves: Promise<void>[] = [];
-    for (let i = 0; i < FAULTS; i += 1) {
-      await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(alert(i, 'firing'))]);
-      resolves.push(pause(RESOLVE_AFTER_MS).then(() => pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(alert(i, 'resolved'))])));
+    await publishFaults(pipeline, alert, async (i) => {
       // The pager throttles (429) for 4 s around the kill: notifier-0 dies with pages and resolves queued in its outbox.
       if (i === FAULTS / 2 - 6) pipeline.vendors.fail('pagerduty', '429', { forMs: 4_000 });
       if (i === FAULTS / 2) {
         await pipeline.kill('notifier-0');
         killedAt = Date.now() - started;
       }
-      await pause(EVERY_MS);
-    }
-    await Promise.all(resolves);
-    const fingerprints = new Set(Array.from({ length: FAULTS }, (_, i) => alert(i, 'firing').data.fingerprint));
-    const events = () => pipeline.vendors.of('pagerduty').filter((r) => fingerprints.has(r.body.dedup_key));
-    const keysWith = (action: string) => new Set(events().flatMap((r) => (r.body.event_action === action ? [r.body.dedup_key] : [])));
-    await waitFor(
-      () => keysWith('trigger').size === FAULTS && keysWith('resolve').size === FAULTS,
-      `every fault paged and resolved (paged ${keysWith('trigger').size}, resolved ${keysWith('resolve').size} of ${FAULTS})`,
-      90_000,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}\n--- notifier-1:\n${replicas[1]!.output().slice(-3000)}`);
     });
+    await everyFaultPagedAndResolved(pipeline, alert, 90_000, () => `--- notifier-1:\n${replicas[1]!.output().slice(-3000)}`);
     const lastPage = Date.now() - started;
     // Past both survivors' waits: anything sent twice lands too.
     await pause(6_000);
-    const perKey = new Map<string, string[]>();
-    for (const r of events()) perKey.set(r.body.dedup_key, [...(perKey.get(r.body.dedup_key) ?? []), r.body.event_action]);
+    const perKey = pagerActions(pipeline, alert);
     for (const [key, actions] of perKey) expect(actions.at(-1), `${key}: ${actions.join(',')}`).toBe('resolve');
     // Each fault triggered once: only what was on the wire when notifier-0 died (one send at a time per receiver) may arrive twice.
-    const twice = [...perKey].filter(([, actions]) => actions.filter((x) => x === 'trigger').length > 1);
-    const resolvedTwice = [...perKey].filter(([, actions]) => actions.filter((x) => x === 'resolve').length > 1);
+    const twice = sentTwice(perKey, 'trigger');
+    const resolvedTwice = sentTwice(perKey, 'resolve');
     expect(twice.length).toBeLessThanOrEqual(1);
     // A resolve may come twice (harmless to a pager): a page adopted from notifier-0's outbox whose fault resolved since is resolved again behind it, as in the failover case.
     // Each maintenance group told once by the cluster, whichever replica told it.

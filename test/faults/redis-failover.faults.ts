@@ -1,16 +1,9 @@
-import { envelopeMessage } from '@gpualert/bus';
 import { hostName } from '@gpualert/test-support';
-import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { newEnvelope, type EnvelopeOf } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultPipeline } from './fault-pipeline.ts';
 import { SentinelGroup } from '../infra/redis-sentinel.ts';
-import { waitFor } from '../infra/wait-for.ts';
-
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Faults published one every 250 ms over 48 hosts, each resolved 2.5 s after it fired: 80 events, under PagerDuty's 120 a minute. */
-const FAULTS = 40;
-const EVERY_MS = 250;
-const RESOLVE_AFTER_MS = 2_500;
+import { everyFaultPagedAndResolved, FAULTS, pagerActions, pause, publishFaults, sentTwice } from './fault-pages.ts';
 
 function alert(i: number, status: 'firing' | 'resolved'): EnvelopeOf<'alert'> {
   const host = hostName(i % 48);
@@ -51,36 +44,21 @@ describe('Redis master killed under Sentinel', () => {
     const masterBefore = await sentinel.masterPort();
     const started = Date.now();
     let killedAt = 0;
-    const resolves: Promise<void>[] = [];
-    for (let i = 0; i < FAULTS; i += 1) {
-      await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(alert(i, 'firing'))]);
-      resolves.push(pause(RESOLVE_AFTER_MS).then(() => pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(alert(i, 'resolved'))])));
+    await publishFaults(pipeline, alert, async (i) => {
       if (i === FAULTS / 2) {
         await sentinel.master.stop();
         killedAt = Date.now() - started;
       }
-      await pause(EVERY_MS);
-    }
-    await Promise.all(resolves);
-    const fingerprints = new Set(Array.from({ length: FAULTS }, (_, i) => alert(i, 'firing').data.fingerprint));
-    const events = () => pipeline.vendors.of('pagerduty').filter((r) => fingerprints.has(r.body.dedup_key));
-    const keysWith = (action: string) => new Set(events().flatMap((r) => (r.body.event_action === action ? [r.body.dedup_key] : [])));
-    await waitFor(
-      () => keysWith('trigger').size === FAULTS && keysWith('resolve').size === FAULTS,
-      `every fault paged and resolved (paged ${keysWith('trigger').size}, resolved ${keysWith('resolve').size} of ${FAULTS})`,
-      120_000,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}\n--- notifier-0:\n${notifiers[0]!.output().slice(-3000)}`);
     });
+    await everyFaultPagedAndResolved(pipeline, alert, 120_000, () => `--- notifier-0:\n${notifiers[0]!.output().slice(-3000)}`);
     const allPaged = Date.now() - started;
     await pause(5_000); // past the second replica's wait: anything sent twice lands too
     const masterAfter = await sentinel.masterPort();
     expect(masterAfter).not.toBe(masterBefore);
     expect(masterAfter).toBe(sentinel.replica.port);
-    const perKey = new Map<string, string[]>();
-    for (const r of events()) perKey.set(r.body.dedup_key, [...(perKey.get(r.body.dedup_key) ?? []), r.body.event_action]);
+    const perKey = pagerActions(pipeline, alert);
     for (const [key, actions] of perKey) expect(actions.at(-1), `${key}: ${actions.join(',')}`).toBe('resolve');
-    const twice = [...perKey].filter(([, actions]) => actions.filter((x) => x === 'trigger').length > 1);
+    const twice = sentTwice(perKey, 'trigger');
     const failedSteps = notifiers.map(
       (n) =>
         n
