@@ -65,3 +65,58 @@ describe('gpualert engine on SIGHUP', () => {
     await waitFor(async () => (await metric(port, 'gpualert_config_last_reload_successful')) === 1, 'the metric to say the reload took', 30_000);
   });
 });
+
+describe('gpualert up reads its rules and routes again', () => {
+  it('on POST /-/reload a broken rules directory is refused with its file:line and the running rules kept; on SIGHUP the fixed one takes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpualert-up-rules-'));
+    cpSync(new URL('../rules', import.meta.url).pathname, dir, { recursive: true });
+    const token = 'up-reload-token-0123456789';
+    const up = startCli(
+      ['up', '--rules', dir, '--log-format', 'json', '--notifier-port', '0', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-up-reload-'))],
+      cleanEnv({
+        GPUALERT_INTAKE_PORT: '0',
+        GPUALERT_INTAKE_LISTEN: '127.0.0.1',
+        GPUALERT_NOTIFIER_LISTEN: '127.0.0.1',
+        GPUALERT_ENGINE_PORT: '0',
+        GPUALERT_ENGINE_LISTEN: '127.0.0.1',
+        GPUALERT_NOTIFIER_TOKEN: token,
+      }),
+    );
+    cleanups.push(async () => {
+      if (up.exitCode === null) {
+        up.kill('SIGINT');
+        await once(up, 'exit');
+      }
+    });
+    await waitFor(() => up.output().includes('"msg":"gpualert_up"') || up.exitCode !== null, 'gpualert up', 60_000);
+    const ports = /"ports":\{([^}]*)\}/.exec(up.output())?.[1] ?? '';
+    const enginePort = Number(/"engine":(\d+)/.exec(ports)?.[1]);
+    const notifierPort = Number(/"notifier":(\d+)/.exec(ports)?.[1]);
+    expect(enginePort, up.output()).toBeGreaterThan(0);
+    expect(notifierPort, up.output()).toBeGreaterThan(0);
+    expect(await metric(enginePort, 'gpualert_config_last_reload_successful')).toBe(1);
+    const reload = () => fetch(`http://127.0.0.1:${notifierPort}/-/reload`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+
+    const file = join(dir, 'templates/h100.yaml');
+    const good = readFileSync(file, 'utf8');
+    writeFileSync(file, good.replace('gpu-temp-high: { above: 87, recover_below: 82 }', 'gpu-temp-high: { above: hot, recover_below: 82 }'));
+    const refused = await reload();
+    expect(refused.status).toBe(400);
+    const body = (await refused.json()) as { errors: string[] };
+    expect(body.errors.join('\n')).toMatch(/rules \(the running ones kept\): .*h100\.yaml:\d+/);
+    expect(up.exitCode).toBeNull();
+    await waitFor(
+      async () => (await metric(enginePort, 'gpualert_config_last_reload_successful')) === 0,
+      "the engine's metric to say the reload failed",
+      30_000,
+    );
+
+    writeFileSync(file, good.replace('gpu-temp-high: { above: 87, recover_below: 82 }', 'gpu-temp-high: { above: 70, recover_below: 65 }'));
+    up.kill('SIGHUP');
+    await waitFor(() => /config_reloaded/.test(up.output()) || up.exitCode !== null, 'the reload', 30_000);
+    expect(up.exitCode).toBeNull();
+    await waitFor(async () => (await metric(enginePort, 'gpualert_config_last_reload_successful')) === 1, "the engine's metric to say the reload took", 30_000);
+    const taken = await reload();
+    expect(taken.status).toBe(200);
+  });
+});

@@ -14,7 +14,7 @@ import {
   storeReady,
   type Readiness,
   type RunningService,
-  type ServiceDefinition,
+  type ServiceContext,
 } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
@@ -267,14 +267,29 @@ export const ENGINE_INPUT_TOPICS = [
   TOPICS.jobEvents,
 ] as const;
 
-/** The engine as one of `gpualert up`'s services; with `metrics`, its `/metrics`, `/healthz` and `/readyz` on that port. */
+/** The engine as `gpualert up` runs it: the judging itself, and its metrics when it serves them (a reload updates both). */
+export interface StartedEngine extends RunningService {
+  readonly name: 'engine';
+  readonly engine: RunningEngine;
+  readonly metrics?: EngineMetrics;
+  /** Where /metrics answers, for `gpualert up`'s banner; absent when the engine runs without it. */
+  readonly metricsPort?: number;
+}
+
+/** How `gpualert up` runs its engine: with `metrics`, its `/metrics`, `/healthz` and `/readyz` on that port. */
+export interface EngineServiceSettings {
+  readonly metrics?: EngineMetricsServing;
+  readonly forgetAfterMs?: number;
+}
+
+/** The engine as one of `gpualert up`'s services. */
 export function engineService(
   ruleSet: RuleSet,
   catalog: XidCatalog,
   clock: 'wall' | 'event',
-  metrics?: EngineMetricsServing,
-  forgetAfterMs?: number,
-): ServiceDefinition {
+  settings: EngineServiceSettings = {},
+): { readonly name: 'engine'; start(context: ServiceContext): Promise<StartedEngine> } {
+  const { metrics, forgetAfterMs } = settings;
   return {
     name: 'engine',
     async start(context) {
@@ -289,23 +304,24 @@ export function engineService(
         ...(served ? { metrics: served } : {}),
         ...(forgetAfterMs !== undefined ? { forgetAfterMs } : {}),
       });
-      if (!metrics || !served) return { name: 'engine', stop: () => service.stop() };
+      const bare: StartedEngine = { name: 'engine', engine: service, stop: () => service.stop() };
+      if (!metrics || !served) return bare;
       try {
         const server = await startEngineMetricsServer(served, metrics.port, metrics.listen, {}, () => service.ready());
-        // The port rides along for `gpualert up`, which prints it where a service has one.
-        const running: RunningService & { readonly metricsPort: number } = {
+        return {
           name: 'engine',
+          engine: service,
+          metrics: served,
           metricsPort: server.port,
           stop: async () => {
             await server.close();
             await service.stop();
           },
         };
-        return running;
       } catch (error) {
         // A busy metrics port must not stop the judging: the engine runs on without /metrics.
         context.log.error({ port: metrics.port, error: String(error) }, 'engine_metrics_port_unavailable');
-        return { name: 'engine', stop: () => service.stop() };
+        return bare;
       }
     },
   };

@@ -126,19 +126,25 @@ export function bundledPrices(command: string) {
  * The rules directory read again and, when it loads, judged by from the next step on (every host
  * bound again, its baselines and open alerts kept); when it does not, each error with its
  * file:line is logged (`config_reload_failed`), the metric says so, and the running rules stay.
- * Never throws: nobody awaits a SIGHUP's reload.
+ * Resolves to those errors (none when the rules took). Never throws: nobody awaits a SIGHUP's reload.
  */
-export async function reloadRules(dir: string | undefined, service: RunningEngine, metrics: EngineMetrics, log: Logger): Promise<boolean> {
+export async function reloadRules(
+  dir: string | undefined,
+  service: RunningEngine,
+  metrics: EngineMetrics | undefined,
+  log: Logger,
+): Promise<readonly string[]> {
   try {
     const { ruleSet, catalog } = loadJudgement(dir, 'engine');
     const moved = await service.reload(ruleSet, catalog);
-    metrics.reloaded(true, Date.now(), ruleSet);
+    metrics?.reloaded(true, Date.now(), ruleSet);
     log.info({ templates: ruleSet.templates.map((t) => t.template.name), hosts_rebound: moved }, 'config_reloaded');
-    return true;
+    return [];
   } catch (error) {
-    metrics.reloaded(false);
-    log.error({ dir: dir ?? 'rules/ (bundled)', errors: errorMessage(error).split('\n').slice(0, MAX_RELOAD_ERRORS) }, 'config_reload_failed');
-    return false;
+    metrics?.reloaded(false);
+    const errors = errorMessage(error).split('\n').slice(0, MAX_RELOAD_ERRORS);
+    log.error({ dir: dir ?? 'rules/ (bundled)', errors }, 'config_reload_failed');
+    return errors;
   }
 }
 

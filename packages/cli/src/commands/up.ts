@@ -25,9 +25,10 @@ import { DEFAULT_NOTIFIER_PORT } from '../settings/notifier-settings.ts';
 import { UP_SETTINGS } from '../settings/up-settings.ts';
 import { DEMO_RECORDINGS, playDemo } from '../demo-feeder.ts';
 import { startBanner, type ServiceLine } from '../start-banner.ts';
-import { bundledPrices } from './engine.ts';
+import { bundledPrices, reloadRules } from './engine.ts';
 import { loadJudgement, loadRoutesOrExit } from './load-files.ts';
 import { reloadRoutes } from './notifier.ts';
+import { UpReload } from './up-reload.ts';
 import { usageServiceFor } from './report.ts';
 import { stringOption } from '../option-values.ts';
 
@@ -97,6 +98,7 @@ function notifierWithApi(
   routes: RoutesFile,
   listen: { port: number; address: string },
   api: ReturnType<typeof notifierApi>,
+  reloads: UpReload,
   fleetFor?: FleetFor,
 ): ServiceDefinition {
   return {
@@ -104,27 +106,17 @@ function notifierWithApi(
     async start(context) {
       const metrics = new NotifierMetrics();
       const service = await startNotifier({ ...context, routes, env: process.env, metrics });
-      // SIGHUP reloads the routes, as it does Alertmanager (it would otherwise end `up`).
-      const reload = () => reloadRoutes(routesFile, service, metrics, context.log);
-      const onHangup = () => void reload();
-      process.on('SIGHUP', onHangup);
-      if (!('token' in api))
-        return {
-          name: 'notifier',
-          stop: async () => {
-            process.off('SIGHUP', onHangup);
-            await service.stop();
-          },
-        };
+      reloads.notifierStarted(() => reloadRoutes(routesFile, service, metrics, context.log));
+      if (!('token' in api)) return { name: 'notifier', stop: () => service.stop() };
       const fleet = await fleetFor?.(context);
-      const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service, fleet?.source, reload);
+      // POST /-/reload reads the engine's rules again too, as SIGHUP does.
+      const server: Server = createNotifierServer(context.store, metrics, api.token, context.bus, {}, routes, service, fleet?.source, () => reloads.run());
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
           server.listen(listen.port, listen.address, resolve);
         });
       } catch (error) {
-        process.off('SIGHUP', onHangup);
         await fleet?.stop();
         await service.stop();
         throw Object.assign(error instanceof Error ? error : new Error(String(error)), { port: listen.port });
@@ -134,7 +126,6 @@ function notifierWithApi(
         name: 'notifier',
         port: typeof address === 'object' && address ? address.port : listen.port,
         async stop() {
-          process.off('SIGHUP', onHangup);
           server.closeAllConnections();
           server.close();
           await fleet?.stop();
@@ -186,21 +177,29 @@ export async function up(options: Record<string, unknown>): Promise<number> {
   // Already checked as the intake's settings under `intake…`: read again under their own names.
   const intakeConfig = IntakeConfig.parse(unprefixed('intake', config));
   const api = notifierApi(config.notifierToken);
+  // SIGHUP and POST /-/reload read the engine's rules and the notifier's routes again.
+  const reloads = new UpReload();
+  // The demo's recording lives in the past: only its own event time may move the clock.
+  const engine = engineService(ruleSet, catalog, demo ? 'event' : 'wall', {
+    metrics: { port: config.enginePort, listen: config.engineListen, prices: bundledPrices('up') },
+    ...(config.engineForgetAfter !== undefined ? { forgetAfterMs: config.engineForgetAfter } : {}),
+  });
   const services: ServiceDefinition[] = [
-    // The demo's recording lives in the past: only its own event time may move the clock.
-    engineService(
-      ruleSet,
-      catalog,
-      demo ? 'event' : 'wall',
-      { port: config.enginePort, listen: config.engineListen, prices: bundledPrices('up') },
-      config.engineForgetAfter,
-    ),
+    {
+      name: 'engine',
+      async start(context) {
+        const started = await engine.start(context);
+        reloads.engineStarted(() => reloadRules(config.rules, started.engine, started.metrics, context.log));
+        return started;
+      },
+    },
     { name: 'intake', start: (context) => startIntake(intakeConfig, context) },
     notifierWithApi(
       routesFile,
       loadRoutesOrExit(routesFile, 'up'),
       { port: config.notifierPort, address: config.notifierListen },
       api,
+      reloads,
       engineFleet(ruleSet, config.partitions),
     ),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
@@ -288,6 +287,9 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       }),
     );
   }
+  // SIGHUP reloads, as it does Prometheus and Alertmanager (it would otherwise end `up`).
+  const onHangup = () => void reloads.run();
+  process.on('SIGHUP', onHangup);
   let stopping = false;
   const demoRun = demo
     ? playDemo(infra.bus, catalog, Number(options.speed ?? 120), () => stopping, recording).then((n) => {
@@ -295,6 +297,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       })
     : Promise.resolve();
   const signal = await stop.signalled;
+  process.off('SIGHUP', onHangup);
   stopping = true;
   log.info({ signal }, 'gpualert_stopping');
   if (format === 'pretty') process.stdout.write(`stopping (${signal}); at most ${UP_STOP_LIMIT_MS / 1000} s…\n`);
