@@ -114,9 +114,9 @@ export class FaultPipeline {
     return pipeline;
   }
 
-  /** Starts `gpualert <args>` and waits until it has joined its consumer group (or says `ready`). */
-  async startService(name: string, args: readonly string[], ready = 'group_joined'): Promise<Service> {
-    const service = startCli(args, this.env);
+  /** Starts `gpualert <args>` and waits until it has joined its consumer group (or says `ready`); `env` changes its settings (a Redis behind a proxy). */
+  async startService(name: string, args: readonly string[], ready = 'group_joined', env: NodeJS.ProcessEnv = {}): Promise<Service> {
+    const service = startCli(args, { ...this.env, ...env });
     this.services.set(name, service);
     const gone = () => service.exitCode !== null || service.signalCode !== null;
     await waitFor(() => service.output().includes(ready) || gone(), `${name} to be ready`, 60_000);

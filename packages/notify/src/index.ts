@@ -15,6 +15,7 @@ export {
 export { RoutesFile, type RouteSpec } from './route-config.ts';
 export { routesFor, walkRoutes } from './routing.ts';
 export { emptyNotifierState, loadNotifierState, NotifierCore, saveNotifierState, type Decision } from './notifier-core.ts';
+export { forgetResolvedPages, RESOLVED_PAGE_KEPT_MS } from './resolved-pages.ts';
 export {
   MAX_SAVED_ALERTS,
   MAX_SAVED_ALERTS_PER_GROUP,

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadRoutes } from './load-routes.ts';
 import { RoutesFile } from './route-config.ts';
 import { emptyNotifierState, NotifierCore, type Decision, type NotifierState } from './notifier-core.ts';
+import { forgetResolvedPages } from './resolved-pages.ts';
 
 const routes = loadRoutes();
 if (!routes.ok) throw new Error(JSON.stringify(routes.errors));
@@ -65,6 +66,29 @@ describe('notifier decisions with the default routes', () => {
     // the chat digest is not held back by group_wait for a critical alert
     expect(sent(n.flush(state, T + 2 * S))).toEqual([['chat', 'first', 'gpu3:firing,gpu5:firing']]);
     expect(sent(n.ingest(state, alert('gpu3', 'resolved', 'critical'), T + 60 * S))).toEqual([['pager', 'page_resolve', 'gpu3:resolved']]);
+  });
+
+  it('a firing raised before the resolve the pager was told is old news (a replica behind, reading a backlog); one raised after pages again', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    // Another replica paged and resolved x: the shared page log says resolved at T + 10 s.
+    state.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S };
+    expect(sent(n.ingest(state, alert('x', 'firing', 'critical'), T))).toEqual([]);
+    expect(sent(n.ingest(state, alert('x', 'resolved', 'critical'), T + 10 * S))).toEqual([]);
+    // The same fault again, raised after the resolve: a new page.
+    expect(sent(n.ingest(state, alert('x', 'firing', 'critical'), T + 11 * S))).toEqual([['pager', 'page', 'x:firing']]);
+    // Without the resolve's record, the backlog's old firing would page: what the record prevents.
+    const forgot = emptyNotifierState();
+    expect(sent(n.ingest(forgot, alert('x', 'firing', 'critical'), T))).toEqual([['pager', 'page', 'x:firing']]);
+  });
+
+  it('forgets a page resolve an hour after it was told, never a firing page', () => {
+    const state = emptyNotifierState();
+    state.pages['pager|old'] = { status: 'resolved', severity: 'critical', at: T };
+    state.pages['pager|recent'] = { status: 'resolved', severity: 'critical', at: T + 30 * 60 * S };
+    state.pages['pager|open'] = { status: 'firing', severity: 'critical', at: T };
+    expect(forgetResolvedPages(state, T + 61 * 60 * S)).toBe(1);
+    expect(Object.keys(state.pages).sort()).toEqual(['pager|open', 'pager|recent']);
   });
 
   it('never pages for an alert a maintenance window explains, but tells chat', () => {

@@ -161,10 +161,14 @@ export class NotifierCore {
           // Always resolve what was paged, whatever silenced or inhibited it since.
           if (told?.status === 'firing') {
             decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0, [a], a.labels));
-            delete state.pages[key];
+            // Kept as resolved for a while (forgetResolvedPages): a replica reading a backlog takes the
+            // fault's old firing for old news, as Alertmanager's notification log tells its peers.
+            state.pages[key] = { status: 'resolved', severity: told.severity, at: now };
           }
           continue;
         }
+        // Raised before the resolve the pager was told (a replica behind the others, reading a backlog): old news.
+        if (told?.status === 'resolved' && now < told.at) continue;
         if (blocked) {
           decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
           continue;

@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus, Subscription } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
-import { NotifierCore, type Decision, type Notification, type NotifierState, type RoutesFile, type Told } from '@gpualert/notify';
+import {
+  forgetResolvedPages,
+  NotifierCore,
+  RESOLVED_PAGE_KEPT_MS,
+  type Decision,
+  type Notification,
+  type NotifierState,
+  type RoutesFile,
+  type Told,
+} from '@gpualert/notify';
 import {
   busReady,
   consumerReady,
@@ -58,6 +67,8 @@ const SINCE_KEY = 'cluster:since';
 const MAX_NAMED_IN_WARNING = 5;
 /** Flushing done between two turns of the event loop, in ms (one group is never split). */
 const FLUSH_SLICE_MS = 10;
+/** How often a replica forgets the page resolves past RESOLVED_PAGE_KEPT_MS. */
+const RESOLVES_FORGOTTEN_EVERY_MS = 10 * 60_000;
 
 /** What a flush decided, and the cluster's log of each group it sent for (written with the step). */
 interface Flushed {
@@ -274,6 +285,20 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       }
     });
 
+  /**
+   * Every RESOLVES_FORGOTTEN_EVERY_MS, in a tick's step: the page resolves older than
+   * RESOLVED_PAGE_KEPT_MS leave this replica's state and the shared page log (which would otherwise
+   * grow with every fault ever paged).
+   */
+  let resolvesForgottenAt = Date.now();
+  const forgetOldResolves = async (now: number) => {
+    if (now - resolvesForgottenAt < RESOLVES_FORGOTTEN_EVERY_MS) return;
+    resolvesForgottenAt = now;
+    const own = forgetResolvedPages(state, now);
+    const shared = await pageLog.forgetResolved(now, RESOLVED_PAGE_KEPT_MS);
+    if (own + shared > 0) log.info({ own, shared }, 'page_resolves_forgotten');
+  };
+
   /** The alerts' step: a batch of alerts decided, then what is due flushed. */
   const subscription: Subscription = await options.bus.consume({
     // A replica reads every alert, in a group of its own.
@@ -319,6 +344,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
       const paged = await pagesAfterWait(Date.now());
       const flushed = await flush(Date.now());
       await silences.announceExpired(state, active);
+      await forgetOldResolves(Date.now());
       await act([...paged, ...flushed.decisions], pagedFaults(paged), flushed.logged);
     }).catch((error: unknown) => log.error({ error: String(error) }, 'notifier_flush_failed'));
   }, options.flushEveryMs ?? 1_000);

@@ -26,6 +26,20 @@ describe('the page log notifiers share', () => {
     expect(await log.firing('fp1')).toBe(false);
   });
 
+  it('forgets a fault whose every receiver was told its resolve over an hour ago; keeps one still paged or resolved lately', async () => {
+    const store = new MemoryStore();
+    const log = new SharedPageLog(store, ['pager', 'phone']);
+    const state = emptyNotifierState();
+    state.pages['pager|old'] = { status: 'resolved', severity: 'critical', at: T };
+    state.pages['phone|old'] = { status: 'resolved', severity: 'critical', at: T };
+    state.pages['pager|half'] = { status: 'resolved', severity: 'critical', at: T };
+    state.pages['phone|half'] = { status: 'firing', severity: 'critical', at: T };
+    state.pages['pager|recent'] = { status: 'resolved', severity: 'critical', at: T + 50 * 60_000 };
+    await log.save(state, ['old', 'half', 'recent']);
+    expect(await log.forgetResolved(T + 61 * 60_000, 60 * 60_000)).toBe(1);
+    expect(Object.keys(await store.hashGetAll(PAGES_KEY)).sort()).toEqual(['half', 'recent']);
+  });
+
   it("a field that does not read keeps the notifier's memory; hostile fingerprints are fields, not keys of anything", async () => {
     const store = new MemoryStore();
     const log = new SharedPageLog(store, ['pager']);

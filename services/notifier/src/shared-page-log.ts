@@ -18,6 +18,8 @@ const MAX_RECEIVERS_PER_FAULT = 64;
 const FIELD = z
   .record(z.string().max(256), TOLD)
   .refine((r) => Object.keys(r).length <= MAX_RECEIVERS_PER_FAULT, `at most ${MAX_RECEIVERS_PER_FAULT} receivers`);
+/** Fields one HDEL takes. */
+const DELETE_BATCH = 1_000;
 /** Fingerprints read or written per step, in parallel; the rest wait their turn. */
 const CONCURRENCY = 64;
 
@@ -94,6 +96,25 @@ export class SharedPageLog {
     }
   }
 
+  /**
+   * Deletes the fields whose every receiver was told the resolve longer ago than `keptMs`
+   * (RESOLVED_PAGE_KEPT_MS): each replica forgets them from its own state too. Reads the whole
+   * hash: firing faults and the last hour's resolves. A fault that fired again between the read and
+   * the delete loses its record, and a replica behind may page it once more: a duplicate, never a loss.
+   */
+  async forgetResolved(now: number, keptMs: number): Promise<number> {
+    const all = await this.store.hashGetAll(PAGES_KEY);
+    const stale: string[] = [];
+    for (const fp in all) {
+      const checked = FIELD.safeParse(parseJson(all[fp]));
+      if (!checked.success) continue;
+      const told = Object.values(checked.data);
+      if (told.length > 0 && told.every((t) => t.status === 'resolved' && now - t.at > keptMs)) stale.push(fp);
+    }
+    for (let i = 0; i < stale.length; i += DELETE_BATCH) await this.store.hashDelete(PAGES_KEY, ...stale.slice(i, i + DELETE_BATCH));
+    return stale.length;
+  }
+
   /** After a step decided, before its offsets are committed: what it now says of each fingerprint. */
   async save(state: NotifierState, fingerprints: readonly string[]): Promise<void> {
     if (this.receivers.length === 0) return;
@@ -112,6 +133,14 @@ export class SharedPageLog {
     if (Object.keys(fields).length > 0) await this.store.hashSet(PAGES_KEY, fields);
     if (gone.length > 0) await this.store.hashDelete(PAGES_KEY, ...gone);
     this.stored = undefined; // the next step's loads say afresh
+  }
+}
+
+function parseJson(text: string | undefined): unknown {
+  try {
+    return text === undefined ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
 

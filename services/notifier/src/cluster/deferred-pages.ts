@@ -7,6 +7,8 @@ interface DeferredPage {
   readonly fingerprint: string;
   readonly reason: 'page' | 'page_resolve';
   readonly severity: Told['severity'];
+  /** What the core wrote to the page log for it (a resolve's time): written when it goes out. */
+  readonly told: Told | undefined;
   /** One per integration of the pager receiver: sent together or not at all. */
   readonly sends: Notification[];
   readonly dueAt: number;
@@ -52,6 +54,7 @@ export class DeferredPages {
         rest.push(decision); // the hold is full: sent at once, as a replica alone would
         continue;
       }
+      const decided = state.pages[key];
       const told = before.get(key);
       if (told) state.pages[key] = told;
       else delete state.pages[key];
@@ -65,7 +68,7 @@ export class DeferredPages {
       this.held.delete(id);
       // A fault paged again after a held resolve: that resolve is old news (sent, it would close a firing incident).
       if (n.reason === 'page') this.held.delete(`page_resolve|${key}`);
-      this.held.set(id, { key, fingerprint: alert.fingerprint, reason: n.reason, severity: alert.severity, sends: [n], dueAt: now + waitMs });
+      this.held.set(id, { key, fingerprint: alert.fingerprint, reason: n.reason, severity: alert.severity, told: decided, sends: [n], dueAt: now + waitMs });
     }
     return rest;
   }
@@ -94,7 +97,7 @@ export class DeferredPages {
       } else {
         if (told?.status !== 'firing') continue; // resolved by a replica before this one, or never paged
         if (Object.hasOwn(state.firing, d.fingerprint)) continue; // it fires again here: the resolve is old news
-        delete state.pages[d.key];
+        state.pages[d.key] = d.told?.status === 'resolved' ? d.told : { status: 'resolved', severity: d.severity, at: now };
       }
       for (const send of d.sends) out.push({ send });
     }
