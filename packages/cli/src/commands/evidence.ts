@@ -20,6 +20,9 @@ const GPU_UUID = /^GPU-[0-9A-Fa-f-]{8,64}$/;
 /** The routes file is read only for the URLs to keep out of the archive: bounded. */
 const MAX_ROUTES_BYTES = 4 * 1024 * 1024;
 
+/** The flags every command shares (common-options.ts) that can carry a secret or say where the config file is. */
+const COMMON_FLAGS = ['config', 'kafkaBrokers', 'redisUrl', 'topicPrefix', 'keyPrefix'] as const;
+
 const shown = (value: string) => JSON.stringify(value.slice(0, 80));
 
 function host(value: unknown): string {
@@ -60,7 +63,8 @@ function window(options: Options, now: number): { from: number; to: number } {
 async function secretsHere(options: Options): Promise<string[]> {
   const secrets = new Set<string>();
   const routes = new Set<string>();
-  const given = typeof options.config === 'string' ? { config: options.config } : {};
+  // The common flags only: another command's setting of the same name as one of evidence's own flags must not fail its load.
+  const given = Object.fromEntries(COMMON_FLAGS.filter((flag) => options[flag] !== undefined).map((flag) => [flag, options[flag]]));
   for (const settings of ALL_SETTINGS.values()) {
     let resolved: ReturnType<typeof resolveSettings>;
     try {

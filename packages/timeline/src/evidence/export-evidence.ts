@@ -100,6 +100,13 @@ export function evidenceFiles(evidence: Evidence, madeAt: number, source: Eviden
   return files;
 }
 
+const HTML_ESCAPES: ReadonlyMap<string, string> = new Map([
+  ['&', '&amp;'],
+  ['<', '&lt;'],
+  ['>', '&gt;'],
+  ['"', '&quot;'],
+]);
+
 /** Shortest secret value taken literally: shorter ones (a port, `true`) would blank ordinary text. */
 const MIN_SECRET_LENGTH = 6;
 
@@ -111,7 +118,9 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
   let out = text;
   for (const secret of secrets) {
     if (secret.length < MIN_SECRET_LENGTH) continue;
-    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) out = out.split(form).join('[redacted]');
+    // as written, inside a JSON string, and inside the timeline's HTML
+    const html = secret.replace(/[&<>"]/g, (c) => HTML_ESCAPES.get(c) ?? c);
+    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1), html])) out = out.split(form).join('[redacted]');
   }
   return redactSecrets(out);
 }
