@@ -19,6 +19,8 @@ const UUID1 = 'GPU-1bbb1111-2222-3333-4444-555566667777';
 const TOKEN = 'notifier-token-SEKRET-0123456789';
 const FILE_SECRET = 'intake-token-FROMFILE-abcdef';
 const WEBHOOK = 'https://hooks.slack.com/services/T0000/B0000/XOXBWEBHOOKSECRET';
+/** A receiver's URL in the routes file that no pattern knows: kept out because the routes file names it. */
+const ROUTE_URL = 'https://alerts.example.net/in/ROUTEPATHSECRET42';
 const WINDOW = ['--since', iso(T0), '--until', iso(T0 + 60 * MIN)];
 
 function gpu(index: number, at: number): GpuMetrics {
@@ -129,7 +131,7 @@ function story(): Envelope[] {
       reason: 'first',
       outcome: 'failed',
       attempt: 1,
-      error: `POST ${WEBHOOK} answered 500; token ${TOKEN} and ${FILE_SECRET}`,
+      error: `POST ${WEBHOOK} answered 500; token ${TOKEN} and ${FILE_SECRET}; fallback ${ROUTE_URL} refused`,
     }),
     e('action', 'drain', T0 + 20 * MIN + 3_000, {
       action_id: 'act-drain-1',
@@ -197,10 +199,12 @@ describe('gpualert evidence against the embedded log', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'gpualert-evidence-'));
   const work = mkdtempSync(join(tmpdir(), 'gpualert-evidence-work-'));
   const config = join(work, 'gpualert.yaml');
-  const env = () => cleanEnv({ GPUALERT_NOTIFIER_TOKEN: TOKEN, GPUALERT_CONFIG: config });
+  const routes = join(work, 'routes.yaml');
+  const env = () => cleanEnv({ GPUALERT_NOTIFIER_TOKEN: TOKEN, GPUALERT_CONFIG: config, GPUALERT_ROUTES: routes });
 
   beforeAll(async () => {
     writeFileSync(config, `intakeToken: ${FILE_SECRET}\n`);
+    writeFileSync(routes, `receivers:\n  - name: ops\n    webhook_configs:\n      - url: ${ROUTE_URL}\n`);
     const bus = new MemoryBus({ dataDir });
     await publishStory(bus);
     await bus.close();
@@ -282,7 +286,7 @@ describe('gpualert evidence against the embedded log', () => {
     const files = unpack(out);
     const all = [...files.values()].join('\n');
     expect(all).toContain('[redacted]'); // the notification's error is in the timeline, its secrets gone
-    for (const secret of [TOKEN, FILE_SECRET, 'XOXBWEBHOOKSECRET']) expect(all).not.toContain(secret);
+    for (const secret of [TOKEN, FILE_SECRET, 'XOXBWEBHOOKSECRET', 'ROUTEPATHSECRET42']) expect(all).not.toContain(secret);
     // and the bytes themselves, as a grep of the unpacked folder would read them
     const grep = spawnSync('sh', [
       '-c',
