@@ -40,6 +40,7 @@ const parseHost = lazy(() => import('./commands/parse-bmc.ts'), 'parseHost');
 /** `parse bmc|ibstat|perfquery` go to parse-bmc.ts, every other format to parse.ts. */
 const parseAny: Action = (format: string, ...rest: unknown[]) => (['bmc', 'ibstat', 'perfquery'].includes(format) ? parseHost : parse)(format, ...rest);
 const timeline = lazy(() => import('./commands/timeline.ts'), 'timeline');
+const evidence = lazy(() => import('./commands/evidence.ts'), 'evidence');
 const collectJob = lazy(() => import('./commands/collect-job.ts'), 'collectJob');
 const parseJob = lazy(() => import('./commands/parse-job.ts'), 'parseJob');
 const jobReport = lazy(() => import('./commands/job.ts'), 'jobReport');
@@ -259,6 +260,20 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--out <file>')
     .option('--data-dir <dir>', "without Kafka: the embedded mode's log (also GPUALERT_DATA_DIR)")
     .action(run(timeline));
+  withCommonOptions(
+    program
+      .command('evidence')
+      .description(
+        "one .tar.gz for a provider or vendor support case: a host's GPU identity, Xid and ECC history, remapped rows, BMC SEL, timeline and actions",
+      )
+      .argument('<host>', 'the host (letters, digits, . - _; at most 253)'),
+  )
+    .option('--gpu <index|uuid>', 'narrow the per-GPU parts to one GPU: its index or its UUID')
+    .option('--since <duration|time>', 'the window: back from --until (72h, 7d) or an ISO-8601 time (default 7d; at most 30d)')
+    .option('--until <time>', "the window's end, ISO-8601 (default now)")
+    .option('--out <file>', 'the archive (default gpualert-evidence-HOST-<time>.tar.gz here)')
+    .option('--data-dir <dir>', "without Kafka: the embedded mode's log (also GPUALERT_DATA_DIR)")
+    .action(run(evidence));
 
   const report = program.command('report').description('reports over the rollups');
   withCommonOptions(report.command('usage').description('GPU-hours and cost per group (up, busy, idle, broken, maintenance), and a bill against them'))
