@@ -99,9 +99,9 @@ export class FaultPipeline {
     });
   }
 
-  /** `brokers: 3`: Kafka as production runs it (three nodes, replication 3, min ISR 2); one by default, the cheapest. */
+  /** Kafka as production runs it by default: three nodes, replication 3, min ISR 2 (`brokers: 1` for a case that needs one). */
   static async start(options: { hosts?: number; brokers?: KafkaNodes } = {}): Promise<FaultPipeline> {
-    const [broker, redis] = await Promise.all([KafkaBroker.create({ nodes: options.brokers ?? 1 }), onFreePort((port) => OwnRedis.start(port))]);
+    const [broker, redis] = await Promise.all([KafkaBroker.create({ nodes: options.brokers ?? 3 }), onFreePort((port) => OwnRedis.start(port))]);
     const vendors = new VendorReceivers({ feishu: '', dingtalk: '', webhook: HOOK_SECRET, routingKey: ROUTING_KEY, opsgenie: '' });
     await vendors.start();
     const prefix = `${uniqueName('faults')}.`;

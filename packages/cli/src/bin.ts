@@ -1,9 +1,5 @@
+import { exitQuietlyOnClosedPipe } from './closed-pipe.ts';
 import { main } from './main.ts';
 
-// `gpualert parse … | head` closes the pipe early: that is the reader's choice, not an error.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code === 'EPIPE') process.exit(0);
-  throw error;
-});
-
+exitQuietlyOnClosedPipe();
 process.exitCode = await main(process.argv);
