@@ -168,6 +168,7 @@ function logEnvelope(log: Logger, e: Envelope): void {
   if (e.type === 'action') {
     const detail = { action_id: e.data.action_id, host: e.host, kind: e.data.kind, phase: e.data.phase, rule: e.data.policy_rule, reason: e.data.reason };
     if (e.data.breaker_tripped === true) log.error(detail, 'remediation_breaker_tripped');
+    else if (e.data.breaker_closed === true) log.info(detail, 'remediation_breaker_closed');
     else log.info(detail, 'remediation_action');
   } else if (e.type === 'action.result') {
     const detail = { action_id: e.data.action_id, host: e.host, kind: e.data.kind, outcome: e.data.outcome, attempt: e.data.attempt, error: e.data.error };
