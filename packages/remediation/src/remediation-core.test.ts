@@ -421,6 +421,16 @@ rules:
     expect(c.alert(gsp('b', T0 + MIN), T0 + MIN).commands.map((x) => x.kind)).toEqual(['drain']);
   });
 
+  it('refuses an approval that would wait longer than gpualert action reads back (7 days)', () => {
+    const loaded = parsePolicy('remediation.yaml', 'defaults:\n  approval: { required: true, timeout: 8d }\nrules: []\n');
+    expect(loaded.ok).toBe(false);
+    if (loaded.ok) return;
+    expect(loaded.errors.map((e) => `${e.file}:${e.line}: ${e.field}: ${e.message}`)).toEqual([
+      expect.stringMatching(/^remediation\.yaml:2: defaults\.approval\.timeout: .*at most 7d/),
+    ]);
+    expect(parsePolicy('remediation.yaml', 'defaults:\n  approval: { required: true, timeout: 7d }\nrules: []\n').ok).toBe(true);
+  });
+
   it('names the file, line and field of an error', () => {
     const loaded = parsePolicy('remediation.yaml', "rules:\n  - name: x\n    match: ['category=~\"(']\n    action: drian\n");
     expect(loaded.ok).toBe(false);
