@@ -223,6 +223,24 @@ export class SlurmCluster {
     return [...new Set(lines)];
   }
 
+  /** Whether Slurm says the node is drained or draining (`scontrol show node`, as an operator asks). */
+  async nodeDrained(node: string): Promise<boolean> {
+    const r = await new Promise<{ status: number | null; stdout: string }>((resolve) => {
+      const child = spawn(this.bin('scontrol'), ['--oneliner', 'show', 'node', node], {
+        env: { ...process.env, ...this.env },
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        if (stdout.length < 65_536) stdout += chunk; // one node's line; the rest is not read
+      });
+      child.on('error', () => resolve({ status: null, stdout }));
+      child.on('close', (status) => resolve({ status, stdout }));
+    });
+    const state = /(?:^| )State=(\S+)/.exec(r.stdout)?.[1] ?? '';
+    return r.status === 0 && state.split('+').includes('DRAIN');
+  }
+
   /** Waits (deadline 60 s) until sinfo's lines pass `check`. */
   async waitFor(check: (lines: string[]) => boolean, what: string, deadlineMs = 60_000): Promise<string[]> {
     const until = Date.now() + deadlineMs;
