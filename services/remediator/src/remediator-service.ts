@@ -151,6 +151,9 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
       clearInterval(inventory);
       await subscription.stop();
       await queue.idle();
+      // A last try for what still waits; what the bus will not take now is said, not dropped quietly.
+      if (!(await queue.run(() => flush(bus.publish.bind(bus)))))
+        log.error({ lost: unpublished.length, first: unpublished[0]?.id }, 'remediation_unpublished_lost_at_stop');
     },
   };
 }
