@@ -1,9 +1,10 @@
-import { envelopeMessage, MemoryBus } from '@gpualert/bus';
+import { envelopeMessage, MemoryBus, type Bus } from '@gpualert/bus';
 import { SlurmExecutor } from '@gpualert/executors';
 import { createLogger } from '@gpualert/log';
 import { parsePolicy, RemediationCore } from '@gpualert/remediation';
 import { REMEDIATOR_SOURCE, startRemediator } from '@gpualert/remediator';
 import { newEnvelope, parseEnvelope, stableId, TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
+import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SlurmCluster } from './infra/slurm-cluster.ts';
 
@@ -148,6 +149,68 @@ rules:
     } finally {
       await service.stop();
       await bus.close();
+    }
+  });
+
+  it('a decision the bus would not take (Kafka away) is not left running: the drain runs, and the decision and its result go out once the bus answers', async () => {
+    const loaded = parsePolicy(
+      't.yaml',
+      `partitions: { gpu: 4 }
+breaker: { max_share: 0.5, window: 1h }
+defaults: { approval: { required: false }, undo: { on: never } }
+rules:
+  - { name: bus, match: ['category="fallen_off_bus"'], action: drain, reason: 'gpualert: Xid 79' }
+`,
+    );
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.errors));
+    const inner = new MemoryBus();
+    // The actions topic refuses every publish, as Kafka does while its brokers are away, until told.
+    let actionsAway = true;
+    const refuse = (topic: string) => {
+      if (actionsAway && topic === TOPICS.actions) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9092'), { code: 'ECONNREFUSED' });
+    };
+    const bus: Bus = {
+      kind: 'memory',
+      ensureTopics: (topics) => inner.ensureTopics(topics),
+      publish: async (topic, messages) => {
+        refuse(topic);
+        await inner.publish(topic, messages);
+      },
+      consume: (options) =>
+        inner.consume({
+          ...options,
+          handler: (batch, context) =>
+            options.handler(batch, {
+              publish: async (topic, messages) => {
+                refuse(topic);
+                await context.publish(topic, messages);
+              },
+            }),
+        }),
+      read: (topic, options) => inner.read(topic, options),
+      ready: () => inner.ready(),
+      close: () => inner.close(),
+    };
+    const executor = new SlurmExecutor({ scontrol: cluster.bin('scontrol'), sinfo: cluster.bin('sinfo'), env: { ...process.env, ...cluster.env } });
+    const core = new RemediationCore(loaded.value, { source: REMEDIATOR_SOURCE, executor: executor.name });
+    const service = await startRemediator({ bus, log: createLogger({ name: 't', level: 'silent' }), core, executor, tickMs: 100 });
+    try {
+      await inner.publish(TOPICS.alerts, [envelopeMessage(alert('gpu-03', 'firing'))]);
+      await until('gpu-03 drained while the bus is away', () => (/\|drained\|gpualert: Xid 79$/.test(row('gpu-03')) ? true : undefined));
+      await until('the action finished', () => (core.list().find((a) => a.host === 'gpu-03')?.status === 'succeeded' ? true : undefined));
+      expect((await topic(inner, TOPICS.actions)).filter((e) => e.host === 'gpu-03')).toEqual([]);
+
+      actionsAway = false;
+      const told = await until('the decision and its result on gpualert.actions', async () => {
+        const ours = (await topic(inner, TOPICS.actions)).filter((e) => e.host === 'gpu-03');
+        return ours.some((e) => e.type === 'action.result') ? ours : undefined;
+      });
+      expect(told.map((e) => (e.type === 'action' ? e.data.phase : e.type === 'action.result' ? e.data.outcome : e.type))).toEqual(['proposed', 'succeeded']);
+      expect(core.list().filter((a) => a.host === 'gpu-03' && a.kind === 'drain')).toHaveLength(1);
+    } finally {
+      await service.stop();
+      await bus.close();
+      spawnSync(cluster.bin('scontrol'), ['update', 'NodeName=gpu-03', 'State=RESUME'], { env: { ...process.env, ...cluster.env } });
     }
   });
 });

@@ -6,14 +6,15 @@ import { SlurmCluster } from './infra/slurm-cluster.ts';
 
 /**
  * The Slurm executor against a real one-machine Slurm (Debian's slurmctld, slurmd and munged,
- * started here, ten fake nodes on loopback): what `sinfo` reports is what an operator would see.
+ * started here, ten fake nodes on loopback, gpu-09 and gpu-10 also in a second partition, small):
+ * what `sinfo` reports is what an operator would see.
  */
 const NODES = Array.from({ length: 10 }, (_, i) => `gpu-${String(i + 1).padStart(2, '0')}`);
 let cluster: SlurmCluster;
 let executor: SlurmExecutor;
 
 beforeAll(async () => {
-  cluster = await SlurmCluster.start(NODES, 'gpu');
+  cluster = await SlurmCluster.start(NODES, 'gpu', new Map([['small', ['gpu-09', 'gpu-10']]]));
   executor = new SlurmExecutor({ scontrol: cluster.bin('scontrol'), sinfo: cluster.bin('sinfo'), env: { ...process.env, ...cluster.env }, timeoutMs: 15_000 });
 }, 120_000);
 
@@ -111,7 +112,32 @@ describe('the Slurm executor on a real slurmctld', () => {
   it('reads the partition sizes the breaker needs', async () => {
     const inventory = await executor.inventory();
     expect(inventory.partitions.get('gpu')).toBe(10);
-    expect(inventory.hostPartitions.get('gpu-07')).toBe('gpu');
+    expect(inventory.partitions.get('small')).toBe(2);
+    expect(inventory.hostPartitions.get('gpu-07')).toEqual(['gpu']);
+    expect(inventory.hostPartitions.get('gpu-10')).toEqual(['gpu', 'small']); // as sinfo lists them
+  });
+
+  it('with the core: a node in two partitions is charged to both, so the small one stops the next drain', async () => {
+    const policy = parsePolicy(
+      't.yaml',
+      'breaker: { max_share: 0.3, window: 1h }\ndefaults: { approval: { required: false } }\nrules:\n  - { name: bus, match: [\'category="fallen_off_bus"\'], action: drain }\n',
+    );
+    if (!policy.ok) throw new Error(JSON.stringify(policy.errors));
+    const core = new RemediationCore(policy.value, { source: 'test', executor: 'slurm' });
+    const inventory = await executor.inventory();
+    core.setInventory(inventory.partitions, inventory.hostPartitions);
+    const now = Date.parse('2026-06-01T00:00:00Z');
+    const phases: string[] = [];
+    for (const host of ['gpu-09', 'gpu-10']) {
+      const out = core.alert(alert(host), now);
+      for (const e of out.envelopes) if (e.type === 'action') phases.push(`${e.host}:${e.data.phase}:${e.data.reason}`);
+      await execute(core, out, now);
+    }
+    expect(phases[0]).toMatch(/^gpu-09:proposed:/);
+    expect(phases[1]).toMatch(/^gpu-10:refused:circuit breaker: 1 of 2 hosts of partition "small" already out/);
+    const lines = await cluster.waitFor((l) => drained(l).length === 1, 'one node drained');
+    expect(drained(lines)).toEqual(['gpu-09']);
+    await resumeAll();
   });
 
   it('with the core: the breaker stops the 4th drain of the 10-node partition at 30 %, and a replay drains nothing twice', async () => {

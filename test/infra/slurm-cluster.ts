@@ -96,6 +96,7 @@ export class SlurmCluster {
     readonly root: string,
     readonly nodes: readonly string[],
     readonly partition: string,
+    readonly morePartitions: ReadonlyMap<string, readonly string[]> = new Map(),
   ) {}
 
   /** The environment every Slurm command needs: the config and the unpacked libraries. */
@@ -107,11 +108,12 @@ export class SlurmCluster {
     return join(this.root, 'usr/bin', name);
   }
 
-  static async start(nodes: readonly string[], partition = 'gpu'): Promise<SlurmCluster> {
+  /** `more`: further partitions, each over some of the nodes (a node may be in several). */
+  static async start(nodes: readonly string[], partition = 'gpu', more: ReadonlyMap<string, readonly string[]> = new Map()): Promise<SlurmCluster> {
     const root = slurmRoot();
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-slurm-'));
     chmodSync(dir, 0o755);
-    const cluster = new SlurmCluster(dir, root, nodes, partition);
+    const cluster = new SlurmCluster(dir, root, nodes, partition, more);
     try {
       await cluster.configure();
       cluster.startMunge();
@@ -164,6 +166,7 @@ export class SlurmCluster {
       'SlurmdTimeout=300',
       ...nodeLines,
       `PartitionName=${this.partition} Nodes=ALL Default=YES State=UP`,
+      ...[...this.morePartitions].map(([name, members]) => `PartitionName=${name} Nodes=${members.join(',')} State=UP`),
       '',
     ].join('\n');
     writeFileSync(join(d, 'slurm.conf'), conf);
@@ -209,14 +212,33 @@ export class SlurmCluster {
     clearTimeout(timer);
   }
 
-  /** `sinfo` per node: `NAME|STATE|REASON`, one line each. */
+  /** `sinfo` per node: `NAME|STATE|REASON`, one line each (a node in several partitions once). */
   sinfo(): string[] {
     const r = spawnSync(this.bin('sinfo'), ['--noheader', '--Node', '--format=%N|%T|%E'], { encoding: 'utf8', env: { ...process.env, ...this.env } });
     if (r.status !== 0) throw new Error(`sinfo failed: ${(r.stderr || r.stdout).trim()}`);
-    return r.stdout
+    const lines = r.stdout
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l !== '');
+    return [...new Set(lines)];
+  }
+
+  /** Whether Slurm says the node is drained or draining (`scontrol show node`, as an operator asks). */
+  async nodeDrained(node: string): Promise<boolean> {
+    const r = await new Promise<{ status: number | null; stdout: string }>((resolve) => {
+      const child = spawn(this.bin('scontrol'), ['--oneliner', 'show', 'node', node], {
+        env: { ...process.env, ...this.env },
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        if (stdout.length < 65_536) stdout += chunk; // one node's line; the rest is not read
+      });
+      child.on('error', () => resolve({ status: null, stdout }));
+      child.on('close', (status) => resolve({ status, stdout }));
+    });
+    const state = /(?:^| )State=(\S+)/.exec(r.stdout)?.[1] ?? '';
+    return r.status === 0 && state.split('+').includes('DRAIN');
   }
 
   /** Waits (deadline 60 s) until sinfo's lines pass `check`. */

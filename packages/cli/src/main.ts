@@ -343,7 +343,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--sinfo <path>', 'the sinfo binary (also GPUALERT_SINFO)')
     .action(run(remediate));
   const actionCommand = program.command('action').description('remediation actions on gpualert.actions');
-  withCommonOptions(actionCommand.command('list').description('every action and where it stands, newest first'))
+  withCommonOptions(actionCommand.command('list').description('the actions of the last 7 days and where each stands, newest first (at most 10,000)'))
     .option('--data-dir <dir>', 'without KAFKA_BROKERS: the embedded log (also GPUALERT_DATA_DIR)')
     .option('--json', 'as JSON')
     .action(run(actionList));
@@ -351,7 +351,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     ['approve', 'approved'],
     ['deny', 'denied'],
   ] as const)
-    withCommonOptions(actionCommand.command(verb).description(`${verb} an action waiting for a person`).argument('<id>'))
+    withCommonOptions(actionCommand.command(verb).description(`${verb} an action waiting for a person (decided within the last 7 days)`).argument('<id>'))
       .option('--by <name>', 'who decides (default: the user)')
       .option('--comment <text>', 'why')
       .action(run((id: string, options: Record<string, unknown>) => actionDecide(decision, id, options)));

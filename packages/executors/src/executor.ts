@@ -1,9 +1,10 @@
 import type { ActionCommand, ExecutionOutcome } from '@gpualert/remediation';
 
-/** What the scheduler says about its nodes: each partition's size and each node's partition. */
+/** What the scheduler says about its nodes: each partition's size and each node's partition(s). */
 export interface SchedulerInventory {
   readonly partitions: ReadonlyMap<string, number>;
-  readonly hostPartitions: ReadonlyMap<string, string>;
+  /** A node's partition, or every one it is in (a Slurm node may be in several; the breaker charges each). */
+  readonly hostPartitions: ReadonlyMap<string, string | readonly string[]>;
 }
 
 /**

@@ -64,16 +64,21 @@ export class SlurmExecutor implements Executor {
   async inventory(): Promise<SchedulerInventory> {
     const run = await this.sinfo(['--noheader', '--Node', '--format=%N|%P']);
     if (!run.ok) throw new Error(`sinfo failed: ${lastLine(run)}`);
-    const hostPartitions = new Map<string, string>();
+    // One line per (node, partition): a node in several partitions is listed in each.
+    const hostPartitions = new Map<string, string[]>();
     const partitions = new Map<string, number>();
     const lines = run.stdout.split('\n', MAX_SLURM_NODES * 4);
     for (const line of lines) {
       const [node, partition] = line.trim().split('|');
       if (!node || !partition) continue;
       const name = partition.replace(/\*$/, ''); // the default partition is starred
-      if (!hostPartitions.has(node)) hostPartitions.set(node, name);
+      const known = hostPartitions.get(node);
+      if (known === undefined) {
+        if (hostPartitions.size >= MAX_SLURM_NODES) continue;
+        hostPartitions.set(node, [name]);
+      } else if (known.includes(name)) continue;
+      else known.push(name);
       partitions.set(name, (partitions.get(name) ?? 0) + 1);
-      if (hostPartitions.size >= MAX_SLURM_NODES) break;
     }
     return { partitions, hostPartitions };
   }

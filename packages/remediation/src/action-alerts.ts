@@ -3,7 +3,8 @@ import { newEnvelope, stableId, type Envelope, type EnvelopeOf } from '@gpualert
 /**
  * What people must hear about remediation, as alerts the notifier routes like any other: an
  * action waiting for approval (firing until someone or the timeout decides; its message names the
- * commands that approve or deny it) and a circuit breaker that tripped (critical: it pages).
+ * commands that approve or deny it) and a circuit breaker that tripped (critical: it pages, and
+ * the page resolves when the breaker closes again).
  */
 export function actionAlerts(envelopes: readonly Envelope[], source: string): EnvelopeOf<'alert'>[] {
   const out: EnvelopeOf<'alert'>[] = [];
@@ -38,15 +39,31 @@ export function actionAlerts(envelopes: readonly Envelope[], source: string): En
           rule: 'remediation-breaker',
           category: 'pipeline',
           severity: 'critical',
-          fingerprint: stableId('remediation-breaker', e.data.partition ?? '', e.ts).slice(0, 16),
+          fingerprint: breakerFingerprint(e.data.action_id),
           summary: `remediation stopped in partition ${e.data.partition ?? '?'}: ${e.data.reason.slice(0, 300)}`,
           action: 'gpualert takes no more hosts of this partition out of service until the window passes; look at what is failing across it.',
+          annotations: { action_id: e.data.action_id },
+        }),
+      );
+    } else if (e.type === 'action' && e.data.breaker_closed === true) {
+      out.push(
+        alert(e, source, 'resolved', {
+          rule: 'remediation-breaker',
+          category: 'pipeline',
+          severity: 'critical',
+          fingerprint: breakerFingerprint(e.data.action_id),
+          summary: e.data.reason.slice(0, 300),
           annotations: { action_id: e.data.action_id },
         }),
       );
     }
   }
   return out;
+}
+
+/** One page per trip: the tripping action's id names it, and the breaker closing resolves it. */
+function breakerFingerprint(actionId: string): string {
+  return stableId('remediation-breaker', actionId).replace(/-/g, '').slice(0, 16);
 }
 
 function approvalFingerprint(actionId: string): string {

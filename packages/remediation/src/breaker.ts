@@ -14,9 +14,14 @@ export interface BreakerInput {
 
 export type BreakerVerdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string; readonly trips: boolean };
 
-/** How many hosts of `size` may be out at once: the share rounded down (30 % of 10 is 3). */
+/**
+ * How many hosts of `size` may be out at once: the share rounded down (30 % of 10 is 3), and
+ * never fewer than one. One broken node may always be taken out, whatever the partition's size
+ * (10 % of a 5-node partition rounds down to none, and a node whose GPU fell off the bus would
+ * keep taking jobs); a second one needs the share.
+ */
 export function breakerLimit(size: number, maxShare: number): number {
-  return Math.floor(size * maxShare + 1e-9);
+  return Math.max(1, Math.floor(size * maxShare + 1e-9));
 }
 
 export function judgeBreaker(input: BreakerInput): BreakerVerdict {

@@ -28,10 +28,18 @@ const Matchers = z
     return out;
   });
 
+/**
+ * The longest an action may wait for a person: `gpualert action` reads this far back on
+ * gpualert.actions, so an action waiting longer could be neither listed nor approved.
+ */
+export const MAX_APPROVAL_TIMEOUT_MS = 7 * 86_400_000;
+
 /** Whether an action waits for a person, for how long, and what happens when nobody answers. */
 const Approval = z.strictObject({
   required: z.boolean().optional(),
-  timeout: Duration.optional(),
+  timeout: Duration.refine((ms) => ms <= MAX_APPROVAL_TIMEOUT_MS, {
+    message: 'an approval waits at most 7d (gpualert action reads the last 7 days of gpualert.actions)',
+  }).optional(),
   on_timeout: z.enum(['deny', 'proceed']).optional(),
 });
 

@@ -1,6 +1,7 @@
 import { newEnvelope, parseEnvelope, stableId, type EnvelopeOf } from '@gpualert/schema';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { actionAlerts } from './action-alerts.ts';
 import { parsePolicy } from './load-policy.ts';
 import type { Policy } from './policy-file.ts';
 import { RemediationCore, type CoreOutput } from './remediation-core.ts';
@@ -112,10 +113,62 @@ describe('the circuit breaker', () => {
             drains += out.commands.length;
             runAll(c, out, T0 + step);
           });
-          expect(drains).toBeLessThanOrEqual(Math.floor((size * pct) / 100 + 1e-9));
+          expect(drains).toBeLessThanOrEqual(Math.max(1, Math.floor((size * pct) / 100 + 1e-9)));
         },
       ),
     );
+  });
+
+  it('lets one node of a partition too small for its share (10 % of 5) be drained, and stops the second', () => {
+    const c = core(policy(DRAIN_79().replace('max_share: 0.3', 'max_share: 0.1').replace('gpu: 10', 'gpu: 5')));
+    const outs = hosts(2).map((h, i) => {
+      const out = c.alert(alert(h), T0 + i * 1000);
+      runAll(c, out, T0 + i * 1000);
+      return out;
+    });
+    expect(outs.map((o) => o.commands.map((x) => `${x.host}:${x.kind}`))).toEqual([['gpu-01:drain'], []]);
+    expect(phases(outs[1] ?? { envelopes: [], commands: [] })).toEqual(['refused']);
+  });
+
+  it('charges a node in several partitions to each: a full partition stops the drain even when the first has room', () => {
+    const c = core(policy(DRAIN_79()));
+    // Slurm's view: gpu-01 is in gpu and debug; debug has 2 nodes, so 30 % of it allows one out.
+    c.setInventory(
+      new Map([
+        ['gpu', 10],
+        ['debug', 2],
+      ]),
+      new Map<string, string | readonly string[]>([
+        ['gpu-01', ['gpu', 'debug']],
+        ['gpu-02', ['debug']],
+        ['gpu-03', 'gpu'],
+      ]),
+    );
+    const first = c.alert(alert('gpu-01'), T0);
+    runAll(c, first, T0);
+    expect(first.commands.map((x) => x.host)).toEqual(['gpu-01']);
+    const second = c.alert(alert('gpu-02'), T0 + 1000);
+    expect(second.commands).toEqual([]);
+    const refusal = second.envelopes[0];
+    expect(refusal?.type === 'action' && refusal.data.reason).toMatch(/1 of 2 hosts of partition "debug"/);
+    expect(c.alert(alert('gpu-03'), T0 + 2000).commands.map((x) => x.host)).toEqual(['gpu-03']); // gpu itself has room
+  });
+
+  it('its page resolves when the breaker closes again, once its window has passed', () => {
+    const c = core(policy(DRAIN_79()));
+    const outs = hosts(4).map((h, i) => {
+      const out = c.alert(alert(h), T0 + i * 1000);
+      runAll(c, out, T0 + i * 1000);
+      return out;
+    });
+    const pages = (out: CoreOutput) => actionAlerts(out.envelopes, 'remediator/test').filter((a) => a.data.rule === 'remediation-breaker');
+    const [page] = pages(outs[3] ?? { envelopes: [], commands: [] });
+    expect(page?.data.status).toBe('firing');
+    expect(pages(c.tick(T0 + 30 * MIN))).toEqual([]); // still open within the hour
+    const closed = c.tick(T0 + 3_000 + 60 * MIN);
+    expect(pages(closed).map((a) => [a.data.status, a.data.fingerprint])).toEqual([['resolved', page?.data.fingerprint]]);
+    for (const e of closed.envelopes) expect(parseEnvelope(JSON.stringify(e)).ok).toBe(true);
+    expect(pages(c.tick(T0 + 200 * MIN))).toEqual([]); // resolved once
   });
 });
 
@@ -131,6 +184,33 @@ describe('dry run', () => {
     const undo = c.tick(T0 + 40 * MIN);
     expect(undo.commands).toEqual([]);
     expect(phases(undo)).toEqual(['dry_run']);
+  });
+});
+
+describe('a dry run beside real actions', () => {
+  it("a dry run's pretend hold does not hold back a real drain of the same host", () => {
+    const c = core(
+      policy(`
+breaker: { max_share: 0.3, window: 1h }
+partitions: { gpu: 10 }
+defaults: { approval: { required: false } }
+rules:
+  - { name: xid-trial, match: ['category="xid"'], action: drain, dry_run: true }
+  - { name: fallen-off-bus, match: ['category="fallen_off_bus"'], action: drain }
+`),
+    );
+    expect(phases(c.alert(alert('gpu-01', { category: 'xid', fingerprint: 'trial' }), T0))).toEqual(['dry_run']);
+    const real = c.alert(alert('gpu-01'), T0 + MIN);
+    expect(real.commands.map((x) => `${x.host}:${x.kind}`)).toEqual(['gpu-01:drain']);
+    runAll(c, real, T0 + MIN);
+    expect(c.holds().map((h) => [h.host, h.dry])).toEqual([['gpu-01', false]]);
+  });
+
+  it('the same alert, recorded by a dry run, is acted on once the rule is made real', () => {
+    const c = core(policy(DRAIN_79('dry_run: true')));
+    expect(phases(c.alert(alert('gpu-02'), T0))).toEqual(['dry_run']);
+    c.setPolicy(policy(DRAIN_79()));
+    expect(c.alert(alert('gpu-02'), T0 + MIN).commands.map((x) => x.kind)).toEqual(['drain']);
   });
 });
 
@@ -339,6 +419,16 @@ rules:
     expect(c.alert(gsp('a', T0), T0).commands).toEqual([]);
     expect(c.alert(gsp('a', T0), T0).commands).toEqual([]); // the same envelope again is no repeat
     expect(c.alert(gsp('b', T0 + MIN), T0 + MIN).commands.map((x) => x.kind)).toEqual(['drain']);
+  });
+
+  it('refuses an approval that would wait longer than gpualert action reads back (7 days)', () => {
+    const loaded = parsePolicy('remediation.yaml', 'defaults:\n  approval: { required: true, timeout: 8d }\nrules: []\n');
+    expect(loaded.ok).toBe(false);
+    if (loaded.ok) return;
+    expect(loaded.errors.map((e) => `${e.file}:${e.line}: ${e.field}: ${e.message}`)).toEqual([
+      expect.stringMatching(/^remediation\.yaml:2: defaults\.approval\.timeout: .*at most 7d/),
+    ]);
+    expect(parsePolicy('remediation.yaml', 'defaults:\n  approval: { required: true, timeout: 7d }\nrules: []\n').ok).toBe(true);
   });
 
   it('names the file, line and field of an error', () => {

@@ -16,6 +16,8 @@ export const MAX_CALLERS_PER_HOST = 256;
 export const MAX_REPEATS_PER_RULE = 64;
 /** Finished actions remembered (for `action list` and to know a replayed alert): the oldest go first. */
 export const MAX_FINISHED_ACTIONS = 10_000;
+/** Partitions one host is charged to at most (Slurm lets a node be in several). */
+export const MAX_PARTITIONS_PER_HOST = 64;
 /** Retries wait 1 s, 2 s, 4 s … up to this, and never give up on an API that is down. */
 export const MAX_RETRY_DELAY_MS = 5 * 60_000;
 
@@ -29,7 +31,10 @@ export interface ActionRecord {
   readonly host: string;
   readonly kind: ActionKind;
   readonly rule: string;
+  /** The partition its envelopes are labelled with: the first of `partitions`. */
   readonly partition: string;
+  /** Every partition the host is in: the breaker charges the action to each. */
+  readonly partitions: readonly string[];
   readonly reason: string;
   readonly createdAt: number;
   readonly dry: boolean;
@@ -68,6 +73,14 @@ export interface CoreOutput {
   readonly skipped?: string;
 }
 
+interface Trip {
+  readonly since: number;
+  readonly actionId: string;
+  readonly host: string;
+  readonly kind: ActionKind;
+  readonly rule: string;
+}
+
 interface Hold {
   readonly actionId: string;
   readonly since: number;
@@ -76,7 +89,8 @@ interface Hold {
 }
 
 interface HostRecord {
-  partition?: string;
+  /** Every partition the host is in (the scheduler's word, else the alert's label). */
+  partitions?: readonly string[];
   /** Open firing alerts whose rule calls for a disruptive action: fingerprint → rule. */
   readonly callers: Map<string, string>;
   lastCalledAt?: number;
@@ -114,9 +128,10 @@ export class RemediationCore {
   private readonly actions = new Map<string, ActionRecord>();
   /** Disruptive actions started, per partition, for the breaker's window. */
   private readonly started = new Map<string, { host: string; at: number; dry: boolean }[]>();
-  private readonly tripped = new Map<string, number>();
+  /** Partitions whose breaker is open: since when, and the action whose refusal tripped it (its page). */
+  private readonly tripped = new Map<string, Trip>();
   private readonly sizes = new Map<string, number>();
-  private readonly hostPartitions = new Map<string, string>();
+  private readonly hostPartitions = new Map<string, readonly string[]>();
 
   constructor(
     private policy: Policy,
@@ -128,12 +143,15 @@ export class RemediationCore {
     this.policy = policy;
   }
 
-  /** What the scheduler says: a partition's node count, and which partition each host is in. */
-  setInventory(partitions: ReadonlyMap<string, number>, hostPartitions: ReadonlyMap<string, string> = new Map()): void {
+  /** What the scheduler says: a partition's node count, and which partition(s) each host is in. */
+  setInventory(partitions: ReadonlyMap<string, number>, hostPartitions: ReadonlyMap<string, string | readonly string[]> = new Map()): void {
     this.sizes.clear();
     for (const [name, size] of partitions) this.sizes.set(name, size);
     this.hostPartitions.clear();
-    for (const [host, partition] of hostPartitions) this.hostPartitions.set(host, partition);
+    for (const [host, names] of hostPartitions) {
+      const list = typeof names === 'string' ? [names] : [...new Set(names)].slice(0, MAX_PARTITIONS_PER_HOST);
+      if (list.length > 0) this.hostPartitions.set(host, list);
+    }
   }
 
   /** One alert envelope, firing or resolved. */
@@ -141,8 +159,8 @@ export class RemediationCore {
     const facts = alertFacts(alert);
     const rule = this.policy.rules.find((r) => matchesAll(r.match, facts));
     const host = this.host(alert.host, now);
-    const partition = this.partitionOf(alert, facts);
-    host.partition = partition;
+    const partitions = this.partitionsOf(alert, facts);
+    host.partitions = partitions;
     const fingerprint = alert.data.fingerprint;
     if (alert.data.status === 'resolved') {
       // The quiet period counts from when the last alert calling for the action stopped.
@@ -157,11 +175,17 @@ export class RemediationCore {
     if (rule.repeat && !this.repeated(host, rule, alert.id, now))
       return none(`rule ${rule.name}: waiting for ${rule.repeat.count} firing alerts within the window`);
 
-    const id = stableId('action', alert.host, rule.action, fingerprint, alert.data.starts_at);
+    // A dry run's record of an alert is not the real action's: a rule made real later (or another,
+    // real rule) still acts on it.
+    const id = rule.dryRun
+      ? stableId('action', alert.host, rule.action, fingerprint, alert.data.starts_at, 'dry-run')
+      : stableId('action', alert.host, rule.action, fingerprint, alert.data.starts_at);
     if (this.actions.has(id)) return none(`action ${id} was already decided for this alert`);
     const open = [...this.actions.values()].find((a) => a.host === alert.host && a.kind === rule.action && OPEN.has(a.status));
     if (open) return none(`${rule.action} of ${alert.host} is already under way (action ${open.id})`);
-    if (rule.action === 'drain' && host.hold) return none(`${alert.host} is already held out of service (action ${host.hold.actionId})`);
+    // A dry run's pretend hold holds only other dry runs: the node is in service, so a real drain goes ahead.
+    if (rule.action === 'drain' && host.hold && (!host.hold.dry || rule.dryRun))
+      return none(`${alert.host} is already held out of service (action ${host.hold.actionId}${host.hold.dry ? ', dry run' : ''})`);
     if (rule.action === 'resume' && !host.hold) return none(`${alert.host} is not held by gpualert`);
 
     const record: ActionRecord = {
@@ -169,7 +193,8 @@ export class RemediationCore {
       host: alert.host,
       kind: rule.action,
       rule: rule.name,
-      partition,
+      partition: partitions[0] ?? 'default',
+      partitions,
       reason: cut(rule.reason ?? `gpualert: ${alert.data.summary}`),
       createdAt: now,
       dry: rule.dryRun,
@@ -270,6 +295,7 @@ export class RemediationCore {
       const why = host.hold ? this.undoEvidence(host, host.hold, now) : undefined;
       if (why !== undefined) add(this.undo(name, host, why, now));
     }
+    envelopes.push(...this.closeBreakers([...this.tripped.keys()], now));
     this.prune(now);
     return { envelopes, commands };
   }
@@ -316,7 +342,8 @@ export class RemediationCore {
       host: name,
       kind: 'resume',
       rule: 'undo',
-      partition: host.partition ?? 'default',
+      partition: host.partitions?.[0] ?? 'default',
+      partitions: host.partitions ?? ['default'],
       reason: cut(`gpualert: evidence cleared: ${why}`),
       createdAt: now,
       dry: hold.dry,
@@ -335,12 +362,25 @@ export class RemediationCore {
   /** An action cleared to run: through the breaker, then to the executor (or only recorded, in a dry run). */
   private start(record: ActionRecord, now: number): CoreOutput {
     if (DISRUPTIVE.has(record.kind)) {
+      // A breaker whose window passed closes first (its page resolves), then the action is judged afresh.
+      const closed = this.closeBreakers(record.partitions, now);
       const verdict = this.breaker(record, now);
-      if (!verdict.allowed) return this.finish(record, 'refused', now, verdict.reason, verdict.trips);
-      const list = this.started.get(record.partition) ?? [];
-      list.push({ host: record.host, at: now, dry: record.dry });
-      this.started.set(record.partition, list);
+      if (!verdict.allowed) {
+        const refused = this.finish(record, 'refused', now, verdict.reason, verdict.trips);
+        return { envelopes: [...closed, ...refused.envelopes], commands: [] };
+      }
+      for (const partition of record.partitions) {
+        const list = this.started.get(partition) ?? [];
+        list.push({ host: record.host, at: now, dry: record.dry });
+        this.started.set(partition, list);
+      }
+      const started = this.startCleared(record, now);
+      return { envelopes: [...closed, ...started.envelopes], commands: started.commands };
     }
+    return this.startCleared(record, now);
+  }
+
+  private startCleared(record: ActionRecord, now: number): CoreOutput {
     if (record.dry) {
       if (record.kind === 'drain')
         this.host(record.host, now).hold = { actionId: record.id, since: now, undo: record.undo ?? { on: 'never', quietForMs: 0 }, dry: true };
@@ -351,29 +391,57 @@ export class RemediationCore {
     return { envelopes: [this.actionEnvelope(record, 'proposed', now)], commands: [this.command(record)] };
   }
 
+  /** The breaker of every partition the host is in: the first that says no refuses (and may trip). */
   private breaker(record: ActionRecord, now: number): { allowed: true } | { allowed: false; reason: string; trips: boolean } {
     const { maxShare, windowMs } = this.policy.breaker;
-    const since = this.tripped.get(record.partition);
-    if (since !== undefined) {
-      if (now - since < windowMs)
-        return { allowed: false, trips: false, reason: `circuit breaker open for partition ${JSON.stringify(record.partition)} since ${iso(since)}` };
-      this.tripped.delete(record.partition);
-    }
     const counts = (dry: boolean) => !dry || record.dry; // a dry run counts its own pretend holds; a real action only real ones
-    const out = new Set<string>();
-    for (const [name, host] of this.hosts) if (host.hold && host.partition === record.partition && counts(host.hold.dry)) out.add(name);
-    for (const a of this.actions.values())
-      if (a.partition === record.partition && DISRUPTIVE.has(a.kind) && (a.status === 'running' || a.status === 'retry_wait')) out.add(a.host);
-    for (const s of this.started.get(record.partition) ?? []) if (now - s.at < windowMs && counts(s.dry)) out.add(s.host);
-    out.delete(record.host);
-    const verdict = judgeBreaker({
-      partition: record.partition,
-      size: this.sizes.get(record.partition) ?? this.policy.partitions.get(record.partition),
-      maxShare,
-      out,
-    });
-    if (!verdict.allowed && verdict.trips && !record.dry) this.tripped.set(record.partition, now);
-    return verdict;
+    for (const partition of record.partitions) {
+      const trip = this.tripped.get(partition);
+      if (trip !== undefined)
+        return { allowed: false, trips: false, reason: `circuit breaker open for partition ${JSON.stringify(partition)} since ${iso(trip.since)}` };
+      const out = new Set<string>();
+      for (const [name, host] of this.hosts) if (host.hold && host.partitions?.includes(partition) === true && counts(host.hold.dry)) out.add(name);
+      for (const a of this.actions.values())
+        if (a.partitions.includes(partition) && DISRUPTIVE.has(a.kind) && (a.status === 'running' || a.status === 'retry_wait')) out.add(a.host);
+      for (const s of this.started.get(partition) ?? []) if (now - s.at < windowMs && counts(s.dry)) out.add(s.host);
+      out.delete(record.host);
+      const verdict = judgeBreaker({ partition, size: this.sizes.get(partition) ?? this.policy.partitions.get(partition), maxShare, out });
+      if (verdict.allowed) continue;
+      if (verdict.trips && !record.dry)
+        this.tripped.set(partition, { since: now, actionId: record.id, host: record.host, kind: record.kind, rule: record.rule });
+      return verdict;
+    }
+    return { allowed: true };
+  }
+
+  /** Breakers of these partitions open for a whole window: closed, each with an envelope that resolves its page. */
+  private closeBreakers(partitions: readonly string[], now: number): EnvelopeOf<'action'>[] {
+    const envelopes: EnvelopeOf<'action'>[] = [];
+    for (const partition of partitions) {
+      const trip = this.tripped.get(partition);
+      if (trip === undefined || now - trip.since < this.policy.breaker.windowMs) continue;
+      this.tripped.delete(partition);
+      envelopes.push(
+        newEnvelope({
+          type: 'action',
+          id: stableId(trip.actionId, 'action', 'breaker-closed'),
+          ts: iso(now),
+          host: trip.host.length > 0 && trip.host.length <= 253 ? trip.host : 'invalid-host',
+          labels: { partition: partition.slice(0, 1024) },
+          source: this.options.source,
+          data: {
+            action_id: trip.actionId,
+            kind: trip.kind,
+            phase: 'refused',
+            policy_rule: trip.rule,
+            partition: partition.slice(0, 256),
+            reason: cut(`circuit breaker for partition ${JSON.stringify(partition)} closed: its window passed since it tripped at ${iso(trip.since)}`),
+            breaker_closed: true,
+          },
+        }),
+      );
+    }
+    return envelopes;
   }
 
   private finish(record: ActionRecord, status: 'refused' | 'dry_run', now: number, why?: string, trips = false): CoreOutput {
@@ -392,8 +460,8 @@ export class RemediationCore {
     return seen.length >= repeat.count;
   }
 
-  private partitionOf(alert: EnvelopeOf<'alert'>, facts: Readonly<Record<string, string>>): string {
-    return this.hostPartitions.get(alert.host) ?? facts[this.policy.partitionLabel] ?? facts.cluster ?? 'default';
+  private partitionsOf(alert: EnvelopeOf<'alert'>, facts: Readonly<Record<string, string>>): readonly string[] {
+    return this.hostPartitions.get(alert.host) ?? [facts[this.policy.partitionLabel] ?? facts.cluster ?? 'default'];
   }
 
   private host(name: string, now: number): HostRecord {

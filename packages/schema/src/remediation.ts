@@ -38,6 +38,8 @@ export const ActionData = z.object({
   on_timeout: z.enum(['deny', 'proceed']).optional(),
   /** With a `refused` by the circuit breaker: true, and the message pages. */
   breaker_tripped: z.boolean().optional(),
+  /** The breaker that action tripped closed again (its window passed): true, and its page resolves. */
+  breaker_closed: z.boolean().optional(),
 });
 export type ActionData = z.infer<typeof ActionData>;
 

@@ -271,7 +271,7 @@ function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): Tim
       // What the remediator decided for the node: proposed, waiting for a person, a dry run, refused by the breaker, skipped.
       const d = e.data;
       if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu !== gpuFilter) return undefined;
-      const phase = d.breaker_tripped === true ? 'refused (breaker tripped)' : d.phase.replaceAll('_', ' ');
+      const phase = d.breaker_closed === true ? 'breaker closed' : d.breaker_tripped === true ? 'refused (breaker tripped)' : d.phase.replaceAll('_', ' ');
       return { ...base, source: 'action', title: `${d.kind} ${phase} (${d.action_id})`, detail: d.reason, ...(d.gpu !== undefined ? { gpu: d.gpu } : {}) };
     }
     case 'action.approval':

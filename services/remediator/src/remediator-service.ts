@@ -1,7 +1,7 @@
-import { envelopeMessage, type Bus, type Subscription } from '@gpualert/bus';
+import { envelopeMessage, RetriableError, type Bus, type Subscription } from '@gpualert/bus';
 import type { Executor } from '@gpualert/executors';
-import type { Logger } from '@gpualert/log';
-import { actionAlerts, type ActionCommand, type CoreOutput, type RemediationCore } from '@gpualert/remediation';
+import { redactSecrets, type Logger } from '@gpualert/log';
+import { actionAlerts, type ActionCommand, type CoreOutput, type ExecutionOutcome, type RemediationCore } from '@gpualert/remediation';
 import { serialQueue } from '@gpualert/runtime';
 import { TOPICS, type Envelope } from '@gpualert/schema';
 
@@ -11,6 +11,13 @@ export const REMEDIATOR_SOURCE = 'remediator/0.1.0';
 export const MAX_COMMANDS_IN_FLIGHT = 16;
 /** A firing alert older than this when read is not acted on (logged as remediation_alert_too_old). */
 export const MAX_ALERT_AGE_MS = 10 * 60_000;
+/**
+ * Decisions and results waiting for the bus (Kafka away) at most; past this the oldest are dropped,
+ * each drop logged as an error (remediation_unpublished_dropped). Their actions still ran.
+ */
+export const MAX_UNPUBLISHED = 10_000;
+/** Envelopes per publish call when the waiting ones go out. */
+const PUBLISH_CHUNK = 500;
 
 export interface RemediatorOptions {
   readonly bus: Bus;
@@ -31,19 +38,41 @@ export interface RemediatorOptions {
  * published on `gpualert.actions`, with alerts for people (an approval to give, a breaker that
  * tripped) on `gpualert.alerts`; a batch's commands run before its offsets commit, so an alert
  * whose action was never tried is read again after a crash (and the executor's check of the
- * node's state keeps a drain from being repeated).
+ * node's state keeps a drain from being repeated). A decision the bus would not take (Kafka away)
+ * waits in memory and goes out in order when it answers; its commands run meanwhile, so an action
+ * is never left running with nobody to finish it, and the batch commits only once all is out.
  */
 export async function startRemediator(options: RemediatorOptions): Promise<{ stop(): Promise<void> }> {
   const { bus, log, core, executor } = options;
   await bus.ensureTopics([TOPICS.actions, TOPICS.alerts]);
   await refreshInventory(options);
 
-  const publishAll = async (publish: Bus['publish'], out: CoreOutput) => {
-    if (out.envelopes.length === 0) return;
-    await publish(TOPICS.actions, out.envelopes.map(envelopeMessage));
-    const alerts = actionAlerts(out.envelopes, REMEDIATOR_SOURCE);
-    if (alerts.length > 0) await publish(TOPICS.alerts, alerts.map(envelopeMessage));
+  // What the core decided that is not on the bus yet, oldest first.
+  const unpublished: Envelope[] = [];
+  const hold = (out: CoreOutput) => {
     for (const e of out.envelopes) logEnvelope(log, e);
+    unpublished.push(...out.envelopes);
+    const over = unpublished.length - MAX_UNPUBLISHED;
+    if (over > 0) {
+      const dropped = unpublished.splice(0, over);
+      log.error({ dropped: over, first: dropped[0]?.id, last: dropped[dropped.length - 1]?.id }, 'remediation_unpublished_dropped');
+    }
+  };
+  /** Publishes what waits, in order: true when nothing waits any more. */
+  const flush = async (publish: Bus['publish']): Promise<boolean> => {
+    while (unpublished.length > 0) {
+      const chunk = unpublished.slice(0, PUBLISH_CHUNK);
+      try {
+        await publish(TOPICS.actions, chunk.map(envelopeMessage));
+        const alerts = actionAlerts(chunk, REMEDIATOR_SOURCE);
+        if (alerts.length > 0) await publish(TOPICS.alerts, alerts.map(envelopeMessage));
+      } catch (error) {
+        log.warn({ waiting: unpublished.length, error: redactSecrets(error instanceof Error ? error.message : String(error)) }, 'remediation_publish_failed');
+        return false;
+      }
+      unpublished.splice(0, chunk.length);
+    }
+    return true;
   };
 
   /** Runs commands (per host in order, hosts side by side) and feeds each outcome back. */
@@ -55,7 +84,7 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
     const worker = async () => {
       for (let queue = queues.shift(); queue; queue = queues.shift())
         for (const command of queue) {
-          const outcome = await executor.run(command);
+          const outcome = await runSafely(executor, command);
           envelopes.push(...core.result(command.actionId, outcome, Date.now()).envelopes);
         }
     };
@@ -82,8 +111,11 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
           commands.push(...out.commands);
         }
         const publish = context.publish.bind(context);
-        await publishAll(publish, { envelopes, commands });
-        if (commands.length > 0) await publishAll(publish, await execute(commands));
+        hold({ envelopes, commands });
+        await flush(publish); // the commands run whether or not the bus took the decisions
+        if (commands.length > 0) hold(await execute(commands));
+        // Not all out: the batch runs again (it decides nothing twice) and commits once all is out.
+        if (!(await flush(publish))) throw new RetriableError(`${unpublished.length} remediation envelopes wait for gpualert.actions`);
       }),
   });
 
@@ -93,9 +125,12 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
     ticking = true;
     try {
       await queue.run(async () => {
+        const publish = bus.publish.bind(bus);
         const out = core.tick(Date.now());
-        await publishAll(bus.publish.bind(bus), out);
-        if (out.commands.length > 0) await publishAll(bus.publish.bind(bus), await execute(out.commands));
+        hold(out);
+        await flush(publish);
+        if (out.commands.length > 0) hold(await execute(out.commands));
+        await flush(publish);
       });
     } finally {
       ticking = false;
@@ -116,6 +151,9 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
       clearInterval(inventory);
       await subscription.stop();
       await queue.idle();
+      // A last try for what still waits; what the bus will not take now is said, not dropped quietly.
+      if (!(await queue.run(() => flush(bus.publish.bind(bus)))))
+        log.error({ lost: unpublished.length, first: unpublished[0]?.id }, 'remediation_unpublished_lost_at_stop');
     },
   };
 }
@@ -155,6 +193,15 @@ function consume(core: RemediationCore, envelope: Envelope, now: number, log: Lo
   }
 }
 
+/** An executor that throws (a bug: `run` reports failures as outcomes) fails the action, retriably, rather than leaving it running. */
+async function runSafely(executor: Executor, command: ActionCommand): Promise<ExecutionOutcome> {
+  try {
+    return await executor.run(command);
+  } catch (error) {
+    return { outcome: 'failed', retriable: true, error: `${executor.name} executor threw: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
 async function refreshInventory(options: RemediatorOptions): Promise<void> {
   try {
     const inventory = await options.executor.inventory();
@@ -168,6 +215,7 @@ function logEnvelope(log: Logger, e: Envelope): void {
   if (e.type === 'action') {
     const detail = { action_id: e.data.action_id, host: e.host, kind: e.data.kind, phase: e.data.phase, rule: e.data.policy_rule, reason: e.data.reason };
     if (e.data.breaker_tripped === true) log.error(detail, 'remediation_breaker_tripped');
+    else if (e.data.breaker_closed === true) log.info(detail, 'remediation_breaker_closed');
     else log.info(detail, 'remediation_action');
   } else if (e.type === 'action.result') {
     const detail = { action_id: e.data.action_id, host: e.host, kind: e.data.kind, outcome: e.data.outcome, attempt: e.data.attempt, error: e.data.error };

@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { KafkaBus, MemoryBus, envelopeMessage, type Bus } from '@gpualert/bus';
 import { SlurmExecutor } from '@gpualert/executors';
 import { formatRuleError } from '@gpualert/rules';
-import { loadPolicy, RemediationCore, type Policy } from '@gpualert/remediation';
+import { loadPolicy, MAX_APPROVAL_TIMEOUT_MS, RemediationCore, type Policy } from '@gpualert/remediation';
 import { REMEDIATOR_SOURCE, startRemediator } from '@gpualert/remediator';
 import { embeddedDataDir } from '@gpualert/runtime';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
@@ -15,7 +15,12 @@ import { ACTION_SETTINGS, REMEDIATE_SETTINGS } from '../settings/remediate-setti
 type Options = Record<string, unknown>;
 
 /** Actions read for `action list` and to find one to approve: the newest this many. */
-const MAX_LISTED_ACTIONS = 10_000;
+export const MAX_LISTED_ACTIONS = 10_000;
+/**
+ * How far back `action list|approve|deny` read gpualert.actions: 7 days, the longest an approval
+ * may wait (the policy refuses a longer timeout). Older messages are not fetched at all.
+ */
+export const ACTION_READ_WINDOW_MS = MAX_APPROVAL_TIMEOUT_MS;
 
 function policyFrom(file: string | undefined, dryRun: boolean): Policy {
   const loaded = loadPolicy(file);
@@ -62,10 +67,10 @@ interface ActionView {
   reason: string;
 }
 
-/** Every action on the topic, folded to where each stands now (newest first, at most MAX_LISTED_ACTIONS). */
-async function readActions(bus: Bus): Promise<Map<string, ActionView>> {
+/** The actions of the last 7 days on the topic, folded to where each stands now (at most MAX_LISTED_ACTIONS, the newest). */
+export async function readActions(bus: Bus, now: number = Date.now()): Promise<Map<string, ActionView>> {
   const views = new Map<string, ActionView>();
-  for (const message of await bus.read(TOPICS.actions)) {
+  for (const message of await bus.read(TOPICS.actions, { from: now - ACTION_READ_WINDOW_MS })) {
     const parsed = parseEnvelope(message.value.toString('utf8'));
     if (!parsed.ok) continue;
     const e: Envelope = parsed.value;
