@@ -4,7 +4,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '**/node_modules/**', 'deploy/**', 'demo/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'dist-sea/**', 'node_modules/**', '**/node_modules/**', 'deploy/**', 'demo/**', 'coverage/**'] },
   {
     files: ['**/*.ts'],
     languageOptions: {
