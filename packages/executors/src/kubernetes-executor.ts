@@ -3,8 +3,8 @@ import {
   createConfiguration,
   PatchStrategy,
   ServerConfiguration,
+  KubeConfig,
   setHeaderOptions,
-  type KubeConfig,
   type Middleware,
   type V1Node,
   type V1Pod,
@@ -41,6 +41,19 @@ const MAX_PODS_READ = 5_000;
 const POD_PAGE = 250;
 /** Read-modify-write rounds when another writer changed the node between our read and our patch (HTTP 409). */
 const CONFLICT_ROUNDS = 4;
+
+/**
+ * Where the API server is and who we are to it: `file` when given (`--kubeconfig`), else the
+ * client's standard places (KUBECONFIG, ~/.kube/config, then the pod's service account in-cluster).
+ * Throws when none names a current cluster.
+ */
+export function loadKubeConfig(file?: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (file !== undefined) kc.loadFromFile(file);
+  else kc.loadFromDefault();
+  if (!kc.getCurrentCluster()) throw new Error(`${file ?? 'the default kubeconfig'} names no current cluster`);
+  return kc;
+}
 
 /** A merge patch for a node, or undefined when the node is already as asked. */
 type NodeChange = (node: V1Node) => Record<string, unknown> | undefined;
