@@ -335,12 +335,20 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   withCommonOptions(
     hostCommand.command('forget').description('forget a decommissioned host: its engine state goes, it is no longer judged absent').argument('<host>'),
   ).action(run(hostForget));
-  withCommonOptions(program.command('remediate').description('take broken GPU hosts out of service as the policy says: guard rails, approval and undo (Slurm)'))
+  withCommonOptions(
+    program.command('remediate').description('take broken GPU hosts out of service as the policy says: guard rails, approval and undo (Slurm or Kubernetes)'),
+  )
     .option('--policy <file>', 'the remediation policy (also GPUALERT_REMEDIATION_POLICY; default the bundled rules/remediation.yaml)')
-    .option('--executor <name>', 'slurm (also GPUALERT_REMEDIATION_EXECUTOR; default slurm)')
+    .option('--executor <name>', 'slurm or kubernetes (also GPUALERT_REMEDIATION_EXECUTOR; default slurm)')
     .option('--dry-run', 'record what would be done and do nothing (also GPUALERT_REMEDIATION_DRY_RUN)')
     .option('--scontrol <path>', 'the scontrol binary (also GPUALERT_SCONTROL)')
     .option('--sinfo <path>', 'the sinfo binary (also GPUALERT_SINFO)')
+    .option('--kubeconfig <file>', 'Kubernetes: the kubeconfig (also GPUALERT_KUBECONFIG; default KUBECONFIG, ~/.kube/config, or in-cluster)')
+    .option('--evict-pods', "Kubernetes: a drain also evicts the node's pods, respecting PodDisruptionBudgets (also GPUALERT_KUBERNETES_EVICT_PODS)")
+    .option(
+      '--node-partition-label <label>',
+      'Kubernetes: the node label naming its partition (also GPUALERT_KUBERNETES_PARTITION_LABEL; default gpualert.io/partition)',
+    )
     .action(run(remediate));
   const actionCommand = program.command('action').description('remediation actions on gpualert.actions');
   withCommonOptions(actionCommand.command('list').description('the actions of the last 7 days and where each stands, newest first (at most 10,000)'))

@@ -1,5 +1,5 @@
 export { actionAlerts } from './action-alerts.ts';
 export { loadPolicy, parsePolicy } from './load-policy.ts';
-export { nodeNameProblem, quoteName } from './node-name.ts';
+export { kubernetesNodeNameProblem, nodeNameProblem, quoteName } from './node-name.ts';
 export { MAX_APPROVAL_TIMEOUT_MS, type Policy } from './policy-file.ts';
 export { RemediationCore, type ActionCommand, type CoreOutput, type ExecutionOutcome } from './remediation-core.ts';

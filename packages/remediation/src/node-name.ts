@@ -23,6 +23,27 @@ export function nodeNameProblem(host: unknown): string | undefined {
   return undefined;
 }
 
+/** One DNS label of an RFC 1123 subdomain: lower-case letters, digits and `-`, a letter or digit at each end. */
+const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+/** The longest DNS label (RFC 1123). */
+const MAX_LABEL_LENGTH = 63;
+
+/**
+ * Why `host` cannot be named to Kubernetes, or undefined when it can: everything
+ * `nodeNameProblem` refuses, and then what a Node's name must be (an RFC 1123 subdomain: at most
+ * 253 characters, dot-separated labels of lower-case letters, digits and `-`). A name checked here
+ * is safe as one segment of an API URL: no `/`, `?`, `%`, `#` or `..`.
+ */
+export function kubernetesNodeNameProblem(host: unknown): string | undefined {
+  const common = nodeNameProblem(host);
+  if (common !== undefined || typeof host !== 'string') return common;
+  const labels = host.split('.');
+  if (labels.some((label) => label.length > MAX_LABEL_LENGTH)) return `a Kubernetes node name's parts between dots are at most ${MAX_LABEL_LENGTH} characters`;
+  if (!labels.every((label) => DNS_LABEL.test(label)))
+    return 'a Kubernetes node name is an RFC 1123 subdomain: lower-case letters, digits, "-" and ".", each part starting and ending with a letter or digit';
+  return undefined;
+}
+
 /** A short, printable quote of a refused name for a message: one line, at most 80 characters. */
 export function quoteName(host: unknown): string {
   const text = typeof host === 'string' ? host : String(host);

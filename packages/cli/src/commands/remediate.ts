@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { KafkaBus, MemoryBus, envelopeMessage, type Bus } from '@gpualert/bus';
-import { SlurmExecutor } from '@gpualert/executors';
+import { KubernetesExecutor, loadKubeConfig, SlurmExecutor, type Executor } from '@gpualert/executors';
 import { formatRuleError } from '@gpualert/rules';
 import { loadPolicy, MAX_APPROVAL_TIMEOUT_MS, RemediationCore, type Policy } from '@gpualert/remediation';
 import { REMEDIATOR_SOURCE, startRemediator } from '@gpualert/remediator';
@@ -28,15 +28,29 @@ function policyFrom(file: string | undefined, dryRun: boolean): Policy {
   return dryRun ? { ...loaded.value, rules: loaded.value.rules.map((r) => ({ ...r, dryRun: true })) } : loaded.value;
 }
 
-/** `gpualert remediate`: the remediation service (issue 29) on Kafka, acting through Slurm. */
+type RemediateConfig = ReturnType<typeof loadSettings<typeof REMEDIATE_SETTINGS.schema>>;
+
+/** The scheduler the settings name: Slurm (its commands) or Kubernetes (its API, from a kubeconfig). */
+function executorFrom(config: RemediateConfig): Executor {
+  const commands = {
+    ...(config.resetGpuCommand ? { 'reset-gpu': config.resetGpuCommand } : {}),
+    ...(config.rebootCommand ? { reboot: config.rebootCommand } : {}),
+  };
+  if (config.executor === 'slurm') return new SlurmExecutor({ scontrol: config.scontrol, sinfo: config.sinfo, commands });
+  let kubeConfig;
+  try {
+    kubeConfig = loadKubeConfig(config.kubeconfig);
+  } catch (error) {
+    throw new CliError(`gpualert remediate: no Kubernetes API server to act on: ${errorMessage(error)}`);
+  }
+  return new KubernetesExecutor({ kubeConfig, evictPods: config.evictPods, partitionLabel: config.nodePartitionLabel, commands });
+}
+
+/** `gpualert remediate`: the remediation service (issue 29) on Kafka, acting through Slurm or Kubernetes. */
 export async function remediate(options: Options): Promise<number> {
   const config = loadSettings(REMEDIATE_SETTINGS, options);
   const policy = policyFrom(config.policy, config.dryRun);
-  const executor = new SlurmExecutor({
-    scontrol: config.scontrol,
-    sinfo: config.sinfo,
-    commands: { ...(config.resetGpuCommand ? { 'reset-gpu': config.resetGpuCommand } : {}), ...(config.rebootCommand ? { reboot: config.rebootCommand } : {}) },
-  });
+  const executor = executorFrom(config);
   return runService('remediate', config, async ({ bus }, log) => {
     const core = new RemediationCore(policy, { source: REMEDIATOR_SOURCE, executor: executor.name });
     log.info({ rules: policy.rules.length, dry_run: config.dryRun, breaker: policy.breaker }, 'remediation_policy_loaded');
