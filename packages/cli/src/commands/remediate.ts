@@ -14,6 +14,9 @@ import { ACTION_SETTINGS, REMEDIATE_SETTINGS } from '../settings/remediate-setti
 
 type Options = Record<string, unknown>;
 
+/** Errors one refused reload's line names. */
+const MAX_RELOAD_ERRORS = 50;
+
 /** Actions read for `action list` and to find one to approve: the newest this many. */
 export const MAX_LISTED_ACTIONS = 10_000;
 /**
@@ -22,10 +25,17 @@ export const MAX_LISTED_ACTIONS = 10_000;
  */
 export const ACTION_READ_WINDOW_MS = MAX_APPROVAL_TIMEOUT_MS;
 
-function policyFrom(file: string | undefined, dryRun: boolean): Policy {
+/** The policy file read, every rule a dry run with --dry-run; or each error at its file:line. */
+function readPolicy(file: string | undefined, dryRun: boolean): { ok: true; policy: Policy } | { ok: false; errors: string[] } {
   const loaded = loadPolicy(file);
-  if (!loaded.ok) throw new CliError(`gpualert remediate: the policy does not load:\n${loaded.errors.map(formatRuleError).join('\n')}`);
-  return dryRun ? { ...loaded.value, rules: loaded.value.rules.map((r) => ({ ...r, dryRun: true })) } : loaded.value;
+  if (!loaded.ok) return { ok: false, errors: loaded.errors.map(formatRuleError) };
+  return { ok: true, policy: dryRun ? { ...loaded.value, rules: loaded.value.rules.map((r) => ({ ...r, dryRun: true })) } : loaded.value };
+}
+
+function policyFrom(file: string | undefined, dryRun: boolean): Policy {
+  const read = readPolicy(file, dryRun);
+  if (!read.ok) throw new CliError(`gpualert remediate: the policy does not load:\n${read.errors.join('\n')}`);
+  return read.policy;
 }
 
 type RemediateConfig = ReturnType<typeof loadSettings<typeof REMEDIATE_SETTINGS.schema>>;
@@ -54,7 +64,26 @@ export async function remediate(options: Options): Promise<number> {
   return runService('remediate', config, async ({ bus }, log) => {
     const core = new RemediationCore(policy, { source: REMEDIATOR_SOURCE, executor: executor.name });
     log.info({ rules: policy.rules.length, dry_run: config.dryRun, breaker: policy.breaker }, 'remediation_policy_loaded');
-    return startRemediator({ bus, log, core, executor });
+    const running = await startRemediator({ bus, log, core, executor });
+    // SIGHUP reads the policy again, as the engine its rules: held hosts and open actions keep what
+    // they were decided with; a file that does not load keeps the running policy.
+    const onHangup = () => {
+      const read = readPolicy(config.policy, config.dryRun);
+      if (!read.ok) {
+        log.error({ file: config.policy ?? 'rules/remediation.yaml (bundled)', errors: read.errors.slice(0, MAX_RELOAD_ERRORS) }, 'config_reload_failed');
+        return;
+      }
+      core.setPolicy(read.policy);
+      log.info({ rules: read.policy.rules.length, dry_run: config.dryRun, breaker: read.policy.breaker }, 'config_reloaded');
+    };
+    process.on('SIGHUP', onHangup);
+    return {
+      ...running,
+      stop: async () => {
+        process.off('SIGHUP', onHangup);
+        await running.stop();
+      },
+    };
   });
 }
 
