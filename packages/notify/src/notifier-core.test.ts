@@ -68,18 +68,30 @@ describe('notifier decisions with the default routes', () => {
     expect(sent(n.ingest(state, alert('gpu3', 'resolved', 'critical'), T + 60 * S))).toEqual([['pager', 'page_resolve', 'gpu3:resolved']]);
   });
 
-  it('a firing raised before the resolve the pager was told is old news (a replica behind, reading a backlog); one raised after pages again', () => {
+  it('a firing read before the resolve the pager was told, on the same partition, is old news (a replica behind, reading a backlog); one read after pages again', () => {
     const n = core();
     const state = emptyNotifierState();
-    // Another replica paged and resolved x: the shared page log says resolved at T + 10 s.
-    state.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S };
-    expect(sent(n.ingest(state, alert('x', 'firing', 'critical'), T))).toEqual([]);
-    expect(sent(n.ingest(state, alert('x', 'resolved', 'critical'), T + 10 * S))).toEqual([]);
-    // The same fault again, raised after the resolve: a new page.
-    expect(sent(n.ingest(state, alert('x', 'firing', 'critical'), T + 11 * S))).toEqual([['pager', 'page', 'x:firing']]);
+    // Another replica paged and resolved x: the shared page log says resolved by the alert at offset 20 of partition 3.
+    state.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S, partition: 3, offset: 20 };
+    expect(sent(n.ingest(state, alert('x', 'firing', 'critical'), T, { partition: 3, offset: 12 }))).toEqual([]);
+    expect(sent(n.ingest(state, alert('x', 'resolved', 'critical'), T + 10 * S, { partition: 3, offset: 20 }))).toEqual([]);
+    // The same fault again, read after the resolve: a new page, whatever its clock says.
+    expect(sent(n.ingest(state, alert('x', 'firing', 'critical'), T, { partition: 3, offset: 21 }))).toEqual([['pager', 'page', 'x:firing']]);
     // Without the resolve's record, the backlog's old firing would page: what the record prevents.
     const forgot = emptyNotifierState();
-    expect(sent(n.ingest(forgot, alert('x', 'firing', 'critical'), T))).toEqual([['pager', 'page', 'x:firing']]);
+    expect(sent(n.ingest(forgot, alert('x', 'firing', 'critical'), T, { partition: 3, offset: 12 }))).toEqual([['pager', 'page', 'x:firing']]);
+    // Read elsewhere (the topic repartitioned) or with no position: not ordered, so paged (a duplicate at worst, never a loss).
+    const moved = emptyNotifierState();
+    moved.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S, partition: 3, offset: 20 };
+    expect(sent(n.ingest(moved, alert('x', 'firing', 'critical'), T, { partition: 4, offset: 2 }))).toEqual([['pager', 'page', 'x:firing']]);
+  });
+
+  it('remembers where a page was resolved', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('y', 'firing', 'critical'), T, { partition: 1, offset: 5 });
+    n.ingest(state, alert('y', 'resolved', 'critical'), T + S, { partition: 1, offset: 9 });
+    expect(state.pages['pager|y']).toEqual({ status: 'resolved', severity: 'critical', at: T + S, partition: 1, offset: 9 });
   });
 
   it('forgets a page resolve an hour after it was told, never a firing page', () => {

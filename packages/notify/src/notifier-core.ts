@@ -13,6 +13,7 @@ import {
   type Silence,
   type Suppression,
   type AlertMarkers,
+  type ReadAt,
 } from './notifier-types.ts';
 import { routesFor } from './routing.ts';
 import { SilenceIndex } from './silence-index.ts';
@@ -146,8 +147,8 @@ export class NotifierCore {
     ];
   }
 
-  /** An alert transition arrives. */
-  ingest(state: NotifierState, alert: EnvelopeOf<'alert'>, now: number): Decision[] {
+  /** An alert transition arrives; `read`: where it was read (its partition and offset), which orders it against a page's resolve. */
+  ingest(state: NotifierState, alert: EnvelopeOf<'alert'>, now: number, read?: ReadAt): Decision[] {
     const decisions: Decision[] = [];
     const a = view(alert);
     this.index(state, a, now);
@@ -163,12 +164,12 @@ export class NotifierCore {
             decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0, [a], a.labels));
             // Kept as resolved for a while (forgetResolvedPages): a replica reading a backlog takes the
             // fault's old firing for old news, as Alertmanager's notification log tells its peers.
-            state.pages[key] = { status: 'resolved', severity: told.severity, at: now };
+            state.pages[key] = { status: 'resolved', severity: told.severity, at: now, ...(read ? { partition: read.partition, offset: read.offset } : {}) };
           }
           continue;
         }
-        // Raised before the resolve the pager was told (a replica behind the others, reading a backlog): old news.
-        if (told?.status === 'resolved' && now < told.at) continue;
+        // Read before the resolve the pager was told, on the same partition (a replica behind the others, reading a backlog): old news.
+        if (told?.status === 'resolved' && read && told.partition === read.partition && told.offset !== undefined && read.offset < told.offset) continue;
         if (blocked) {
           decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
           continue;

@@ -88,6 +88,20 @@ export interface Told {
   status: 'firing' | 'resolved';
   severity: Severity;
   at: number;
+  /**
+   * A page's resolve: where the alert that resolved it was read (its topic partition and offset).
+   * Alerts are keyed by host, so a fault's firings and resolves share a partition, in order: a
+   * firing read at an earlier offset of it is old news (a replica behind the others, reading a
+   * backlog), a later one is the fault again. Offsets, not clocks: no skew can hide a new fault.
+   */
+  partition?: number;
+  offset?: number;
+}
+
+/** Where an alert was read: its topic partition and offset. */
+export interface ReadAt {
+  readonly partition: number;
+  readonly offset: number;
 }
 
 export interface Group {

@@ -107,3 +107,13 @@ describe('a damaged or hostile saved state is rebuilt empty with the reason, nev
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe("a page's resolve, saved", () => {
+  it('keeps where it was read (partition and offset) across a save and a load', () => {
+    const state = emptyNotifierState();
+    state.pages['pager|fp'] = { status: 'resolved', severity: 'critical', at: 1_800_000_000_000, partition: 5, offset: 1234 };
+    const loaded = loadNotifierState(saveNotifierState(state));
+    expect(loaded.rebuilt).toBeUndefined();
+    expect(loaded.state.pages['pager|fp']).toEqual({ status: 'resolved', severity: 'critical', at: 1_800_000_000_000, partition: 5, offset: 1234 });
+  });
+});

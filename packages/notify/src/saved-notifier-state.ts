@@ -48,7 +48,13 @@ export const SavedAlertView = z.object({
   annotations: z.exactOptional(labels),
 }) satisfies z.ZodType<AlertView>;
 
-const Told = z.object({ status: z.enum(['firing', 'resolved']), severity: Severity, at: time });
+const Told = z.object({
+  status: z.enum(['firing', 'resolved']),
+  severity: Severity,
+  at: time,
+  partition: z.exactOptional(z.number().int().nonnegative()),
+  offset: z.exactOptional(z.number().int().nonnegative()),
+});
 
 const Route = z.object({
   id: z.string(),

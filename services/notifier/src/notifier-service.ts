@@ -321,7 +321,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
           // A replica takes each alert as of when it was published, so that the replicas, each
           // reading at its own pace, start a group's clock (and a page's wait) at the same moment.
           const at = members ? publishedAt(message.timestamp, Date.now()) : Date.now();
-          const decided = core.ingest(state, envelope, at);
+          const decided = core.ingest(state, envelope, at, { partition: message.partition, offset: message.offset });
           // Held pages are not in the shared log until sent (what the log had before goes back); the
           // wait counts from now: a replica reading a backlog must not release at once what the
           // first, as far behind, has not paged yet.

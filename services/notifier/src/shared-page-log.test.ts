@@ -26,6 +26,17 @@ describe('the page log notifiers share', () => {
     expect(await log.firing('fp1')).toBe(false);
   });
 
+  it("a resolve's partition and offset travel with it to the next replica", async () => {
+    const store = new MemoryStore();
+    const log = new SharedPageLog(store, ['pager']);
+    const a = emptyNotifierState();
+    a.pages['pager|fp'] = { status: 'resolved', severity: 'critical', at: T, partition: 2, offset: 41 };
+    await log.save(a, ['fp']);
+    const b = emptyNotifierState();
+    await log.load(b, ['fp']);
+    expect(b.pages['pager|fp']).toEqual({ status: 'resolved', severity: 'critical', at: T, partition: 2, offset: 41 });
+  });
+
   it('forgets a fault whose every receiver was told its resolve over an hour ago; keeps one still paged or resolved lately', async () => {
     const store = new MemoryStore();
     const log = new SharedPageLog(store, ['pager', 'phone']);

@@ -12,7 +12,13 @@ import { z } from 'zod';
 export const PAGES_KEY = 'notifier:pages';
 
 type Told = NotifierState['pages'][string];
-const TOLD = z.object({ status: z.enum(['firing', 'resolved']), severity: z.enum(['info', 'warning', 'error', 'critical']), at: z.number().finite() });
+const TOLD = z.object({
+  status: z.enum(['firing', 'resolved']),
+  severity: z.enum(['info', 'warning', 'error', 'critical']),
+  at: z.number().finite(),
+  partition: z.exactOptional(z.number().int().nonnegative()),
+  offset: z.exactOptional(z.number().int().nonnegative()),
+});
 /** The receivers one field may name: a routes file has a handful of pager receivers. */
 const MAX_RECEIVERS_PER_FAULT = 64;
 const FIELD = z
