@@ -103,7 +103,7 @@ describe('gpualert up reads its rules and routes again', () => {
     const refused = await reload();
     expect(refused.status).toBe(400);
     const body = (await refused.json()) as { errors: string[] };
-    expect(body.errors.join('\n')).toMatch(/rules \(the running ones kept\): .*h100\.yaml:\d+/);
+    expect(body.errors.join('\n')).toMatch(/rules \(the running ones kept; the routes were reloaded\): .*h100\.yaml:\d+/);
     expect(up.exitCode).toBeNull();
     await waitFor(
       async () => (await metric(enginePort, 'gpualert_config_last_reload_successful')) === 0,

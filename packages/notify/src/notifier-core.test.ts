@@ -72,7 +72,8 @@ describe('notifier decisions with the default routes', () => {
     const n = core();
     const state = emptyNotifierState();
     // Another replica paged and resolved x: the shared page log says resolved by the alert at offset 20 of partition 3.
-    state.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S, partition: 3, offset: 20 };
+    const episode = new Date(T).toISOString();
+    state.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S, partition: 3, offset: 20, episode };
     expect(sent(n.ingest(state, alert('x', 'firing', 'critical'), T, { partition: 3, offset: 12 }))).toEqual([]);
     expect(sent(n.ingest(state, alert('x', 'resolved', 'critical'), T + 10 * S, { partition: 3, offset: 20 }))).toEqual([]);
     // The same fault again, read after the resolve: a new page, whatever its clock says.
@@ -82,8 +83,13 @@ describe('notifier decisions with the default routes', () => {
     expect(sent(n.ingest(forgot, alert('x', 'firing', 'critical'), T, { partition: 3, offset: 12 }))).toEqual([['pager', 'page', 'x:firing']]);
     // Read elsewhere (the topic repartitioned) or with no position: not ordered, so paged (a duplicate at worst, never a loss).
     const moved = emptyNotifierState();
-    moved.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S, partition: 3, offset: 20 };
+    moved.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S, partition: 3, offset: 20, episode };
     expect(sent(n.ingest(moved, alert('x', 'firing', 'critical'), T, { partition: 4, offset: 2 }))).toEqual([['pager', 'page', 'x:firing']]);
+    // A new episode at a lower offset (the topic recreated, its offsets from 0 again): paged.
+    const recreated = emptyNotifierState();
+    recreated.pages['pager|x'] = { status: 'resolved', severity: 'critical', at: T + 10 * S, partition: 3, offset: 20, episode };
+    const again = alert('x', 'firing', 'critical', { starts_at: new Date(T + 60 * S).toISOString() });
+    expect(sent(n.ingest(recreated, again, T + 60 * S, { partition: 3, offset: 1 }))).toEqual([['pager', 'page', 'x:firing']]);
   });
 
   it('remembers where a page was resolved', () => {
@@ -91,7 +97,7 @@ describe('notifier decisions with the default routes', () => {
     const state = emptyNotifierState();
     n.ingest(state, alert('y', 'firing', 'critical'), T, { partition: 1, offset: 5 });
     n.ingest(state, alert('y', 'resolved', 'critical'), T + S, { partition: 1, offset: 9 });
-    expect(state.pages['pager|y']).toEqual({ status: 'resolved', severity: 'critical', at: T + S, partition: 1, offset: 9 });
+    expect(state.pages['pager|y']).toEqual({ status: 'resolved', severity: 'critical', at: T + S, partition: 1, offset: 9, episode: new Date(T).toISOString() });
   });
 
   it('forgets a page resolve an hour after it was told, never a firing page', () => {

@@ -164,12 +164,17 @@ export class NotifierCore {
             decisions.push(...this.notifications(route, `page:${a.fingerprint}`, 'page_resolve', [a], 0, [a], a.labels));
             // Kept as resolved for a while (forgetResolvedPages): a replica reading a backlog takes the
             // fault's old firing for old news, as Alertmanager's notification log tells its peers.
-            state.pages[key] = { status: 'resolved', severity: told.severity, at: now, ...(read ? { partition: read.partition, offset: read.offset } : {}) };
+            state.pages[key] = {
+              status: 'resolved',
+              severity: told.severity,
+              at: now,
+              ...(read ? { partition: read.partition, offset: read.offset, episode: a.startsAt.slice(0, 64) } : {}),
+            };
           }
           continue;
         }
-        // Read before the resolve the pager was told, on the same partition (a replica behind the others, reading a backlog): old news.
-        if (told?.status === 'resolved' && read && told.partition === read.partition && told.offset !== undefined && read.offset < told.offset) continue;
+        // Read before the resolve the pager was told, on the same partition, of the same episode (a replica behind the others, reading a backlog): old news.
+        if (told?.status === 'resolved' && read && told.partition === read.partition && told.offset !== undefined && read.offset < told.offset && told.episode === a.startsAt.slice(0, 64)) continue;
         if (blocked) {
           decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
           continue;

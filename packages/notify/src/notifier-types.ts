@@ -96,6 +96,11 @@ export interface Told {
    */
   partition?: number;
   offset?: number;
+  /**
+   * The resolved alert's `startsAt`: a firing is old news only if it is of the same episode too, so
+   * a topic recreated (its offsets from 0 again) cannot make a new fault look old.
+   */
+  episode?: string;
 }
 
 /** Where an alert was read: its topic partition and offset. */

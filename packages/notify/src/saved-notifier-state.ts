@@ -54,6 +54,7 @@ const Told = z.object({
   at: time,
   partition: z.exactOptional(z.number().int().nonnegative()),
   offset: z.exactOptional(z.number().int().nonnegative()),
+  episode: z.exactOptional(z.string().max(64)),
 });
 
 const Route = z.object({

@@ -287,16 +287,16 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
 
   /**
    * Every RESOLVES_FORGOTTEN_EVERY_MS, in a tick's step: the page resolves older than
-   * RESOLVED_PAGE_KEPT_MS leave this replica's state and the shared page log (which would otherwise
-   * grow with every fault ever paged).
+   * RESOLVED_PAGE_KEPT_MS leave this replica's state (one pass over its pages: the faults paged or
+   * resolved within the hour, each a comparison).
    */
   let resolvesForgottenAt = Date.now();
   const forgetOldResolves = async (now: number) => {
     if (now - resolvesForgottenAt < RESOLVES_FORGOTTEN_EVERY_MS) return;
     resolvesForgottenAt = now;
-    const own = forgetResolvedPages(state, now);
-    const shared = await pageLog.forgetResolved(now, RESOLVED_PAGE_KEPT_MS);
-    if (own + shared > 0) log.info({ own, shared }, 'page_resolves_forgotten');
+    // The shared log's resolves are keys Redis expires after the same hour (shared-page-log.ts).
+    const forgotten = forgetResolvedPages(state, now);
+    if (forgotten > 0) log.info({ forgotten }, 'page_resolves_forgotten');
   };
 
   /** The alerts' step: a batch of alerts decided, then what is due flushed. */

@@ -1,7 +1,7 @@
 import { emptyNotifierState } from '@gpualert/notify';
 import { MemoryStore } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
-import { PAGES_KEY, SharedPageLog } from './shared-page-log.ts';
+import { PAGES_KEY, resolvedPageKey, SharedPageLog } from './shared-page-log.ts';
 
 const T = Date.parse('2026-06-01T00:00:00Z');
 
@@ -37,18 +37,32 @@ describe('the page log notifiers share', () => {
     expect(b.pages['pager|fp']).toEqual({ status: 'resolved', severity: 'critical', at: T, partition: 2, offset: 41 });
   });
 
-  it('forgets a fault whose every receiver was told its resolve over an hour ago; keeps one still paged or resolved lately', async () => {
+  it('a fault resolved for every receiver leaves the hash; its resolve is a key of its own that expires, and a later page wins over it', async () => {
     const store = new MemoryStore();
     const log = new SharedPageLog(store, ['pager', 'phone']);
-    const state = emptyNotifierState();
-    state.pages['pager|old'] = { status: 'resolved', severity: 'critical', at: T };
-    state.pages['phone|old'] = { status: 'resolved', severity: 'critical', at: T };
-    state.pages['pager|half'] = { status: 'resolved', severity: 'critical', at: T };
-    state.pages['phone|half'] = { status: 'firing', severity: 'critical', at: T };
-    state.pages['pager|recent'] = { status: 'resolved', severity: 'critical', at: T + 50 * 60_000 };
-    await log.save(state, ['old', 'half', 'recent']);
-    expect(await log.forgetResolved(T + 61 * 60_000, 60 * 60_000)).toBe(1);
-    expect(Object.keys(await store.hashGetAll(PAGES_KEY)).sort()).toEqual(['half', 'recent']);
+    const a = emptyNotifierState();
+    a.pages['pager|fp'] = { status: 'firing', severity: 'critical', at: T };
+    a.pages['phone|fp'] = { status: 'firing', severity: 'critical', at: T };
+    await log.save(a, ['fp']);
+    await log.load(a, ['fp']);
+    a.pages['pager|fp'] = { status: 'resolved', severity: 'critical', at: T + 1, partition: 1, offset: 7 };
+    await log.save(a, ['fp']);
+    // One receiver still told firing: the field stays, the resolve inside it.
+    expect(Object.keys(await store.hashGetAll(PAGES_KEY))).toEqual(['fp']);
+    await log.load(a, ['fp']);
+    a.pages['phone|fp'] = { status: 'resolved', severity: 'critical', at: T + 1, partition: 1, offset: 7 };
+    await log.save(a, ['fp']);
+    expect(await store.hashGetAll(PAGES_KEY)).toEqual({});
+    expect(await store.get(resolvedPageKey('fp'))).not.toBeNull();
+    const b = emptyNotifierState();
+    await log.load(b, ['fp']);
+    expect(b.pages['pager|fp']).toEqual({ status: 'resolved', severity: 'critical', at: T + 1, partition: 1, offset: 7 });
+    // Paged again by another replica: the hash's firing record is what a loader sees, the old resolve key notwithstanding.
+    const c = emptyNotifierState();
+    c.pages['pager|fp'] = { status: 'firing', severity: 'critical', at: T + 2 };
+    await log.save(c, ['fp']);
+    await log.load(b, ['fp']);
+    expect(b.pages['pager|fp']?.status).toBe('firing');
   });
 
   it("a field that does not read keeps the notifier's memory; hostile fingerprints are fields, not keys of anything", async () => {

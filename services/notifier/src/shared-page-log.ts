@@ -1,4 +1,5 @@
-import type { NotifierState } from '@gpualert/notify';
+import { createHash } from 'node:crypto';
+import { RESOLVED_PAGE_KEPT_MS, type NotifierState } from '@gpualert/notify';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
 
@@ -10,6 +11,15 @@ import { z } from 'zod';
  * paged is not paged again, and its resolve is sent.
  */
 export const PAGES_KEY = 'notifier:pages';
+/**
+ * A fault every pager receiver was told the resolve of: a key of its own that Redis expires after
+ * RESOLVED_PAGE_KEPT_MS (no sweep, so nothing can delete a record written since), read when the
+ * hash has no field for the fault. A replica reading a backlog learns from it that the fault's old
+ * firing is old news. The fingerprint is hashed: any string an alert carries makes a key of 32 hex.
+ */
+export function resolvedPageKey(fingerprint: string): string {
+  return `notifier:page-resolved:${createHash('sha256').update(fingerprint).digest('hex').slice(0, 32)}`;
+}
 
 type Told = NotifierState['pages'][string];
 const TOLD = z.object({
@@ -18,14 +28,13 @@ const TOLD = z.object({
   at: z.number().finite(),
   partition: z.exactOptional(z.number().int().nonnegative()),
   offset: z.exactOptional(z.number().int().nonnegative()),
+  episode: z.exactOptional(z.string().max(64)),
 });
 /** The receivers one field may name: a routes file has a handful of pager receivers. */
 const MAX_RECEIVERS_PER_FAULT = 64;
 const FIELD = z
   .record(z.string().max(256), TOLD)
   .refine((r) => Object.keys(r).length <= MAX_RECEIVERS_PER_FAULT, `at most ${MAX_RECEIVERS_PER_FAULT} receivers`);
-/** Fields one HDEL takes. */
-const DELETE_BATCH = 1_000;
 /** Fingerprints read or written per step, in parallel; the rest wait their turn. */
 const CONCURRENCY = 64;
 
@@ -63,12 +72,14 @@ export class SharedPageLog {
   async load(state: NotifierState, fingerprints: readonly string[]): Promise<void> {
     if (this.receivers.length === 0) return;
     const unique = [...new Set(fingerprints)];
-    const texts = await inBatches(unique, (fp) => this.store.hashGet(PAGES_KEY, fp));
+    const fields = await inBatches(unique, (fp) => this.store.hashGet(PAGES_KEY, fp));
     // A step may load twice (its alerts, then a replica's held pages): what either found is stored.
     this.stored ??= new Set();
     unique.forEach((fp, i) => {
-      if (texts[i] !== null && texts[i] !== undefined) this.stored?.add(fp);
+      if (fields[i] !== null && fields[i] !== undefined) this.stored?.add(fp);
     });
+    // No field: the fault is not paged now; its resolve, if it was told within the hour, is in a key of its own.
+    const texts = await inBatches(unique, async (fp, i) => fields[i] ?? (await this.store.get(resolvedPageKey(fp))));
     unique.forEach((fp, i) => {
       const text = texts[i];
       let parsed: z.infer<typeof FIELD> | undefined = Object.create(null) as z.infer<typeof FIELD>;
@@ -102,56 +113,36 @@ export class SharedPageLog {
     }
   }
 
-  /**
-   * Deletes the fields whose every receiver was told the resolve longer ago than `keptMs`
-   * (RESOLVED_PAGE_KEPT_MS): each replica forgets them from its own state too. Reads the whole
-   * hash: firing faults and the last hour's resolves. A fault that fired again between the read and
-   * the delete loses its record, and a replica behind may page it once more: a duplicate, never a loss.
-   */
-  async forgetResolved(now: number, keptMs: number): Promise<number> {
-    const all = await this.store.hashGetAll(PAGES_KEY);
-    const stale: string[] = [];
-    for (const fp in all) {
-      const checked = FIELD.safeParse(parseJson(all[fp]));
-      if (!checked.success) continue;
-      const told = Object.values(checked.data);
-      if (told.length > 0 && told.every((t) => t.status === 'resolved' && now - t.at > keptMs)) stale.push(fp);
-    }
-    for (let i = 0; i < stale.length; i += DELETE_BATCH) await this.store.hashDelete(PAGES_KEY, ...stale.slice(i, i + DELETE_BATCH));
-    return stale.length;
-  }
-
   /** After a step decided, before its offsets are committed: what it now says of each fingerprint. */
   async save(state: NotifierState, fingerprints: readonly string[]): Promise<void> {
     if (this.receivers.length === 0) return;
     const unique = [...new Set(fingerprints)];
     const fields: Record<string, string> = Object.create(null) as Record<string, string>;
     const gone: string[] = [];
+    const resolved: [string, string][] = [];
     for (const fp of unique) {
       const record = Object.create(null) as Record<string, Told>;
       for (const receiver of this.receivers) {
         const told = state.pages[`${receiver}|${fp}`];
         if (told) record[receiver] = told;
       }
-      if (Object.keys(record).length > 0) fields[fp] = JSON.stringify(record);
-      else if (this.stored === undefined || this.stored.has(fp)) gone.push(fp); // an alert that never paged has no field to delete
+      const told = Object.values(record);
+      if (told.some((t) => t.status === 'firing')) fields[fp] = JSON.stringify(record);
+      else {
+        // Resolved for every receiver (or never paged): no field in the hash; a resolve kept in its own key for the hour.
+        if (told.length > 0) resolved.push([fp, JSON.stringify(record)]);
+        if (this.stored === undefined || this.stored.has(fp)) gone.push(fp); // an alert that never paged has no field to delete
+      }
     }
     if (Object.keys(fields).length > 0) await this.store.hashSet(PAGES_KEY, fields);
+    await inBatches(resolved, ([fp, text]) => this.store.set(resolvedPageKey(fp), text, { ttlMs: RESOLVED_PAGE_KEPT_MS }));
     if (gone.length > 0) await this.store.hashDelete(PAGES_KEY, ...gone);
     this.stored = undefined; // the next step's loads say afresh
   }
 }
 
-function parseJson(text: string | undefined): unknown {
-  try {
-    return text === undefined ? undefined : JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-async function inBatches<T, R>(items: readonly T[], each: (item: T) => Promise<R>): Promise<R[]> {
+async function inBatches<T, R>(items: readonly T[], each: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const out: R[] = [];
-  for (let i = 0; i < items.length; i += CONCURRENCY) out.push(...(await Promise.all(items.slice(i, i + CONCURRENCY).map(each))));
+  for (let i = 0; i < items.length; i += CONCURRENCY) out.push(...(await Promise.all(items.slice(i, i + CONCURRENCY).map((item, k) => each(item, i + k)))));
   return out;
 }

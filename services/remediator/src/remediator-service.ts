@@ -198,7 +198,11 @@ async function runSafely(executor: Executor, command: ActionCommand): Promise<Ex
   try {
     return await executor.run(command);
   } catch (error) {
-    return { outcome: 'failed', retriable: true, error: `${executor.name} executor threw: ${error instanceof Error ? error.message : String(error)}` };
+    // Published in the action's record: one line, no secret (a client's exception can carry its request's headers), bounded.
+    const why = redactSecrets(error instanceof Error ? error.message : String(error))
+      .replace(/\s+/g, ' ')
+      .slice(0, 500);
+    return { outcome: 'failed', retriable: true, error: `${executor.name} executor threw: ${why}` };
   }
 }
 
@@ -207,7 +211,10 @@ async function refreshInventory(options: RemediatorOptions): Promise<void> {
     const inventory = await options.executor.inventory();
     options.core.setInventory(inventory.partitions, inventory.hostPartitions);
   } catch (error) {
-    options.log.warn({ executor: options.executor.name, error: error instanceof Error ? error.message : String(error) }, 'remediation_inventory_failed');
+    options.log.warn(
+      { executor: options.executor.name, error: redactSecrets(error instanceof Error ? error.message : String(error)) },
+      'remediation_inventory_failed',
+    );
   }
 }
 

@@ -35,8 +35,10 @@ export class UpReload {
   private async once(): Promise<ReloadResult> {
     const ruleErrors = this.rules ? await this.rules() : [];
     const routes: ReloadResult = this.routes ? await this.routes() : { ok: true, kept: 0, moved: 0, groups: 0 };
-    if (ruleErrors.length === 0) return routes;
-    const routeErrors = routes.ok ? ['routes: reloaded'] : routes.errors;
-    return { ok: false, errors: [...ruleErrors.map((e) => `rules (the running ones kept): ${e}`), ...routeErrors] };
+    if (ruleErrors.length === 0)
+      return routes.ok ? routes : { ok: false, errors: routes.errors.map((e) => `routes (the running ones kept; the rules were reloaded): ${e}`) };
+    // Each part says what became of it: the rules kept, the routes taken or kept too.
+    const routesWere = routes.ok ? 'the routes were reloaded' : 'the routes were kept too';
+    return { ok: false, errors: [...ruleErrors.map((e) => `rules (the running ones kept; ${routesWere}): ${e}`), ...(routes.ok ? [] : routes.errors)] };
   }
 }

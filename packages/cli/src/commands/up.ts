@@ -287,17 +287,19 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       }),
     );
   }
-  // SIGHUP reloads, as it does Prometheus and Alertmanager (it would otherwise end `up`).
-  const onHangup = () => void reloads.run();
-  process.on('SIGHUP', onHangup);
+  // SIGHUP reloads, as it does Prometheus and Alertmanager (it would otherwise end `up`); while
+  // stopping it does nothing, and stays handled until the process exits.
   let stopping = false;
+  const onHangup = () => {
+    if (!stopping) void reloads.run();
+  };
+  process.on('SIGHUP', onHangup);
   const demoRun = demo
     ? playDemo(infra.bus, catalog, Number(options.speed ?? 120), () => stopping, recording).then((n) => {
         if (n > 0) log.info({ envelopes: n }, 'demo_played');
       })
     : Promise.resolve();
   const signal = await stop.signalled;
-  process.off('SIGHUP', onHangup);
   stopping = true;
   log.info({ signal }, 'gpualert_stopping');
   if (format === 'pretty') process.stdout.write(`stopping (${signal}); at most ${UP_STOP_LIMIT_MS / 1000} s…\n`);
