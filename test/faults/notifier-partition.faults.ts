@@ -10,10 +10,17 @@ import { waitFor } from '../infra/wait-for.ts';
 const PEER_TIMEOUT = '2s';
 const CUT_MS = 30_000;
 
-/** A critical alert of one of two loads (`before` spans the partition, `after` follows the heal), on a host of the fleet. */
+/**
+ * A critical alert of one of two loads (`during` spans the partition, `after` follows the heal), on
+ * a host of the fleet; as the engine says them, a fault's resolve carries its firing's `starts_at`
+ * (one episode per fault of each faultOf: a second faultOf is the faults firing again).
+ */
 function faultOf(load: 'during' | 'after') {
+  const starts = new Map<number, string>();
   return (i: number, status: 'firing' | 'resolved'): EnvelopeOf<'alert'> => {
     const host = hostName(i % 48);
+    const startsAt = starts.get(i) ?? new Date().toISOString();
+    starts.set(i, startsAt);
     return newEnvelope({
       type: 'alert',
       host,
@@ -26,7 +33,7 @@ function faultOf(load: 'during' | 'after') {
         category: 'xid',
         rule: 'kernel-event',
         summary: `Xid 79 on ${host} (fault ${i}, ${load})`,
-        starts_at: new Date().toISOString(),
+        starts_at: startsAt,
         evidence: [],
       },
     });
@@ -98,14 +105,18 @@ describe('notifier cluster partitioned', () => {
 
     // Faults of the cut that fire again now, under the same fingerprints: each is news, paged and resolved again (the cut's resolves remembered must not hide them).
     const AGAIN = 5;
-    for (let i = 0; i < AGAIN; i += 1) await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(during(20 + i, 'firing'))]);
+    const refire = faultOf('during');
+    for (let i = 0; i < AGAIN; i += 1) await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(refire(20 + i, 'firing'))]);
     await pause(1_000);
-    for (let i = 0; i < AGAIN; i += 1) await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(during(20 + i, 'resolved'))]);
+    for (let i = 0; i < AGAIN; i += 1) await pipeline.bus.publish(TOPICS.alerts, [envelopeMessage(refire(20 + i, 'resolved'))]);
     const triggersOf = (i: number) =>
       pagerActions(pipeline, during)
         .get(during(i, 'firing').data.fingerprint)
         ?.filter((a) => a === 'trigger').length ?? 0;
-    const before = Array.from({ length: AGAIN }, (_, i) => triggersOf(20 + i));
+    const before = Array.from(
+      { length: AGAIN },
+      (_, i) => duringActions.get(during(20 + i, 'firing').data.fingerprint)?.filter((a) => a === 'trigger').length ?? 0,
+    );
     await waitFor(
       () => Array.from({ length: AGAIN }, (_, i) => triggersOf(20 + i)).every((n, i) => n > (before[i] ?? 0)),
       'the faults fired again to be paged again',
