@@ -36,6 +36,27 @@ function usage(pid: number): { rssMiB: number; peakMiB: number; cpuS: number } {
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The agent's flags for these runs: the fake GPUs, no kernel log or metadata service, its port on loopback. */
+function onEightGpus(host: string, smi: FakeNvidiaSmi): string[] {
+  eightGpus(smi);
+  return [
+    '--host',
+    host,
+    '--nvidia-smi',
+    smi.path,
+    '--kernel-source',
+    'none',
+    '--metadata',
+    'none',
+    '--port',
+    '0',
+    '--listen',
+    '127.0.0.1',
+    '--log-format',
+    'json',
+  ];
+}
+
 describe('the gpualert-agent Debian package', () => {
   let deb = '';
   let installedKiB = 0;
@@ -133,30 +154,11 @@ describe('the gpualert-agent Debian package', () => {
       },
     });
     const smi = new FakeNvidiaSmi();
-    eightGpus(smi);
     try {
-      const run = agent(
-        [
-          '--host',
-          'deb-host-1',
-          '--nvidia-smi',
-          smi.path,
-          '--kernel-source',
-          'none',
-          '--metadata',
-          'none',
-          '--port',
-          '0',
-          '--listen',
-          '127.0.0.1',
-          '--log-format',
-          'json',
-        ],
-        {
-          KAFKA_BROKERS: inject('kafkaBrokers'),
-          GPUALERT_TOPIC_PREFIX: prefix,
-        },
-      );
+      const run = agent(onEightGpus('deb-host-1', smi), {
+        KAFKA_BROKERS: inject('kafkaBrokers'),
+        GPUALERT_TOPIC_PREFIX: prefix,
+      });
       await waitFor(() => run.output().includes('"msg":"agent_started"') || run.exitCode !== null, 'agent_started', 30_000);
       const startMs = performance.now() - run.startedAt;
       expect(run.exitCode, run.output().slice(-2000)).toBeNull();
@@ -197,29 +199,10 @@ describe('the gpualert-agent Debian package', () => {
 
   it('with its topics missing, the packaged agent says so at start and still stops within its limit; measured', async () => {
     const smi = new FakeNvidiaSmi();
-    eightGpus(smi);
-    const run = agent(
-      [
-        '--host',
-        'deb-host-2',
-        '--nvidia-smi',
-        smi.path,
-        '--kernel-source',
-        'none',
-        '--metadata',
-        'none',
-        '--port',
-        '0',
-        '--listen',
-        '127.0.0.1',
-        '--log-format',
-        'json',
-      ],
-      {
-        KAFKA_BROKERS: inject('kafkaBrokers'),
-        GPUALERT_TOPIC_PREFIX: `${uniqueName('deb-missing')}.`,
-      },
-    );
+    const run = agent(onEightGpus('deb-host-2', smi), {
+      KAFKA_BROKERS: inject('kafkaBrokers'),
+      GPUALERT_TOPIC_PREFIX: `${uniqueName('deb-missing')}.`,
+    });
     await waitFor(() => run.output().includes('"msg":"topics_missing"') || run.exitCode !== null, 'the missing topics said', 30_000);
     expect(run.exitCode, run.output().slice(-2000)).toBeNull();
     await pause(10_000);

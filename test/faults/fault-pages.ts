@@ -1,6 +1,6 @@
 import { envelopeMessage } from '@gpualert/bus';
 import { TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import type { FaultPipeline } from './fault-pipeline.ts';
+import type { FaultPipeline, Service } from './fault-pipeline.ts';
 import { waitFor } from '../infra/wait-for.ts';
 
 /**
@@ -56,4 +56,14 @@ export async function everyFaultPagedAndResolved(pipeline: FaultPipeline, alert:
 /** The dedup keys the pager was told more than once to `action`. */
 export function sentTwice(perKey: ReadonlyMap<string, readonly string[]>, action: string): string[] {
   return [...perKey].filter(([, actions]) => actions.filter((x) => x === action).length > 1).map(([key]) => key);
+}
+
+/** The replicas a notifier's last `cluster_members` line lists. */
+export function membersOf(service: Service): string[] {
+  const lines = service
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('"cluster_members"'))
+    .map((l) => JSON.parse(l) as { members: string[] });
+  return lines.at(-1)?.members ?? [];
 }

@@ -2,8 +2,8 @@ import { envelopeMessage } from '@gpualert/bus';
 import { hostName } from '@gpualert/test-support';
 import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FaultPipeline, type Service } from './fault-pipeline.ts';
-import { everyFaultPagedAndResolved, FAULTS, pagerActions, pause, publishFaults, sentTwice } from './fault-pages.ts';
+import { FaultPipeline } from './fault-pipeline.ts';
+import { everyFaultPagedAndResolved, FAULTS, membersOf, pagerActions, pause, publishFaults, sentTwice } from './fault-pages.ts';
 import { waitFor } from '../infra/wait-for.ts';
 
 /** Maintenance notices: each its own webhook group (by host and category), told once by the cluster. */
@@ -29,16 +29,6 @@ function alert(i: number, status: 'firing' | 'resolved', category: 'xid' | 'main
       evidence: [],
     },
   });
-}
-
-/** The replicas a notifier's last `cluster_members` line lists. */
-function membersOf(service: Service): string[] {
-  const lines = service
-    .output()
-    .split('\n')
-    .filter((l) => l.includes('"cluster_members"'))
-    .map((l) => JSON.parse(l) as { members: string[] });
-  return lines.at(-1)?.members ?? [];
 }
 
 describe('notifier cluster', () => {

@@ -2,8 +2,8 @@ import { hostName } from '@gpualert/test-support';
 import { envelopeMessage } from '@gpualert/bus';
 import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FaultPipeline, type Service } from './fault-pipeline.ts';
-import { everyFaultPagedAndResolved, pagerActions, pause, publishFaults, sentTwice } from './fault-pages.ts';
+import { FaultPipeline } from './fault-pipeline.ts';
+import { everyFaultPagedAndResolved, membersOf, pagerActions, pause, publishFaults, sentTwice } from './fault-pages.ts';
 import { PartitionProxy } from '../infra/tcp-partition.ts';
 import { waitFor } from '../infra/wait-for.ts';
 
@@ -38,16 +38,6 @@ function faultOf(load: 'during' | 'after') {
       },
     });
   };
-}
-
-/** The replicas a notifier's last `cluster_members` line lists. */
-function membersOf(service: Service): string[] {
-  const lines = service
-    .output()
-    .split('\n')
-    .filter((l) => l.includes('"cluster_members"'))
-    .map((l) => JSON.parse(l) as { members: string[] });
-  return lines.at(-1)?.members ?? [];
 }
 
 describe('notifier cluster partitioned', () => {

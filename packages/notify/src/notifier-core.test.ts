@@ -97,7 +97,14 @@ describe('notifier decisions with the default routes', () => {
     const state = emptyNotifierState();
     n.ingest(state, alert('y', 'firing', 'critical'), T, { partition: 1, offset: 5 });
     n.ingest(state, alert('y', 'resolved', 'critical'), T + S, { partition: 1, offset: 9 });
-    expect(state.pages['pager|y']).toEqual({ status: 'resolved', severity: 'critical', at: T + S, partition: 1, offset: 9, episode: new Date(T).toISOString() });
+    expect(state.pages['pager|y']).toEqual({
+      status: 'resolved',
+      severity: 'critical',
+      at: T + S,
+      partition: 1,
+      offset: 9,
+      episode: new Date(T).toISOString(),
+    });
   });
 
   it('forgets a page resolve an hour after it was told, never a firing page', () => {

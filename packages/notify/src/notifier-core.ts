@@ -174,7 +174,15 @@ export class NotifierCore {
           continue;
         }
         // Read before the resolve the pager was told, on the same partition, of the same episode (a replica behind the others, reading a backlog): old news.
-        if (told?.status === 'resolved' && read && told.partition === read.partition && told.offset !== undefined && read.offset < told.offset && told.episode === a.startsAt.slice(0, 64)) continue;
+        if (
+          told?.status === 'resolved' &&
+          read &&
+          told.partition === read.partition &&
+          told.offset !== undefined &&
+          read.offset < told.offset &&
+          told.episode === a.startsAt.slice(0, 64)
+        )
+          continue;
         if (blocked) {
           decisions.push({ suppressed: { receiver: route.receiver, fingerprints: [a.fingerprint], ...blocked } });
           continue;
