@@ -9,10 +9,10 @@ import {
   type V1Node,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { kubernetesNodeNameProblem, quoteName, type ActionCommand, type ExecutionOutcome } from '@gpualert/remediation';
+import { kubernetesNodeNameProblem, type ActionCommand, type ExecutionOutcome } from '@gpualert/remediation';
 import type { Executor, SchedulerInventory } from './executor.ts';
 import { failedOutcome, oneLine, requestFailure } from './kubernetes-failure.ts';
-import { operatorCommand, type OperatorCommands } from './operator-command.ts';
+import { runAction, type OperatorCommands } from './operator-command.ts';
 import { CORDON_ANNOTATION, hasQuarantine, quarantineTaint, REASON_ANNOTATION, reasonAnnotation, TAINT_KEY } from './quarantine-taint.ts';
 
 export interface KubernetesExecutorOptions {
@@ -94,20 +94,14 @@ export class KubernetesExecutor implements Executor {
     );
   }
 
-  async run(command: ActionCommand): Promise<ExecutionOutcome> {
-    const problem = kubernetesNodeNameProblem(command.host);
-    if (problem !== undefined) return { outcome: 'failed', retriable: false, error: `node ${quoteName(command.host)} refused: ${problem}` };
-    switch (command.kind) {
-      case 'drain':
-        return this.drain(command.host, command.reason);
-      case 'resume':
-        return this.resume(command.host);
-      case 'reset-gpu':
-      case 'reboot':
-        return operatorCommand(this.options.commands, command, this.timeoutMs);
-      case 'notify-only':
-        return { outcome: 'succeeded' };
-    }
+  run(command: ActionCommand): Promise<ExecutionOutcome> {
+    return runAction(
+      command,
+      kubernetesNodeNameProblem(command.host),
+      { drain: (host, reason) => this.drain(host, reason), resume: (host) => this.resume(host) },
+      this.options.commands,
+      this.timeoutMs,
+    );
   }
 
   /** Each node's partition: its partition label, else its zone, else `default` (as the core's own fallback). */

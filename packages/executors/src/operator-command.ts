@@ -1,4 +1,4 @@
-import type { ActionCommand, ExecutionOutcome } from '@gpualert/remediation';
+import { quoteName, type ActionCommand, type ExecutionOutcome } from '@gpualert/remediation';
 import { lastLine, runFile } from './run-file.ts';
 
 /** The operator's programs for a GPU reset and a reboot, each as a list: the program, then its first arguments. */
@@ -20,4 +20,36 @@ export async function operatorCommand(commands: OperatorCommands | undefined, co
   const run = await runFile(program, args, { timeoutMs });
   if (run.ok) return { outcome: 'succeeded' };
   return { outcome: 'failed', retriable: run.failure !== 'exit' || run.code === 75, error: `${program}: ${lastLine(run)}` };
+}
+
+/** A scheduler's own two actions; the rest every executor does alike. */
+interface SchedulerActions {
+  drain(host: string, reason: string): Promise<ExecutionOutcome>;
+  resume(host: string): Promise<ExecutionOutcome>;
+}
+
+/**
+ * One action on one node, as every executor runs it: a node name the scheduler would misread
+ * (`problem`, from its own check) refused before anything runs; drain and resume by the
+ * scheduler; reset and reboot by the operator's programs; notify-only nothing.
+ */
+export function runAction(
+  command: ActionCommand,
+  problem: string | undefined,
+  scheduler: SchedulerActions,
+  commands: OperatorCommands | undefined,
+  timeoutMs: number,
+): Promise<ExecutionOutcome> {
+  if (problem !== undefined) return Promise.resolve({ outcome: 'failed', retriable: false, error: `node ${quoteName(command.host)} refused: ${problem}` });
+  switch (command.kind) {
+    case 'drain':
+      return scheduler.drain(command.host, command.reason);
+    case 'resume':
+      return scheduler.resume(command.host);
+    case 'reset-gpu':
+    case 'reboot':
+      return operatorCommand(commands, command, timeoutMs);
+    case 'notify-only':
+      return Promise.resolve({ outcome: 'succeeded' });
+  }
 }

@@ -1,6 +1,6 @@
-import { nodeNameProblem, quoteName, type ActionCommand, type ExecutionOutcome } from '@gpualert/remediation';
+import { nodeNameProblem, type ActionCommand, type ExecutionOutcome } from '@gpualert/remediation';
 import type { Executor, SchedulerInventory } from './executor.ts';
-import { operatorCommand, type OperatorCommands } from './operator-command.ts';
+import { runAction, type OperatorCommands } from './operator-command.ts';
 import { lastLine, runFile, type FileRun } from './run-file.ts';
 
 export interface SlurmExecutorOptions {
@@ -45,20 +45,14 @@ export class SlurmExecutor implements Executor {
     this.timeoutMs = options.timeoutMs ?? 10_000;
   }
 
-  async run(command: ActionCommand): Promise<ExecutionOutcome> {
-    const problem = nodeNameProblem(command.host);
-    if (problem !== undefined) return { outcome: 'failed', retriable: false, error: `node ${quoteName(command.host)} refused: ${problem}` };
-    switch (command.kind) {
-      case 'drain':
-        return this.drain(command.host, command.reason);
-      case 'resume':
-        return this.resume(command.host);
-      case 'reset-gpu':
-      case 'reboot':
-        return operatorCommand(this.options.commands, command, this.timeoutMs);
-      case 'notify-only':
-        return { outcome: 'succeeded' };
-    }
+  run(command: ActionCommand): Promise<ExecutionOutcome> {
+    return runAction(
+      command,
+      nodeNameProblem(command.host),
+      { drain: (host, reason) => this.drain(host, reason), resume: (host) => this.resume(host) },
+      this.options.commands,
+      this.timeoutMs,
+    );
   }
 
   async inventory(): Promise<SchedulerInventory> {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hashedKey } from './cluster/shared-notification-log.ts';
 import { RESOLVED_PAGE_KEPT_MS, type NotifierState } from '@gpualert/notify';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
@@ -18,7 +18,7 @@ export const PAGES_KEY = 'notifier:pages';
  * firing is old news. The fingerprint is hashed: any string an alert carries makes a key of 32 hex.
  */
 export function resolvedPageKey(fingerprint: string): string {
-  return `notifier:page-resolved:${createHash('sha256').update(fingerprint).digest('hex').slice(0, 32)}`;
+  return hashedKey('notifier:page-resolved:', fingerprint);
 }
 
 type Told = NotifierState['pages'][string];

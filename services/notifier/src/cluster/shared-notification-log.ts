@@ -12,7 +12,12 @@ import { z } from 'zod';
  * hash of the group's key (label values are anyone's, and long), kept as long as Alertmanager
  * keeps its log (120 h) after the last write.
  */
-export const NFLOG_KEY = (group: string) => `notifier:nflog:${createHash('sha256').update(group).digest('hex').slice(0, 32)}`;
+export const NFLOG_KEY = (group: string) => hashedKey('notifier:nflog:', group);
+
+/** A store key for any string an alert or group carries: the prefix and 32 hex of its SHA-256. */
+export function hashedKey(prefix: string, text: string): string {
+  return `${prefix}${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+}
 const RETENTION_MS = 120 * 3_600_000;
 /** Entries read or written at once; the rest wait their turn. */
 const CONCURRENCY = 64;
