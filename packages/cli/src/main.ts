@@ -349,6 +349,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
       '--node-partition-label <label>',
       'Kubernetes: the node label naming its partition (also GPUALERT_KUBERNETES_PARTITION_LABEL; default gpualert.io/partition)',
     )
+    .option('--console-url <url>', "where people reach the notifier's console: an approval's message links to the action there (also GPUALERT_CONSOLE_URL)")
     .action(run(remediate));
   const actionCommand = program.command('action').description('remediation actions on gpualert.actions');
   withCommonOptions(actionCommand.command('list').description('the actions of the last 7 days and where each stands, newest first (at most 10,000)'))

@@ -6,11 +6,13 @@ import { newEnvelope, stableId, type Envelope, type EnvelopeOf } from '@gpualert
  * commands that approve or deny it) and a circuit breaker that tripped (critical: it pages, and
  * the page resolves when the breaker closes again).
  */
-export function actionAlerts(envelopes: readonly Envelope[], source: string): EnvelopeOf<'alert'>[] {
+export function actionAlerts(envelopes: readonly Envelope[], source: string, consoleUrl?: string): EnvelopeOf<'alert'>[] {
   const out: EnvelopeOf<'alert'>[] = [];
   for (const e of envelopes) {
     if (e.type === 'action' && e.data.phase === 'awaiting_approval') {
       const id = e.data.action_id;
+      const link = consoleUrl === undefined ? undefined : actionLink(consoleUrl, id);
+      const commands = `\`gpualert action approve ${id}\` or deny with \`gpualert action deny ${id}\``;
       out.push(
         alert(e, source, 'firing', {
           rule: 'remediation-approval',
@@ -18,8 +20,14 @@ export function actionAlerts(envelopes: readonly Envelope[], source: string): En
           severity: 'warning',
           fingerprint: approvalFingerprint(id),
           summary: `${e.data.kind} of ${e.host} waits for approval until ${e.data.approval_deadline ?? '?'} (then ${e.data.on_timeout ?? 'deny'}): gpualert action approve ${id}`,
-          action: `Approve with \`gpualert action approve ${id}\` or deny with \`gpualert action deny ${id}\`.`,
-          annotations: { action_id: id, approve: `gpualert action approve ${id}`, deny: `gpualert action deny ${id}`, reason: e.data.reason.slice(0, 4_000) },
+          action: link ? `Approve or deny in the console: ${link} (or approve with ${commands}).` : `Approve with ${commands}.`,
+          annotations: {
+            action_id: id,
+            approve: `gpualert action approve ${id}`,
+            deny: `gpualert action deny ${id}`,
+            ...(link ? { approve_url: link } : {}),
+            reason: e.data.reason.slice(0, 4_000),
+          },
         }),
       );
     } else if (e.type === 'action.approval') {
@@ -59,6 +67,15 @@ export function actionAlerts(envelopes: readonly Envelope[], source: string): En
     }
   }
   return out;
+}
+
+/**
+ * The console's page for one action (`#/actions/ID`): opening it decides nothing, a person reads
+ * the action there and presses Approve or Deny. `consoleUrl` is where people reach the notifier
+ * (`GPUALERT_CONSOLE_URL`), checked at start: http(s), no credentials.
+ */
+export function actionLink(consoleUrl: string, actionId: string): string {
+  return `${consoleUrl.replace(/\/+$/, '')}/console/#/actions/${encodeURIComponent(actionId)}`;
 }
 
 /** One page per trip: the tripping action's id names it, and the breaker closing resolves it. */

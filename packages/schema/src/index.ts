@@ -53,7 +53,7 @@ export {
   MAX_JOB_MESSAGE_LENGTH,
   MAX_JOB_RANK,
 } from './job-event.ts';
-export { ACTION_KINDS, ActionKind, MAX_ACTION_TEXT_LENGTH } from './remediation.ts';
+export { ACTION_KINDS, ACTION_PHASES, ActionKind, MAX_ACTION_TEXT_LENGTH } from './remediation.ts';
 export { MAX_USAGE_EVIDENCE, MINUTES_PER_HOUR, UsageRollupData } from './usage.ts';
 export { Envelope, type EnvelopeOf } from './envelope.ts';
 export { parseEnvelope, validateEnvelope } from './parse-envelope.ts';

@@ -25,6 +25,7 @@ import { makeSilence } from './silence-guard.ts';
 import { expireSilence, loadSilences, SilenceError } from './silences.ts';
 import { GpualertError } from '@gpualert/schema';
 import type { FleetSource } from '@gpualert/schema';
+import { decideAction, listActions } from './console/console-actions.ts';
 import { consoleRoute, serveConsole } from './console/console-http.ts';
 import { firstIssue } from './first-issue.ts';
 
@@ -104,6 +105,8 @@ export function routeTemplate(pathname: string): string {
   if (pathname === '/healthz' || pathname === '/readyz' || pathname === '/metrics' || pathname === '/v1/silences' || pathname === '/v1/timeline')
     return pathname;
   if (/^\/v1\/silences\/[\w-]+$/.test(pathname)) return '/v1/silences/{id}';
+  if (pathname === '/v1/actions') return pathname;
+  if (/^\/v1\/actions\/[^/]+$/.test(pathname)) return '/v1/actions/{id}';
   if (
     ['/api/v2/alerts', '/api/v2/alerts/groups', '/api/v2/silences', '/api/v2/status', '/api/v2/receivers', '/-/healthy', '/-/ready', '/-/reload'].includes(
       pathname,
@@ -246,8 +249,28 @@ export function createNotifierServer(
           throw error;
         }
       }
-      if (!url.pathname.startsWith('/v1/silences') && url.pathname !== '/v1/timeline') return send(404, { error: 'not_found' });
+      if (!url.pathname.startsWith('/v1/silences') && url.pathname !== '/v1/timeline' && !url.pathname.startsWith('/v1/actions'))
+        return send(404, { error: 'not_found' });
       if (!apiToken || !authorized(req.headers.authorization, apiToken)) return send(401, { error: 'unauthorized', message: 'a bearer token is required' });
+      // Remediation actions (issue 29): the console lists them and a person approves or denies one.
+      if (url.pathname.startsWith('/v1/actions')) {
+        if (!bus) return send(503, { error: 'no_bus', message: 'this server has no bus to read gpualert.actions from' });
+        if (url.pathname === '/v1/actions')
+          return req.method === 'GET' ? send(200, (await listActions(bus, Date.now())).body) : send(405, { error: 'method_not_allowed' });
+        const actionId = /^\/v1\/actions\/([\w.:-]{1,128})$/.exec(url.pathname)?.[1];
+        if (actionId === undefined) return send(404, { error: 'not_found', message: 'an action id is letters, digits, -, _, ., : (at most 128)' });
+        if (req.method !== 'POST') return send(405, { error: 'method_not_allowed', message: 'POST a decision' });
+        let body: unknown;
+        try {
+          body = JSON.parse(await readBody(req, maxBody));
+        } catch (error) {
+          if (error instanceof BodyTooLarge)
+            return send(413, { error: 'body_too_large', message: `the body is over ${maxBody} bytes` }, 'application/json', true);
+          return send(400, { error: 'malformed_json', message: 'the body is not JSON' });
+        }
+        const decided = await decideAction(bus, actionId, body, Date.now());
+        return send(decided.status, decided.body);
+      }
       if (req.method === 'GET' && url.pathname === '/v1/timeline') {
         if (!bus) return send(404, { error: 'not_found', message: 'no bus to read the timeline from' });
         const q = url.searchParams;

@@ -29,6 +29,8 @@ export interface RemediatorOptions {
   readonly tickMs?: number;
   /** How often the scheduler's partitions are read again (default 60 s). */
   readonly inventoryMs?: number;
+  /** Where people reach the notifier's console: an approval's message links to its action there. */
+  readonly consoleUrl?: string | undefined;
 }
 
 /**
@@ -64,7 +66,7 @@ export async function startRemediator(options: RemediatorOptions): Promise<{ sto
       const chunk = unpublished.slice(0, PUBLISH_CHUNK);
       try {
         await publish(TOPICS.actions, chunk.map(envelopeMessage));
-        const alerts = actionAlerts(chunk, REMEDIATOR_SOURCE);
+        const alerts = actionAlerts(chunk, REMEDIATOR_SOURCE, options.consoleUrl);
         if (alerts.length > 0) await publish(TOPICS.alerts, alerts.map(envelopeMessage));
       } catch (error) {
         log.warn({ waiting: unpublished.length, error: redactSecrets(error instanceof Error ? error.message : String(error)) }, 'remediation_publish_failed');

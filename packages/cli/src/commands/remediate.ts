@@ -3,7 +3,17 @@ import { userInfo } from 'node:os';
 import { KafkaBus, MemoryBus, envelopeMessage, type Bus } from '@gpualert/bus';
 import { KubernetesExecutor, loadKubeConfig, SlurmExecutor, type Executor } from '@gpualert/executors';
 import { formatRuleError } from '@gpualert/rules';
-import { loadPolicy, MAX_APPROVAL_TIMEOUT_MS, RemediationCore, type Policy } from '@gpualert/remediation';
+import {
+  awaitsApproval,
+  foldActions,
+  loadPolicy,
+  MAX_ACTION_VIEWS,
+  MAX_APPROVAL_TIMEOUT_MS,
+  newestFirst,
+  RemediationCore,
+  type ActionView,
+  type Policy,
+} from '@gpualert/remediation';
 import { REMEDIATOR_SOURCE, startRemediator } from '@gpualert/remediator';
 import { embeddedDataDir } from '@gpualert/runtime';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
@@ -18,7 +28,7 @@ type Options = Record<string, unknown>;
 const MAX_RELOAD_ERRORS = 50;
 
 /** Actions read for `action list` and to find one to approve: the newest this many. */
-export const MAX_LISTED_ACTIONS = 10_000;
+export const MAX_LISTED_ACTIONS = MAX_ACTION_VIEWS;
 /**
  * How far back `action list|approve|deny` read gpualert.actions: 7 days, the longest an approval
  * may wait (the policy refuses a longer timeout). Older messages are not fetched at all.
@@ -64,7 +74,7 @@ export async function remediate(options: Options): Promise<number> {
   return runService('remediate', config, async ({ bus }, log) => {
     const core = new RemediationCore(policy, { source: REMEDIATOR_SOURCE, executor: executor.name });
     log.info({ rules: policy.rules.length, dry_run: config.dryRun, breaker: policy.breaker }, 'remediation_policy_loaded');
-    const running = await startRemediator({ bus, log, core, executor });
+    const running = await startRemediator({ bus, log, core, executor, consoleUrl: config.consoleUrl });
     // SIGHUP reads the policy again, as the engine its rules: held hosts and open actions keep what
     // they were decided with; a file that does not load keeps the running policy.
     const onHangup = () => {
@@ -100,49 +110,21 @@ function actionsBus(options: Options, write: boolean): { bus: Bus; where: string
   return { bus: new MemoryBus({ dataDir }), where: `the embedded log at ${dataDir}` };
 }
 
-interface ActionView {
-  id: string;
-  host: string;
-  kind: string;
-  state: string;
-  rule: string;
-  at: string;
-  reason: string;
-}
-
 /** The actions of the last 7 days on the topic, folded to where each stands now (at most MAX_LISTED_ACTIONS, the newest). */
 export async function readActions(bus: Bus, now: number = Date.now()): Promise<Map<string, ActionView>> {
-  const views = new Map<string, ActionView>();
+  const envelopes: Envelope[] = [];
   for (const message of await bus.read(TOPICS.actions, { from: now - ACTION_READ_WINDOW_MS })) {
     const parsed = parseEnvelope(message.value.toString('utf8'));
-    if (!parsed.ok) continue;
-    const e: Envelope = parsed.value;
-    if (e.type === 'action') {
-      const before = views.get(e.data.action_id);
-      views.set(e.data.action_id, {
-        id: e.data.action_id,
-        host: e.host,
-        kind: e.data.kind,
-        state: e.data.phase,
-        rule: e.data.policy_rule,
-        at: e.ts,
-        reason: e.data.reason,
-        ...(before ? { at: before.at } : {}),
-      });
-    } else if (e.type === 'action.approval' || e.type === 'action.result') {
-      const view = views.get(e.data.action_id);
-      if (view) view.state = e.type === 'action.approval' ? e.data.decision : e.data.outcome;
-    }
-    if (views.size > MAX_LISTED_ACTIONS) views.delete(views.keys().next().value ?? '');
+    if (parsed.ok) envelopes.push(parsed.value);
   }
-  return views;
+  return foldActions(envelopes, MAX_LISTED_ACTIONS);
 }
 
 /** `gpualert action list`: each action, where it stands, newest first. */
 export async function actionList(options: Options): Promise<number> {
   const { bus, where } = actionsBus(options, false);
   try {
-    const views = [...(await readActions(bus)).values()].sort((a, b) => b.at.localeCompare(a.at));
+    const views = newestFirst((await readActions(bus)).values());
     if (options.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
     else for (const v of views) process.stdout.write(`${v.id}  ${v.at}  ${v.host}  ${v.kind}  ${v.state}  ${v.rule}  ${v.reason}\n`);
     if (views.length === 0) process.stderr.write(`gpualert action list: no actions in ${where}\n`);
@@ -163,7 +145,7 @@ export async function actionDecide(decision: 'approved' | 'denied', id: string, 
   try {
     const view = (await readActions(bus)).get(id);
     if (!view) throw new CliError(`gpualert action ${verb}: no action ${JSON.stringify(id.slice(0, 80))} in ${where}`);
-    if (view.state !== 'awaiting_approval') throw new CliError(`gpualert action ${verb}: action ${id} is ${view.state}, not awaiting approval`);
+    if (!awaitsApproval(view)) throw new CliError(`gpualert action ${verb}: action ${id} is ${view.state}, not awaiting approval`);
     const by = typeof options.by === 'string' && options.by !== '' ? options.by.slice(0, 256) : whoAmI();
     const envelope = newEnvelope({
       type: 'action.approval',

@@ -24,6 +24,15 @@ export const REMEDIATE_SETTINGS = commandSettings({
     /** The operator's programs for `reset-gpu` and `reboot`: the program and its first arguments; the host (and GPU) come last. */
     resetGpuCommand: listSetting(z.string().min(1)).optional(),
     rebootCommand: listSetting(z.string().min(1)).optional(),
+    /** Where people reach the notifier's console: an approval's chat or pager message links to the action there. */
+    consoleUrl: z
+      .url({ protocol: /^https?$/ })
+      .max(2_000)
+      .refine((u) => {
+        const p = new URL(u);
+        return p.username === '' && p.password === '' && p.search === '' && p.hash === '';
+      }, 'a console URL carries no user, password, query or fragment')
+      .optional(),
   }),
   sources: {
     ...COMMON_SOURCES,
@@ -37,6 +46,7 @@ export const REMEDIATE_SETTINGS = commandSettings({
     nodePartitionLabel: { env: 'GPUALERT_KUBERNETES_PARTITION_LABEL' },
     resetGpuCommand: { env: 'GPUALERT_RESET_GPU_COMMAND', flag: false },
     rebootCommand: { env: 'GPUALERT_REBOOT_COMMAND', flag: false },
+    consoleUrl: { env: 'GPUALERT_CONSOLE_URL' },
   },
 });
 

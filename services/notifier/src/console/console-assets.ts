@@ -18,6 +18,7 @@ export const CONSOLE_ASSETS: ReadonlyMap<string, string> = new Map([
   ['alerts-page.js', 'text/javascript; charset=utf-8'],
   ['silences-page.js', 'text/javascript; charset=utf-8'],
   ['maintenance-page.js', 'text/javascript; charset=utf-8'],
+  ['actions-page.js', 'text/javascript; charset=utf-8'],
 ]);
 
 /** Where the assets sit from the package root: a checkout and an installed package (package.json "files") alike. */

@@ -1,6 +1,7 @@
-// The console: a hash router over five pages, each drawn from the notifier's API. No framework,
+// The console: a hash router over six pages, each drawn from the notifier's API. No framework,
 // no build step: plain ES modules the notifier serves from its own package.
 import { call, forgetToken, setToken, token, Unauthorized } from './api.js';
+import { drawActions } from './actions-page.js';
 import { drawAlerts } from './alerts-page.js';
 import { route } from './dom.js';
 import { drawFleet } from './fleet-grid.js';
@@ -77,6 +78,13 @@ async function render(quietly = false) {
           status.textContent = message;
         }),
       );
+    } else if (page === 'actions') {
+      await drawActions(main, rest[0], (message) =>
+        render().then(() => {
+          status.textContent = message;
+        }),
+      );
+      if (stale()) return;
     } else if (page === 'maintenance') {
       const snapshot = await call('GET', '/v1/fleet?view=grid');
       if (stale()) return;

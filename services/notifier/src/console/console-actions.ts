@@ -1,0 +1,75 @@
+import { envelopeMessage, type Bus } from '@gpualert/bus';
+import { awaitsApproval, foldActions, MAX_APPROVAL_TIMEOUT_MS, newestFirst, type ActionView } from '@gpualert/remediation';
+import { MAX_ACTION_TEXT_LENGTH, newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import { z } from 'zod';
+import { firstIssue } from '../first-issue.ts';
+
+/** One read of gpualert.actions serves every request within this long: a page refreshing every 5 s and a few people watching cost one read. */
+export const ACTIONS_REUSE_MS = 2_000;
+/** The console lists at most this many actions (newest first), the rest counted. */
+export const MAX_CONSOLE_ACTIONS = 500;
+/** What the notifier's approvals say they came from. */
+export const CONSOLE_SOURCE = 'notifier/console';
+
+/** `POST /v1/actions/{id}`: a person's word on an action waiting for one. */
+export const DecisionBody = z.strictObject({
+  decision: z.enum(['approved', 'denied']),
+  by: z.string().trim().min(1).max(256),
+  comment: z.string().max(MAX_ACTION_TEXT_LENGTH).optional(),
+});
+
+export interface ActionsAnswer {
+  readonly status: number;
+  readonly body: object;
+}
+
+const reads = new WeakMap<Bus, { at: number; views: Promise<Map<string, ActionView>> }>();
+
+/** The actions of the last 7 days (the longest an approval may wait), folded; one read reused for ACTIONS_REUSE_MS. */
+function actionsOf(bus: Bus, now: number): Promise<Map<string, ActionView>> {
+  const last = reads.get(bus);
+  if (last && now - last.at < ACTIONS_REUSE_MS && now >= last.at) return last.views;
+  const views = bus.read(TOPICS.actions, { from: now - MAX_APPROVAL_TIMEOUT_MS }).then((messages) => {
+    const envelopes: Envelope[] = [];
+    for (const m of messages) {
+      const parsed = parseEnvelope(m.value.toString('utf8'));
+      if (parsed.ok) envelopes.push(parsed.value);
+    }
+    return foldActions(envelopes);
+  });
+  reads.set(bus, { at: now, views });
+  views.catch(() => reads.delete(bus));
+  return views;
+}
+
+/** `GET /v1/actions`: the newest MAX_CONSOLE_ACTIONS, those waiting for a person first, and how many wait in all. */
+export async function listActions(bus: Bus, now: number): Promise<ActionsAnswer> {
+  const all = newestFirst((await actionsOf(bus, now)).values());
+  const waiting = all.filter(awaitsApproval);
+  const shown = [...waiting, ...all.filter((v) => !awaitsApproval(v))].slice(0, MAX_CONSOLE_ACTIONS);
+  return { status: 200, body: { actions: shown, waiting: waiting.length, total: all.length, omitted: all.length - shown.length } };
+}
+
+/**
+ * `POST /v1/actions/{id}`: approve or deny an action that waits for a person, as `gpualert action
+ * approve|deny` does: an `action.approval` envelope on gpualert.actions, which the remediator acts
+ * on. 404 for an action not read, 409 for one no longer waiting (decided, expired, run).
+ */
+export async function decideAction(bus: Bus, id: string, body: unknown, now: number): Promise<ActionsAnswer> {
+  const checked = DecisionBody.safeParse(body);
+  if (!checked.success) return { status: 400, body: { error: 'invalid_decision', message: firstIssue(checked.error, 'body') } };
+  const view = (await actionsOf(bus, now)).get(id);
+  if (!view) return { status: 404, body: { error: 'not_found', message: `no action ${JSON.stringify(id.slice(0, 80))} in the last 7 days` } };
+  if (!awaitsApproval(view)) return { status: 409, body: { error: 'not_awaiting_approval', message: `action ${id} is ${view.state}, not awaiting approval` } };
+  const { decision, by, comment } = checked.data;
+  const envelope = newEnvelope({
+    type: 'action.approval',
+    host: view.host,
+    source: CONSOLE_SOURCE,
+    data: { action_id: id, decision, by, ...(comment ? { comment } : {}) },
+  });
+  await bus.publish(TOPICS.actions, [envelopeMessage(envelope)]);
+  // The next list reads the topic again and shows the decision.
+  reads.delete(bus);
+  return { status: 200, body: { ...view, state: decision, decided_by: by, ...(comment ? { comment } : {}) } };
+}
