@@ -7,6 +7,9 @@ import { newEnvelope, parseEnvelope, stableId, TOPICS, type Envelope, type Envel
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SlurmCluster } from './infra/slurm-cluster.ts';
+import { close, listen } from './infra/http.ts';
+import { createNotifierServer, NotifierMetrics } from '@gpualert/notifier';
+import { MemoryStore } from '@gpualert/state';
 
 /**
  * `gpualert remediate`'s service on the in-process bus, acting on a real one-machine Slurm:
@@ -81,7 +84,11 @@ rules:
     const bus = new MemoryBus();
     const executor = new SlurmExecutor({ scontrol: cluster.bin('scontrol'), sinfo: cluster.bin('sinfo'), env: { ...process.env, ...cluster.env } });
     const core = new RemediationCore(loaded.value, { source: REMEDIATOR_SOURCE, executor: executor.name });
-    const service = await startRemediator({ bus, log: createLogger({ name: 't', level: 'silent' }), core, executor, tickMs: 100 });
+    // The notifier's console beside it, on the same bus: the approval alert links there, and the person approves there.
+    const token = 'remediator-console-token-01';
+    const consoleServer = createNotifierServer(new MemoryStore(), new NotifierMetrics(), token, bus);
+    const consoleUrl = await listen(consoleServer);
+    const service = await startRemediator({ bus, log: createLogger({ name: 't', level: 'silent' }), core, executor, tickMs: 100, consoleUrl });
     try {
       await bus.publish(TOPICS.alerts, [envelopeMessage(alert('gpu-02', 'firing'))]);
       const waiting = await until('awaiting approval', async () =>
@@ -92,13 +99,18 @@ rules:
         (await topic(bus, TOPICS.alerts)).find((e) => e.type === 'alert' && e.data.rule === 'remediation-approval'),
       );
       expect(told.type === 'alert' && told.data.summary).toContain(`gpualert action approve ${id}`);
+      const link = told.type === 'alert' ? told.data.annotations?.approve_url : undefined;
+      expect(link).toBe(`${consoleUrl}/console/#/actions/${id}`);
+      expect(told.type === 'alert' && told.data.action).toContain(link);
       expect(row('gpu-02')).toMatch(/\|idle\|/); // nothing done before a person says
 
-      await bus.publish(TOPICS.actions, [
-        envelopeMessage(
-          newEnvelope({ type: 'action.approval', host: 'gpu-02', source: 'cli/test', data: { action_id: id, decision: 'approved', by: 'alice' } }),
-        ),
-      ]);
+      // alice approves in the console the link opens (the page's own call)
+      const approved = await fetch(`${consoleUrl}/v1/actions/${encodeURIComponent(id)}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ decision: 'approved', by: 'alice' }),
+      });
+      expect(approved.status).toBe(200);
       await until('gpu-02 drained', () => (/\|drained\|gpualert: Xid 79$/.test(row('gpu-02')) ? true : undefined));
       await until('a result', async () => (await topic(bus, TOPICS.actions)).find((e) => e.type === 'action.result' && e.data.outcome === 'succeeded'));
 
@@ -148,6 +160,7 @@ rules:
       expect(resumed.map((e) => e.type === 'action' && e.data.policy_rule)).toEqual(['undo']);
     } finally {
       await service.stop();
+      await close(consoleServer);
       await bus.close();
     }
   });
