@@ -103,6 +103,11 @@ export interface ReadOptions {
   readonly to?: number;
   /** Told how many messages were fetched to answer (in range or not): what the read cost. */
   readonly fetched?: (count: number) => void;
+  /**
+   * Only messages with this key are kept (every message is keyed by its host): one host's out of a
+   * fleet's topic, the others fetched and passed over, never held, so a read's memory is the host's.
+   */
+  readonly key?: string;
 }
 
 export interface Subscription {

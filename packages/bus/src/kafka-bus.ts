@@ -252,6 +252,7 @@ export class KafkaBus implements Bus {
     const pending = new Set([...ends].filter(([p, end]) => (starts.get(p) ?? end) < end).map(([p]) => p));
     if (pending.size === 0) return [];
     const to = options.to ?? Infinity;
+    const key = options.key === undefined ? undefined : Buffer.from(options.key, 'utf8');
     const out: IncomingMessage[] = [];
     // kafkajs has no manual assignment: a throwaway group that never commits, seeked by hand.
     const group = `gpualert-reader-${randomUUID()}`;
@@ -296,7 +297,9 @@ export class KafkaBus implements Bus {
               pending.delete(batch.partition);
               break;
             }
+            if (offset + 1 >= end) pending.delete(batch.partition);
             if (timestamp < (options.from ?? -Infinity)) continue;
+            if (key !== undefined && (m.key === null || !key.equals(m.key))) continue;
             out.push({
               topic,
               partition: batch.partition,
@@ -306,7 +309,6 @@ export class KafkaBus implements Bus {
               headers: fromKafkaHeaders(m.headers),
               timestamp,
             });
-            if (offset + 1 >= end) pending.delete(batch.partition);
           }
           if (pending.size === 0) finish();
         },

@@ -208,7 +208,7 @@ export class MemoryBus implements Bus {
       for (let i = firstAtOrAfter(log.messages, from), m = log.messages[i]; m !== undefined; m = log.messages[++i]) {
         fetched += 1;
         if (m.timestamp > to) break;
-        if (m.timestamp >= from) out.push(m);
+        if (m.timestamp >= from && (options.key === undefined || m.key === options.key)) out.push(m);
       }
     }
     options.fetched?.(fetched);

@@ -32,7 +32,8 @@ async function readTopic(
   keep: number,
 ): Promise<{ envelopes: Envelope[]; dropped: number; missing: boolean }> {
   let missing = false;
-  const messages = await bus.read(topic, range).catch((error: unknown) => {
+  // Only the host's messages are held: the rest of the fleet's are passed over as they are fetched.
+  const messages = await bus.read(topic, { ...range, key: host }).catch((error: unknown) => {
     if (!NO_TOPIC.test(String(error))) throw error;
     missing = true;
     return [];
@@ -40,8 +41,6 @@ async function readTopic(
   let kept: Envelope[] = [];
   let dropped = 0;
   for (const m of messages) {
-    // Every message is keyed by its host: the others are passed over before they are parsed.
-    if (m.key !== null && m.key !== host) continue;
     const parsed = parseEnvelope(m.value);
     if (!parsed.ok || parsed.value.host !== host) continue;
     kept.push(parsed.value);
