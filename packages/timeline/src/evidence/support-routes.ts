@@ -8,8 +8,15 @@ export interface SupportRoute {
 
 /**
  * The providers' own support routes, keyed by the names the inventory (`provider`) and provider
- * events use. Taken from the providers' documentation: shared/INTEGRATIONS.md holds no support
- * routes yet, so check one before relying on it and add it there.
+ * events use. Taken from the providers' documentation (shared/INTEGRATIONS.md holds no support
+ * routes yet), checked on 2026-12-02 against:
+ * - AWS: the Support API's CreateCase, "modeled on the AWS Support Center Create Case page"
+ *   (https://docs.aws.amazon.com/awssupport/latest/APIReference/API_CreateCase.html).
+ * - Google Cloud: "Report faulty host" for A3/A4/A4X reserved VMs, `gcloud compute instances
+ *   report-host-as-faulty` (https://cloud.google.com/ai-hypercomputer/docs/manage/report-faulty-host).
+ * - Azure: Guest Health Reporting (preview) for supercomputing VMs, `PUT .../providers/Microsoft.Impact/
+ *   workloadImpacts/{name}` with an impact category and the VM's resource id
+ *   (Microsoft Learn, "Report Guest Health status (preview)", in MicrosoftDocs/azure-compute-docs).
  */
 const ROUTES: ReadonlyMap<string, SupportRoute> = new Map<string, SupportRoute>([
   [
@@ -25,7 +32,8 @@ const ROUTES: ReadonlyMap<string, SupportRoute> = new Map<string, SupportRoute>(
     'gcp',
     {
       provider: 'Google Cloud (Compute Engine)',
-      route: 'Google Cloud console, Support (https://console.cloud.google.com/support): create a case for Compute Engine',
+      route:
+        'Google Cloud console, Support (https://console.cloud.google.com/support): create a case for Compute Engine; a reserved A3, A4 or A4X VM whose host is faulty can be reported with `gcloud compute instances report-host-as-faulty INSTANCE --fault-reasons=behavior=…,description=…` (it stops the VM and repairs the host: https://cloud.google.com/ai-hypercomputer/docs/manage/report-faulty-host)',
       quote: 'the instance id, its zone and the project',
     },
   ],
@@ -33,8 +41,10 @@ const ROUTES: ReadonlyMap<string, SupportRoute> = new Map<string, SupportRoute>(
     'azure',
     {
       provider: 'Microsoft Azure (Virtual Machines)',
-      route: 'Azure portal (https://portal.azure.com), Help + support: create a support request, issue type Technical, service Virtual Machines',
-      quote: 'the VM id (vmId), its subscription and resource group',
+      route:
+        'Azure portal (https://portal.azure.com), Help + support: create a support request, issue type Technical, service Virtual Machines; ND-series supercomputing VMs on an allow-listed subscription can file a Guest Health Report (preview: Microsoft.Impact workloadImpacts with an impact category such as a missing GPU: Microsoft Learn, "Report Guest Health status")',
+      quote:
+        "the VM id (vmId), its subscription and resource group, and the physical host name Azure gives the VM (PhysicalHostName in Hyper-V's KVP pool: gpualert does not collect it)",
     },
   ],
   [
