@@ -136,7 +136,7 @@ describe('gpualert parse bmc', () => {
 
     const bad = await runCli(['parse', 'bmc', '-'], { input: 'not ipmitool\n' });
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toContain('neither');
+    expect(bad.stderr).toContain('none of');
   });
 });
 

@@ -46,7 +46,8 @@ export const HostFan = z.object({
 });
 export type HostFan = z.infer<typeof HostFan>;
 
-export const TEMPERATURE_LOCATIONS = ['inlet', 'exhaust', 'cpu', 'other'] as const;
+/** Where a temperature is read: the air coming in or going out, a CPU, a GPU, a power supply, or elsewhere. */
+export const TEMPERATURE_LOCATIONS = ['inlet', 'exhaust', 'cpu', 'gpu', 'psu', 'other'] as const;
 export const HostTemperature = z.object({
   name: SensorName,
   celsius: Reading,

@@ -20,6 +20,7 @@ export { startPrometheusCollector } from './prometheus/prometheus-collector.ts';
 export { certificateFingerprint, redactUserinfo, RedfishClient, type BmcCredentials, type RedfishClientOptions } from './bmc/redfish-client.ts';
 export { DEFAULT_REDFISH_POLL_LIMITS, pollDeadlineMs, pollRedfish, type RedfishPollLimits } from './bmc/redfish-poll.ts';
 export { ipmitoolOutputKind, parseSdr, parseSel } from './bmc/ipmitool-parse.ts';
+export { locationByName, locationOfIpmi, locationOfRedfish } from './bmc/sensor-location.ts';
 export { LogCursor } from './bmc/log-cursor.ts';
 export { DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES, ipmitoolSecretOption, ipmitoolSource, redfishSource } from './bmc/bmc-source.ts';
 export { startBmcCollector, type BmcTarget } from './bmc/bmc-collector.ts';

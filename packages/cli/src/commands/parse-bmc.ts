@@ -10,7 +10,7 @@ const SOURCE = 'gpualert-parse/0.1.0';
 export const HOST_PARSE_FORMATS: ReadonlySet<string> = new Set(['bmc', 'ibstat', 'perfquery']);
 
 /**
- * `gpualert parse bmc FILE` (saved `ipmitool sdr elist` or `sel elist` output, told apart by
+ * `gpualert parse bmc FILE` (saved `ipmitool sdr elist`, `sdr list`, `sensor` or `sel elist` output, told apart by
  * their rows), `parse ibstat FILE`, `parse perfquery FILE`: `host.sample` and `bmc.event`
  * envelopes as JSONL, by the same parsers `collect bmc` and `collect network` use.
  */
@@ -45,7 +45,7 @@ export async function parseHost(format: string, file: string, options: { host?: 
           );
         }
       } else {
-        throw new CliError(`gpualert parse bmc: ${file} is neither \`ipmitool sdr elist\` nor \`ipmitool sel elist\` output`);
+        throw new CliError(`gpualert parse bmc: ${file} is none of \`ipmitool sdr elist\`, \`sdr list\`, \`sensor\` or \`sel elist\` output`);
       }
       break;
     }

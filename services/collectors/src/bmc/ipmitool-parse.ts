@@ -14,19 +14,39 @@ import {
   type Severity,
 } from '@gpualert/schema';
 import { sensorName, worstHealth } from './redfish-parse.ts';
+import { locationOfIpmi } from './sensor-location.ts';
 
 /**
- * `ipmitool sdr elist` and `ipmitool sel elist` output → the host sample and BMC events. Pure; one
- * line that is not a sensor or SEL record costs that line (a problem naming it), not the parse.
+ * `ipmitool sdr elist` (and `sdr elist full`, `sdr list`, `sdr list full`, `sensor`) and `ipmitool
+ * sel elist` output → the host sample and BMC events. Pure; one line that is not a sensor or SEL
+ * record costs that line, not the parse. What cannot be read is said once per kind (the first such
+ * line, and how many there were), not once per line.
  */
 
 /** The most lines read from one output: a full SDR is a few hundred, a full SEL a few thousand. */
 export const MAX_IPMITOOL_LINES = 20_000;
 
 export interface IpmitoolProblem {
+  /** The first line (1-based) with this problem. */
   readonly line: number;
   readonly text: string;
+  /** What is wrong, and how many lines had it when more than one. */
   readonly reason: string;
+}
+
+/** Problems said once per reason: the first line that had it, and a count. */
+class ProblemTally {
+  private readonly byReason = new Map<string, { line: number; text: string; count: number }>();
+
+  add(line: number, text: string, reason: string): void {
+    const seen = this.byReason.get(reason);
+    if (seen) seen.count += 1;
+    else this.byReason.set(reason, { line, text: text.slice(0, 200), count: 1 });
+  }
+
+  list(): IpmitoolProblem[] {
+    return [...this.byReason].map(([reason, p]) => ({ line: p.line, text: p.text, reason: p.count > 1 ? `${reason} (${p.count} lines)` : reason }));
+  }
 }
 
 /** ipmitool's sensor status column (ok, ns, nc/lnc/unc, cr/lcr/ucr, nr/lnr/unr) on gpualert's scale; `undefined` for ns. */
@@ -39,11 +59,9 @@ function statusHealth(status: string): BmcHealth | undefined {
   return 'unknown';
 }
 
-/** IPMI entity ids (IPMI 2.0 table 43-13) that say where a sensor sits. */
-const ENTITY_PROCESSOR = new Set(['3', '65']);
+/** IPMI entity ids (IPMI 2.0 table 43-13) that say what a sensor belongs to (temperatures: sensor-location.ts). */
 const ENTITY_POWER_SUPPLY = new Set(['10']);
 const ENTITY_POWER_UNIT = new Set(['19']);
-const ENTITY_AIR_INLET = new Set(['55', '64']);
 const ENTITY_FAN = new Set(['29', '30']);
 
 interface SdrLine {
@@ -54,12 +72,26 @@ interface SdrLine {
   readonly reading: string;
 }
 
-function splitSdr(text: string): SdrLine | undefined {
+/** `ipmitool sensor`'s unit column for the readings gpualert reads. */
+const SENSOR_UNITS = new Set(['degrees C', 'RPM', 'percent', 'Watts', 'Volts', 'Amps']);
+
+type SplitRow = SdrLine | { readonly discrete: string } | undefined;
+
+function splitSdr(text: string): SplitRow {
   const cells = text.split('|').map((c) => c.trim());
   // elist: name | id | status | entity | reading;  list: name | reading | status (the lengths are checked: no default is used)
   const [name = '', second = '', third = '', entity = '', reading = ''] = cells;
   if (cells.length === 5 && /^[0-9a-f]{2}h$/i.test(second)) return { name, status: third, entity, reading };
   if (cells.length === 3 && /^[a-z]{2,3}$/.test(third)) return { name, status: third, entity: '', reading: second };
+  // sensor: name | reading | unit | status | lnr | lcr | lnc | unc | ucr | unr
+  if (cells.length === 10) {
+    const status = entity;
+    if (third === 'discrete') return { discrete: name }; // its reading and status are raw bits (0x1, 0x0180) or na
+    if (second === 'na') return { name, status: 'ns', entity: '', reading: 'No Reading' };
+    if (/^-?\d+(?:\.\d+)?$/.test(second) && SENSOR_UNITS.has(third) && /^[a-z]{2,3}$/.test(status)) {
+      return { name, status, entity: '', reading: `${second} ${third}` };
+    }
+  }
   return undefined;
 }
 
@@ -85,7 +117,7 @@ export function parseSdr(text: string): { sample: HostSampleData; problems: Ipmi
   const temperatures: HostTemperature[] = [];
   const fanRedundancy: HostRedundancy[] = [];
   const psuRedundancy: HostRedundancy[] = [];
-  const problems: IpmitoolProblem[] = [];
+  const problems = new ProblemTally();
   // One PSU per power-supply entity instance: a BMC reports presence, status and watts as separate sensors.
   const psus = new Map<string, { names: string[]; healths: BmcHealth[]; watts: number | null; state: HostPsu['state'] }>();
   const lines = text.split('\n').slice(0, MAX_IPMITOOL_LINES);
@@ -94,11 +126,25 @@ export function parseSdr(text: string): { sample: HostSampleData; problems: Ipmi
     if (line.trim() === '') return;
     const sdr = splitSdr(line);
     if (!sdr) {
-      problems.push({ line: i + 1, text: line.slice(0, 200), reason: 'not an `sdr elist` row (name | id | status | entity | reading)' });
+      problems.add(
+        i + 1,
+        line,
+        'not an `sdr elist` row (name | id | status | entity | reading), `sdr list` row (name | reading | status) or `sensor` row (10 columns)',
+      );
+      return;
+    }
+    if ('discrete' in sdr) {
+      // `ipmitool sensor` prints a discrete sensor's state as raw bits (0x0180): not decoded here.
+      problems.add(i + 1, line, 'discrete sensor state printed as raw bits (0x…) not read (`sdr elist` words it)');
       return;
     }
     const health = statusHealth(sdr.status);
     if (health === undefined || /^(Disabled|No Reading|Not Readable|no reading|disabled)$/.test(sdr.reading)) return;
+    if (/^0x[0-9a-f]+$/i.test(sdr.reading)) {
+      // `sdr list` and `sensor` print a discrete sensor's state as raw bits: not decoded here.
+      problems.add(i + 1, line, 'discrete sensor state printed as raw bits (0x…) not read (`sdr elist` words it)');
+      return;
+    }
     const entityId = sdr.entity.split('.')[0] ?? '';
     const name = sensorName(sdr.name);
     const redundancy = redundancyOf(sdr.reading, health);
@@ -121,14 +167,7 @@ export function parseSdr(text: string): { sample: HostSampleData; problems: Ipmi
     if (m) {
       // Thermal margins (degrees below throttling) read negative and are not temperatures.
       if (/margin|mrgn|mgn/i.test(name)) return;
-      const location: HostTemperature['location'] =
-        ENTITY_AIR_INLET.has(entityId) || /inlet|intake|ambient/i.test(name)
-          ? 'inlet'
-          : /exhaust|exit air|outlet/i.test(name)
-            ? 'exhaust'
-            : ENTITY_PROCESSOR.has(entityId) || /\bcpu\b|^P\d+ /i.test(name)
-              ? 'cpu'
-              : 'other';
+      const location = locationOfIpmi(entityId, name);
       temperatures.push({ name, celsius: Number(m[1]), location, health });
       return;
     }
@@ -159,7 +198,7 @@ export function parseSdr(text: string): { sample: HostSampleData; problems: Ipmi
       fan_redundancy: fanRedundancy.slice(0, MAX_REDUNDANCY_GROUPS),
       psu_redundancy: psuRedundancy.slice(0, MAX_REDUNDANCY_GROUPS),
     },
-    problems,
+    problems: problems.list(),
   };
 }
 
@@ -186,7 +225,7 @@ function selTime(date: string, time: string): string | undefined {
 /** `ipmitool sel elist` (or `sel list`) → one `bmc.event` per record, oldest first as the BMC lists them. */
 export function parseSel(text: string): { entries: BmcEventData[]; problems: IpmitoolProblem[] } {
   const entries: BmcEventData[] = [];
-  const problems: IpmitoolProblem[] = [];
+  const problems = new ProblemTally();
   text
     .split('\n')
     .slice(0, MAX_IPMITOOL_LINES)
@@ -196,7 +235,7 @@ export function parseSel(text: string): { entries: BmcEventData[]; problems: Ipm
       const cells = line.split('|').map((c) => c.trim());
       const [id, date = '', time = '', sensor, event = '', direction, ...extra] = cells; // six or more, checked below
       if (cells.length < 6 || !id || !/^[0-9a-f]+$/i.test(id) || (direction !== 'Asserted' && direction !== 'Deasserted')) {
-        problems.push({ line: i + 1, text: line.slice(0, 200), reason: 'not a `sel elist` record (id | date | time | sensor | event | Asserted/Deasserted)' });
+        problems.add(i + 1, line, 'not a `sel elist` record (id | date | time | sensor | event | Asserted/Deasserted)');
         return;
       }
       const created = selTime(date, time);
@@ -212,14 +251,14 @@ export function parseSel(text: string): { entries: BmcEventData[]; problems: Ipm
         asserted,
       });
     });
-  return { entries, problems };
+  return { entries, problems: problems.list() };
 }
 
 /** Which of the two an output is: SEL records start with an id and carry Asserted/Deasserted. */
 export function ipmitoolOutputKind(text: string): 'sel' | 'sdr' | undefined {
   for (const line of text.split('\n').slice(0, 50)) {
     if (/\|\s*(Asserted|Deasserted)\s*(\||$)/.test(line)) return 'sel';
-    if (splitSdr(line.replace(/\r$/, ''))) return 'sdr';
+    if (splitSdr(line.replace(/\r$/, '')) !== undefined) return 'sdr';
   }
   return undefined;
 }

@@ -9,6 +9,7 @@ import {
   type HostTemperature,
   type Severity,
 } from '@gpualert/schema';
+import { locationOfRedfish } from './sensor-location.ts';
 
 /**
  * Redfish documents → the host sample's pieces. Pure: each function takes one parsed JSON
@@ -70,13 +71,9 @@ export function worstHealth(healths: readonly BmcHealth[]): BmcHealth {
   return healths.reduce<BmcHealth>((worst, h) => (HEALTH_RANK[h] > HEALTH_RANK[worst] ? h : worst), 'unknown');
 }
 
-/** Where a temperature is read, from Redfish's PhysicalContext or the sensor's name. */
+/** Where a temperature is read, from Redfish's PhysicalContext or the sensor's name (sensor-location.ts). */
 export function temperatureLocation(context: unknown, name: string): HostTemperature['location'] {
-  const c = str(context) ?? '';
-  if (c === 'Intake' || /inlet|intake|ambient/i.test(name)) return 'inlet';
-  if (c === 'Exhaust' || /exhaust|outlet|exit air/i.test(name)) return 'exhaust';
-  if (c === 'CPU' || /\bcpu\b|processor/i.test(name)) return 'cpu';
-  return 'other';
+  return locationOfRedfish(context, name);
 }
 
 /** A sensor the BMC says is not there or switched off (Status.State Absent/Disabled) reads nothing. */
@@ -164,7 +161,8 @@ export function thermalMetrics(doc: Json): HostTemperature[] {
   for (const r of readings) {
     if (!isObject(r)) continue;
     const name = sensorName(r.DeviceName, r.DataSourceUri);
-    out.push({ name, celsius: num(r.Reading), location: temperatureLocation(undefined, name), health: 'unknown' });
+    // HPE iLO 6 gives each reading its PhysicalContext (Intake, CPU…), as the schema allows.
+    out.push({ name, celsius: num(r.Reading), location: temperatureLocation(r.PhysicalContext, name), health: 'unknown' });
   }
   if (out.length > 0) return out;
   const summary = isObject(doc.TemperatureSummaryCelsius) ? doc.TemperatureSummaryCelsius : {};
@@ -174,6 +172,20 @@ export function thermalMetrics(doc: Json): HostTemperature[] {
     if (isObject(r)) out.push({ name: key, celsius: num(r.Reading), location, health: 'unknown' });
   }
   return out;
+}
+
+/**
+ * A `Sensor` resource (a chassis' `Sensors` collection member) that reads a temperature, or
+ * `undefined` for any other sensor (power, voltage, fan speed) and for one the BMC says is Absent or
+ * Disabled. NVIDIA's HGX baseboard and other OpenBMC-based BMCs publish GPU and board temperatures
+ * only here. A reading of `null` is kept as `null`: the sensor is there and reads nothing.
+ */
+export function sensorTemperature(doc: Json): HostTemperature | undefined {
+  // ReadingType is optional in the schema (DMTF's own mockups leave it out of temperatures): `Cel` says it.
+  const temperature = doc.ReadingType === 'Temperature' || (doc.ReadingType === undefined && doc.ReadingUnits === 'Cel');
+  if (!temperature || disabled(doc.Status)) return undefined;
+  const name = sensorName(doc.Name, doc.Id);
+  return { name, celsius: num(doc.Reading), location: temperatureLocation(doc.PhysicalContext, name), health: healthOf(doc.Status) };
 }
 
 /** A PowerSubsystem PowerSupply, with its Metrics resource when the BMC has one. */

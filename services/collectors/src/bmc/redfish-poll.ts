@@ -10,6 +10,7 @@ import {
   powerLegacy,
   redundancyGroups,
   subsystemFan,
+  sensorTemperature,
   subsystemPsu,
   thermalLegacy,
   thermalMetrics,
@@ -88,7 +89,8 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T
 /**
  * One poll of a BMC: the systems' health and the log services' entries of the systems and
  * managers first, then chassis thermal (ThermalSubsystem, else the legacy Thermal) and power
- * (PowerSubsystem, else Power). The service root failing fails the poll; any other part failing
+ * (PowerSubsystem, else Power), and a chassis' `Sensors` when its thermal resources gave no
+ * temperature. The service root failing fails the poll; any other part failing
  * is a problem noted and the rest is read. Depth is fixed by the walk (root → collection → member
  * → subsystem → collection → member), breadth by `maxMembers`, the whole by `maxRequests` (a
  * quarter kept for the chassis) and `deadlineMs`.
@@ -171,10 +173,12 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
   const fanRedundancy: HostRedundancy[] = [];
   const psuRedundancy: HostRedundancy[] = [];
   let thermalRead = false;
+  let sensorsRead = false;
   let powerRead = false;
 
   for (const chassis of (await part('Chassis', () => members(link(root, 'Chassis')))) ?? []) {
     const id = typeof chassis['@odata.id'] === 'string' ? chassis['@odata.id'] : 'chassis';
+    const temperaturesBefore = temperatures.length;
     const thermalSub = link(chassis, 'ThermalSubsystem');
     const thermalOld = link(chassis, 'Thermal');
     const thermalDone = thermalSub
@@ -204,6 +208,20 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
       thermalRead ||= legacyDone === true;
     }
     thermalRead ||= thermalDone === true;
+
+    // A chassis whose thermal resources gave no temperature (none, or a ThermalMetrics without
+    // readings) may still list them as Sensors: NVIDIA's HGX GPU chassis and OpenBMC-based BMCs do.
+    const sensorsPath = link(chassis, 'Sensors');
+    if (sensorsPath && temperatures.length === temperaturesBefore) {
+      const read = await part(`${id} Sensors`, async () => {
+        for (const doc of await members(sensorsPath)) {
+          const t = sensorTemperature(doc);
+          if (t) temperatures.push(t);
+        }
+        return true;
+      });
+      sensorsRead ||= read === true;
+    }
 
     const powerSub = link(chassis, 'PowerSubsystem');
     const powerOld = link(chassis, 'Power');
@@ -236,7 +254,8 @@ export async function pollRedfish(client: RedfishGetter, limits: RedfishPollLimi
 
   const sample: HostSampleData = {
     origin: 'redfish',
-    ...(thermalRead ? { fans: fans.slice(0, MAX_FANS_PER_SAMPLE), temperatures: temperatures.slice(0, MAX_TEMPERATURES_PER_SAMPLE) } : {}),
+    ...(thermalRead ? { fans: fans.slice(0, MAX_FANS_PER_SAMPLE) } : {}),
+    ...(thermalRead || sensorsRead ? { temperatures: temperatures.slice(0, MAX_TEMPERATURES_PER_SAMPLE) } : {}),
     ...(thermalRead ? { fan_redundancy: fanRedundancy.slice(0, MAX_REDUNDANCY_GROUPS) } : {}),
     ...(powerRead ? { psus: psus.slice(0, MAX_PSUS_PER_SAMPLE), psu_redundancy: psuRedundancy.slice(0, MAX_REDUNDANCY_GROUPS) } : {}),
     ...(healths.length > 0 ? { system_health: worstHealth(healths) } : {}),
