@@ -29,6 +29,9 @@ describe('temperature locations by vendor naming', () => {
     ['02-CPU 1', 'cpu'],
     ['02-CPU 1 PkgTmp', 'cpu'],
     ['TEMP_CPU0', 'cpu'],
+    // Lenovo XClarity (XCC) names, as its sensors print them in centreon/centreon-documentation PR 3940.
+    ['CPU 1 Temp', 'cpu'],
+    ['DIMM 2 Temp', 'other'],
     ['01-Inlet Ambient', 'inlet'],
     ['Inlet Temp', 'inlet'],
     ['System Board Inlet Temp', 'inlet'],
