@@ -11,6 +11,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
+import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
 import { format, median, percentile } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
@@ -54,7 +55,9 @@ async function redisFootprint(url: string, prefix: string): Promise<{ kinds: Map
       cursor = next;
       for (const key of keys) {
         const rest = key.slice(prefix.length);
-        const family = ['engine:host:', 'engine:partition:', 'notifier:alive:', 'notifier:outbox-claim:', 'collector:kernel:'].find((f) => rest.startsWith(f));
+        const family = ['engine:host:', 'engine:partition:', 'notifier:alive:', 'notifier:outbox-claim:', 'notifier:page-resolved:', 'collector:kernel:'].find(
+          (f) => rest.startsWith(f),
+        );
         const kind = family ? `${family}*` : rest;
         const bytes = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) || 0;
         const entry = kinds.get(kind) ?? { keys: 0, bytes: 0 };
@@ -75,7 +78,7 @@ async function redisFootprint(url: string, prefix: string): Promise<{ kinds: Map
  * both sides: a backlog of the fleet's samples drained by a bare kafkajs consumer (the raw
  * ceiling) and the same backlog drained by `gpualert engine` (samples judged, state saved,
  * offsets committed). Then a steady load at a fraction of that rate, during which an Xid 79 line
- * appended to a collector's log is timed until the page reaches a local PagerDuty-shaped
+ * appended to a host agent's kernel log is timed until the page reaches a local PagerDuty-shaped
  * receiver, and each service's memory. `--quick` (or GPUALERT_BENCH_QUICK=1) runs a smaller one.
  */
 export async function benchE2e(): Promise<void> {
@@ -274,26 +277,51 @@ export async function benchE2e(): Promise<void> {
         () => steady,
       );
     })();
+    // A failure elsewhere closes the bus under the load: its error is the one said, not this one's.
+    load.catch(() => undefined);
     const sampler = setInterval(() => {
       void Promise.all([published(), judged()])
         .then(([p, j]) => lags.push(p - j))
         .catch(() => {});
     }, 500);
     const latencies: number[] = [];
-    const collectorRss: number[] = [];
+    const agentRss: number[] = [];
+    const smi = new FakeNvidiaSmi();
     const steadyStarted = performance.now();
     for (let i = 0; i < injections; i += 1) {
       // Each injection a different host of the kernel log's view: a distinct fault, a distinct page.
       const host = `xid-host-${i}`;
       writeFileSync(join(dir, `${host}.log`), '');
-      const c = start(['collect', 'kernel', '--file', join(dir, `${host}.log`), '--host', host, '--nvidia-smi', '/bin/false', '--log-level', 'info'], env);
+      // The host's whole agent, as a GPU host runs it (issue 34): its GPUs from a stand-in nvidia-smi, its kernel log from the file.
+      const c = start(
+        [
+          'agent',
+          '--host',
+          host,
+          '--nvidia-smi',
+          smi.path,
+          '--kernel-source',
+          'file',
+          '--kernel-file',
+          join(dir, `${host}.log`),
+          '--metadata',
+          'none',
+          '--port',
+          '0',
+          '--listen',
+          '127.0.0.1',
+          '--log-level',
+          'info',
+        ],
+        env,
+      );
       children.push(c);
-      await until(() => c.output().includes('kernel_collector_started'), 30_000, `the collector of ${host}`);
+      await until(() => c.output().includes('agent_started'), 60_000, `the agent of ${host}`);
       const t0 = performance.now();
       appendFileSync(join(dir, `${host}.log`), `[ 100.000001] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n`);
       await until(() => pages.has(host), 30_000, `the page for ${host}`).catch(() => {});
       if (pages.has(host)) latencies.push(pages.get(host)! - t0);
-      collectorRss.push(rssMb(c.pid));
+      agentRss.push(rssMb(c.pid));
       c.kill('SIGTERM');
     }
     const remaining = steadySeconds * 1000 - (performance.now() - steadyStarted);
@@ -321,7 +349,7 @@ export async function benchE2e(): Promise<void> {
       `${'engine RSS per 1,000 GPUs, after the drain'.padEnd(58)} ${format(perThousand(engineRss)).padStart(12)} MB (${format(engineRss)} MB for ${hosts * gpus} GPUs)`,
     );
     console.log(`${'notifier RSS'.padEnd(58)} ${format(notifierRss).padStart(12)} MB`);
-    console.log(`${'kernel collector RSS (one per host), median'.padEnd(58)} ${format(median(collectorRss)).padStart(12)} MB`);
+    console.log(`${'agent RSS (one per host, just after its page), median'.padEnd(58)} ${format(median(agentRss)).padStart(12)} MB`);
     console.log(`${'engine RSS per instance at the end of the steady load'.padEnd(58)} ${engineRssSteady.map((mb) => format(mb)).join(' + ')} MB`);
     console.log(
       `${'gpu.sample message (8 GPUs), as published'.padEnd(58)} ${format(sizes.bytes / Math.max(1, sizes.count)).padStart(12)} bytes (mean of ${sizes.count.toLocaleString('en-US')})`,
@@ -345,6 +373,9 @@ export async function benchE2e(): Promise<void> {
         xid_to_page_p50_ms: Math.round(median(latencies)),
         xid_to_page_p99_ms: Math.round(percentile(latencies, 99)),
         engine_rss_mb_per_1000_gpus: Math.round(perThousand(engineRss) * 10) / 10,
+        engine_rss_mb_steady: engineRssSteady.map((mb) => Math.round(mb)),
+        notifier_rss_mb: Math.round(notifierRss),
+        agent_rss_mb_median: Math.round(median(agentRss)),
         hosts,
         gpus: hosts * gpus,
         engines: engines.length,
