@@ -16,6 +16,8 @@ export interface ConsoleAlert {
   readonly state: 'active' | 'suppressed';
   readonly silencedBy: readonly string[];
   readonly inhibitedBy: readonly string[];
+  /** The receivers its routes reach (the page groups by them). */
+  readonly receivers: readonly string[];
   readonly incident: string | null;
 }
 
@@ -39,16 +41,26 @@ function severityOf(labels: Readonly<Record<string, string>>): Severity {
 }
 
 /**
+ * The console's alert query: `/api/v2/alerts`' own (`filter` as Alertmanager's matchers, the
+ * notifier's parser and linear-time regexes), every state shown unless asked; or one line saying
+ * which parameter is wrong.
+ */
+export function consoleAlertQuery(params: URLSearchParams): AlertQuery | string {
+  return params.size === 0 ? EVERYTHING : alertQuery(params);
+}
+
+/**
  * The firing alerts as the notifier holds them (Alertmanager's alert list, the same function
- * `/api/v2/alerts` answers with), each with its evidence, and grouped into incidents where the
- * fleet snapshot names one for the alert.
+ * `/api/v2/alerts` answers with, filtered as it filters), each with its evidence and receivers,
+ * and grouped into incidents where the fleet snapshot names one for the alert.
  */
 export function consoleAlerts(
   view: NotifierView,
   snapshot: FleetSnapshot | undefined,
   now: number,
+  query: AlertQuery = EVERYTHING,
 ): { alerts: ConsoleAlert[]; incidents: ConsoleIncident[]; omitted: number } {
-  const { alerts, omitted } = listAlertsBounded(view, EVERYTHING, now);
+  const { alerts, omitted } = listAlertsBounded(view, query, now);
   const about = view.state().about;
   const incidentOf = new Map<string, string>();
   for (const host of snapshot?.hosts ?? []) {
@@ -78,6 +90,7 @@ export function consoleAlerts(
       state: alert.status.state,
       silencedBy: alert.status.silencedBy,
       inhibitedBy: alert.status.inhibitedBy,
+      receivers: alert.receivers.map((r) => r.name),
       incident,
     };
   });
