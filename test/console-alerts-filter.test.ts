@@ -144,7 +144,7 @@ describe("the console's alerts page: Alertmanager's matchers, grouping, and the 
     expect(critical.find((r) => r.fingerprint === fingerprints['gpu-node-001 fallen_off_bus'])).toEqual({
       fingerprint: fingerprints['gpu-node-001 fallen_off_bus'],
       state: 'suppressed',
-      held: `suppressed silenced by maintenance-${fingerprints['gpu-node-001 maintenance']}`,
+      held: `suppressed silenced by maintenance-${fingerprints['gpu-node-001 maintenance']} (held from pager only)`,
     });
     expect(await page.evaluate('document.getElementById("alert-count").textContent')).toBe('3 firing matching the filter');
     const hash = await page.evaluate<string>('location.hash');

@@ -1,3 +1,4 @@
+import type { Silence } from '@gpualert/notify';
 import { SEVERITIES, type FleetSnapshot, type Severity } from '@gpualert/schema';
 import { alertQuery, listAlertsBounded, type AlertQuery, type NotifierView } from '../alertmanager-api.ts';
 
@@ -18,6 +19,8 @@ export interface ConsoleAlert {
   readonly inhibitedBy: readonly string[];
   /** The receivers its routes reach (the page groups by them). */
   readonly receivers: readonly string[];
+  /** Those of them its silences hold it back from: all of them, or fewer when a silence is for some receivers only (a maintenance window's, the pager). */
+  readonly silencedFor: readonly string[];
   readonly incident: string | null;
 }
 
@@ -38,6 +41,12 @@ const EVERYTHING: AlertQuery = everything;
 
 function severityOf(labels: Readonly<Record<string, string>>): Severity {
   return SEVERITIES.find((s) => s === labels.severity) ?? 'warning';
+}
+
+/** The receivers these silences hold an alert back from, of those it goes to. */
+function heldFrom(receivers: readonly string[], silences: readonly (Silence | undefined)[]): string[] {
+  if (silences.some((s) => s !== undefined && !s.receivers)) return [...receivers];
+  return receivers.filter((r) => silences.some((s) => s?.receivers?.includes(r)));
 }
 
 /**
@@ -61,7 +70,7 @@ export function consoleAlerts(
   query: AlertQuery = EVERYTHING,
 ): { alerts: ConsoleAlert[]; incidents: ConsoleIncident[]; omitted: number } {
   const { alerts, omitted } = listAlertsBounded(view, query, now);
-  const about = view.state().about;
+  const { about, silences } = view.state();
   const incidentOf = new Map<string, string>();
   for (const host of snapshot?.hosts ?? []) {
     for (const a of host.alerts) if (a.incident) incidentOf.set(a.fingerprint, a.incident);
@@ -91,6 +100,10 @@ export function consoleAlerts(
       silencedBy: alert.status.silencedBy,
       inhibitedBy: alert.status.inhibitedBy,
       receivers: alert.receivers.map((r) => r.name),
+      silencedFor: heldFrom(
+        alert.receivers.map((r) => r.name),
+        alert.status.silencedBy.map((id) => (Object.hasOwn(silences, id) ? silences[id] : undefined)),
+      ),
       incident,
     };
   });

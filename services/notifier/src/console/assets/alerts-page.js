@@ -56,8 +56,10 @@ function alertRow(a, now) {
     l.gpu !== undefined ? matcher('gpu', l.gpu) : null,
     l.rule !== undefined ? matcher('rule', l.rule) : l.alertname !== undefined ? matcher('alertname', l.alertname) : null,
   ].filter((m) => m !== null);
+  // A silence for some receivers only (a maintenance window's: the pager) says whom it holds the alert from; the others still hear of it.
+  const only = a.silencedFor && a.silencedFor.length < a.receivers.length ? ` (held from ${a.silencedFor.map(esc).join(', ')} only)` : '';
   const held =
-    a.silencedBy.length > 0 ? `silenced by ${a.silencedBy.map(esc).join(', ')}` : a.inhibitedBy.length > 0 ? `inhibited by ${a.inhibitedBy.length}` : '';
+    a.silencedBy.length > 0 ? `silenced by ${a.silencedBy.map(esc).join(', ')}${only}` : a.inhibitedBy.length > 0 ? `inhibited by ${a.inhibitedBy.length}` : '';
   return `<tr data-fingerprint="${esc(a.fingerprint)}" data-state="${esc(a.state)}"><td>${pill(l.severity ?? 'warning')}</td>
 <td>${esc(l.host ?? l.instance ?? '')}${l.gpu !== undefined ? ` GPU ${esc(l.gpu)}` : ''}</td><td>${esc(l.category ?? '')} <span class="muted">${esc(l.rule ?? l.alertname ?? '')}</span></td>
 <td>${esc(a.summary)}${a.description ? `<br><span class="muted">${esc(a.description)}</span>` : ''}${evidence(a.evidence)}</td>
