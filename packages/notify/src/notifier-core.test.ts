@@ -211,6 +211,19 @@ describe('notifier decisions with the default routes', () => {
     ]);
   });
 
+  it('a window already over when its notice is read (read late, a recording replayed) makes no silence; one moved into the past ends its silence', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    const H = 3_600 * S;
+    const past = { start: new Date(T - 3 * H).toISOString(), end: new Date(T - H).toISOString() };
+    n.ingest(state, alert('old', 'firing', 'warning', { category: 'maintenance', window: past }), T);
+    expect(Object.keys(state.silences)).toEqual([]);
+    n.ingest(state, alert('m', 'firing', 'warning', { category: 'maintenance', window: { start: new Date(T + H).toISOString() } }), T);
+    expect(state.silences['maintenance-m']!.expiredAt).toBeUndefined();
+    n.ingest(state, alert('m', 'firing', 'warning', { category: 'maintenance', window: past }), T + S);
+    expect(state.silences['maintenance-m']!.expiredAt).toBe(T + S);
+  });
+
   it('a window announced without times is held from the notice until it resolves, at most a week', () => {
     const n = core();
     const state = emptyNotifierState();

@@ -405,8 +405,13 @@ export class NotifierCore {
     if (pagers.length === 0) return;
     const { startsAt, endsAt } = maintenanceHold(window, now);
     const announced = window?.start !== undefined || window?.end !== undefined;
-    // The same window again (a repeat, an escalation) leaves its silence as it is; a moved one moves it.
-    if (existing && existing.expiredAt === undefined && (!announced || (existing.startsAt === startsAt && existing.endsAt === endsAt))) return;
+    // The same window again (a repeat, an escalation) leaves its silence as it is, expired or not; a moved one moves it.
+    if (existing && (announced ? existing.startsAt === startsAt && existing.endsAt === endsAt : existing.expiredAt === undefined)) return;
+    // A window already over (a notice read late, a recording replayed) holds nothing: no silence, and one it had ends.
+    if (endsAt <= now) {
+      if (existing) this.expireSilence(state, id, now);
+      return;
+    }
     const held = `${new Date(startsAt).toISOString()} – ${new Date(endsAt).toISOString()}`;
     const silence: Silence = {
       id,
