@@ -12,6 +12,7 @@ import {
   renderUsage,
   startUsageService,
   UsageAccumulator,
+  USAGE_FORMATS,
   UsageReportBuilder,
   type UsageReport,
 } from '@gpualert/usage';
@@ -152,21 +153,82 @@ describe('hostile and odd input', () => {
     expect(html).not.toContain('<script');
   });
 
-  it('a bill of 200,000 rows renders in Markdown, and what a bill says is shown there, never obeyed (HTML, links)', () => {
-    const rows = Array.from({ length: 200_000 }, (_, i) => `i-${i},2026-06-10T00:00:00Z,2026-06-10T01:00:00Z,1`);
-    rows.push(
-      '<img src=x onerror=alert(1)>,2026-06-10T00:00:00Z,2026-06-10T01:00:00Z,1',
-      '[click](javascript:alert(1)),2026-06-10T00:00:00Z,2026-06-10T01:00:00Z,1',
-    );
-    const bill = parseBill('csv', `instance_id,start,end,hours\n${rows.join('\n')}\n`, 'big.csv');
+  it('a bill of 200,000 rows of seen and unseen machines, hostile in every field, renders in every format; Markdown shows what it says and obeys none of it', () => {
+    // Hosts and alerts named like attacks on a Markdown renderer: HTML, a link, an image, table pipes, an entity, emphasis.
+    const hostile = ['<img src=x onerror=alert(1)>', '[x](javascript:alert(1))', 'a|b', '&#60;script&#62;', '![i](http://e/x.png)', '*bold*_u_`c`'];
     const builder = new UsageReportBuilder({ from: DAY10, to: DAY10 + 24 * HOUR, by: 'host' }, undefined, true);
+    for (const [n, host] of hostile.entries()) {
+      const read = readRollup(
+        JSON.stringify(
+          newEnvelope({
+            type: 'usage.rollup',
+            host,
+            source: 't',
+            ts: iso(DAY10),
+            labels: { job: `<b>job</b>|${n}` },
+            data: {
+              gpu: 0,
+              hour: iso(DAY10),
+              minutes: { up: 60, busy: 0, idle: 30, broken: 30, maintenance: 0 },
+              busy_threshold_pct: 2,
+              evidence: { alerts: [`<script>${n}</script>`], provider_events: [] },
+            },
+          }),
+        ),
+      );
+      if (read.ok !== true) throw new Error(`rollup of ${host}: ${read.ok === false ? read.reason : 'other'}`);
+      builder.add(read.rollup);
+    }
+    // The bill names the instances in a CSV; a field with a comma, a quote or a newline is quoted.
+    const q = (v: string) => `"${v.replace(/"/g, '""')}"`;
+    const rows: string[] = [];
+    for (let i = 0; i < 200_000; i += 1) {
+      const seen = i % 2 === 0;
+      const instance = seen ? hostile[(i / 2) % hostile.length]! : `i-${i}<i>`;
+      rows.push(`${q(instance)},2026-06-10T00:00:00Z,2026-06-10T01:00:00Z,1,2,${q(`<a href=x>${i}</a>`)}`);
+    }
+    const bill = parseBill('csv', `instance_id,start,end,hours,cost,what\n${rows.join('\n')}\n`, 'big|<b>.csv');
+    expect([bill.lines.length, bill.error_count]).toEqual([200_000, 0]);
+    const report = builder.build();
     const rec = reconcile(bill, builder.hostHours, { from: DAY10, to: DAY10 + 24 * HOUR });
-    expect(rec.orphans).toHaveLength(200_002);
-    const markdown = renderUsage(builder.build(), rec, 'md');
-    expect(markdown.split('\n').filter((l) => /^\| i-\d+ \|/.test(l))).toHaveLength(200_000);
-    expect(markdown).not.toMatch(/<img|\]\(javascript/);
-    expect(markdown).toContain('&lt;img src=x onerror=alert\\(1\\)&gt;');
-    expect(markdown).toContain('\\[click\\]\\(javascript:alert\\(1\\)\\)');
+    expect([rec.instances.length, rec.orphans.length]).toEqual([hostile.length, 100_000]);
+    expect(rec.instances.every((i) => i.billed_broken_hours > 0 && i.bill_rows.length > 0)).toBe(true);
+    const out = Object.fromEntries(USAGE_FORMATS.map((f) => [f, renderUsage(report, rec, f)]));
+    expect(JSON.parse(out.json!).reconciliation.orphans).toHaveLength(100_000);
+    expect(out.csv!.split('\n').filter((l) => l.startsWith('orphan,'))).toHaveLength(100_000);
+    expect(out.html!).not.toMatch(/<img|<script|<i>|<b>|<a /);
+    const md = out.md!;
+    expect(md.split('\n').filter((l) => /^\| i-\d+&lt;i&gt; \|/.test(l))).toHaveLength(100_000);
+    // Nothing a renderer would obey: no tag, no link or image, no entity it would decode, no pipe that splits a cell.
+    expect(md).not.toMatch(/<[a-z!/]/i);
+    expect(md).not.toMatch(/[^\\]\]\(|[^\\]!\[/);
+    expect(md).not.toMatch(/&#\d/);
+    // Every row of a table has its header's cells: an unescaped pipe in a cell would add one.
+    const wrong: string[] = [];
+    let columns = 0;
+    for (const line of md.split('\n')) {
+      if (!line.startsWith('|')) {
+        columns = 0;
+        continue;
+      }
+      const cells = line.replace(/\\\|/g, '').split('|').length;
+      if (columns === 0) columns = cells;
+      else if (cells !== columns) wrong.push(line);
+    }
+    expect(wrong).toEqual([]);
+    // …and it still says what the bill says, as text.
+    expect(md).toContain('&lt;img src=x onerror=alert\\(1\\)&gt;');
+    expect(md).toContain('a\\|b');
+    expect(md).toContain('alerts &lt;script&gt;0&lt;/script&gt;');
+  });
+
+  it("the HTML chart of a long range's 200,000 daily buckets draws, scaled to the largest", () => {
+    const report = new UsageReportBuilder({ from: DAY10, to: DAY10 + 24 * HOUR, by: 'host' }).build();
+    const zero = { up: 0, busy: 0, idle: 0, broken: 0, maintenance: 0 };
+    const series = Array.from({ length: 200_000 }, (_, i) => ({ start: iso(DAY10 + i * 24 * HOUR), hours: i === 7 ? { ...zero, up: 640, idle: 640 } : zero }));
+    const html = renderUsage({ ...report, bucket: 'day', series }, undefined, 'html');
+    expect(html.match(/<rect class="bar"[^>]*>/g)).toHaveLength(1);
+    expect(html).toContain('text-anchor="end" font-size="11">640</text>');
   });
 
   it('a rollup whose states do not add up to its up minutes is refused, with the reason', () => {

@@ -127,6 +127,12 @@ export class Conditions {
     }
   }
 
+  /** A firing condition said again as it is now (a maintenance window the provider moved): no transition, no flapping count. */
+  retell(state: HostState, key: string, at: number): void {
+    const tracker = state.trackers[key];
+    if (tracker?.firing && !tracker.flapping) this.tell(state, key, tracker, 'firing', at);
+  }
+
   /** Ends a condition: recovery seen, a quiet period over, or an operator's word. */
   resolve(state: HostState, key: string, tracker: Tracker, at: number): void {
     tracker.firing = false;
@@ -218,9 +224,31 @@ export class Conditions {
     const rootCause = cooling ? 'cooling' : tracker.rootCause;
     if (rootCause !== undefined) data.root_cause = rootCause;
     if (tracker.category !== 'maintenance' && inMaintenance(state, tracker.startsAt ?? at)) data.expected = true;
+    if (tracker.category === 'maintenance') {
+      const window = windowOf(state, key, tracker.rule);
+      if (window) data.window = window;
+    }
     const labels = tracker.labels ?? (tracker.gpu !== undefined ? state.gpus[tracker.gpu]?.job : undefined);
     this.out.push(labels ? { host: state.host, ts: at, data, labels } : { host: state.host, ts: at, data });
   }
+}
+
+/** A maintenance tracker's window (its key is `rule|event id`), in the provider's times; undefined when it announced none. */
+function windowOf(state: HostState, key: string, rule: string): AlertData['window'] {
+  if (!key.startsWith(`${rule}|`)) return undefined;
+  const id = key.slice(rule.length + 1);
+  const w = Object.hasOwn(state.maintenance, id) ? state.maintenance[id] : undefined;
+  if (!w) return undefined;
+  const start = isoOf(w.start);
+  const end = isoOf(w.end);
+  if (start === undefined && end === undefined) return undefined;
+  return { ...(start !== undefined ? { start } : {}), ...(end !== undefined ? { end } : {}) };
+}
+
+function isoOf(t: number | undefined): string | undefined {
+  if (t === undefined) return undefined;
+  const d = new Date(t);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
 function gpuRef(state: HostState, index: number): NonNullable<AlertData['gpu']> {

@@ -406,8 +406,8 @@ export class Engine {
   }
 
   private providerEvent(base: JudgeContext, data: EnvelopeOf<'provider.event'>['data']): void {
-    const { window, forgotten } = keepWindow(base.host, data);
-    const ctx = { ...base, data, window, forgotten };
+    const { window, forgotten, moved } = keepWindow(base.host, data);
+    const ctx = { ...base, data, window, forgotten, moved };
     for (const step of planOf(base.bound).provider) step.run(ctx, step.rule);
   }
 

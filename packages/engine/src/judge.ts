@@ -53,6 +53,8 @@ export interface ProviderContext extends JudgeContext {
   readonly window: MaintenanceWindow;
   /** Windows dropped to keep the bound: their alerts end too. */
   readonly forgotten: readonly string[];
+  /** The provider moved this window's start or end since its last notice. */
+  readonly moved: boolean;
 }
 
 /** One `host.sample` (the host's BMC or training network). */

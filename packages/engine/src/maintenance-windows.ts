@@ -8,7 +8,8 @@ import type { HostState, MaintenanceWindow } from './engine-state.ts';
 export const MAX_MAINTENANCE_WINDOWS_PER_HOST = 32;
 
 /** A provider event's window, kept on the host; the ids of the windows forgotten to keep the bound. */
-export function keepWindow(host: HostState, data: EnvelopeOf<'provider.event'>['data']): { window: MaintenanceWindow; forgotten: string[] } {
+export function keepWindow(host: HostState, data: EnvelopeOf<'provider.event'>['data']): { window: MaintenanceWindow; forgotten: string[]; moved: boolean } {
+  const before = Object.hasOwn(host.maintenance, data.event_id) ? host.maintenance[data.event_id] : undefined;
   const window: MaintenanceWindow = {
     status: data.status,
     description: `${data.provider} ${data.kind} ${data.status}: ${data.description}${data.window_start ? ` (window ${data.window_start}${data.window_end ? ` – ${data.window_end}` : ''})` : ''}`,
@@ -16,7 +17,9 @@ export function keepWindow(host: HostState, data: EnvelopeOf<'provider.event'>['
     ...(data.window_end ? { end: Date.parse(data.window_end) } : {}),
   };
   host.maintenance[data.event_id] = window;
-  return { window, forgotten: forgetOldWindows(host.maintenance, data.event_id) };
+  // Rescheduled: the alert says its new window, and the notifier's silence moves with it.
+  const moved = before !== undefined && (before.start !== window.start || before.end !== window.end);
+  return { window, forgotten: forgetOldWindows(host.maintenance, data.event_id), moved };
 }
 
 /** Past the bound, closed windows go first (oldest first), then the oldest open ones; never `keep`. The ids forgotten. */

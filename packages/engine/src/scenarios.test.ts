@@ -151,7 +151,40 @@ describe('scenarios', () => {
       ['maintenance', 'resolved', false],
     ]);
     expect(mine[0]!.ts).toBe(new Date(T0 + 5 * MIN).toISOString()); // announced as soon as it is announced
+    // It carries the window the provider announced: the notifier's silence holds the pager for that, not from the notice.
+    expect(mine[0]!.data.window).toEqual({ start: new Date(start).toISOString(), end: new Date(end).toISOString() });
     expect(mine[4]!.data.summary).toMatch(/maintenance completed/);
+  });
+
+  it('a window the provider moves is said again with its new times; the same notice again says nothing', () => {
+    const notice = (id: string, at: number, start: number): Envelope =>
+      newEnvelope({
+        type: 'provider.event',
+        id,
+        host: hostName(0),
+        source: 'test',
+        ts: new Date(at).toISOString(),
+        data: {
+          provider: 'aws',
+          event_id: 'm-2',
+          kind: 'maintenance',
+          status: 'scheduled',
+          hosts: [hostName(0)],
+          window_start: new Date(start).toISOString(),
+          window_end: new Date(start + 60 * MIN).toISOString(),
+          description: 'system-maintenance',
+          raw_id: 'm-2',
+        },
+      });
+    const samples = fleet({ fault: (h, gpu) => busy(gpu) });
+    const { alerts } = run(
+      merge(samples, [notice('n1', T0 + 2 * MIN, T0 + 60 * MIN), notice('n2', T0 + 4 * MIN, T0 + 60 * MIN), notice('n3', T0 + 6 * MIN, T0 + 90 * MIN)]),
+    );
+    const mine = alerts.filter((a) => a.host === hostName(0) && a.data.category === 'maintenance');
+    expect(mine.map((a) => [a.ts, a.data.status, a.data.window?.start])).toEqual([
+      [new Date(T0 + 2 * MIN).toISOString(), 'firing', new Date(T0 + 60 * MIN).toISOString()],
+      [new Date(T0 + 6 * MIN).toISOString(), 'firing', new Date(T0 + 90 * MIN).toISOString()],
+    ]);
   });
 
   it('catches a stuck job, an ECC double-bit error with row remap pending, and a PCIe link at x8 under load', () => {

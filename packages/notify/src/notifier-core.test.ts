@@ -2,7 +2,7 @@ import { newEnvelope, type AlertData, type EnvelopeOf } from '@gpualert/schema';
 import { describe, expect, it } from 'vitest';
 import { loadRoutes } from './load-routes.ts';
 import { RoutesFile } from './route-config.ts';
-import { emptyNotifierState, NotifierCore, type Decision, type NotifierState } from './notifier-core.ts';
+import { emptyNotifierState, MAINTENANCE_MARGIN_MS, MAINTENANCE_MAX_HOLD_MS, NotifierCore, type Decision, type NotifierState } from './notifier-core.ts';
 import { forgetResolvedPages } from './resolved-pages.ts';
 
 const routes = loadRoutes();
@@ -182,6 +182,57 @@ describe('notifier decisions with the default routes', () => {
     expect(sent(n.ingest(state, alert('lost2', 'firing', 'critical', { category: 'fallen_off_bus' }), T + 61 * S))).toEqual([
       ['pager', 'page', 'lost2:firing'],
     ]);
+  });
+
+  it("a maintenance window's silence holds the pager from the window's start to its end, 15 min either side, not from the notice for a week", () => {
+    const n = core();
+    const state = emptyNotifierState();
+    const H = 3_600 * S;
+    // The notice arrives at 02:03 for a window 03:00–05:00.
+    const window = { start: new Date(T + 3 * H).toISOString(), end: new Date(T + 5 * H).toISOString() };
+    n.ingest(state, alert('maint', 'firing', 'warning', { category: 'maintenance', window }), T + 2 * H + 3 * 60 * S);
+    const silence = state.silences['maintenance-maint']!;
+    expect([silence.startsAt, silence.endsAt, silence.receivers]).toEqual([T + 3 * H - MAINTENANCE_MARGIN_MS, T + 5 * H + MAINTENANCE_MARGIN_MS, ['pager']]);
+    expect(silence.comment).toMatch(/^provider maintenance, pager receivers only \(pager\), held \S+ – \S+ \(the window .* 15 min either side\)/);
+    // Before the window, a lost GPU pages; inside it, the pager is held and the API lists the silence; after it, it pages again.
+    const lost = (fp: string, at: number) => n.ingest(state, alert(fp, 'firing', 'critical', { category: 'fallen_off_bus', at }), at);
+    expect(sent(lost('before', T + 2 * H + 30 * 60 * S))).toEqual([['pager', 'page', 'before:firing']]);
+    expect(suppressed(lost('inside', T + 4 * H))).toEqual([['pager', 'silenced']]);
+    expect(n.markers(state, 'inside', state.firing.inside!, T + 4 * H, ['pager', 'chat']).silencedBy).toEqual(['maintenance-maint']);
+    // An alert that goes to chat only is not held by a silence for the pager.
+    expect(n.markers(state, 'inside', state.firing.inside!, T + 4 * H, ['chat']).silencedBy).toEqual([]);
+    expect(sent(lost('after', T + 5 * H + 16 * 60 * S))).toEqual([['pager', 'page', 'after:firing']]);
+    // The provider moves the window: the silence moves with it.
+    const moved = { start: new Date(T + 7 * H).toISOString(), end: new Date(T + 8 * H).toISOString() };
+    n.ingest(state, alert('maint', 'firing', 'warning', { category: 'maintenance', window: moved }), T + 6 * H);
+    expect([state.silences['maintenance-maint']!.startsAt, state.silences['maintenance-maint']!.endsAt]).toEqual([
+      T + 7 * H - MAINTENANCE_MARGIN_MS,
+      T + 8 * H + MAINTENANCE_MARGIN_MS,
+    ]);
+  });
+
+  it('a window already over when its notice is read (read late, a recording replayed) makes no silence; one moved into the past ends its silence', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    const H = 3_600 * S;
+    const past = { start: new Date(T - 3 * H).toISOString(), end: new Date(T - H).toISOString() };
+    n.ingest(state, alert('old', 'firing', 'warning', { category: 'maintenance', window: past }), T);
+    expect(Object.keys(state.silences)).toEqual([]);
+    n.ingest(state, alert('m', 'firing', 'warning', { category: 'maintenance', window: { start: new Date(T + H).toISOString() } }), T);
+    expect(state.silences['maintenance-m']!.expiredAt).toBeUndefined();
+    n.ingest(state, alert('m', 'firing', 'warning', { category: 'maintenance', window: past }), T + S);
+    expect(state.silences['maintenance-m']!.expiredAt).toBe(T + S);
+  });
+
+  it('a window announced without times is held from the notice until it resolves, at most a week', () => {
+    const n = core();
+    const state = emptyNotifierState();
+    n.ingest(state, alert('maint', 'firing', 'warning', { category: 'maintenance' }), T);
+    expect([state.silences['maintenance-maint']!.startsAt, state.silences['maintenance-maint']!.endsAt]).toEqual([T, T + MAINTENANCE_MAX_HOLD_MS]);
+    expect(state.silences['maintenance-maint']!.comment).toMatch(/no window announced: until it resolves/);
+    // Said again (an escalation), it stays as it was.
+    n.ingest(state, alert('maint', 'firing', 'warning', { category: 'maintenance' }), T + 60 * S);
+    expect(state.silences['maintenance-maint']!.startsAt).toBe(T);
   });
 
   it('mutes a route inside its mute time interval', () => {

@@ -1,4 +1,4 @@
-import { decodeVersioned, encodeVersioned, stableId, type EnvelopeOf } from '@gpualert/schema';
+import { decodeVersioned, encodeVersioned, stableId, type AlertData, type EnvelopeOf } from '@gpualert/schema';
 import { alertLabels } from './alert-labels.ts';
 import { labelValue, parseMatchers, type Matcher } from './matchers.ts';
 import type { RoutesFile } from './route-config.ts';
@@ -125,6 +125,25 @@ function view(alert: EnvelopeOf<'alert'>): AlertView {
  */
 /** Routing done between two pauses of a reload's adopt, in ms. */
 const ADOPT_SLICE_MS = 10;
+/**
+ * A maintenance silence holds the pager this long before the announced window opens and after it
+ * ends: the engine's own slack around a window (its alerts there are `expected`), so fallout just
+ * before or after the window does not page either.
+ */
+export const MAINTENANCE_MARGIN_MS = 15 * 60_000;
+/** A window announced without an end (or with one further off than this) is held at most this long from its start. */
+export const MAINTENANCE_MAX_HOLD_MS = 7 * 86_400_000;
+
+/** When a maintenance window's silence holds: its announced start and end with the margin, else from `now`, never longer than the bound. */
+export function maintenanceHold(window: AlertData['window'], now: number): { startsAt: number; endsAt: number } {
+  const start = window?.start !== undefined ? Date.parse(window.start) : NaN;
+  const end = window?.end !== undefined ? Date.parse(window.end) : NaN;
+  const startsAt = Number.isFinite(start) ? start - MAINTENANCE_MARGIN_MS : now;
+  const latest = startsAt + MAINTENANCE_MAX_HOLD_MS;
+  const endsAt = Number.isFinite(end) && end + MAINTENANCE_MARGIN_MS > startsAt ? Math.min(end + MAINTENANCE_MARGIN_MS, latest) : Math.max(latest, now);
+  return { startsAt, endsAt };
+}
+
 /** A matcher no label set meets (an empty alternation): what a saved matcher text that does not parse stands for. */
 const MATCHES_NOTHING: Matcher = { label: '', op: '=~', value: '', literals: new Set() };
 
@@ -152,7 +171,7 @@ export class NotifierCore {
     const decisions: Decision[] = [];
     const a = view(alert);
     this.index(state, a, now);
-    this.maintenanceSilence(state, a, now);
+    this.maintenanceSilence(state, a, alert.data.window, now);
     for (const route of routesFor(this.config.route, a.labels)) {
       const blocked = a.status === 'firing' ? this.suppressedBy(state, route, a, now) : undefined;
       if (route.page) {
@@ -339,12 +358,20 @@ export class NotifierCore {
   }
 
   /**
-   * Every active silence (one for all receivers) and every firing alert that inhibits this one now:
-   * Alertmanager's silencedBy and inhibitedBy. Read-only: the API shows it, decisions use suppressedBy.
+   * Every active silence that holds the alert for at least one of its `receivers` (one for all
+   * receivers always does; a maintenance window's, for the pager only, when the alert goes to the
+   * pager) and every firing alert that inhibits this one now: Alertmanager's silencedBy and
+   * inhibitedBy. Read-only: the API shows it, decisions use suppressedBy.
    */
-  markers(state: Readonly<NotifierState>, fingerprint: string, labels: Readonly<Record<string, string>>, now: number): AlertMarkers {
+  markers(
+    state: Readonly<NotifierState>,
+    fingerprint: string,
+    labels: Readonly<Record<string, string>>,
+    now: number,
+    receivers: readonly string[] = [],
+  ): AlertMarkers {
     const silencedBy = this.silenceIndex(state.silences)
-      .all(labels, now)
+      .all(labels, now, receivers)
       .map((s) => s.id);
     return { silencedBy: silencedBy.sort(), inhibitedBy: this.inhibitor.all(state, fingerprint, labels) };
   }
@@ -355,13 +382,19 @@ export class NotifierCore {
   }
 
   /**
-   * An announced maintenance window silences its host for the pager while it is open, and the
-   * silence expires when the window's alert resolves: maintenance fallout never pages, chat
-   * still sees it.
+   * An announced maintenance window silences its host for the pager receivers while it is open
+   * (its announced start to its end, MAINTENANCE_MARGIN_MS either side), and the silence expires
+   * when the window's alert resolves: maintenance fallout never pages, chat still sees it. A window
+   * the provider moves moves its silence; one without times is held from the notice until it resolves.
    */
-  private maintenanceSilence(state: NotifierState, alert: AlertView, now: number): void {
+  private maintenanceSilence(state: NotifierState, alert: AlertView, window: AlertData['window'], now: number): void {
     if (alert.category !== 'maintenance') return;
     const id = `maintenance-${alert.fingerprint}`;
+    const existing = state.silences[id];
+    if (alert.status === 'resolved') {
+      if (existing) this.expireSilence(state, id, now);
+      return;
+    }
     const pagers = [
       ...new Set(
         routesFor(this.config.route, dict([...Object.entries(alert.labels), ['severity', 'critical'], ['expected', 'false'], ['category', 'host_down']]))
@@ -369,21 +402,32 @@ export class NotifierCore {
           .map((r) => r.receiver),
       ),
     ];
-    if (alert.status === 'firing' && !state.silences[id] && pagers.length > 0) {
-      const silence: Silence = {
-        id,
-        matchers: [`host="${alert.host}"`],
-        receivers: pagers,
-        startsAt: now,
-        endsAt: now + 7 * 86_400_000,
-        createdBy: 'gpualert',
-        comment: `provider maintenance: ${alert.summary}`,
-      };
-      state.silences[id] = silence;
-      this.indexed(state, silence);
-    } else if (alert.status === 'resolved' && state.silences[id]) {
-      this.expireSilence(state, id, now);
+    if (pagers.length === 0) return;
+    const { startsAt, endsAt } = maintenanceHold(window, now);
+    const announced = window?.start !== undefined || window?.end !== undefined;
+    // The same window again (a repeat, an escalation) leaves its silence as it is, expired or not; a moved one moves it.
+    if (existing && (announced ? existing.startsAt === startsAt && existing.endsAt === endsAt : existing.expiredAt === undefined)) return;
+    // A window already over (a notice read late, a recording replayed) holds nothing: no silence, and one it had ends.
+    if (endsAt <= now) {
+      if (existing) this.expireSilence(state, id, now);
+      return;
     }
+    const held = `${new Date(startsAt).toISOString()} – ${new Date(endsAt).toISOString()}`;
+    const silence: Silence = {
+      id,
+      matchers: [`host="${alert.host.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`],
+      receivers: pagers,
+      startsAt,
+      endsAt,
+      createdBy: 'gpualert',
+      comment: `provider maintenance, pager receivers only (${pagers.join(', ')}), held ${held}${
+        window?.start || window?.end
+          ? ` (the window ${window.start ?? '?'} – ${window.end ?? '?'}, ${MAINTENANCE_MARGIN_MS / 60_000} min either side)`
+          : ' (no window announced: until it resolves)'
+      }: ${alert.summary}`.slice(0, 1024),
+    };
+    state.silences[id] = silence;
+    this.indexed(state, silence);
   }
 
   /** Keeps the firing alerts and the inhibition index up to date, so a lookup is one map access. */

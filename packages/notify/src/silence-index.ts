@@ -69,11 +69,12 @@ export class SilenceIndex {
     return best?.silence;
   }
 
-  /** Every silence active at `now` for every receiver (none with a `receivers` list) that matches the labels. */
-  all(labels: Readonly<Record<string, string>>, now: number): Silence[] {
+  /** Every silence active at `now` that matches the labels and holds them for every receiver, or for one of `receivers`. */
+  all(labels: Readonly<Record<string, string>>, now: number, receivers: readonly string[] = []): Silence[] {
     const out: Silence[] = [];
     this.visit(labels, (entry) => {
-      if (!entry.silence.receivers && this.applies(entry, labels, now, undefined)) out.push(entry.silence);
+      const scope = entry.silence.receivers;
+      if ((!scope || scope.some((r) => receivers.includes(r))) && this.applies(entry, labels, now, undefined)) out.push(entry.silence);
     });
     return out;
   }

@@ -253,6 +253,8 @@ export const AlertData = z.object({
   value: z.number().optional(),
   /** Every annotation of an alert pushed through Alertmanager's API, as sent (summary and description included). */
   annotations: Annotations.optional(),
+  /** A maintenance alert's announced window, as the provider gave it: the notifier's silence holds the pager from its start to its end. */
+  window: z.object({ start: isoTime.optional(), end: isoTime.optional() }).optional(),
 });
 export type AlertData = z.infer<typeof AlertData>;
 

@@ -1,12 +1,14 @@
 import type { Server } from 'node:http';
 import type { Bus, OutgoingMessage } from '@gpualert/bus';
-import { alertmanagerPayload, emptyNotifierState, NotifierCore, RoutesFile, type Notification } from '@gpualert/notify';
-import { parseEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
+import { createLogger } from '@gpualert/log';
+import { alertmanagerPayload, emptyNotifierState, loadRoutes, NotifierCore, RoutesFile, type Notification } from '@gpualert/notify';
+import { newEnvelope, parseEnvelope, TOPICS, type AlertData, type EnvelopeOf } from '@gpualert/schema';
 import { MemoryStore } from '@gpualert/state';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { alertEnvelope, alertQuery, listAlerts, listAlertsBounded, MAX_ALERTS_PER_RESPONSE, type AlertQuery, type NotifierView } from './alertmanager-api.ts';
 import { createNotifierServer, NotifierMetrics } from './notifier-http.ts';
+import { SilenceSync } from './silence-sync.ts';
 
 const TOKEN = 'notifier-token-0123456789';
 const servers: Server[] = [];
@@ -231,6 +233,62 @@ inhibit_rules:
       'team {"alertname":"GpuHot"} 1',
       'team {"alertname":"NodeDown"} 1',
     ]);
+  });
+
+  it("a maintenance window's silence shows its scope and its hours in /api/v2/silences, and the host's paged alerts show it in silencedBy", async () => {
+    const routes = loadRoutes();
+    if (!routes.ok) throw new Error('routes');
+    const core = new NotifierCore(routes.value);
+    const state = emptyNotifierState();
+    const now = Date.now();
+    const MIN = 60_000;
+    // The notice came an hour before a two-hour window that is open now; a GPU of the host fell off the bus inside it.
+    const window = { start: new Date(now - 30 * MIN).toISOString(), end: new Date(now + 90 * MIN).toISOString() };
+    const engineAlert = (fingerprint: string, category: AlertData['category'], severity: AlertData['severity'], at: number, extra: Partial<AlertData> = {}) =>
+      newEnvelope({
+        type: 'alert',
+        host: 'gpu-node-001',
+        source: 'engine',
+        ts: new Date(at).toISOString(),
+        data: {
+          fingerprint,
+          status: 'firing',
+          severity,
+          category,
+          rule: category,
+          summary: `${category} on gpu-node-001`,
+          starts_at: new Date(at).toISOString(),
+          evidence: [],
+          ...extra,
+        },
+      });
+    core.ingest(state, engineAlert('maint1', 'maintenance', 'warning', now - 90 * MIN, { window }), now - 90 * MIN);
+    core.ingest(state, engineAlert('lost1', 'fallen_off_bus', 'critical', now - 5 * MIN), now - 5 * MIN);
+    const { base, store } = await serve({ routes: routes.value, state: () => state });
+    // The running notifier shares the silences its core made with the store the API reads (silence-sync.ts).
+    await new SilenceSync(store, createLogger({ name: 't', level: 'silent' }), () => Promise.resolve()).shareOwn(state, new Map());
+    const silences = (await (await fetch(`${base}/api/v2/silences`, { headers: auth })).json()) as Record<string, unknown>[];
+    expect(silences).toEqual([
+      expect.objectContaining({
+        id: 'maintenance-maint1',
+        status: { state: 'active' },
+        startsAt: new Date(now - 45 * MIN).toISOString(),
+        endsAt: new Date(now + 105 * MIN).toISOString(),
+        createdBy: 'gpualert',
+        comment: expect.stringMatching(/^provider maintenance, pager receivers only \(pager\), held /) as unknown,
+        receivers: [{ name: 'pager' }],
+        matchers: [{ name: 'host', value: 'gpu-node-001', isRegex: false, isEqual: true }],
+      }),
+    ]);
+    type Alert = { fingerprint: string; receivers: { name: string }[]; status: { state: string; silencedBy: string[] } };
+    const alerts = (await (await fetch(`${base}/api/v2/alerts`, { headers: auth })).json()) as Alert[];
+    const shown = Object.fromEntries(alerts.map((a) => [a.fingerprint, [a.status.state, a.status.silencedBy, a.receivers.map((r) => r.name)]]));
+    expect(shown).toEqual({
+      // Held from the pager (chat still hears): suppressed, as Alertmanager says of a silenced alert.
+      lost1: ['suppressed', ['maintenance-maint1'], ['pager', 'chat']],
+      // The notice itself goes to chat only: a silence for the pager does not hold it.
+      maint1: ['active', [], ['chat']],
+    });
   });
 
   it('keeps every annotation an alert carries: POST → envelope → notifier → GET /api/v2/alerts and the webhook payload, bounded as labels are', async () => {

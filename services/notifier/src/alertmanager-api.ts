@@ -167,6 +167,8 @@ export function gettableSilence(s: Silence, now: number) {
     endsAt: new Date(s.endsAt).toISOString(),
     createdBy: s.createdBy,
     comment: s.comment,
+    // gpualert's own, beside Alertmanager's fields (its clients ignore a field they do not know): a silence for these receivers only.
+    ...(s.receivers ? { receivers: s.receivers.map((name) => ({ name })) } : {}),
   };
 }
 
@@ -344,6 +346,12 @@ function alertBase(fingerprint: string, labels: Readonly<Record<string, string>>
   };
 }
 
+/**
+ * Alertmanager's rule: an alert is `suppressed` when anything silences or inhibits it. A silence
+ * for some receivers only (a maintenance window's, for the pager) counts when the alert goes to
+ * one of them: it is held from the pager, so it is listed suppressed with that silence, though
+ * chat still hears of it (the silence's `receivers` says so).
+ */
 function gettableAlert(base: ReturnType<typeof alertBase>, markers: AlertMarkers) {
   const suppressed = markers.silencedBy.length > 0 || markers.inhibitedBy.length > 0;
   return {
@@ -424,7 +432,7 @@ function firingAlerts(view: NotifierView, core: NotifierCore, q: AlertQuery, now
       entry.base = alertBase(fingerprint, labels, about, receivers, now);
       entry.baseAt = about?.updatedAt;
     }
-    const alert = gettableAlert(entry.base, core.markers(state, fingerprint, labels, now));
+    const alert = gettableAlert(entry.base, core.markers(state, fingerprint, labels, now, receivers));
     if (!wantedByState(alert, q)) continue;
     if (out.length >= MAX_ALERTS_PER_RESPONSE) omitted += 1;
     else out.push({ entry, alert });

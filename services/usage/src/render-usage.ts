@@ -192,7 +192,9 @@ export function usageChart(series: UsageReport['series'], bucket: 'hour' | 'day'
   const top = 20;
   const plotH = height - bottom - top;
   const plotW = width - left - 20;
-  const max = Math.max(1, ...series.map((s) => s.hours.up));
+  // A loop, not Math.max(...all): a series of a few hundred thousand buckets (a long range by day) would overflow the stack.
+  let max = 1;
+  for (const s of series) if (s.hours.up > max) max = s.hours.up;
   const barW = series.length > 0 ? plotW / series.length : plotW;
   const bars: string[] = [];
   series.forEach((s, i) => {

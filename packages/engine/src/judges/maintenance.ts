@@ -18,5 +18,7 @@ export const maintenance: Judge<'maintenance'> = {
     const tracker = host.trackers[key];
     if (tracker) tracker.summary = summary; // the resolve says how it ended
     ctx.conditions.observe(host, key, rule, undefined, at, { breaching: open, summary });
+    // A firing window the provider moved is said again, with its new times.
+    if (open && ctx.moved && tracker?.firing) ctx.conditions.retell(host, key, at);
   },
 };

@@ -1,3 +1,4 @@
+import type { Silence } from '@gpualert/notify';
 import { SEVERITIES, type FleetSnapshot, type Severity } from '@gpualert/schema';
 import { alertQuery, listAlertsBounded, type AlertQuery, type NotifierView } from '../alertmanager-api.ts';
 
@@ -16,6 +17,10 @@ export interface ConsoleAlert {
   readonly state: 'active' | 'suppressed';
   readonly silencedBy: readonly string[];
   readonly inhibitedBy: readonly string[];
+  /** The receivers its routes reach (the page groups by them). */
+  readonly receivers: readonly string[];
+  /** Those of them its silences hold it back from: all of them, or fewer when a silence is for some receivers only (a maintenance window's, the pager). */
+  readonly silencedFor: readonly string[];
   readonly incident: string | null;
 }
 
@@ -38,18 +43,34 @@ function severityOf(labels: Readonly<Record<string, string>>): Severity {
   return SEVERITIES.find((s) => s === labels.severity) ?? 'warning';
 }
 
+/** The receivers these silences hold an alert back from, of those it goes to. */
+function heldFrom(receivers: readonly string[], silences: readonly (Silence | undefined)[]): string[] {
+  if (silences.some((s) => s !== undefined && !s.receivers)) return [...receivers];
+  return receivers.filter((r) => silences.some((s) => s?.receivers?.includes(r)));
+}
+
+/**
+ * The console's alert query: `/api/v2/alerts`' own (`filter` as Alertmanager's matchers, the
+ * notifier's parser and linear-time regexes), every state shown unless asked; or one line saying
+ * which parameter is wrong.
+ */
+export function consoleAlertQuery(params: URLSearchParams): AlertQuery | string {
+  return params.size === 0 ? EVERYTHING : alertQuery(params);
+}
+
 /**
  * The firing alerts as the notifier holds them (Alertmanager's alert list, the same function
- * `/api/v2/alerts` answers with), each with its evidence, and grouped into incidents where the
- * fleet snapshot names one for the alert.
+ * `/api/v2/alerts` answers with, filtered as it filters), each with its evidence and receivers,
+ * and grouped into incidents where the fleet snapshot names one for the alert.
  */
 export function consoleAlerts(
   view: NotifierView,
   snapshot: FleetSnapshot | undefined,
   now: number,
+  query: AlertQuery = EVERYTHING,
 ): { alerts: ConsoleAlert[]; incidents: ConsoleIncident[]; omitted: number } {
-  const { alerts, omitted } = listAlertsBounded(view, EVERYTHING, now);
-  const about = view.state().about;
+  const { alerts, omitted } = listAlertsBounded(view, query, now);
+  const { about, silences } = view.state();
   const incidentOf = new Map<string, string>();
   for (const host of snapshot?.hosts ?? []) {
     for (const a of host.alerts) if (a.incident) incidentOf.set(a.fingerprint, a.incident);
@@ -78,6 +99,11 @@ export function consoleAlerts(
       state: alert.status.state,
       silencedBy: alert.status.silencedBy,
       inhibitedBy: alert.status.inhibitedBy,
+      receivers: alert.receivers.map((r) => r.name),
+      silencedFor: heldFrom(
+        alert.receivers.map((r) => r.name),
+        alert.status.silencedBy.map((id) => (Object.hasOwn(silences, id) ? silences[id] : undefined)),
+      ),
       incident,
     };
   });

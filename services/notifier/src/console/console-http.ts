@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isGpuIndex, isHostName, type FleetSnapshot, type FleetSource } from '@gpualert/schema';
 import type { NotifierView } from '../alertmanager-api.ts';
 import { alertsFleetSource } from './alerts-fleet-source.ts';
-import { consoleAlerts } from './console-alerts.ts';
+import { consoleAlertQuery, consoleAlerts } from './console-alerts.ts';
 import { consoleAsset } from './console-assets.ts';
 
 /** What the console's handlers need from the notifier's server. */
@@ -80,7 +80,8 @@ function sourceOf(deps: ConsoleDeps): FleetSource | undefined {
 
 /**
  * The console: `GET /console/` and its assets (no token: they hold no data), `GET /v1/fleet`,
- * `GET /v1/fleet/{host}/{gpu}` and `GET /v1/alerts` (the bearer token, as every other API).
+ * `GET /v1/fleet/{host}/{gpu}` and `GET /v1/alerts` (the bearer token, as every other API; it
+ * takes `/api/v2/alerts`' query: `filter` matchers, `receiver`, the state flags).
  * Silences are the page calling `/v1/silences` itself: one validation, one code path.
  */
 export async function serveConsole(req: IncomingMessage, res: ServerResponse, url: URL, deps: ConsoleDeps): Promise<ConsoleAnswer> {
@@ -101,8 +102,10 @@ export async function serveConsole(req: IncomingMessage, res: ServerResponse, ur
   const source = sourceOf(deps);
   if (path === '/v1/alerts') {
     if (!deps.view) return json(503, { error: 'no_notifier', message: 'this server runs without a notifier: there is no alert list to show' });
+    const query = consoleAlertQuery(url.searchParams);
+    if (typeof query === 'string') return json(400, { error: 'bad_filter', message: query });
     const snapshot = source ? await snapshotOf(source, now).catch(() => undefined) : undefined;
-    return json(200, consoleAlerts(deps.view, snapshot, now));
+    return json(200, consoleAlerts(deps.view, snapshot, now, query));
   }
   if (!source) return json(503, { error: 'no_fleet_source', message: 'this server knows no fleet: run the console in `gpualert up` or beside a notifier' });
   const snapshot = await snapshotOf(source, now);

@@ -2,7 +2,7 @@
 // no build step: plain ES modules the notifier serves from its own package.
 import { call, forgetToken, setToken, token, Unauthorized } from './api.js';
 import { drawActions } from './actions-page.js';
-import { drawAlerts } from './alerts-page.js';
+import { drawAlerts, fetchAlerts } from './alerts-page.js';
 import { route } from './dom.js';
 import { drawFleet } from './fleet-grid.js';
 import { drawGpu } from './gpu-page.js';
@@ -63,9 +63,9 @@ async function render(quietly = false) {
       if (stale()) return;
       drawGpu(main, detail);
     } else if (page === 'alerts') {
-      const data = await call('GET', '/v1/alerts');
+      const shown = await fetchAlerts(rest);
       if (stale()) return;
-      drawAlerts(main, data, showError);
+      drawAlerts(main, shown, showError);
     } else if (page === 'silences') {
       const prefill =
         rest[0] === 'new' && rest.length === 3
@@ -86,9 +86,9 @@ async function render(quietly = false) {
       );
       if (stale()) return;
     } else if (page === 'maintenance') {
-      const snapshot = await call('GET', '/v1/fleet?view=grid');
+      const [snapshot, { silences }] = await Promise.all([call('GET', '/v1/fleet?view=grid'), call('GET', '/v1/silences')]);
       if (stale()) return;
-      drawMaintenance(main, snapshot);
+      drawMaintenance(main, snapshot, silences);
     } else {
       const snapshot = await call('GET', '/v1/fleet?view=grid');
       if (stale()) return;
