@@ -11,6 +11,8 @@ import { startEngineService } from './engine-service.ts';
 const rules = loadRuleSet();
 const catalog = loadXidCatalog();
 if (!rules.ok || !catalog.ok) throw new Error('the bundled rules do not load');
+const ruleSet = rules.value;
+const xids = catalog.value;
 const log = createLogger({ name: 'test', level: 'silent' });
 const T0 = Date.parse('2026-06-01T00:00:00Z');
 const MIN = 60_000;
@@ -32,7 +34,7 @@ async function throughService(envelopes: Envelope[]): Promise<{ alerts: Envelope
       }
     },
   });
-  const service = await startEngineService({ bus, store, log, ruleSet: rules.value, catalog: catalog.value, clock: 'event', group: 'engine' });
+  const service = await startEngineService({ bus, store, log, ruleSet, catalog: xids, clock: 'event', group: 'engine' });
   await bus.publish(TOPICS.gpuSamples, envelopes.map(envelopeMessage));
   // One partition, in order: the last envelope's host saved at its offset means all were judged.
   const last = envelopes.at(-1)!;
