@@ -128,6 +128,7 @@ function identityOf(header: readonly string[]): Identity {
  */
 export function parseNvidiaSmiCsv(text: string, fields?: readonly string[]): NvidiaSmiParse {
   let header = fields ? fields.map(canonicalField) : undefined;
+  let identity: Identity = header ? identityOf(header) : 'none';
   const samples: GpuMetrics[][] = [];
   const problems: { line: number; text: string; count: number }[] = [];
   const problemAt = new Map<string, { count: number }>();
@@ -155,10 +156,12 @@ export function parseNvidiaSmiCsv(text: string, fields?: readonly string[]): Nvi
     const line = raw.replace(/\r$/, '');
     if (line.trim() === '') continue;
     const cells = line.split(', ').map((c) => c.trim());
-    const named = headerOf(cells);
+    // A header starts with a field name; data rows start with a digit, a capital, `GPU-` or `[`: most lines skip the test.
+    const named = /^[a-z_]/.test(line) ? headerOf(cells) : undefined;
     if (named) {
       endScrape();
       header = named;
+      identity = identityOf(header);
       noteHeader(header, notes, number);
       continue;
     }
@@ -167,7 +170,7 @@ export function parseNvidiaSmiCsv(text: string, fields?: readonly string[]): Nvi
       problem(number, line);
       continue;
     }
-    const read = rowToMetrics(header, cells);
+    const read = rowToMetrics(header, identity, cells);
     if (!read) {
       problem(number, line);
       continue;
@@ -192,7 +195,10 @@ export function parseNvidiaSmiCsv(text: string, fields?: readonly string[]): Nvi
 
 function namesFields(header: readonly string[], cells: readonly string[]): boolean {
   let named = 0;
-  for (const [i, cell] of cells.entries()) if (canonicalField(cell.replace(UNIT, '')) === header[i]) named += 1;
+  for (const [i, cell] of cells.entries()) {
+    const field = header[i] ?? '';
+    if (cell === field || (cell.endsWith(']') && cell.startsWith(`${field} [`))) named += 1;
+  }
   return named >= Math.min(2, header.length);
 }
 
@@ -231,7 +237,7 @@ interface RowRead {
   readonly unavailable: string[];
 }
 
-function rowToMetrics(header: readonly string[], cells: readonly string[]): RowRead | undefined {
+function rowToMetrics(header: readonly string[], identity: Identity, cells: readonly string[]): RowRead | undefined {
   const gpu: GpuMetrics = emptyMetrics(-1);
   let mask: number | null = null;
   const individual = new Set<ThrottleReason>();
@@ -285,7 +291,6 @@ function rowToMetrics(header: readonly string[], cells: readonly string[]): RowR
         }
     }
   }
-  const identity = identityOf(header);
   const key =
     identity === 'index'
       ? gpu.index >= 0
