@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseNvidiaSmiCsv } from './nvidia-smi-csv.ts';
 import { parseNvidiaSmiQuery } from './nvidia-smi-query-text.ts';
@@ -251,5 +252,21 @@ describe('telling the shapes apart', () => {
         'no-index-single-row.system-monitoring-center-57.csv',
       ].map((f) => nvidiaSmiShape(paste(f))),
     ).toEqual(['xml', 'query', 'query', 'csv']);
+  });
+});
+
+describe('hostile input', () => {
+  it('-q text and -q -x XML never throw on arbitrary text, nor on a real paste cut anywhere', () => {
+    const xml = paste('q-x-a10g.telegraf.xml');
+    const query = paste('q-rtx4070-laptop.multilanguagelearning.txt');
+    fc.assert(
+      fc.property(fc.string({ maxLength: 500 }), fc.nat({ max: xml.length }), fc.nat({ max: query.length }), (text, x, q) => {
+        parseNvidiaSmiQuery(text);
+        parseNvidiaSmiXml(text);
+        expect(parseNvidiaSmiXml(xml.slice(0, x)).gpus.length).toBeLessThanOrEqual(1);
+        expect(parseNvidiaSmiQuery(query.slice(0, q)).samples.length).toBeLessThanOrEqual(1);
+      }),
+      { numRuns: 200 },
+    );
   });
 });
