@@ -73,6 +73,22 @@ describe('gpualert parse', () => {
     expect(sample).toMatchObject({ type: 'gpu.sample', data: { gpus: [], error: { code: 'gpu_lost', pci_bus: '0000:3b:00' } } });
   });
 
+  it('nvidia-smi -q -x and a pasted --query-gpu without an index: read by their shape, what is not read said once on stderr', async () => {
+    const xml = await runCli(['parse', 'nvidia-smi', `${FIXTURES}nvidia-smi/pastes/q-x-a100-sxm4-v12.telegraf.xml`, '--host', 'h1']);
+    expect(xml.code).toBe(0);
+    expect(envelopes(xml.stdout).map((e) => (e.type === 'gpu.sample' ? e.data.gpus.map((g) => [g.index, g.pci_bus, g.temp_c]) : []))).toEqual([
+      [[0, '0000:01:00', 27]],
+    ]);
+    expect(xml.stderr.match(/not read: MIG enabled: 4 MIG devices/g)).toHaveLength(1);
+    const csv = await runCli(['parse', 'nvidia-smi', '-', '--host', 'h1'], {
+      input: readFileSync(`${FIXTURES}nvidia-smi/pastes/no-index-two-runs.bpytop-26.txt`, 'utf8'),
+    });
+    expect(csv.code).toBe(0);
+    expect(envelopes(csv.stdout)).toHaveLength(1);
+    expect(csv.stderr).toMatch(/^gpualert parse: -:1: not a data row \(2 times\): ~ \$  time nvidia-smi/);
+    expect(csv.stderr).toMatch(/\ngpualert parse: -:2: not read \(2 times\): no index, uuid or pci.bus_id column/);
+  });
+
   it('dcgm: one sample per exporter host', async () => {
     const result = await runCli(['parse', 'dcgm', `${FIXTURES}dcgm/exporter.prom`]);
     expect(
@@ -122,7 +138,9 @@ describe('gpualert parse', () => {
     expect([missing.code, missing.stderr.trim()]).toEqual([2, 'error[GA-CLI-USAGE]: gpualert parse: cannot read /nonexistent.log: ENOENT']);
     const garbage = await runCli(['parse', 'nvidia-smi', '-'], { input: 'hello\n' });
     expect(garbage.code).toBe(2);
-    expect(garbage.stderr).toMatch(/no nvidia-smi rows in -/);
+    expect(garbage.stderr).toMatch(
+      /no nvidia-smi GPUs in - \(a --query-gpu --format=csv output with its header, or give --fields; nvidia-smi -q; or nvidia-smi -q -x\)/,
+    );
     const provider = await runCli(['parse', 'provider', '-', '--provider', 'generic'], { input: '{"event_id":"x","kind":"explode"}' });
     expect([provider.code, provider.stderr.trim()]).toEqual([
       2,

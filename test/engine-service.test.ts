@@ -240,7 +240,9 @@ describe('gpualert replay and rules check', () => {
     expect(lenient.stdout.trim().split('\n')).toHaveLength(6);
     expect(lenient.stderr).toMatch(/^gpualert replay: -: line 1 passed over: /);
     expect(lenient.stderr).toMatch(/\ngpualert replay: -: line 2 passed over: /);
-    expect(lenient.stderr).toMatch(/gpualert replay: -: 2 lines passed over \(not envelopes\); --strict stops at the first\n$/);
+    expect(lenient.stderr).toMatch(
+      /gpualert replay: -: 2 lines passed over \(not envelopes, or samples dated too far ahead of the clock: dead-lettered by the service\); --strict stops at the first\n$/,
+    );
     const broken = await runCli(['replay', '--strict', '-'], { input: withBad });
     expect([broken.code, broken.stdout]).toEqual([2, '']);
     expect(broken.stderr).toMatch(/^error\[GA-CLI-USAGE\]: gpualert replay: -: line 1: /);

@@ -12,7 +12,7 @@ export class RecordingError extends GpualertError {
   }
 }
 
-/** How a replay meets a line that is not an envelope: with `skip`, it is passed over (as the service dead-letters it) and said; without, the replay stops there. */
+/** How a replay meets a line that is not an envelope, or a sample dated too far ahead of its clock (`StreamClock.admit`): with `skip`, it is passed over (as the service dead-letters it) and said; without, the replay stops there. */
 export interface ReplayOptions {
   readonly skip?: (line: number, reason: string) => void;
 }
@@ -36,6 +36,12 @@ export function replay(engine: Engine, lines: Iterable<string>, state: EngineSta
     if (!parsed.ok) {
       if (!options.skip) throw new RecordingError(number, parsed.error.message);
       options.skip(number, parsed.error.message);
+      continue;
+    }
+    const ahead = clock.admit(state, parsed.value);
+    if (ahead !== undefined) {
+      if (!options.skip) throw new RecordingError(number, ahead);
+      options.skip(number, ahead);
       continue;
     }
     last = Math.max(last, Date.parse(parsed.value.ts));

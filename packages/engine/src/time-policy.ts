@@ -9,6 +9,14 @@ import type { EngineState, HostState } from './engine-state.ts';
 export const MAX_CATCH_UP_TICKS = 12;
 
 /**
+ * How far ahead of the stream's event clock one sample may move it: 15 minutes. A sample dated
+ * further ahead (a host whose clock says 9999) is not admitted, unless another host's sample agrees
+ * with it (within the same bound): then the whole stream resumed after a gap, and the clock leaps.
+ * On a stream of one host, that host's next sample agreeing is enough.
+ */
+export const MAX_CLOCK_LEAP_MS = 15 * 60_000;
+
+/**
  * How time passes for the engine, the one policy of the service (both clock modes), `gpualert
  * replay`, `up --demo` and the tests:
  *
@@ -26,6 +34,8 @@ export const MAX_CATCH_UP_TICKS = 12;
  */
 export class StreamClock {
   private clock = -Infinity;
+  /** The last sample that would have leapt the clock, waiting for a second to agree. */
+  private leap: { readonly host: string; readonly at: number } | undefined;
 
   /**
    * `hosts`: the hosts of the stream, kept by the caller (the service: a partition's); without
@@ -44,6 +54,26 @@ export class StreamClock {
   /** The stream's event clock: the latest sample time seen (−∞ before any). */
   get now(): number {
     return this.clock;
+  }
+
+  /**
+   * Whether an envelope may be judged by this clock: undefined when it may, else the reason it may
+   * not (the caller dead-letters it, the service and `replay` alike). Only a sample dated more than
+   * `MAX_CLOCK_LEAP_MS` ahead of the clock is refused, until a second sample agrees with it; judged,
+   * it would tick every other host of the stream as silent, then hold the clock there.
+   */
+  admit(state: EngineState, envelope: Envelope): string | undefined {
+    if (this.mode !== 'event' || envelope.type !== 'gpu.sample' || this.clock === -Infinity) return undefined;
+    const at = Date.parse(envelope.ts);
+    if (at - this.clock <= MAX_CLOCK_LEAP_MS) return undefined;
+    const pending = this.leap;
+    const alone = this.hostCount(state) <= 1;
+    if (pending && (alone || pending.host !== envelope.host) && Math.abs(at - pending.at) <= MAX_CLOCK_LEAP_MS) {
+      this.leap = undefined;
+      return undefined;
+    }
+    this.leap = { host: envelope.host, at };
+    return `ts: expected at most ${MAX_CLOCK_LEAP_MS / 60_000} min after the stream's event clock (${new Date(this.clock).toISOString()}), got ${envelope.ts}: the host's clock is ahead (a second host's sample as far ahead would move the clock)`;
   }
 
   judge(state: EngineState, envelope: Envelope): EnvelopeOf<'alert'>[] {
@@ -65,6 +95,10 @@ export class StreamClock {
     const alerts: EnvelopeOf<'alert'>[] = [];
     for (const host of this.hostsOf(state)) alerts.push(...this.engine.tickHost(state, host, now));
     return alerts;
+  }
+
+  private hostCount(state: EngineState): number {
+    return this.hosts ? this.hosts.size : Object.keys(state.hosts).length;
   }
 
   private hostsOf(state: EngineState): Iterable<HostState> {

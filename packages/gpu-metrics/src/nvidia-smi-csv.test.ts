@@ -106,7 +106,7 @@ describe('nvidia-smi --query-gpu CSV', () => {
     const lost = 'index, uuid\nUnable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n';
     const parsed = parseNvidiaSmiCsv(lost);
     expect(parsed.samples).toEqual([]);
-    expect(parsed.problems).toEqual([{ line: 2, text: 'Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error' }]);
+    expect(parsed.problems).toEqual([{ line: 2, text: 'Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error', count: 1 }]);
     expect(lostGpuMessage(parsed.problems[0]!.text)).toEqual({ pciBus: '0000:3b:00' });
     expect(lostGpuMessage('GPU has fallen off the bus')).toEqual({ pciBus: null });
     expect(lostGpuMessage('temperature.gpu, 41')).toBeUndefined();

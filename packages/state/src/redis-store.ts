@@ -109,9 +109,14 @@ export interface RedisStoreOptions {
   /** Scopes every key to one deployment, e.g. `gpualert:prod:`. */
   readonly prefix?: string;
   readonly connectTimeoutMs?: number;
+  /** How long one command may wait for its answer before Redis counts as away (default `CLUSTER_COMMAND_TIMEOUT_MS`). */
+  readonly commandTimeoutMs?: number;
   /** On Redis Cluster, the keys that share a hash tag (SLOT_GROUPS); tests give none to see CROSSSLOT. */
   readonly slotGroups?: ReadonlyMap<string, string>;
 }
+
+/** Redis's own "not now" replies (loading, a failover): away for a while, like a refused connection. */
+const NOT_NOW = /^(?:LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY)\b/;
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -133,9 +138,11 @@ export class RedisStore implements StateStore {
   /** On a cluster, the keys one DEL may take together: those of one slot group. */
   private readonly together: (key: string) => string;
   private readonly inCluster: boolean;
+  private readonly commandTimeoutMs: number;
 
   constructor(options: RedisStoreOptions) {
     const prefix = options.prefix ?? '';
+    this.commandTimeoutMs = options.commandTimeoutMs ?? CLUSTER_COMMAND_TIMEOUT_MS;
     const redisOptions = {
       connectTimeout: options.connectTimeoutMs ?? 5_000,
       maxRetriesPerRequest: 3,
@@ -164,25 +171,28 @@ export class RedisStore implements StateStore {
   }
 
   /**
-   * A command, bounded on a cluster: ioredis's Cluster queues a command without end while no node
-   * answers (its timeout starts only once a node has it), so an unreachable cluster would hang a step.
+   * A command, bounded: ioredis's Cluster queues a command without end while no node answers (its
+   * timeout starts only once a node has it), and a server that accepts the connection and then
+   * hangs holds one forever. Redis away (refused, reset, retries spent) or too slow is one retriable
+   * GA-INFRA-UNAVAILABLE, so a one-shot command ends with exit 75 and one line, a service retries;
+   * an error Redis answered (a ReplyError: WRONGTYPE, CROSSSLOT) is a bug and passes as it is.
    */
   private async bounded<T>(command: Promise<T>): Promise<T> {
-    if (!this.inCluster) return command;
+    const where = this.inCluster ? 'Redis Cluster (REDIS_URL)' : 'Redis (REDIS_URL)';
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () =>
-          reject(
-            new GpualertError('GA-INFRA-UNAVAILABLE', `Redis Cluster (REDIS_URL): no answer within ${CLUSTER_COMMAND_TIMEOUT_MS / 1_000} s`, {
-              retriable: true,
-            }),
-          ),
-        CLUSTER_COMMAND_TIMEOUT_MS,
+        () => reject(new GpualertError('GA-INFRA-UNAVAILABLE', `${where}: no answer within ${this.commandTimeoutMs / 1_000} s`, { retriable: true })),
+        this.commandTimeoutMs,
       );
     });
     try {
       return await Promise.race([command, late]);
+    } catch (error) {
+      if (error instanceof GpualertError || (error instanceof Error && error.name === 'ReplyError' && !NOT_NOW.test(error.message))) throw error;
+      // ioredis's own words (e.g. "connect ECONNREFUSED 127.0.0.1:6379", "Reached the max retries per request limit"): never the URL, so no password.
+      const message = error instanceof Error ? error.message : String(error);
+      throw new GpualertError('GA-INFRA-UNAVAILABLE', `${where} is away: ${message.slice(0, 200)}`, { retriable: true, cause: error });
     } finally {
       clearTimeout(timer);
     }

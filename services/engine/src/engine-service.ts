@@ -121,7 +121,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         if (host && (host.offsets[position] ?? -1) >= message.offset) continue; // judged before a restart
         // On the wall clock, an event dated far from now is a wrong clock, not judged: one dated
         // ahead would hold its host's clock there and hide the host going down.
-        const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : undefined;
+        // On the event clock, one dated far ahead of its partition's clock would move it there (StreamClock.admit).
+        const problem = options.clock === 'wall' ? eventTimeProblem(envelope.ts, receivedAt) : owned.clockOf(batch.partition).admit(state, envelope);
         if (problem !== undefined) {
           deadletters.push(deadletterOf(message, group, problem));
           options.metrics?.deadletters.inc({ topic: message.topic });

@@ -39,8 +39,9 @@ const SKIPPED_NAMED = 20;
 
 /**
  * `gpualert replay <recording> [--rules DIR] [--strict]`: alerts as JSONL, the same every time. A
- * line that is not an envelope is passed over as the service dead-letters one, named on stderr
- * (the first 20) and counted at the end; `--strict` stops at the first, exit 2.
+ * line that is not an envelope, or a sample dated more than MAX_CLOCK_LEAP_MS ahead of the clock
+ * (StreamClock.admit), is passed over as the service dead-letters one, named on stderr (the first
+ * 20) and counted at the end; `--strict` stops at the first, exit 2.
  */
 export async function replay(file: string, options: Options): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(stringOption(options, 'rules'), 'replay');
@@ -58,7 +59,9 @@ export async function replay(file: string, options: Options): Promise<number> {
     throw error;
   }
   if (skipped > 0)
-    process.stderr.write(`gpualert replay: ${file}: ${skipped} ${skipped === 1 ? 'line' : 'lines'} passed over (not envelopes); --strict stops at the first\n`);
+    process.stderr.write(
+      `gpualert replay: ${file}: ${skipped} ${skipped === 1 ? 'line' : 'lines'} passed over (not envelopes, or samples dated too far ahead of the clock: dead-lettered by the service); --strict stops at the first\n`,
+    );
   return EXIT.ok;
 }
 

@@ -1,5 +1,14 @@
 import { hostname } from 'node:os';
-import { countComputeApps, lostGpuMessage, parseDcgmText, parseNvidiaSmiCsv } from '@gpualert/gpu-metrics';
+import {
+  countComputeApps,
+  lostGpuMessage,
+  nvidiaSmiShape,
+  parseDcgmText,
+  parseNvidiaSmiCsv,
+  parseNvidiaSmiQuery,
+  parseNvidiaSmiXml,
+  type Unread,
+} from '@gpualert/gpu-metrics';
 import { parseKernelLog, parseTopology, type PciTopology } from '@gpualert/kernel-log';
 import { loadXidCatalog } from '@gpualert/rules';
 import { ADAPTERS } from '@gpualert/providers';
@@ -61,25 +70,55 @@ function kernel(text: string, host: string, file: string, now: number, tree: Pci
   );
 }
 
+/**
+ * nvidia-smi in any of its shapes (told by `nvidiaSmiShape`): `--query-gpu` CSV, `-q` text or
+ * `-q -x` XML. What it could not read is said on stderr, each thing once.
+ */
 async function nvidiaSmi(text: string, host: string, file: string, now: number, options: ParseOptions): Promise<Envelope[]> {
-  const fields = options.fields?.split(',').map((f) => f.trim());
-  const parsed = parseNvidiaSmiCsv(text, fields);
+  const shape = nvidiaSmiShape(text);
   const apps = options.apps ? countComputeApps(await readInput('parse', options.apps)) : undefined;
-  const ts = new Date(now).toISOString();
-  const samples: GpuSampleData[] = parsed.samples.map((gpus) => ({
+  const withApps = (gpus: GpuSampleData['gpus']): GpuSampleData => ({
     gpus: apps ? gpus.map((g) => ({ ...g, processes: (g.uuid && apps.get(g.uuid)) || 0 })) : gpus,
-  }));
-  for (const problem of parsed.problems) {
-    const lost = lostGpuMessage(problem.text);
-    if (lost) {
-      samples.push({ gpus: [], error: { code: 'gpu_lost', message: problem.text, ...(lost.pciBus ? { pci_bus: lost.pciBus } : {}) } });
-    } else {
-      process.stderr.write(`gpualert parse: ${file}:${problem.line}: not a data row: ${problem.text.slice(0, 120)}\n`);
+  });
+  const samples: GpuSampleData[] = [];
+  let unread: readonly Unread[] = [];
+  if (shape === 'xml') {
+    const parsed = parseNvidiaSmiXml(text);
+    if (parsed.error !== undefined) throw new CliError(`gpualert parse: ${file}: nvidia-smi -q -x: ${parsed.error}`);
+    if (parsed.gpus.length > 0) samples.push(withApps(parsed.gpus));
+    unread = parsed.unread;
+  } else if (shape === 'query') {
+    const parsed = parseNvidiaSmiQuery(text);
+    samples.push(...parsed.samples.map(withApps));
+    unread = parsed.unread;
+  } else {
+    const parsed = parseNvidiaSmiCsv(
+      text,
+      options.fields?.split(',').map((f) => f.trim()),
+    );
+    samples.push(...parsed.samples.map(withApps));
+    unread = parsed.unread;
+    for (const problem of parsed.problems) {
+      const lost = lostGpuMessage(problem.text);
+      if (lost) {
+        samples.push({ gpus: [], error: { code: 'gpu_lost', message: problem.text, ...(lost.pciBus ? { pci_bus: lost.pciBus } : {}) } });
+      } else {
+        const times = problem.count > 1 ? ` (${problem.count} times)` : '';
+        process.stderr.write(`gpualert parse: ${file}:${problem.line}: not a data row${times}: ${problem.text.slice(0, 120)}\n`);
+      }
     }
   }
-  if (samples.length === 0) {
-    throw new CliError(`gpualert parse: no nvidia-smi rows in ${file} (a --format=csv output with its header, or give --fields)`);
+  for (const note of unread) {
+    const where = note.line > 0 ? `:${note.line}` : '';
+    const times = note.count > 1 ? ` (${note.count} times)` : '';
+    process.stderr.write(`gpualert parse: ${file}${where}: not read${times}: ${note.what.slice(0, 300)}\n`);
   }
+  if (samples.length === 0) {
+    throw new CliError(
+      `gpualert parse: no nvidia-smi GPUs in ${file} (a --query-gpu --format=csv output with its header, or give --fields; nvidia-smi -q; or nvidia-smi -q -x)`,
+    );
+  }
+  const ts = new Date(now).toISOString();
   return samples.map((data, i) => newEnvelope({ type: 'gpu.sample', id: stableId(host, file, i), host, source: SOURCE, ts, data }));
 }
 

@@ -30,6 +30,8 @@ export function startGpuCollector(options: GpuCollectorOptions): { stop(): Promi
       data,
     });
     if (data.error) options.log.warn({ error: data.error }, 'gpu_scrape_failed');
+    // A value nvidia-smi could not give ([GPU requires reset], [Unknown Error]) is null in the sample; said here once, at the default level.
+    for (const note of options.source.takeNotes?.() ?? []) options.log.warn({ source: options.source.name, note }, 'gpu_scrape_unread');
     try {
       await options.bus.publish(TOPICS.gpuSamples, [envelopeMessage(envelope)]);
     } catch (error) {

@@ -3,13 +3,18 @@ import type { GpuSampleData } from '@gpualert/schema';
 import { runCommand } from '../run-command.ts';
 import { attributeGpus, computeAppPids } from './attribute-gpus.ts';
 import { ProcessAttributor, type AttributionOptions } from './process-attribution.ts';
-import { scrapeToSample } from './scrape-to-sample.ts';
+import { readScrape } from './scrape-to-sample.ts';
 
 /** Where GPU metrics come from: one scrape → one sample. */
 export interface GpuSource {
   readonly name: string;
   scrape(): Promise<GpuSampleData>;
+  /** What scrapes printed that could not be read, each said once: the notes new since the last call. */
+  takeNotes?(): string[];
 }
+
+/** Notes a source says once each: at most this many distinct over its life (a `[GPU requires reset]` per field and GPU is a few dozen). */
+export const MAX_SAID_NOTES = 1_000;
 
 export interface NvidiaSmiSourceOptions {
   readonly binary: string;
@@ -29,14 +34,26 @@ export async function nvidiaSmiSource(options: NvidiaSmiSourceOptions): Promise<
   const fields = supported.size > 0 ? chooseQueryFields(supported) : QUERY_FIELDS.flatMap((f) => (f.length === 1 && f[0] !== 'temperature.memory' ? f : []));
   const query = [`--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'];
   const attributor = options.attribution === false ? undefined : new ProcessAttributor(options.attribution ?? { root: '/' });
+  const said = new Set<string>();
+  let fresh: string[] = [];
   return {
     name: 'nvidia-smi',
     fields,
+    takeNotes() {
+      const notes = fresh;
+      fresh = [];
+      return notes;
+    },
     async scrape() {
       const result = await runCommand(options.binary, query, options.timeoutMs);
       const apps =
         result.exitCode === 0 ? await runCommand(options.binary, ['--query-compute-apps=gpu_uuid,pid', '--format=csv,noheader'], options.timeoutMs) : undefined;
-      const sample = scrapeToSample(result, fields, apps);
+      const { sample, unread } = readScrape(result, fields, apps);
+      for (const note of unread) {
+        if (said.has(note) || said.size >= MAX_SAID_NOTES) continue;
+        said.add(note);
+        fresh.push(note);
+      }
       if (!attributor || !apps || apps.exitCode !== 0 || sample.gpus.length === 0) return sample;
       return { ...sample, gpus: await attributeGpus(sample.gpus, computeAppPids(apps.stdout), attributor) };
     },

@@ -7,6 +7,11 @@ import type { CommandResult } from '../run-command.ts';
  * a sample whose `error` says so: the engine alerts on it, and the collector keeps scraping.
  */
 export function scrapeToSample(query: CommandResult, fields: readonly string[], apps: CommandResult | undefined): GpuSampleData {
+  return readScrape(query, fields, apps).sample;
+}
+
+/** One scrape's sample and what nvidia-smi printed that could not be read (`[GPU requires reset]`, `[Unknown Error]`, …). */
+export function readScrape(query: CommandResult, fields: readonly string[], apps: CommandResult | undefined): { sample: GpuSampleData; unread: string[] } {
   const output = `${query.stdout}\n${query.stderr}`;
   const lost = output
     .split('\n')
@@ -17,7 +22,7 @@ export function scrapeToSample(query: CommandResult, fields: readonly string[], 
   const counts = apps && apps.exitCode === 0 ? countComputeApps(apps.stdout) : undefined;
   const withApps = counts ? gpus.map((g) => ({ ...g, processes: (g.uuid && counts.get(g.uuid)) || 0 })) : gpus;
   const error = errorOf(query, lost, parsed.samples.length === 0);
-  return error ? { gpus: withApps, error } : { gpus: withApps };
+  return { sample: error ? { gpus: withApps, error } : { gpus: withApps }, unread: parsed.unread.map((u) => u.what) };
 }
 
 function errorOf(query: CommandResult, lost: { pciBus: string | null } | undefined, noRows: boolean): CollectorError | undefined {
