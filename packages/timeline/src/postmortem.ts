@@ -1,52 +1,8 @@
 import type { IncidentScope } from './incident-scope.ts';
 import { gpuKey } from './incident-scope.ts';
-import type { MinuteSummary, SummarisedMetric, Timeline } from './timeline.ts';
+import type { BaselineBand, Duration, MinuteSummary, Moment, Postmortem, SummarisedMetric, Timeline } from './timeline-types.ts';
 
-/**
- * A GPU's normal for one metric, as the export reads it from the samples before the incident:
- * `mean ± k × spread` of its per-minute means over `from`–`to` (the part of the range that ends
- * `BASELINE_LEAD_MS` before the first alert, so the drift that led to it is not its own normal).
- */
-export interface BaselineBand {
-  readonly host: string;
-  readonly gpu: number;
-  readonly metric: SummarisedMetric;
-  readonly mean: number;
-  readonly spread: number;
-  readonly k: number;
-  readonly low: number;
-  readonly high: number;
-  readonly from: string;
-  readonly to: string;
-  readonly minutes: number;
-}
-
-/** One moment of the incident: when, and what it was. */
-export interface Moment {
-  readonly ts: string;
-  readonly what: string;
-}
-
-/** A time-to figure, or why it is not given. */
-export type Duration = { readonly ms: number } | { readonly notMeasured: string };
-
-export interface Postmortem {
-  readonly firstSignal?: Moment;
-  readonly firstAlert: Moment;
-  readonly firstNotified?: Moment;
-  readonly firstAcknowledged?: Moment;
-  readonly resolved?: Moment;
-  /** First signal → first alert. */
-  readonly toDetect: Duration;
-  /** First alert → first notification delivered. */
-  readonly toNotify: Duration;
-  /** First alert → first acknowledgement in the pager. */
-  readonly toAcknowledge: Duration;
-  /** First alert → the last of its alerts resolved. */
-  readonly toResolve: Duration;
-  readonly attempts: { readonly sent: number; readonly failed: number; readonly suppressed: number; readonly retried: number };
-  readonly bands: BaselineBand[];
-}
+export type { BaselineBand, Duration, Moment, Postmortem } from './timeline-types.ts';
 
 /** How many spreads from the mean the band reaches: the engine's usual default for a baseline rule. */
 export const BAND_K = 3;

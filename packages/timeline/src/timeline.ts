@@ -1,78 +1,17 @@
-import type { AcknowledgementData, Envelope, EnvelopeOf, NotificationData, Severity } from '@gpualert/schema';
+import type { Envelope, EnvelopeOf } from '@gpualert/schema';
 import { gpuKey, inIncident, type IncidentScope } from './incident-scope.ts';
-import { postmortem, type Postmortem } from './postmortem.ts';
+import { postmortem } from './postmortem.ts';
+import { SUMMARISED, type AcknowledgementRecord, type MinuteSummary, type NotificationAttempt, type Timeline, type TimelineEntry } from './timeline-types.ts';
 
-/** One line of the story, saying where it came from. */
-export interface TimelineEntry {
-  readonly ts: string;
-  readonly source: 'kernel' | 'provider' | 'alert' | 'notification' | 'acknowledgement' | 'inventory' | 'collector' | 'job' | 'action';
-  readonly host: string;
-  readonly gpu?: number;
-  readonly severity?: Severity;
-  readonly title: string;
-  readonly detail?: string;
-  readonly id: string;
-  /** The alert an alert or acknowledgement entry is about. */
-  readonly fingerprint?: string;
-}
-
-/** One GPU metric over one minute. */
-export interface MinuteSummary {
-  readonly minute: string;
-  readonly host: string;
-  readonly gpu: number;
-  readonly metric: SummarisedMetric;
-  readonly min: number;
-  readonly max: number;
-  readonly mean: number;
-  readonly samples: number;
-}
-
-export const SUMMARISED = ['temp_c', 'power_w', 'util_pct', 'mem_temp_c'] as const;
-export type SummarisedMetric = (typeof SUMMARISED)[number];
-
-/** One delivery attempt (or suppression, or silence) as the notifier recorded it on gpualert.notifications. */
-export interface NotificationAttempt extends NotificationData {
-  readonly ts: string;
-  readonly host: string;
-  readonly id: string;
-}
-
-/** A pager's word on a page (acknowledged, resolved…), from its webhook through the intake. */
-export interface AcknowledgementRecord extends AcknowledgementData {
-  readonly ts: string;
-  readonly id: string;
-}
-
-export interface Timeline {
-  readonly from: string;
-  readonly to: string;
-  readonly host?: string;
-  readonly job?: string;
-  readonly incident?: {
-    fingerprint: string;
-    summary: string;
-    severity: Severity;
-    host: string;
-    gpu?: number;
-    startsAt: string;
-    endsAt?: string;
-    /** Every alert of the incident (the root and those that carry it as `incident`). */
-    fingerprints?: string[];
-    /** The GPUs its alerts name, the root's first. */
-    gpus?: { host: string; gpu: number }[];
-    hosts?: string[];
-  };
-  readonly entries: TimelineEntry[];
-  readonly metrics: MinuteSummary[];
-  /** Every recorded delivery attempt in the story, oldest first: who was told what, when, and how it went. */
-  readonly notifications: NotificationAttempt[];
-  readonly acknowledgements: AcknowledgementRecord[];
-  /** The last sample of each host in the range (whichever GPUs it held): a GPU whose samples stop before its host's was lost. */
-  readonly samplesUntil?: { host: string; ts: string }[];
-  /** With an incident: its times to detect, notify, acknowledge and resolve, and each charted GPU's baseline band. */
-  readonly postmortem?: Postmortem;
-}
+export {
+  SUMMARISED,
+  type AcknowledgementRecord,
+  type MinuteSummary,
+  type NotificationAttempt,
+  type SummarisedMetric,
+  type Timeline,
+  type TimelineEntry,
+} from './timeline-types.ts';
 
 export interface TimelineQuery {
   readonly from: number;
