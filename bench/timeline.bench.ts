@@ -1,6 +1,6 @@
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { syntheticFleet } from '@gpualert/test-support';
-import { TOPICS } from '@gpualert/schema';
+import { newEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { exportTimeline } from '@gpualert/timeline';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { format } from './harness.ts';
@@ -38,23 +38,94 @@ export async function benchTimeline(): Promise<void> {
     await Promise.all(pending);
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     console.log(`${'loaded'.padEnd(58)} ${format(samples).padStart(12)} sample messages in ${format(loadSeconds)} s`);
-    const runs: number[] = [];
-    let entries = 0;
-    let minutes = 0;
-    for (let i = 0; i < 3; i += 1) {
-      const hour = start + Math.floor(hours / 2) * 3_600_000;
-      const t0 = performance.now();
-      const { timeline } = await exportTimeline(bus, { from: hour, to: hour + 3_600_000 - 1, format: 'json' });
-      runs.push((performance.now() - t0) / 1000);
-      entries = timeline.entries.length;
-      minutes = timeline.metrics.length;
+    const hour = start + Math.floor(hours / 2) * 3_600_000;
+    // One incident in that hour: a GPU's alert and its member, a page that failed and was retried, an ack.
+    const story = incidentStory(hour + 20 * 60_000);
+    await bus.publish(TOPICS.alerts, story.filter((e) => e.type === 'alert').map(envelopeMessage));
+    await bus.publish(TOPICS.notifications, story.filter((e) => e.type !== 'alert').map(envelopeMessage));
+    const cases: [string, Parameters<typeof exportTimeline>[1]][] = [
+      ['one-hour timeline, every host (json)', { from: hour, to: hour + 3_600_000 - 1, format: 'json' }],
+      ['one-hour timeline, every host (html: charts and bands)', { from: hour, to: hour + 3_600_000 - 1, format: 'html' }],
+      ['one incident in that hour, --incident (html post-mortem)', { from: hour, to: hour + 3_600_000 - 1, incident: 'bench-fp-member', format: 'html' }],
+    ];
+    for (const [name, request] of cases) {
+      const runs: number[] = [];
+      let entries = 0;
+      let minutes = 0;
+      for (let i = 0; i < 3; i += 1) {
+        const t0 = performance.now();
+        const { timeline } = await exportTimeline(bus, request);
+        runs.push((performance.now() - t0) / 1000);
+        entries = timeline.entries.length;
+        minutes = timeline.metrics.length;
+      }
+      runs.sort((a, b) => a - b);
+      console.log(`${name.padEnd(58)} ${format(runs[1]!).padStart(12)} s  (median of 3; ${minutes} per-minute summaries, ${entries} events)`);
     }
-    runs.sort((a, b) => a - b);
-    console.log(
-      `${'one-hour timeline, every host (json)'.padEnd(58)} ${format(runs[1]!).padStart(12)} s  (median of 3; ${minutes} per-minute summaries, ${entries} events)`,
-    );
   } finally {
     await bus.close();
     await broker?.destroy();
   }
+}
+
+/** An incident on gpu-node-003's GPU 2 of the synthetic fleet: the root alert, a member, a failed page and its retry, an acknowledgement. */
+function incidentStory(at: number): Envelope[] {
+  const iso = (ms: number) => new Date(at + ms).toISOString();
+  const alert = (id: string, fingerprint: string, ms: number, incident?: string) =>
+    newEnvelope({
+      type: 'alert',
+      id,
+      host: 'gpu-node-003',
+      source: 'bench',
+      ts: iso(ms),
+      data: {
+        fingerprint,
+        status: 'firing',
+        severity: 'critical',
+        category: 'xid',
+        rule: 'kernel-event',
+        gpu: { index: 2 },
+        summary: 'Xid 79 on GPU 2',
+        starts_at: iso(ms),
+        evidence: [],
+        ...(incident ? { incident } : {}),
+      },
+    });
+  return [
+    alert('bench-root', 'bench-fp-root', 0),
+    alert('bench-member', 'bench-fp-member', 30_000, 'bench-fp-root'),
+    newEnvelope({
+      type: 'notification',
+      id: 'bench-page-1',
+      host: 'gpu-node-003',
+      source: 'bench',
+      ts: iso(1_000),
+      data: {
+        receiver: 'pager',
+        channel: 'pagerduty',
+        fingerprints: ['bench-fp-root'],
+        reason: 'page',
+        outcome: 'failed',
+        attempt: 1,
+        retry_in_ms: 1_000,
+        notification_id: 'n1',
+      },
+    }),
+    newEnvelope({
+      type: 'notification',
+      id: 'bench-page-2',
+      host: 'gpu-node-003',
+      source: 'bench',
+      ts: iso(2_500),
+      data: { receiver: 'pager', channel: 'pagerduty', fingerprints: ['bench-fp-root'], reason: 'page', outcome: 'sent', attempt: 2, notification_id: 'n1' },
+    }),
+    newEnvelope({
+      type: 'acknowledgement',
+      id: 'bench-ack',
+      host: 'pagerduty',
+      source: 'bench',
+      ts: iso(120_000),
+      data: { pager: 'pagerduty', action: 'acknowledged', fingerprint: 'bench-fp-root', by: 'on-call', pager_incident: 'P1', pager_event: 'e1' },
+    }),
+  ];
 }

@@ -203,7 +203,7 @@ describe('gpualert timeline from the real Kafka', () => {
   it("narrows to one incident's host and GPU, and writes Markdown with the incident's facts", async () => {
     const result = await runCli(['timeline', ...range, '--incident', 'f00dfeed'], { env: env() });
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^# GPU incident timeline: GPU 1 on gpu-node-007 has disappeared/);
+    expect(result.stdout).toMatch(/^# Incident: GPU 1 on gpu-node-007 has disappeared/);
     expect(result.stdout).toMatch(/\| Severity \| critical \|/);
     expect(result.stdout).toMatch(/\| Ended \| 2026-06-01T02:15:00.000Z \|/);
     expect(result.stdout).not.toContain('gpu-node-008');
@@ -220,7 +220,17 @@ describe('gpualert timeline from the real Kafka', () => {
     const html = await runCli(['timeline', ...range, '--incident', 'f00dfeed', '--format', 'html'], { env: env() });
     expect(html.stdout).toMatch(/^<!doctype html>/);
     expect(html.stdout).toMatch(/<svg [^>]*role="img"/);
-    expect(html.stdout.match(/class="series" data-metric="(temp_c|power_w|util_pct)"/g)).toHaveLength(3);
+    // four metrics, each line broken where the GPU was gone (02:10–02:15) rather than bridged
+    expect([...html.stdout.matchAll(/class="series" data-metric="([a-z_]+)"/g)].map((m) => m[1])).toEqual([
+      'temp_c',
+      'temp_c',
+      'power_w',
+      'power_w',
+      'util_pct',
+      'util_pct',
+      'mem_temp_c',
+      'mem_temp_c',
+    ]);
     expect(html.stdout).toMatch(/class="marker" data-source="kernel"/);
     expect(html.stdout).not.toMatch(/<script|src="http/);
   });
@@ -239,8 +249,8 @@ describe('gpualert timeline from the real Kafka', () => {
     const args = ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--window-size=1000,900'];
     const dom = spawnSync(chromium, [...args, '--dump-dom', `file://${file}`], { encoding: 'utf8', timeout: 60_000 });
     expect(dom.status).toBe(0);
-    // what the browser built from the file: the three series and the event markers
-    expect(dom.stdout.match(/<polyline class="series"/g)).toHaveLength(3);
+    // what the browser built from the file: the four series (each broken by the GPU's absence) and the event markers
+    expect(dom.stdout.match(/<polyline class="series"/g)).toHaveLength(8);
     expect(dom.stdout).toMatch(/<line class="marker" data-source="alert"/);
     expect(dom.stderr).not.toMatch(/Uncaught|Failed to load resource/);
     const shot = join(dir, 'shot.png');

@@ -266,5 +266,9 @@ export const NotificationData = z.object({
   outcome: z.enum(['sent', 'failed', 'suppressed']),
   attempt: z.number().int().nonnegative(),
   error: z.string().optional(),
+  /** The message this attempt sent: the same on each of its retries, so the timeline ties them together. */
+  notification_id: z.string().max(256).optional(),
+  /** With a failed attempt that will be retried: how long until the next one. A failed attempt without it was the last. */
+  retry_in_ms: z.number().int().nonnegative().optional(),
 });
 export type NotificationData = z.infer<typeof NotificationData>;

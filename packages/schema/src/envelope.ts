@@ -15,6 +15,7 @@ import {
 import { BmcEventData, HostSampleData } from './host-sample.ts';
 import { JobEventData } from './job-event.ts';
 import { UsageRollupData } from './usage.ts';
+import { AcknowledgementData } from './acknowledgement.ts';
 import { ActionApprovalData, ActionData, ActionResultData } from './remediation.ts';
 
 /** The data schema of every envelope type. */
@@ -29,6 +30,7 @@ export const DATA_SCHEMAS = {
   'bmc.event': BmcEventData,
   alert: AlertData,
   notification: NotificationData,
+  acknowledgement: AcknowledgementData,
   'job.event': JobEventData,
   'usage.rollup': UsageRollupData,
   action: ActionData,
@@ -82,6 +84,7 @@ export const Envelope = z.discriminatedUnion('type', [
   variant('bmc.event'),
   variant('alert'),
   variant('notification'),
+  variant('acknowledgement'),
   variant('job.event'),
   variant('usage.rollup'),
   variant('action'),

@@ -53,6 +53,7 @@ export {
   MAX_JOB_MESSAGE_LENGTH,
   MAX_JOB_RANK,
 } from './job-event.ts';
+export { AcknowledgementData, MAX_ACKNOWLEDGEMENT_TEXT_LENGTH, Pager } from './acknowledgement.ts';
 export { ACTION_KINDS, ACTION_PHASES, ActionKind, MAX_ACTION_TEXT_LENGTH } from './remediation.ts';
 export { MAX_USAGE_EVIDENCE, MINUTES_PER_HOUR, UsageRollupData } from './usage.ts';
 export { Envelope, type EnvelopeOf } from './envelope.ts';

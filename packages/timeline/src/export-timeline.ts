@@ -1,7 +1,8 @@
 import type { Bus } from '@gpualert/bus';
 import { GpualertError, MAX_GPUS_PER_SAMPLE, MAX_HOST_LENGTH, parseEnvelope, TOPICS, validateEnvelope, type Envelope, type EnvelopeOf } from '@gpualert/schema';
 import { render, type Format } from './formats.ts';
-import { buildTimeline, incidentWindow, type Timeline, type TimelineQuery } from './timeline.ts';
+import { incidentRange, resolveIncident } from './incident-scope.ts';
+import { buildTimeline, type Timeline, type TimelineQuery } from './timeline.ts';
 
 export class UnknownIncidentError extends GpualertError {
   constructor(message: string) {
@@ -19,6 +20,8 @@ const READ = [
   TOPICS.jobEvents,
   TOPICS.actions,
 ];
+/** What tells who was told and what they did: read past the incident's window (see TimelineQuery.recordsTo). */
+const RECORDS: readonly string[] = [TOPICS.notifications];
 /** Topics a deployment may not have yet (the remediator's, created when it first runs): missing, they are empty. */
 const MAY_BE_MISSING: ReadonlySet<string> = new Set([TOPICS.actions]);
 
@@ -49,10 +52,14 @@ export async function readRange(
   return out;
 }
 
-/** The whole export: narrow to an incident if asked, read, merge, summarise, render. */
+/**
+ * The whole export: narrow to an incident if asked, read, merge, summarise, render. An incident
+ * (`incident`: any of its alerts' fingerprints) is read over its own window (`incidentRange`), and
+ * who was told about it and what they did from that window's start up to `now`.
+ */
 export async function exportTimeline(
   bus: Bus,
-  request: { from: number; to: number; host?: string; incident?: string; job?: string; format: Format },
+  request: { from: number; to: number; host?: string; incident?: string; job?: string; format: Format; now?: number },
   progress?: (topic: string, count: number) => void,
 ): Promise<{ timeline: Timeline; text: string }> {
   let query: TimelineQuery = {
@@ -62,18 +69,32 @@ export async function exportTimeline(
     ...(request.job !== undefined ? { job: request.job } : {}),
   };
   let incident: EnvelopeOf<'alert'> | undefined;
+  let envelopes: Envelope[];
   if (request.incident) {
     const alerts = (await readRange(bus, query, [TOPICS.alerts])).filter((e): e is EnvelopeOf<'alert'> => e.type === 'alert');
-    const window = incidentWindow(alerts, request.incident);
-    if (!window) {
+    const scope = resolveIncident(alerts, request.incident);
+    if (!scope) {
       throw new UnknownIncidentError(
         `no alert with fingerprint ${request.incident} between ${new Date(request.from).toISOString()} and ${new Date(request.to).toISOString()}`,
       );
     }
-    query = { ...window.query, ...(request.job !== undefined ? { job: request.job } : {}) };
-    incident = window.alert;
+    const range = incidentRange(scope);
+    const recordsTo = Math.max(range.to, request.now ?? Date.now());
+    query = { ...range, incident: scope, recordsTo, ...(request.job !== undefined ? { job: request.job } : {}) };
+    incident = scope.alerts.find((a) => a.data.fingerprint === scope.root) ?? scope.alerts.find((a) => a.data.fingerprint === request.incident);
+    envelopes = [
+      ...(await readRange(
+        bus,
+        query,
+        READ.filter((topic) => !RECORDS.includes(topic)),
+        progress,
+      )),
+      ...(await readRange(bus, { from: range.from, to: recordsTo }, RECORDS, progress)),
+    ];
+  } else {
+    envelopes = await readRange(bus, query, READ, progress);
   }
-  const timeline = buildTimeline(await readRange(bus, query, READ, progress), query, incident);
+  const timeline = buildTimeline(envelopes, query, incident);
   return { timeline, text: render(timeline, request.format) };
 }
 

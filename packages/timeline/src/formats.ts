@@ -1,4 +1,8 @@
-import type { MinuteSummary, Timeline } from './timeline.ts';
+import { charts, escapeHtml } from './gpu-chart.ts';
+import type { Duration, Moment, Postmortem } from './postmortem.ts';
+import type { AcknowledgementRecord, MinuteSummary, NotificationAttempt, Timeline } from './timeline.ts';
+
+export { chartedGpus, MAX_CHARTED_GPUS } from './gpu-chart.ts';
 
 export const FORMATS = ['md', 'json', 'csv', 'html'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -17,16 +21,19 @@ export function render(timeline: Timeline, format: Format): string {
 }
 
 function header(t: Timeline): string[] {
-  const lines = [`# GPU incident timeline${t.incident ? `: ${t.incident.summary}` : ''}`, ''];
-  if (t.incident) {
+  const lines = [`# ${t.incident ? `Incident: ${t.incident.summary}` : 'GPU incident timeline'}`, ''];
+  const i = t.incident;
+  if (i) {
+    const where =
+      i.gpus && i.gpus.length > 0 ? i.gpus.map((g) => `${g.host} GPU ${g.gpu}`).join(', ') : `${i.host}${i.gpu !== undefined ? `, GPU ${i.gpu}` : ''}`;
     lines.push(
       '| | |',
       '|---|---|',
-      `| Severity | ${t.incident.severity} |`,
-      `| Host | ${t.incident.host}${t.incident.gpu !== undefined ? `, GPU ${t.incident.gpu}` : ''} |`,
-      `| Started | ${t.incident.startsAt} |`,
-      `| Ended | ${t.incident.endsAt ?? 'still firing'} |`,
-      `| Fingerprint | \`${t.incident.fingerprint}\` |`,
+      `| Severity | ${i.severity} |`,
+      `| Where | ${cell(where)} |`,
+      `| Started | ${i.startsAt} |`,
+      `| Ended | ${t.postmortem?.resolved?.ts ?? i.endsAt ?? 'still firing'} |`,
+      `| Alerts | ${(i.fingerprints ?? [i.fingerprint]).map((f) => `\`${f}\``).join(' ')} |`,
       '',
     );
   }
@@ -47,6 +54,7 @@ function markdown(t: Timeline): string {
       lines.push(`| ${e.ts.replace('T', ' ').replace('Z', '')} | ${e.source} | ${e.host} | ${e.gpu ?? ''} | ${cell(e.title)} | ${cell(e.detail ?? '')} |`);
     lines.push('');
   }
+  lines.push(...markdownPostmortem(t));
   if (t.metrics.length > 0) {
     lines.push('## GPU metrics around it (per minute: min / mean / max)', '');
     const byGpu = new Map<string, MinuteSummary[]>();
@@ -71,122 +79,157 @@ function csv(t: Timeline): string {
   return `${rows.join('\n')}\n`;
 }
 
-const COLORS: Record<string, string> = { temp_c: '#d9480f', power_w: '#1971c2', util_pct: '#2f9e44' };
-const MARKS: Record<string, string> = {
-  kernel: '#c92a2a',
-  alert: '#e67700',
-  notification: '#5f3dc4',
-  provider: '#0b7285',
-  collector: '#862e9c',
-  inventory: '#495057',
-  job: '#2b8a3e',
-};
-
-const RANK: Readonly<Record<string, number>> = { critical: 4, error: 3, warning: 2, info: 1 };
-/** The most GPUs one export charts: past six, a reader looks at the table. */
-export const MAX_CHARTED_GPUS = 6;
-
-type Gpu = { readonly host: string; readonly gpu: number };
-
-/**
- * The GPUs the chart draws: the incident's own first, then every GPU the range's alerts and kernel
- * events name, the most severe and the earliest first; with none of those, the first GPU with
- * samples (a quiet range). Never a healthy GPU picked for being first in the list while others
- * were failing.
- */
-export function chartedGpus(t: Timeline, limit = MAX_CHARTED_GPUS): Gpu[] {
-  const named = new Map<string, { gpu: Gpu; rank: number; first: string }>();
-  const note = (host: string, gpu: number, rank: number, ts: string) => {
-    const key = `${host}\u0000${gpu}`;
-    const seen = named.get(key);
-    if (!seen) named.set(key, { gpu: { host, gpu }, rank, first: ts });
-    else named.set(key, { gpu: seen.gpu, rank: Math.max(seen.rank, rank), first: seen.first < ts ? seen.first : ts });
-  };
-  for (const e of t.entries) {
-    if (e.gpu === undefined || (e.source !== 'alert' && e.source !== 'kernel')) continue;
-    note(e.host, e.gpu, RANK[e.severity ?? ''] ?? (e.source === 'kernel' ? 3 : 0), e.ts);
-  }
-  const ranked = [...named.values()].sort((a, b) => b.rank - a.rank || (a.first < b.first ? -1 : a.first > b.first ? 1 : 0)).map((n) => n.gpu);
-  const own = t.incident?.gpu !== undefined ? [{ host: t.incident.host, gpu: t.incident.gpu }] : [];
-  const chosen = [...own, ...ranked.filter((g) => !own.some((o) => o.host === g.host && o.gpu === g.gpu))];
-  if (chosen.length === 0 && t.metrics[0]) chosen.push({ host: t.metrics[0].host, gpu: t.metrics[0].gpu });
-  return chosen.slice(0, limit);
+/** "4 min 10 s", "2 h 5 min", "3 d 4 h": a duration as a reader says it. */
+export function humanDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min${s % 60 ? ` ${s % 60} s` : ''}`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h} h${m % 60 ? ` ${m % 60} min` : ''}`;
+  return `${Math.floor(h / 24)} d${h % 24 ? ` ${h % 24} h` : ''}`;
 }
 
-/** One figure per charted GPU (chartedGpus): its temperature, power and utilisation per minute, with its own events marked. */
-export function charts(t: Timeline, width = 900, height = 320): string {
-  return chartedGpus(t)
-    .map((gpu) => `<figure data-host="${escape(gpu.host)}" data-gpu="${gpu.gpu}">${chart(t, gpu, width, height)}</figure>`)
-    .join('\n');
+function durationText(d: Duration): string {
+  return 'ms' in d ? humanDuration(d.ms) : `not measured: ${d.notMeasured}`;
 }
 
-/** An SVG chart of one GPU's temperature, power and utilisation per minute, with its own and its host's event markers. */
-export function chart(t: Timeline, focus: Gpu, width = 900, height = 320): string {
-  const from = Date.parse(t.from);
-  const to = Date.parse(t.to);
-  const x = (at: number) => 50 + ((at - from) / Math.max(1, to - from)) * (width - 70);
-  const parts: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escape(`${focus.host} GPU ${focus.gpu} around the incident`)}">`,
-    `<rect x="0" y="0" width="${width}" height="${height}" fill="#fff"/>`,
-    `<line x1="50" y1="${height - 30}" x2="${width - 20}" y2="${height - 30}" stroke="#868e96"/>`,
-    `<text x="50" y="16" font-size="12" font-family="sans-serif">${escape(focus.host)} GPU ${focus.gpu}, per-minute means: ` +
-      `<tspan fill="${COLORS.temp_c}">■ temperature °C</tspan> <tspan fill="${COLORS.power_w}">■ power W÷10</tspan> <tspan fill="${COLORS.util_pct}">■ utilisation %</tspan>` +
-      ` · markers: <tspan fill="${MARKS.kernel}">kernel</tspan> <tspan fill="${MARKS.alert}">alert</tspan> <tspan fill="${MARKS.notification}">notification</tspan> <tspan fill="${MARKS.provider}">provider</tspan></text>`,
-    `<text x="50" y="${height - 12}" font-size="11" font-family="sans-serif">${t.from.slice(11, 16)} UTC</text>`,
-    `<text x="${width - 80}" y="${height - 12}" font-size="11" font-family="sans-serif">${t.to.slice(11, 16)} UTC</text>`,
+/** The post-mortem's four figures, each with the two moments it runs between. */
+function durationRows(p: Postmortem): [string, string, Moment | undefined, Moment | undefined][] {
+  return [
+    ['Time to detect', durationText(p.toDetect), p.firstSignal, p.firstAlert],
+    ['Time to notify', durationText(p.toNotify), p.firstAlert, p.firstNotified],
+    ['Time to acknowledge', durationText(p.toAcknowledge), p.firstAlert, p.firstAcknowledged],
+    ['Time to resolve', durationText(p.toResolve), p.firstAlert, p.resolved],
   ];
-  let drawn = 0;
-  for (const metric of ['temp_c', 'power_w', 'util_pct'] as const) {
-    const rows = t.metrics.filter((m) => m.host === focus.host && m.gpu === focus.gpu && m.metric === metric);
-    if (rows.length === 0) continue;
-    drawn += 1;
-    const scale = metric === 'power_w' ? 10 : 1;
-    const y = (v: number) => height - 30 - Math.min(1, v / scale / 110) * (height - 60);
-    const points = rows.map((m) => `${x(Date.parse(m.minute) + 30_000).toFixed(1)},${y(m.mean).toFixed(1)}`).join(' ');
-    parts.push(`<polyline class="series" data-metric="${metric}" fill="none" stroke="${COLORS[metric]}" stroke-width="2" points="${points}"/>`);
-  }
-  // A GPU that fell off the bus may have no sample in the range: say so rather than draw empty axes.
-  if (drawn === 0)
-    parts.push(
-      `<text x="${width / 2}" y="${height / 2}" text-anchor="middle" font-size="13" font-family="sans-serif" fill="#868e96">no samples from this GPU in the range</text>`,
-    );
-  for (const e of t.entries) {
-    if (e.host !== focus.host || (e.gpu !== undefined && e.gpu !== focus.gpu)) continue;
-    const at = x(Date.parse(e.ts)).toFixed(1);
-    parts.push(
-      `<line class="marker" data-source="${e.source}" x1="${at}" y1="24" x2="${at}" y2="${height - 30}" stroke="${MARKS[e.source] ?? '#000'}" stroke-dasharray="3,3"><title>${escape(`${e.ts} ${e.title}`)}</title></line>`,
-    );
-  }
-  parts.push('</svg>');
-  return parts.join('');
 }
 
-function escape(text: string): string {
-  return text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c);
+const moment = (m: Moment | undefined) => (m ? `${m.ts.replace('T', ' ').replace('Z', '')}: ${m.what}` : '—');
+
+function attemptCells(n: NotificationAttempt): string[] {
+  return [
+    n.ts.replace('T', ' ').replace('Z', ''),
+    n.receiver,
+    n.channel,
+    n.fingerprints.join(' '),
+    n.reason,
+    n.outcome,
+    String(n.attempt),
+    n.retry_in_ms !== undefined ? `in ${humanDuration(n.retry_in_ms)}` : n.outcome === 'failed' && n.notification_id !== undefined ? 'gave up' : '',
+    n.error ?? '',
+  ];
+}
+const ATTEMPT_HEADERS = ['Time (UTC)', 'Receiver', 'Channel', 'Alerts', 'Reason', 'Outcome', 'Attempt', 'Next try', 'Error'];
+
+function ackCells(a: AcknowledgementRecord): string[] {
+  return [a.ts.replace('T', ' ').replace('Z', ''), a.pager, a.action, a.by ?? '', a.fingerprint, a.pager_incident, a.title ?? ''];
+}
+const ACK_HEADERS = ['Time (UTC)', 'Pager', 'What', 'By', 'Alert', 'Pager incident', 'Title'];
+
+/** The sections a post-mortem adds to Markdown: the figures, who was told, what they did. */
+function markdownPostmortem(t: Timeline): string[] {
+  const lines: string[] = [];
+  if (t.postmortem) {
+    lines.push('## How long it took', '', '| | | from | to |', '|---|---|---|---|');
+    for (const [name, value, a, b] of durationRows(t.postmortem)) lines.push(`| ${name} | ${cell(value)} | ${cell(moment(a))} | ${cell(moment(b))} |`);
+    lines.push('');
+  }
+  if (t.notifications.length > 0) {
+    lines.push('## Who was told', '', `| ${ATTEMPT_HEADERS.join(' | ')} |`, `|${ATTEMPT_HEADERS.map(() => '---').join('|')}|`);
+    for (const n of t.notifications) lines.push(`| ${attemptCells(n).map(cell).join(' | ')} |`);
+    lines.push('');
+  }
+  if (t.acknowledgements.length > 0) {
+    lines.push('## Acknowledgements from the pager', '', `| ${ACK_HEADERS.join(' | ')} |`, `|${ACK_HEADERS.map(() => '---').join('|')}|`);
+    for (const a of t.acknowledgements) lines.push(`| ${ackCells(a).map(cell).join(' | ')} |`);
+    lines.push('');
+  }
+  return lines;
 }
 
-/** One self-contained HTML file: facts, the chart, the timeline. No script, no external resource. */
-function html(t: Timeline): string {
-  const rows = t.entries
+const escape = escapeHtml;
+
+const PRINT_CSS = `body{font-family:sans-serif;margin:2em;color:#212529;max-width:1200px}
+h1{font-size:22px}h2{font-size:17px;margin-top:1.6em;border-bottom:1px solid #dee2e6}
+table{border-collapse:collapse;font-size:13px;width:100%}td,th{border-bottom:1px solid #dee2e6;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f1f3f5}dl{display:grid;grid-template-columns:max-content auto;gap:4px 16px}dt{font-weight:bold}
+figure{margin:1em 0}figcaption{font-size:12px;color:#495057;max-width:960px}svg{max-width:100%;height:auto}
+tr.alert td{background:#fff4e6}tr.kernel td{background:#fff5f5}tr.acknowledgement td{background:#e6fcf5}
+table.timeline td:nth-child(-n+3){white-space:nowrap}tr.failed td{background:#fff5f5}tr.suppressed td{color:#868e96}td.outcome{font-weight:bold}
+table.durations{width:auto}table.durations th{white-space:nowrap}table.durations td.figure{font-weight:bold;white-space:nowrap}table.durations .why{display:block;font-weight:normal;color:#868e96;font-size:12px;white-space:normal;max-width:40em}
+@page{size:A4 landscape;margin:12mm}
+@media print{body{margin:0;max-width:none;font-size:11px}table{font-size:10px}figure,tr,dl,table.durations{break-inside:avoid}h2{break-after:avoid}
+th{background:#eee;-webkit-print-color-adjust:exact;print-color-adjust:exact}svg,tr td{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+figure{page-break-inside:avoid}}`;
+
+function htmlTable(className: string, headers: readonly string[], rows: readonly { cls?: string; cells: readonly string[] }[], empty: string): string {
+  const body = rows
     .map(
-      (e) =>
-        `<tr class="${e.source}"><td>${escape(e.ts.replace('T', ' ').replace('Z', ''))}</td><td>${e.source}</td><td>${escape(e.host)}</td><td>${e.gpu ?? ''}</td><td>${escape(e.title)}</td><td>${escape(e.detail ?? '')}</td></tr>`,
+      (r) =>
+        `<tr${r.cls ? ` class="${r.cls}"` : ''}>${r.cells.map((c, i) => `<td${headers[i] === 'Outcome' ? ' class="outcome"' : ''}>${escape(c)}</td>`).join('')}</tr>`,
     )
     .join('\n');
-  const facts = t.incident
-    ? `<dl><dt>Severity</dt><dd>${t.incident.severity}</dd><dt>Host</dt><dd>${escape(t.incident.host)}${t.incident.gpu !== undefined ? `, GPU ${t.incident.gpu}` : ''}</dd><dt>Started</dt><dd>${t.incident.startsAt}</dd><dt>Ended</dt><dd>${t.incident.endsAt ?? 'still firing'}</dd><dt>Fingerprint</dt><dd><code>${t.incident.fingerprint}</code></dd></dl>`
+  return `<table class="${className}"><thead><tr>${headers.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>\n${body || `<tr><td colspan="${headers.length}">${empty}</td></tr>`}\n</tbody></table>`;
+}
+
+/** One self-contained HTML file that prints well: facts, how long it took, the incident's GPUs charted, who was told, what they did, the timeline. No script, no external resource. */
+function html(t: Timeline): string {
+  const title = t.incident ? `Incident: ${t.incident.summary}` : 'GPU incident timeline';
+  const i = t.incident;
+  const facts = i
+    ? `<dl class="facts"><dt>Severity</dt><dd>${i.severity}</dd><dt>Where</dt><dd>${escape(
+        i.gpus && i.gpus.length > 0 ? i.gpus.map((g) => `${g.host} GPU ${g.gpu}`).join(', ') : `${i.host}${i.gpu !== undefined ? `, GPU ${i.gpu}` : ''}`,
+      )}</dd><dt>Started</dt><dd>${i.startsAt}</dd><dt>Ended</dt><dd>${t.postmortem?.resolved?.ts ?? i.endsAt ?? 'still firing'}</dd><dt>Alerts</dt><dd><code>${escape((i.fingerprints ?? [i.fingerprint]).join(' '))}</code></dd>${
+        t.postmortem
+          ? `<dt>Notifications</dt><dd>${t.postmortem.attempts.sent} delivered, ${t.postmortem.attempts.failed} failed (${t.postmortem.attempts.retried} retried), ${t.postmortem.attempts.suppressed} held back</dd>`
+          : ''
+      }</dl>`
     : '';
+  const durations = t.postmortem
+    ? `<h2>How long it took</h2><table class="durations"><tbody>${durationRows(t.postmortem)
+        .map(
+          ([name, value, a, b]) =>
+            `<tr><th>${name}</th><td class="figure">${value.startsWith('not measured: ') ? `not measured<span class="why">${escape(value.slice('not measured: '.length))}</span>` : escape(value)}</td><td>${escape(moment(a))}<br>→ ${escape(moment(b))}</td></tr>`,
+        )
+        .join('')}</tbody></table>`
+    : '';
+  const attempts = htmlTable(
+    'notifications',
+    ATTEMPT_HEADERS,
+    t.notifications.map((n) => ({ cls: n.outcome, cells: attemptCells(n) })),
+    'No notification was recorded.',
+  );
+  const acks = htmlTable(
+    'acknowledgements',
+    ACK_HEADERS,
+    t.acknowledgements.map((a) => ({ cells: ackCells(a) })),
+    'No acknowledgement came from a pager.',
+  );
+  const entries = htmlTable(
+    'timeline',
+    ['Time (UTC)', 'Source', 'Host', 'GPU', 'What', 'Detail'],
+    t.entries.map((e) => ({
+      cls: e.source,
+      cells: [e.ts.replace('T', ' ').replace('Z', ''), e.source, e.host, e.gpu === undefined ? '' : String(e.gpu), e.title, e.detail ?? ''],
+    })),
+    'Nothing happened in this range.',
+  );
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escape(t.incident ? `Timeline: ${t.incident.summary}` : 'GPU incident timeline')}</title>
-<style>body{font-family:sans-serif;margin:2em;color:#212529}table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #dee2e6;padding:4px 8px;text-align:left;vertical-align:top}dl{display:grid;grid-template-columns:max-content auto;gap:4px 16px}tr.alert td{background:#fff4e6}tr.kernel td{background:#fff5f5}</style>
+<html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title>
+<style>${PRINT_CSS}</style>
 </head><body>
-<h1>${escape(t.incident ? `Timeline: ${t.incident.summary}` : 'GPU incident timeline')}</h1>
+<h1>${escape(title)}</h1>
 ${facts}
-<p>Range ${t.from} – ${t.to}${t.host ? ` on ${escape(t.host)}` : ''}: ${t.entries.length} events.</p>
+<p>Range ${t.from} – ${t.to}${t.host ? ` on ${escape(t.host)}` : ''}: ${t.entries.length} events. Times are UTC, as each record was dated.</p>
+${durations}
+<h2>${i ? "The incident's GPUs" : 'GPUs'}</h2>
 ${charts(t)}
-<table><thead><tr><th>Time (UTC)</th><th>Source</th><th>Host</th><th>GPU</th><th>What</th><th>Detail</th></tr></thead><tbody>
-${rows || '<tr><td colspan="6">Nothing happened in this range.</td></tr>'}
-</tbody></table>
+<h2>Who was told</h2>
+${attempts}
+<h2>Acknowledgements from the pager</h2>
+${acks}
+<h2>Timeline</h2>
+${entries}
 </body></html>
 `;
 }

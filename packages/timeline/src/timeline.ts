@@ -1,41 +1,17 @@
-import type { Envelope, EnvelopeOf, Severity } from '@gpualert/schema';
+import type { Envelope, EnvelopeOf } from '@gpualert/schema';
+import { gpuKey, inIncident, type IncidentScope } from './incident-scope.ts';
+import { postmortem } from './postmortem.ts';
+import { SUMMARISED, type AcknowledgementRecord, type MinuteSummary, type NotificationAttempt, type Timeline, type TimelineEntry } from './timeline-types.ts';
 
-/** One line of the story, saying where it came from. */
-export interface TimelineEntry {
-  readonly ts: string;
-  readonly source: 'kernel' | 'provider' | 'alert' | 'notification' | 'inventory' | 'collector' | 'job' | 'action';
-  readonly host: string;
-  readonly gpu?: number;
-  readonly severity?: Severity;
-  readonly title: string;
-  readonly detail?: string;
-  readonly id: string;
-}
-
-/** One GPU metric over one minute. */
-export interface MinuteSummary {
-  readonly minute: string;
-  readonly host: string;
-  readonly gpu: number;
-  readonly metric: SummarisedMetric;
-  readonly min: number;
-  readonly max: number;
-  readonly mean: number;
-  readonly samples: number;
-}
-
-export const SUMMARISED = ['temp_c', 'power_w', 'util_pct', 'mem_temp_c'] as const;
-export type SummarisedMetric = (typeof SUMMARISED)[number];
-
-export interface Timeline {
-  readonly from: string;
-  readonly to: string;
-  readonly host?: string;
-  readonly job?: string;
-  readonly incident?: { fingerprint: string; summary: string; severity: Severity; host: string; gpu?: number; startsAt: string; endsAt?: string };
-  readonly entries: TimelineEntry[];
-  readonly metrics: MinuteSummary[];
-}
+export {
+  SUMMARISED,
+  type AcknowledgementRecord,
+  type MinuteSummary,
+  type NotificationAttempt,
+  type SummarisedMetric,
+  type Timeline,
+  type TimelineEntry,
+} from './timeline-types.ts';
 
 export interface TimelineQuery {
   readonly from: number;
@@ -44,6 +20,13 @@ export interface TimelineQuery {
   readonly gpu?: number;
   /** Narrow to one job: its events, and what happened on its hosts' GPUs (see `jobScope`). */
   readonly job?: string;
+  /** Narrow to one incident's story (`inIncident`). */
+  readonly incident?: IncidentScope;
+  /**
+   * Notifications and acknowledgements are kept up to this time rather than `to`: the notifier may
+   * date them by another clock (a recording replayed) or long after (retries, a person's ack).
+   */
+  readonly recordsTo?: number;
 }
 
 /**
@@ -104,40 +87,39 @@ function inJob(e: Envelope, job: string, scope: JobScope): boolean {
   }
 }
 
-/** The window `--incident` narrows to: its host and GPU, from half an hour before to half an hour after. */
-export function incidentWindow(alerts: readonly EnvelopeOf<'alert'>[], fingerprint: string): { query: TimelineQuery; alert: EnvelopeOf<'alert'> } | undefined {
-  const mine = alerts.filter((a) => a.data.fingerprint === fingerprint).sort((a, b) => a.ts.localeCompare(b.ts));
-  const first = mine[0];
-  if (!first) return undefined;
-  const last = mine.at(-1) ?? first;
-  const start = Date.parse(first.data.starts_at);
-  const end = last.data.ends_at ? Date.parse(last.data.ends_at) : Date.parse(last.ts);
-  return {
-    alert: last,
-    query: { from: start - 30 * 60_000, to: end + 30 * 60_000, host: first.host, ...(first.data.gpu ? { gpu: first.data.gpu.index } : {}) },
-  };
-}
-
 /**
  * Merges what every topic said in a range into one list ordered by event time, and summarises
  * the GPU samples per minute instead of dumping them. Pure: the caller reads the topics.
  */
 export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, incident?: EnvelopeOf<'alert'>): Timeline {
   const entries: TimelineEntry[] = [];
-  const envelopes = query.job === undefined ? input : [...input];
+  const notifications: NotificationAttempt[] = [];
+  const acknowledgements: AcknowledgementRecord[] = [];
+  const envelopes = Array.isArray(input) ? (input as readonly Envelope[]) : [...input];
   const scope = query.job === undefined ? undefined : jobScope(envelopes, query.job);
+  const pci = pciIndex(envelopes);
+  const pciGpu = (host: string, bus: string) => pci.get(`${host}\u0000${bus}`);
+  const told = query.incident ? toldFingerprints(envelopes, query.incident, pciGpu) : undefined;
+  const recordsTo = Math.max(query.to, query.recordsTo ?? query.to);
   // Per host and minute, per GPU: [min, max, sum, n] for each summarised metric. One map access
   // per sample rather than one per GPU and metric: a day of a fleet is millions of values.
   const minutes = new Map<string, { host: string; minute: number; gpus: Map<number, Float64Array> }>();
   const seen = new Set<string>();
+  const lastSample = new Map<string, string>();
   for (const e of envelopes) {
     const at = Date.parse(e.ts);
-    if (at < query.from || at > query.to || (query.host && e.host !== query.host) || seen.has(e.id)) continue;
+    const record = e.type === 'notification' || e.type === 'acknowledgement';
+    if (at < query.from || at > (record ? recordsTo : query.to) || seen.has(e.id)) continue;
+    if (query.host && e.host !== query.host && !(record && told)) continue;
     if (scope && query.job !== undefined && !inJob(e, query.job, scope)) continue;
+    if (query.incident && told && !inIncident(e, query.incident, told, pciGpu)) continue;
     seen.add(e.id); // a message delivered twice is told once
-    const entry = toEntry(e, query.gpu, query.job !== undefined);
+    const entry = toEntry(e, query.gpu, query.job !== undefined, pciGpu);
     if (entry) entries.push(entry);
+    if (e.type === 'notification') notifications.push({ ...e.data, ts: e.ts, host: e.host, id: e.id });
+    if (e.type === 'acknowledgement') acknowledgements.push({ ...e.data, ts: e.ts, id: e.id });
     if (e.type !== 'gpu.sample') continue;
+    if (!(e.ts <= (lastSample.get(e.host) ?? ''))) lastSample.set(e.host, e.ts);
     const minute = Math.floor(at / 60_000);
     const key = `${e.host}|${minute}`;
     let bucket = minutes.get(key);
@@ -145,6 +127,7 @@ export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, i
     for (const gpu of e.data.gpus) {
       if (query.gpu !== undefined && gpu.index !== query.gpu) continue;
       if (scope && !scope.wholeHosts.has(e.host) && !scope.gpus.has(`${e.host}\u0000${gpu.index}`)) continue;
+      if (query.incident && !query.incident.wholeHosts.has(e.host) && !query.incident.gpus.has(gpuKey(e.host, gpu.index))) continue;
       let acc = bucket.gpus.get(gpu.index);
       if (!acc) {
         acc = new Float64Array(SUMMARISED.length * 4);
@@ -194,17 +177,34 @@ export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, i
       (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : 0) ||
       (a.minute < b.minute ? -1 : a.minute > b.minute ? 1 : 0),
   );
+  const byTime = <T extends { ts: string; id: string }>(a: T, b: T) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  notifications.sort(byTime);
+  acknowledgements.sort(byTime);
   const timeline: Timeline = {
     from: new Date(query.from).toISOString(),
     to: new Date(query.to).toISOString(),
     entries,
     metrics,
+    notifications,
+    acknowledgements,
+    samplesUntil: [...lastSample].map(([host, ts]) => ({ host, ts })).sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0)),
     ...(query.host ? { host: query.host } : {}),
     ...(query.job !== undefined ? { job: query.job } : {}),
   };
   if (!incident) return timeline;
   const d = incident.data;
-  return {
+  const s = query.incident;
+  const gpus = s
+    ? [...s.gpus].map((k) => {
+        const [host = '', gpu = '0'] = k.split('\u0000');
+        return { host, gpu: Number(gpu) };
+      })
+    : [];
+  const own = d.gpu ? gpuKey(incident.host, d.gpu.index) : undefined;
+  gpus.sort(
+    (a, b) => Number(gpuKey(b.host, b.gpu) === own) - Number(gpuKey(a.host, a.gpu) === own) || (a.host < b.host ? -1 : a.host > b.host ? 1 : a.gpu - b.gpu),
+  );
+  const withIncident: Timeline = {
     ...timeline,
     incident: {
       fingerprint: d.fingerprint,
@@ -214,8 +214,27 @@ export function buildTimeline(input: Iterable<Envelope>, query: TimelineQuery, i
       startsAt: d.starts_at,
       ...(d.gpu ? { gpu: d.gpu.index } : {}),
       ...(d.ends_at ? { endsAt: d.ends_at } : {}),
+      ...(s ? { fingerprints: [...s.fingerprints].sort(), gpus, hosts: [...s.hosts].sort() } : {}),
     },
   };
+  return s ? { ...withIncident, postmortem: postmortem(withIncident, s) } : withIncident;
+}
+
+/** `host\u0000pci_bus` → the GPU's index, from the inventories read: a kernel line that names only its PCI address still lands on its GPU. */
+function pciIndex(envelopes: readonly Envelope[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of envelopes) {
+    if (e.type !== 'host.inventory') continue;
+    for (const g of e.data.gpus) out.set(`${e.host}\u0000${g.pci_bus}`, g.index);
+  }
+  return out;
+}
+
+/** The fingerprints whose notifications belong to an incident: its own alerts' and those of the other alerts its story keeps. */
+function toldFingerprints(envelopes: readonly Envelope[], scope: IncidentScope, pciGpu: (host: string, pci: string) => number | undefined): Set<string> {
+  const told = new Set(scope.fingerprints);
+  for (const e of envelopes) if (e.type === 'alert' && inIncident(e, scope, told, pciGpu)) told.add(e.data.fingerprint);
+  return told;
 }
 
 /** How a job event reads in a timeline. Progress (`step`) is told only in a job's own timeline: a fleet's would drown in it. */
@@ -251,12 +270,18 @@ function jobEntry(e: EnvelopeOf<'job.event'>, gpuFilter: number | undefined, ste
   };
 }
 
-function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): TimelineEntry | undefined {
+function toEntry(
+  e: Envelope,
+  gpuFilter: number | undefined,
+  steps = false,
+  pciGpu?: (host: string, pci: string) => number | undefined,
+): TimelineEntry | undefined {
   const base = { ts: e.ts, host: e.host, id: e.id };
   switch (e.type) {
     case 'kernel.event': {
       const d = e.data;
-      if (gpuFilter !== undefined && d.gpu !== undefined && d.gpu !== gpuFilter) return undefined;
+      const gpu = d.gpu ?? (d.pci_bus ? pciGpu?.(e.host, d.pci_bus) : undefined);
+      if (gpuFilter !== undefined && gpu !== undefined && gpu !== gpuFilter) return undefined;
       const what = d.kind === 'xid' ? `Xid ${d.xid}${d.meaning ? `: ${d.meaning}` : ''}` : d.kind === 'sxid' ? `SXid ${d.xid}` : (d.meaning ?? d.kind);
       return {
         ...base,
@@ -264,7 +289,18 @@ function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): Tim
         severity: d.severity,
         title: `${what}${(d.count ?? 1) > 1 ? ` (×${d.count})` : ''}`,
         detail: d.message,
-        ...(d.gpu !== undefined ? { gpu: d.gpu } : {}),
+        ...(gpu !== undefined ? { gpu } : {}),
+      };
+    }
+    case 'acknowledgement': {
+      const d = e.data;
+      const pager = d.pager === 'pagerduty' ? 'PagerDuty' : 'Opsgenie';
+      return {
+        ...base,
+        source: 'acknowledgement',
+        fingerprint: d.fingerprint,
+        title: `${d.action} in ${pager}${d.by ? ` by ${d.by}` : ''}`,
+        detail: `alert ${d.fingerprint}, ${pager} ${d.pager_incident}${d.title ? `: ${d.title}` : ''}`,
       };
     }
     case 'action': {
@@ -308,6 +344,7 @@ function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): Tim
         ...base,
         source: 'alert',
         severity: d.severity,
+        fingerprint: d.fingerprint,
         title: `${d.status === 'firing' ? 'FIRING' : 'RESOLVED'} ${d.severity}: ${d.summary}`,
         detail: `rule ${d.rule}, fingerprint ${d.fingerprint}${flags ? `, ${flags}` : ''}${d.evidence.length > 0 ? `, evidence ${d.evidence.slice(0, 5).join(' ')}` : ''}`,
         ...(d.gpu ? { gpu: d.gpu.index } : {}),
@@ -318,8 +355,9 @@ function toEntry(e: Envelope, gpuFilter: number | undefined, steps = false): Tim
       return {
         ...base,
         source: 'notification',
+        ...(d.outcome === 'failed' ? { severity: 'error' as const } : {}),
         title: `${d.outcome} → ${d.receiver} (${d.channel}): ${d.reason}`,
-        detail: `attempt ${d.attempt}${d.fingerprints.length > 0 ? `, alerts ${d.fingerprints.join(' ')}` : ''}${d.error ? `, error: ${d.error}` : ''}`,
+        detail: `attempt ${d.attempt}${d.retry_in_ms !== undefined ? `, retried in ${Math.round(d.retry_in_ms / 1000)} s` : d.outcome === 'failed' && d.notification_id !== undefined ? ', the last attempt' : ''}${d.fingerprints.length > 0 ? `, alerts ${d.fingerprints.join(' ')}` : ''}${d.error ? `, error: ${d.error}` : ''}`,
       };
     }
     case 'host.inventory':

@@ -39,6 +39,8 @@ export const IntakeConfig = z.object({
   tokenHeader: z.string().default('authorization'),
   seenTtlHours: z.coerce.number().positive().default(48),
   publishTimeoutMs: z.coerce.number().int().positive().default(3_000),
+  /** PagerDuty v3 webhook subscriptions' signing secrets (`/v1/pager/pagerduty`), several during a rotation. */
+  pagerdutySecrets: listSetting(z.string().min(MIN_SECRET_BYTES, `expected a PagerDuty signing secret of at least ${MIN_SECRET_BYTES} characters`)).default([]),
   /** SNS topics (ARNs) whose deliveries `/v1/deliveries/sns` takes. */
   snsTopicArns: listSetting(z.string().regex(/^arn:aws(?:-cn|-us-gov)?:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'expected an SNS topic ARN')).default([]),
   /** Pub/Sub push: the audience set on the subscription (usually the endpoint URL). */
@@ -58,6 +60,7 @@ export const INTAKE_SOURCES: SettingSources<IntakeConfig> = {
   tokenHeader: { env: 'GPUALERT_INTAKE_TOKEN_HEADER', flag: false },
   seenTtlHours: { flag: false },
   publishTimeoutMs: { flag: false },
+  pagerdutySecrets: { env: 'GPUALERT_INTAKE_PAGERDUTY_SECRETS', flag: false, secret: true },
   snsTopicArns: { env: 'GPUALERT_INTAKE_SNS_TOPICS', flag: false },
   pubsubAudience: { env: 'GPUALERT_INTAKE_PUBSUB_AUDIENCE', flag: false },
   pubsubServiceAccounts: { env: 'GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS', flag: false },

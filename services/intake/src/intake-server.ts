@@ -5,6 +5,7 @@ import { redactSecrets, type Logger } from '@gpualert/log';
 import { Provider } from '@gpualert/schema';
 import { handleDelivery, type IntakeDeps, type IntakeResponse } from './handle-delivery.ts';
 import { handleJobEvents } from './handle-job-events.ts';
+import { handlePagerWebhook } from './pager/handle-pager-webhook.ts';
 import { IntakeMetrics } from './intake-metrics.ts';
 import { createDeliveryRuntime, DELIVERY_PROTOCOLS, type DeliveriesConfig, type DeliveryProtocol } from './deliveries/delivery-protocol.ts';
 import { handleProtocolDelivery, PROTOCOL_METHODS } from './deliveries/handle-protocol-delivery.ts';
@@ -28,10 +29,13 @@ export interface IntakeServerOptions extends IntakeDeps {
   readonly requestTimeoutMs?: number;
   /** The providers' own delivery protocols (`/v1/deliveries/{protocol}`); none allowed when absent. */
   readonly deliveries?: DeliveriesConfig;
+  /** PagerDuty v3 webhook signing secrets (`/v1/pager/pagerduty`); none: PagerDuty's webhooks are refused. */
+  readonly pagerdutySecrets?: readonly string[];
 }
 
 const ROUTE = /^\/v1\/events\/([A-Za-z0-9-]+)\/?$/;
 const JOB_EVENTS_ROUTE = /^\/v1\/job-events\/?$/;
+const PAGER_ROUTE = /^\/v1\/pager\/([A-Za-z0-9-]+)\/?$/;
 const DELIVERY_ROUTE = /^\/v1\/deliveries\/([A-Za-z0-9-]+)\/?$/;
 const isProtocol = (name: string): name is DeliveryProtocol => (DELIVERY_PROTOCOLS as readonly string[]).includes(name);
 
@@ -109,7 +113,7 @@ function logOutcome(log: Logger, where: Record<string, string>, result: IntakeRe
   else if (result.status >= 400) log.info({ ...where, status: result.status, message: result.body.message }, 'intake_delivery_refused');
 }
 
-/** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `POST /v1/job-events`, `GET /healthz`, `GET /readyz`, `GET /metrics`. */
+/** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `POST /v1/job-events`, `POST /v1/pager/{pagerduty|opsgenie}`, `GET /healthz`, `GET /readyz`, `GET /metrics`. */
 export function createIntakeServer(options: IntakeServerOptions): { server: Server; metrics: IntakeMetrics } {
   const metrics = new IntakeMetrics();
   const deliveries = createDeliveryRuntime(options.deliveries ?? { snsTopicArns: [] }, options.now);
@@ -152,6 +156,23 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
           if (result.events) metrics.events.inc({ provider: 'job-events' }, result.events);
           logOutcome(options.log, { route: 'job-events' }, result);
           return finish(result, 'job-events');
+        }
+        const pager = PAGER_ROUTE.exec(url.pathname)?.[1];
+        if (pager !== undefined) {
+          const label = pager === 'pagerduty' || pager === 'opsgenie' ? pager : 'unknown';
+          if (request.method !== 'POST') {
+            response.setHeader('connection', 'close');
+            return finish(
+              { status: 405, outcome: 'method_not_allowed', body: { error: 'method_not_allowed', message: 'use POST' }, headers: { allow: 'POST' } },
+              label,
+            );
+          }
+          const body = await jsonBody(request, response, options.maxBodyBytes, []);
+          if (!Buffer.isBuffer(body)) return finish(body, label);
+          const result = await handlePagerWebhook({ pager, headers: request.headers, body }, { ...options, pagerdutySecrets: options.pagerdutySecrets ?? [] });
+          if (result.events) metrics.events.inc({ provider: label }, result.events);
+          logOutcome(options.log, { pager: label }, result);
+          return finish(result, label);
         }
         const protocol = DELIVERY_ROUTE.exec(url.pathname)?.[1];
         if (protocol !== undefined) {

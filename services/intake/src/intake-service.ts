@@ -14,6 +14,7 @@ export async function startIntake(config: IntakeConfig, context: ServiceContext)
     seenTtlMs: config.seenTtlHours * 3_600_000,
     publishTimeoutMs: config.publishTimeoutMs,
     maxBodyBytes: config.maxBodyBytes,
+    pagerdutySecrets: config.pagerdutySecrets,
     auth: { secrets: config.secrets, tokenHeader: config.tokenHeader, ...(config.token ? { token: config.token } : {}) },
     deliveries: {
       snsTopicArns: config.snsTopicArns,

@@ -9,6 +9,12 @@ import { must } from './must.ts';
 import { ReceiverQueues } from './receiver-queues.ts';
 
 const SOURCE = 'notifier/0.1.0';
+/**
+ * Delivery records being published at once. The record of an attempt is published beside the
+ * paging path, never in it: a slow or unreachable Kafka must not hold the next page or retry. Past
+ * this many waiting, a record is dropped (logged, counted) rather than held in memory without end.
+ */
+export const MAX_RECORDS_IN_FLIGHT = 1_000;
 
 export interface DeliveryLoopOptions {
   readonly routes: RoutesFile;
@@ -42,6 +48,8 @@ export class DeliveryLoop {
   /** Aborted on stop: ends every backoff, rate-limit wait and in-flight send at once (the outbox keeps what is unsent). */
   private readonly stopping = new AbortController();
   private readonly queues: ReceiverQueues<Outgoing>;
+  /** Delivery records still being published (recordAside). */
+  private readonly recording = new Set<Promise<void>>();
 
   constructor(private readonly options: DeliveryLoopOptions) {
     this.routes = options.routes;
@@ -93,6 +101,24 @@ export class DeliveryLoop {
     await this.options.bus.publish(TOPICS.notifications, [envelopeMessage(newEnvelope({ type: 'notification', host, source: SOURCE, data }))]);
   }
 
+  /**
+   * One attempt's record, published beside the delivery rather than awaited by it: the next page
+   * or retry never waits on Kafka. A record that cannot be published is logged and lost; the page
+   * it tells of is not affected.
+   */
+  private recordAside(data: NotificationData, host: string): void {
+    const { log, metrics } = this.options;
+    if (this.recording.size >= MAX_RECORDS_IN_FLIGHT) {
+      metrics?.notifications.inc({ receiver: data.receiver, outcome: 'record_dropped' });
+      log.error({ receiver: data.receiver, attempt: data.attempt, outcome: data.outcome }, 'notification_record_dropped');
+      return;
+    }
+    const publishing: Promise<void> = this.record(data, host)
+      .catch((error: unknown) => log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'))
+      .finally(() => this.recording.delete(publishing));
+    this.recording.add(publishing);
+  }
+
   /** Queues a notification already in the outbox (the same id twice is queued once). */
   enqueue(notification: Notification, queuedAt: number): void {
     this.queues.push(notification.receiver, { notification, queuedAt }, (q) => q.notification.id === notification.id);
@@ -103,6 +129,8 @@ export class DeliveryLoop {
     this.stopped = true;
     this.stopping.abort();
     await this.queues.idle();
+    // Records already handed to the bus go out before it closes (each publish has its own timeout).
+    await Promise.allSettled([...this.recording]);
   }
 
   /** Sends what waits for one receiver, in order, until none is left or the loop stops. */
@@ -124,7 +152,7 @@ export class DeliveryLoop {
         this.channels.get(receiver) ?? goneReceiver(receiver),
         notification,
         this.options.retry ?? DEFAULT_RETRY,
-        async ({ attempt, result: r }) => {
+        ({ attempt, result: r, retryInMs }) => {
           // One warning when a receiver starts failing and one line when it is back: a person sees
           // that pages are not getting through without a line per retry.
           if (!r.ok && !this.failing.has(receiver)) {
@@ -133,7 +161,7 @@ export class DeliveryLoop {
           } else if (r.ok && this.failing.delete(receiver)) {
             log.info({ receiver, attempt }, 'receiver_recovered');
           }
-          await this.record(
+          this.recordAside(
             {
               receiver,
               channel: this.channelOf(receiver),
@@ -141,10 +169,12 @@ export class DeliveryLoop {
               reason: batch.length > 1 ? `digest:${notification.reason}` : notification.reason,
               outcome: r.ok ? 'sent' : 'failed',
               attempt,
+              notification_id: notification.id.slice(0, 256),
               ...(r.ok ? {} : { error: redactSecrets(r.error) }),
+              ...(retryInMs !== undefined ? { retry_in_ms: retryInMs } : {}),
             },
             host,
-          ).catch((error: unknown) => log.error({ error: redactSecrets(String(error)) }, 'notification_record_failed'));
+          );
         },
         () => this.stopped,
         Math.random,

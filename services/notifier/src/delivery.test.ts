@@ -267,3 +267,101 @@ describe("a destination's rate", () => {
     expect(new RateLimiter({ perMinute: 20 }).waitMs(0)).toBe(0);
   });
 });
+
+/** A bus whose gpualert.notifications hangs (Kafka slow or away) until released; every other topic works. */
+class StalledRecords extends MemoryBus {
+  release: () => void = () => undefined;
+  private readonly released = new Promise<void>((r) => (this.release = r));
+  stalled = 0;
+  override async publish(topic: string, messages: Parameters<MemoryBus['publish']>[1]): Promise<void> {
+    if (topic === TOPICS.notifications) {
+      this.stalled += 1;
+      await this.released;
+    }
+    return super.publish(topic, messages);
+  }
+}
+
+describe('the record of each delivery attempt', () => {
+  it('never holds a page: with the delivery log stalled, a retried page and the next one are both delivered, and the log gets every attempt once it answers', async () => {
+    const calls: string[] = [];
+    const vendor: Server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const key = (JSON.parse(body) as { dedup_key: string }).dedup_key;
+        calls.push(key);
+        // the first page's first attempt fails: it is retried
+        const fail = key === 'fp-a' && calls.filter((k) => k === 'fp-a').length === 1;
+        res.writeHead(fail ? 500 : 202, { 'content-type': 'application/json' }).end(fail ? 'down' : '{"status":"success"}');
+      });
+    });
+    await new Promise<void>((r) => vendor.listen(0, '127.0.0.1', r));
+    cleanups.push(
+      () =>
+        new Promise((r) => {
+          vendor.closeAllConnections();
+          vendor.close(() => r());
+        }),
+    );
+    const port = (vendor.address() as { port: number }).port;
+    const routes = RoutesFile.parse({
+      receivers: [{ name: 'pager', channel: 'pagerduty', settings: { url: `http://127.0.0.1:${port}/enqueue`, routing_key: 'K'.repeat(32) } }],
+      route: { receiver: 'pager', page: true },
+    });
+    const bus = new StalledRecords();
+    const notifier = await startNotifier({
+      bus,
+      store: new MemoryStore(),
+      log,
+      routes,
+      env: {},
+      retry: { baseMs: 20, maxDelayMs: 40, giveUpAfterMs: 60_000 },
+      flushEveryMs: 20,
+    });
+    cleanups.push(async () => {
+      bus.release();
+      await notifier.stop();
+      await bus.close();
+    });
+    const alert = (fingerprint: string) =>
+      envelopeMessage(
+        newEnvelope({
+          type: 'alert',
+          host: 'gpu-node-1',
+          source: 'test',
+          data: {
+            fingerprint,
+            status: 'firing',
+            severity: 'critical',
+            category: 'fallen_off_bus',
+            rule: 'gpu-absent',
+            summary: `lost ${fingerprint}`,
+            starts_at: new Date().toISOString(),
+            evidence: [],
+          },
+        }),
+      );
+    await bus.publish(TOPICS.alerts, [alert('fp-a'), alert('fp-b')]);
+    for (const deadline = Date.now() + 10_000; (calls.length < 3 || bus.stalled < 3) && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+    // Every page went out while not one record could be written.
+    expect([...calls].sort()).toEqual(['fp-a', 'fp-a', 'fp-b']);
+    expect(bus.stalled).toBeGreaterThanOrEqual(3);
+    expect(await bus.read(TOPICS.notifications)).toHaveLength(0);
+    bus.release();
+    const records = async () =>
+      (await bus.read(TOPICS.notifications)).flatMap((m) => {
+        const r = parseEnvelope(m.value);
+        return r.ok && r.value.type === 'notification' && r.value.data.receiver === 'pager' ? [r.value.data] : [];
+      });
+    for (const deadline = Date.now() + 10_000; (await records()).length < 3 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 10));
+    const a = (await records()).filter((r) => r.fingerprints.includes('fp-a')).sort((x, y) => x.attempt - y.attempt);
+    expect(a.map((r) => [r.outcome, r.attempt, r.retry_in_ms !== undefined])).toEqual([
+      ['failed', 1, true],
+      ['sent', 2, false],
+    ]);
+    // the two attempts are one message, retried
+    expect(a[0]?.notification_id).toBeTruthy();
+    expect(a[1]?.notification_id).toBe(a[0]?.notification_id);
+  });
+});
