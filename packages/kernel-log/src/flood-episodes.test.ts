@@ -39,6 +39,23 @@ describe('a flood of one Xid is one counted episode per GPU and code', () => {
     expect(parser.stats.folded).toBeGreaterThan(150_000);
   });
 
+  it('the fast path (prefix shape and message known) tells what taking every line apart tells, to the second', () => {
+    const lines = xidFlood({ lines: 60_000, startMs: START, spacingMs: 50 });
+    // Two host names of different lengths, line by line: no prefix has the last one's shape, so every line is taken apart.
+    const slowLines = lines.map((line, i) => (i % 2 === 0 ? line : line.replace(' gpu-node-07 ', ' gpu-node-7 ')));
+    const fast = parse(lines, START + HOUR);
+    const slow = parse(slowLines, START + HOUR);
+    expect(fast.parser.stats.folded).toBeGreaterThan(50_000);
+    const summary = (events: ParsedKernelEvent[], gpu: number) => {
+      const mine = events.filter((e) => e.data.gpu === gpu);
+      return { lines: mine.reduce((n, e) => n + (e.data.count ?? 1), 0), first: mine[0]!.ts, last: mine.at(-1)!.data.episode };
+    };
+    for (const gpu of [0, 1]) expect(summary(fast.events, gpu)).toEqual(summary(slow.events, gpu));
+    // Both tell about one event a minute (the fast path on the second the count is due, the slow path on the line): within a tenth.
+    expect(Math.abs(fast.events.length - slow.events.length)).toBeLessThanOrEqual(Math.ceil(slow.events.length / 10));
+    expect(fast.events.length).toBeLessThanOrEqual(2 * 52);
+  });
+
   it('another fault inside the flood is its own event at once, never folded into it', () => {
     const lines = xidFlood({ lines: 40_000, startMs: START, spacingMs: 30 });
     const at = START + 25_000 * 30;
