@@ -11,7 +11,7 @@ import { benchGpuMetrics } from './gpu-metrics.bench.ts';
 import { benchIntake } from './intake.bench.ts';
 import { benchJobLayer } from './job-layer.bench.ts';
 import { benchJobLog } from './job-log.bench.ts';
-import { benchKernel } from './kernel.bench.ts';
+import { benchKernel, benchKernelFlood } from './kernel.bench.ts';
 import { benchNotifier } from './notifier.bench.ts';
 import { benchNotifierStorm } from './notifier-storm.bench.ts';
 import { benchRemediation } from './remediation.bench.ts';
@@ -40,6 +40,7 @@ benches['fleet-shares'] = benchFleetShares;
 benches['job-layer'] = benchJobLayer;
 benches['notifier-storm'] = benchNotifierStorm;
 benches.remediation = benchRemediation;
+benches['kernel-flood'] = benchKernelFlood;
 const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {
   if (only.length === 0 || only.includes(name)) await bench();

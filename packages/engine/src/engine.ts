@@ -141,6 +141,11 @@ export class Engine {
         for (const step of planOf(ctx.bound).bmcEvent) step.run(bmcCtx, step.rule);
         break;
       }
+      case 'telemetry.health': {
+        const telemetryCtx = { ...ctx, id: envelope.id, data: envelope.data };
+        for (const step of planOf(ctx.bound).telemetry) step.run(telemetryCtx, step.rule);
+        break;
+      }
       case 'job.event': {
         const run = noteJobEvent(ctx.state, host, envelope.data, at);
         const jobCtx = { ...ctx, id: envelope.id, data: envelope.data, run };

@@ -63,6 +63,12 @@ export interface HostSampleContext extends JudgeContext {
   readonly data: EnvelopeOf<'host.sample'>['data'];
 }
 
+/** One `telemetry.health` (a host agent's word on each telemetry source). */
+export interface TelemetryContext extends JudgeContext {
+  readonly id: string;
+  readonly data: EnvelopeOf<'telemetry.health'>['data'];
+}
+
 /** One `bmc.event` (a new SEL / Redfish log entry). */
 export interface BmcEventContext extends JudgeContext {
   readonly id: string;
@@ -100,6 +106,8 @@ export interface Judge<K extends RuleKind> {
   hostSample?(ctx: HostSampleContext, rule: RuleOf<K>): void;
   /** A `bmc.event`. */
   bmcEvent?(ctx: BmcEventContext, rule: RuleOf<K>): void;
+  /** A `telemetry.health`: which of the host's telemetry sources went quiet. */
+  telemetry?(ctx: TelemetryContext, rule: RuleOf<K>): void;
   /** A `job.event` (steps, checkpoints, collective timeouts…) of a rank on this host. */
   job?(ctx: JobContext, rule: RuleOf<K>): void;
   /** Time passes for the host (no input): absence. */

@@ -1,5 +1,6 @@
 import type {
   BmcEventContext,
+  TelemetryContext,
   GpuContext,
   HostSampleContext,
   InventoryContext,
@@ -32,6 +33,7 @@ export interface JudgingPlan {
   readonly tick: readonly Step<JudgeContext>[];
   readonly hostSample: readonly Step<HostSampleContext>[];
   readonly bmcEvent: readonly Step<BmcEventContext>[];
+  readonly telemetry: readonly Step<TelemetryContext>[];
   readonly clusterChange: readonly Step<JudgeContext>[];
 }
 
@@ -55,6 +57,7 @@ function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
     tick: [],
     hostSample: [],
     bmcEvent: [],
+    telemetry: [],
     clusterChange: [],
   };
   for (const rule of rules) {
@@ -70,6 +73,7 @@ function makePlan(rules: readonly RuleSpec[]): JudgingPlan {
     if (judge.tick) plan.tick.push({ rule, run: judge.tick });
     if (judge.hostSample) plan.hostSample.push({ rule, run: judge.hostSample });
     if (judge.bmcEvent) plan.bmcEvent.push({ rule, run: judge.bmcEvent });
+    if (judge.telemetry) plan.telemetry.push({ rule, run: judge.telemetry });
     if (judge.clusterChange) plan.clusterChange.push({ rule, run: judge.clusterChange });
   }
   return plan;

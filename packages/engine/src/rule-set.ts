@@ -125,6 +125,8 @@ export const RuleSpec = z.discriminatedUnion('kind', [
   z.object({ ...common, kind: z.literal('idle_cost'), util_below: z.number().default(2) }),
   z.object({ ...common, kind: z.literal('absence'), scope: z.enum(['host', 'gpu']), intervals: z.number().int().min(1).default(3) }),
   z.object({ ...common, kind: z.literal('collector'), consecutive: z.number().int().min(1).default(2) }),
+  // A host agent's telemetry source gone quiet (its `telemetry.health`): one alert per source; `sources` narrows (default: all).
+  z.object({ ...common, kind: z.literal('telemetry'), sources: z.array(z.string().min(1).max(64)).max(32).optional() }),
   z.object({ ...common, kind: z.literal('link'), util_above: z.number().default(50) }),
   z.object({ ...common, kind: z.literal('drift'), min_hosts: z.number().int().min(2).default(3) }),
   z.object({ ...common, kind: z.literal('maintenance') }),

@@ -19,7 +19,25 @@ export interface KernelLogParserOptions {
   readonly maxDetails?: number;
   /** The host's PCI tree: a switch or root port's error names the GPUs and NVSwitches below it. */
   readonly topology?: PciTopology;
+  /** One event per (kind, GPU or port, code) at most this often while its lines keep coming; the rest are counted into the next. */
+  readonly episodeFlushMs?: number;
+  /** An episode ends after this long without a line of it: the next one is a new fault, told at once. */
+  readonly episodeQuietMs?: number;
+  /** Episodes remembered at once; past it the oldest is told and forgotten. */
+  readonly maxEpisodes?: number;
+  /** Events of one episode told one by one, as bursts, before its lines are folded into counts. */
+  readonly episodeEventsBeforeFolding?: number;
 }
+
+/** A fault's first ten bursts are told as they come (a GSP incident's three Xid 119s, each with its RPC table); a flood's rest is counted. */
+export const EPISODE_EVENTS_BEFORE_FOLDING = 10;
+
+/** At most one event a minute per fault while a flood lasts. */
+export const EPISODE_FLUSH_MS = 60_000;
+/** Ten minutes without a line ends an episode. */
+export const EPISODE_QUIET_MS = 10 * 60_000;
+/** 256 GPUs × 16 codes: more faults than a host shows at once; a made-up stream of codes must not grow it. */
+export const MAX_EPISODES = 4_096;
 
 /** One event, with where its first line was, so a collector can resume without duplicates. */
 export interface ParsedKernelEvent {
@@ -43,9 +61,58 @@ export interface KernelLogStats {
   collapsed: number;
   /** Lines whose own stamp was after their arrival (beyond `FUTURE_SLACK_MS`): dated by their arrival instead. */
   futureDated: number;
+  /** Lines folded into a running episode (a flood of one fault) and told by count. */
+  folded: number;
 }
 
+/**
+ * A fault that keeps printing (800,000 lines of one Xid): after its first event, its lines are
+ * counted, and told at most once per `episodeFlushMs` as one event with the count, so what the
+ * engine and the notifier get stays flat however long the flood.
+ */
+interface Episode {
+  readonly key: string;
+  /** The first event's data, without its details: what each later event of the episode repeats. */
+  readonly template: KernelEventData;
+  readonly firstMs: number;
+  /** Lines of the episode so far, told or not. */
+  lines: number;
+  /** Events told so far: folding starts after `episodeEventsBeforeFolding`. */
+  events: number;
+  lastClock: number;
+  lastWall: number;
+  /** The last line of the last event told: the next one is due `episodeFlushMs` after it. */
+  toldClock: number;
+  toldWall: number;
+  /** Lines counted since the last event told, the first one's time and position. */
+  pending: number;
+  pendingWall: number;
+  pendingPosition: number;
+  /** The last line folded by the fast path, its arrival, not yet dated (dated at the next sweep or when told). */
+  undated?: { raw: string; arrivalMs: number } | undefined;
+}
+
+/**
+ * The flood's fast path: a line whose prefix has the shape of the last folded line's (the same
+ * characters, digits aside) and whose message is one already folded is counted without taking its
+ * prefix apart or classifying it. Only for prefixes that date a line by themselves (a wall time or
+ * an uptime), never deltas.
+ */
+interface FastPath {
+  /** The prefix of the last line dated, and its clock: a line that differs from it only in a fraction of a second is not dated again. */
+  datedPrefix: string;
+  datedClock: number;
+  /** Message → its episode; at most `FAST_MESSAGES`. */
+  readonly messages: Map<string, Episode>;
+  /** Lines folded since the last sweep: every `FAST_SWEEP_LINES`, one is dated and what is due is told. */
+  sinceSweep: number;
+}
+const FAST_MESSAGES = 256;
+const FAST_SWEEP_LINES = 256;
+
 interface Pending {
+  /** The raw line, as pushed: a folded line's prefix teaches the flood's fast path. */
+  raw: string;
   line: KernelLine;
   text: string;
   clock: number;
@@ -67,6 +134,10 @@ interface Burst {
   readonly tsMs: number;
   readonly position: number;
   readonly claimedMs: number | undefined;
+  /** The first line's clock: a burst that never pauses is told after `episodeFlushMs`. */
+  readonly firstClock: number;
+  /** It never paused for `episodeFlushMs`: a flood, whose next lines are folded at once. */
+  flooding?: boolean;
   /** The last line's clock (log time where the line had one) and its wall time. */
   lastClock: number;
   lastClockWall: number;
@@ -103,7 +174,7 @@ interface LineTime {
  * continuation lines attached. Pure apart from the clock values passed in.
  */
 export class KernelLogParser {
-  readonly stats: KernelLogStats = { lines: 0, events: 0, dropped: 0, collapsed: 0, futureDated: 0 };
+  readonly stats: KernelLogStats = { lines: 0, events: 0, dropped: 0, collapsed: 0, futureDated: 0, folded: 0 };
   private readonly options: KernelLogParserOptions;
   private readonly gap: number;
   /** The arrival year last asked for, and the instants it spans: one Date a year, not one a line. */
@@ -117,11 +188,28 @@ export class KernelLogParser {
   private partial: { line: KernelLine; text: string; position: number; arrivalMs: number } | undefined;
   /** The previous line's clock and time, for lines that give only the delta since it. */
   private previous: LineTime | undefined;
+  /** Faults told once and still printing, in the order they began (the oldest is forgotten first). */
+  private readonly episodes = new Map<string, Episode>();
+  /** Episodes with lines counted and not yet told. */
+  private readonly untold = new Set<Episode>();
+  private readonly flushMs: number;
+  private readonly quietMs: number;
+  private readonly maxEpisodes: number;
+  private readonly eventsBeforeFolding: number;
+  /** Untold counts are looked at every 64 lines or every second of log time, not at every line. */
+  private sweep = { clock: 0, lines: 0 };
+  private fast: FastPath | undefined;
+  /** The line pushed last: dating it again moves `previous` nowhere it was not. */
+  private lastRaw = '';
 
   constructor(options: KernelLogParserOptions) {
     this.options = options;
     this.gap = options.burstGapMs ?? 300;
     this.maxDetails = options.maxDetails ?? 40;
+    this.flushMs = options.episodeFlushMs ?? EPISODE_FLUSH_MS;
+    this.quietMs = Math.max(options.episodeQuietMs ?? EPISODE_QUIET_MS, this.flushMs);
+    this.maxEpisodes = options.maxEpisodes ?? MAX_EPISODES;
+    this.eventsBeforeFolding = options.episodeEventsBeforeFolding ?? EPISODE_EVENTS_BEFORE_FOLDING;
   }
 
   /**
@@ -139,6 +227,16 @@ export class KernelLogParser {
   /** Feeds one raw line that arrived at `arrivalMs`; returns the events that closed. */
   push(raw: string, arrivalMs: number, position = this.stats.lines): ParsedKernelEvent[] {
     this.stats.lines += 1;
+    this.lastRaw = raw;
+    if (this.fast !== undefined && this.partial === undefined) {
+      const folded = this.foldFast(this.fast, raw, arrivalMs, position);
+      if (folded !== undefined) return folded;
+    }
+    return this.slowPush(raw, arrivalMs, position);
+  }
+
+  /** A line taken apart and classified: every line that is not a known flood line. */
+  private slowPush(raw: string, arrivalMs: number, position: number): ParsedKernelEvent[] {
     let line = stripPrefix(raw, this.options.referenceYear ?? this.yearOf(arrivalMs));
     if (line.partial) {
       if (this.partial) {
@@ -167,9 +265,103 @@ export class KernelLogParser {
     }
     const out = this.takePending();
     const { clock, tsMs, claimedMs } = this.timeOf(line, arrivalMs);
-    this.pending = { line, text: line.message, clock, tsMs, position, claimedMs };
+    this.pending = { raw, line, text: line.message, clock, tsMs, position, claimedMs };
     this.closeIdle(clock, out);
     return out;
+  }
+
+  /** The fast path (`FastPath`): the events closed, or undefined when the line is not a known flood line. */
+  private foldFast(fast: FastPath, raw: string, arrivalMs: number, position: number): ParsedKernelEvent[] | undefined {
+    // One pass: the prefix has the shape of the last dated one (digits aside), and where it first differs from it.
+    const dated = fast.datedPrefix;
+    const length = dated.length;
+    if (raw.length <= length) return undefined;
+    let differs = -1;
+    for (let i = 0; i < length; i += 1) {
+      const a = raw.charCodeAt(i);
+      const b = dated.charCodeAt(i);
+      if (a === b) continue;
+      if (!isDigit(a) || !isDigit(b)) return undefined;
+      if (differs < 0) differs = i;
+    }
+    const episode = fast.messages.get(raw.slice(length));
+    if (episode === undefined || this.episodes.get(episode.key) !== episode || this.bursts.has(episode.key)) return undefined;
+    const out = this.takePending();
+    let time: { clock: number; tsMs: number } | undefined;
+    if (differs >= 0 && !withinSecond(dated, differs)) {
+      // A new second (or more): dated, so a quiet gap or a due count is seen as the slow path sees it.
+      time = this.dateOf(raw, arrivalMs);
+      fast.datedPrefix = raw.slice(0, length);
+      fast.datedClock = time.clock;
+      this.dateUndated(episode);
+      if (Math.abs(time.clock - episode.lastClock) > this.quietMs) {
+        this.tellEpisode(episode, out);
+        this.episodes.delete(episode.key);
+        out.push(...this.slowPush(raw, arrivalMs, position));
+        return out;
+      }
+      if (Math.abs(time.clock - episode.toldClock) >= this.flushMs) this.tellEpisode(episode, out);
+    }
+    if (episode.pending === 0) {
+      // The first line counted since the episode was last told dates that event.
+      episode.pendingWall = (time ?? this.dateOf(raw, arrivalMs)).tsMs;
+      episode.pendingPosition = position;
+      this.untold.add(episode);
+    }
+    episode.pending += 1;
+    episode.lines += 1;
+    if (time) {
+      episode.lastClock = time.clock;
+      episode.lastWall = Math.max(episode.lastWall, time.tsMs);
+      episode.undated = undefined;
+    } else {
+      episode.undated = { raw, arrivalMs };
+    }
+    this.current = undefined;
+    this.stats.folded += 1;
+    this.stats.collapsed += 1;
+    fast.sinceSweep += 1;
+    if (fast.sinceSweep >= FAST_SWEEP_LINES) {
+      fast.sinceSweep = 0;
+      this.closeIdle(fast.datedClock, out);
+    }
+    return out;
+  }
+
+  /** A line's time, its prefix taken apart as the slow path does; `previous` moves along only for the line just read. */
+  private dateOf(raw: string, arrivalMs: number, earlier = false): { clock: number; tsMs: number } {
+    const saved = earlier && this.previous ? { ...this.previous } : undefined;
+    const { clock, tsMs } = this.timeOf(stripPrefix(raw, this.options.referenceYear ?? this.yearOf(arrivalMs)), arrivalMs);
+    if (saved && this.previous) Object.assign(this.previous, saved);
+    return { clock, tsMs };
+  }
+
+  /** The episode's last fast-folded line dated: its last clock and wall time brought up to it. */
+  private dateUndated(episode: Episode): { clock: number } {
+    const undated = episode.undated;
+    if (undated === undefined) return { clock: episode.lastClock };
+    episode.undated = undefined;
+    const time = this.dateOf(undated.raw, undated.arrivalMs, undated.raw !== this.lastRaw);
+    episode.lastClock = time.clock;
+    episode.lastWall = Math.max(episode.lastWall, time.tsMs);
+    return { clock: time.clock };
+  }
+
+  /** A line just folded by the slow path teaches the fast path its prefix and message. */
+  private learnFast(episode: Episode, pending: Pending): void {
+    const { raw, line, text } = pending;
+    if (text !== line.message || line.deltaS !== undefined || pending.claimedMs !== undefined) return;
+    if (line.wallMs === undefined && line.uptimeS === undefined) return;
+    if (!raw.endsWith(text) || raw.length === text.length) return;
+    const prefix = raw.slice(0, raw.length - text.length);
+    if (this.fast === undefined || this.fast.datedPrefix.length !== prefix.length) {
+      this.fast = { datedPrefix: prefix, datedClock: pending.clock, messages: new Map(), sinceSweep: 0 };
+    } else {
+      this.fast.datedPrefix = prefix;
+      this.fast.datedClock = pending.clock;
+    }
+    if (this.fast.messages.size >= FAST_MESSAGES) this.fast.messages.clear();
+    this.fast.messages.set(text, episode);
   }
 
   /**
@@ -246,6 +438,7 @@ export class KernelLogParser {
     for (const burst of [...this.bursts.values()]) {
       if (nowMs - burst.lastClockWall >= this.gapOf(burst)) this.close(burst, out);
     }
+    for (const episode of [...this.untold]) if (nowMs - episode.toldWall >= this.flushMs) this.tellEpisode(episode, out);
     return out;
   }
 
@@ -258,10 +451,11 @@ export class KernelLogParser {
       this.partial = undefined;
       out.push(...this.takePending());
       const { clock, tsMs, claimedMs } = this.timeOf(line, arrivalMs);
-      this.pending = { line: { ...line, message: text, partial: false }, text, position, clock, tsMs, claimedMs };
+      this.pending = { raw: text, line: { ...line, message: text, partial: false }, text, position, clock, tsMs, claimedMs };
     }
     out.push(...this.takePending());
     for (const burst of [...this.bursts.values()]) this.close(burst, out);
+    for (const episode of [...this.untold]) this.tellEpisode(episode, out);
     return out;
   }
 
@@ -273,6 +467,9 @@ export class KernelLogParser {
     let oldest = this.pending?.position;
     for (const burst of this.bursts.values()) {
       if (oldest === undefined || burst.position < oldest) oldest = burst.position;
+    }
+    for (const episode of this.untold) {
+      if (oldest === undefined || episode.pendingPosition < oldest) oldest = episode.pendingPosition;
     }
     return oldest;
   }
@@ -375,7 +572,12 @@ export class KernelLogParser {
     const key = `${classified.kind}|${who}|${classified.xid ?? ''}|${classified.kind === 'oom_kill' ? (classified.pid ?? '') : ''}`;
     const open = this.bursts.get(key);
     // Without an address only a repeat right after itself is the same GPU's: another event between means another try.
-    if (open && Math.abs(pending.clock - open.lastClock) <= this.gapOf(open) && (!byText || open === this.current)) {
+    if (
+      open &&
+      Math.abs(pending.clock - open.lastClock) <= this.gapOf(open) &&
+      (!byText || open === this.current) &&
+      Math.abs(pending.clock - open.firstClock) < this.flushMs
+    ) {
       open.data.count += 1;
       if (classified.kind !== 'xid' && severityRank(classified.severity ?? 'warning') > severityRank(open.data.severity))
         open.data.severity = classified.severity ?? 'warning';
@@ -385,7 +587,11 @@ export class KernelLogParser {
       this.current = open;
       return;
     }
-    if (open) this.close(open, out);
+    if (open) {
+      if (Math.abs(pending.clock - open.lastClock) <= this.gapOf(open)) open.flooding = true;
+      this.close(open, out);
+    }
+    if (this.fold(key, pending, out)) return;
     const burst: Burst = {
       key,
       family: classified.family,
@@ -395,6 +601,7 @@ export class KernelLogParser {
       tsMs: pending.tsMs,
       position: pending.position,
       claimedMs: pending.claimedMs,
+      firstClock: pending.clock,
       lastClock: pending.clock,
       lastClockWall: pending.tsMs,
     };
@@ -503,19 +710,137 @@ export class KernelLogParser {
     for (const burst of [...this.bursts.values()]) {
       if (Math.abs(clock - burst.lastClock) > this.gapOf(burst)) this.close(burst, out);
     }
+    this.sweep.lines += 1;
+    if (this.untold.size > 0 && (this.sweep.lines >= 64 || Math.abs(clock - this.sweep.clock) >= 1_000)) {
+      this.sweep = { clock, lines: 0 };
+      for (const episode of [...this.untold]) if (Math.abs(clock - episode.toldClock) >= this.flushMs) this.tellEpisode(episode, out);
+    }
+  }
+
+  /**
+   * A line of a fault told less than `episodeFlushMs` ago is counted into its episode, not made an
+   * event; its details are not kept (the first event has them). True when folded.
+   */
+  private fold(key: string, pending: Pending, out: ParsedKernelEvent[]): boolean {
+    const episode = this.episodes.get(key);
+    if (!episode) return false;
+    this.dateUndated(episode);
+    if (Math.abs(pending.clock - episode.lastClock) > this.quietMs) {
+      // Quiet long enough: over. What it still counted is told before the new fault.
+      this.tellEpisode(episode, out);
+      this.episodes.delete(key);
+      return false;
+    }
+    if (episode.events < this.eventsBeforeFolding) return false; // not a flood yet: a burst as any other
+    // Due: the count so far is told, and this line starts the next count.
+    if (Math.abs(pending.clock - episode.toldClock) >= this.flushMs) this.tellEpisode(episode, out);
+    if (episode.pending === 0) {
+      episode.pendingWall = pending.tsMs;
+      episode.pendingPosition = pending.position;
+      this.untold.add(episode);
+    }
+    episode.pending += 1;
+    episode.lines += 1;
+    episode.undated = undefined;
+    episode.lastClock = pending.clock;
+    episode.lastWall = Math.max(episode.lastWall, pending.tsMs);
+    this.stats.folded += 1;
+    this.stats.collapsed += 1;
+    this.current = undefined; // a folded line's details have nowhere to go
+    this.learnFast(episode, pending);
+    return true;
+  }
+
+  private tellEpisode(episode: Episode, out: ParsedKernelEvent[]): void {
+    if (episode.pending === 0) return;
+    this.dateUndated(episode);
+    this.stats.events += 1;
+    out.push({
+      ts: new Date(episode.pendingWall).toISOString(),
+      data: { ...episode.template, count: episode.pending, episode: this.episodeOf(episode) },
+      position: episode.pendingPosition,
+    });
+    episode.pending = 0;
+    episode.events += 1;
+    episode.toldClock = episode.lastClock;
+    episode.toldWall = episode.lastWall;
+    this.untold.delete(episode);
+  }
+
+  private episodeOf(episode: Episode): NonNullable<KernelEventData['episode']> {
+    return { first_ts: new Date(episode.firstMs).toISOString(), last_ts: new Date(episode.lastWall).toISOString(), lines: episode.lines };
   }
 
   private close(burst: Burst, out: ParsedKernelEvent[]): void {
     this.bursts.delete(burst.key);
     if (this.current === burst) this.current = undefined;
     this.stats.events += 1;
+    let data: KernelEventData = burst.data;
+    const known = this.episodes.get(burst.key);
+    if (known) this.dateUndated(known);
+    if (known && Math.abs(burst.firstClock - known.lastClock) <= this.quietMs) {
+      // The episode's next event: what it counted is told first, in order.
+      this.tellEpisode(known, out);
+      known.lines += burst.data.count;
+      known.lastClock = burst.lastClock;
+      known.lastWall = Math.max(known.lastWall, burst.lastClockWall);
+      known.toldClock = burst.lastClock;
+      known.toldWall = known.lastWall;
+      known.events += 1;
+      // Before it floods, a repeat is told exactly as it always was.
+      if (known.events > this.eventsBeforeFolding) data = { ...burst.data, episode: this.episodeOf(known) };
+    } else {
+      if (known) this.episodes.delete(burst.key);
+      this.remember(burst, out);
+    }
     out.push({
       ts: new Date(burst.tsMs).toISOString(),
-      data: burst.data,
+      data,
       position: burst.position,
       ...(burst.claimedMs !== undefined ? { claimedTs: claimedText(burst.claimedMs) } : {}),
     });
   }
+
+  /** A fault just told begins an episode; past the bound, the oldest episode is told and forgotten. */
+  private remember(burst: Burst, out: ParsedKernelEvent[]): void {
+    if (this.episodes.size >= this.maxEpisodes) {
+      const oldest = this.episodes.values().next().value;
+      if (oldest) {
+        this.tellEpisode(oldest, out);
+        this.episodes.delete(oldest.key);
+      }
+    }
+    const { details: _details, ...template } = burst.data;
+    this.episodes.set(burst.key, {
+      key: burst.key,
+      template,
+      firstMs: burst.tsMs,
+      lines: burst.data.count,
+      events: burst.flooding ? this.eventsBeforeFolding : 1,
+      lastClock: burst.lastClock,
+      lastWall: burst.lastClockWall,
+      toldClock: burst.lastClock,
+      toldWall: burst.lastClockWall,
+      pending: 0,
+      pendingWall: 0,
+      pendingPosition: 0,
+    });
+  }
+}
+
+/**
+ * Whether a prefix that first differs from `dated` at `differs` (a digit) differs in a fraction of
+ * a second only: the digits before it run back to a decimal point (`…:00.004500` against
+ * `…:00.000000`, `[ 12.345]`).
+ */
+function withinSecond(dated: string, differs: number): boolean {
+  let j = differs - 1;
+  while (j >= 0 && isDigit(dated.charCodeAt(j))) j -= 1;
+  return j >= 0 && dated.charCodeAt(j) === 46; // 46: '.'
+}
+
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
 }
 
 /** A claimed stamp as text: ISO-8601 where it can be written so, else its ms since the epoch (a journal's 20-digit µs). */

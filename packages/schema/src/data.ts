@@ -128,6 +128,11 @@ export const KernelEventData = z.object({
   host_fault: HostFault.optional(),
   /** With kind `pcie_aer`: the error is the port's (a switch or root port above GPUs), not a GPU's own. */
   port: KernelEventPort.optional(),
+  /**
+   * A flood of one fault (the same GPU or port and code) is one episode: each of its events after
+   * the first carries the episode's first and last line times and its lines so far (`count` is this event's).
+   */
+  episode: z.object({ first_ts: isoTime, last_ts: isoTime, lines: z.number().int().positive() }).optional(),
 });
 export type KernelEventData = z.infer<typeof KernelEventData>;
 

@@ -14,6 +14,7 @@ import {
 } from './data.ts';
 import { BmcEventData, HostSampleData } from './host-sample.ts';
 import { JobEventData } from './job-event.ts';
+import { TelemetryHealthData } from './telemetry-health.ts';
 import { UsageRollupData } from './usage.ts';
 import { AcknowledgementData } from './acknowledgement.ts';
 import { ActionApprovalData, ActionData, ActionResultData } from './remediation.ts';
@@ -28,6 +29,7 @@ export const DATA_SCHEMAS = {
   'host.inventory': HostInventoryData,
   'host.sample': HostSampleData,
   'bmc.event': BmcEventData,
+  'telemetry.health': TelemetryHealthData,
   alert: AlertData,
   notification: NotificationData,
   acknowledgement: AcknowledgementData,
@@ -82,6 +84,7 @@ export const Envelope = z.discriminatedUnion('type', [
   variant('host.inventory'),
   variant('host.sample'),
   variant('bmc.event'),
+  variant('telemetry.health'),
   variant('alert'),
   variant('notification'),
   variant('acknowledgement'),

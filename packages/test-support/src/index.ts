@@ -7,3 +7,4 @@ export { shippedCatalog } from './shipped-catalog.ts';
 export { hostName, random, syntheticFleet, type FleetOptions } from './synthetic-fleet.ts';
 export { syntheticFleetSnapshot, syntheticFleetSource } from './synthetic-fleet-snapshot.ts';
 export { hostsOn, inventory, PARTITIONS, T0 } from './fleet-fixtures.ts';
+export { xidFlood, XID_FLOOD_BUSES } from './xid-flood.ts';

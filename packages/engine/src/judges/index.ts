@@ -25,6 +25,7 @@ import { jobCheckpoint } from './job-checkpoint.ts';
 import { jobFault } from './job-fault.ts';
 import { jobStalled, jobStepTime, jobStraggler } from './job-progress.ts';
 import { psuRedundancy } from './host-psu.ts';
+import { telemetry } from './telemetry.ts';
 
 /**
  * What the engine judges: one judge per rule kind. A kind in `RuleSpec` with no entry here is a
@@ -44,6 +45,7 @@ export const JUDGES = {
   idle_cost: idleCost,
   absence,
   collector,
+  telemetry,
   link,
   drift,
   maintenance,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { LineSource, SourceLine } from './line-source.ts';
+import type { LineSource, SourceHealth, SourceLine } from './line-source.ts';
 
 /**
  * A following command: `journalctl -k -f -o short-iso` or `dmesg -w --time-format iso`.
@@ -12,6 +12,8 @@ export class CommandLineSource implements LineSource {
   private pending: SourceLine[] = [];
   private partial = '';
   private counter = 0;
+  private ended: { message: string; since: number } | undefined;
+  private closing = false;
 
   constructor(
     private readonly command: string,
@@ -23,6 +25,14 @@ export class CommandLineSource implements LineSource {
   open(from: number | undefined): void {
     this.counter = from ?? 0;
     const child = spawn(this.command, this.args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    this.ended = undefined;
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      this.ended = { message: `${this.command} could not run: ${error.code ?? error.message}`, since: Date.now() };
+    });
+    child.on('exit', (code, signal) => {
+      if (this.closing) return;
+      this.ended ??= { message: `${this.command} exited (${signal ?? `code ${String(code)}`}): nothing more will be read`, since: Date.now() };
+    });
     child.stdout.on('data', (chunk: Buffer) => {
       const text = this.partial + chunk.toString('utf8');
       const parts = text.split('\n');
@@ -41,7 +51,12 @@ export class CommandLineSource implements LineSource {
     return lines;
   }
 
+  health(): SourceHealth {
+    return this.ended ? { ok: false, ...this.ended } : { ok: true };
+  }
+
   async close(): Promise<void> {
+    this.closing = true;
     this.child?.kill('SIGTERM');
   }
 }

@@ -1,7 +1,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { LineSource, SourceLine } from './line-source.ts';
+import type { LineSource, SourceHealth, SourceLine } from './line-source.ts';
 
 /** How often a watched file is read anyway, in case a change event was missed. */
 const WATCHED_POLL_MS = 1_000;
@@ -20,6 +20,8 @@ export class FileLineSource implements LineSource {
   private partial = Buffer.alloc(0);
   private watcher: FSWatcher | undefined;
   private wake: (() => void) | undefined;
+  /** Since when the file has not been there (a rotation takes milliseconds; a deleted log, for ever). */
+  private missingSince: number | undefined;
 
   constructor(path: string) {
     this.path = path;
@@ -35,8 +37,10 @@ export class FileLineSource implements LineSource {
     try {
       info = await stat(this.path);
     } catch {
+      this.missingSince ??= Date.now();
       return []; // not there (yet, or during rotation)
     }
+    this.missingSince = undefined;
     if (this.inode !== undefined && info.ino !== this.inode) {
       await this.reopen(0); // replaced by rotation: the new file starts at 0
     } else if (info.size < this.offset + this.partial.length) {
@@ -86,6 +90,10 @@ export class FileLineSource implements LineSource {
       this.wake = done;
     });
     this.wake = undefined;
+  }
+
+  health(): SourceHealth {
+    return this.missingSince === undefined ? { ok: true } : { ok: false, message: `${this.path} is not there`, since: this.missingSince };
   }
 
   private stopWatching(): void {

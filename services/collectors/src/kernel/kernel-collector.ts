@@ -6,7 +6,7 @@ import type { XidCatalog } from '@gpualert/rules';
 import { decodeVersioned, encodeVersionedValue, newEnvelope, stableId, TOPICS, type VersionedState } from '@gpualert/schema';
 import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
-import type { LineSource } from './line-source.ts';
+import type { LineSource, SourceHealth } from './line-source.ts';
 import { readPciTree, type PciTreeOptions } from '../inventory/pci-tree.ts';
 
 export interface KernelCollectorOptions {
@@ -26,6 +26,19 @@ export interface KernelCollectorOptions {
 }
 
 export const KERNEL_COLLECTOR_SOURCE = 'collector-kernel/0.1.0';
+
+/** A reader whose loop has not come round for this long is stalled (it comes round at least every second). */
+export const KERNEL_STALL_MS = 30_000;
+/** A reader that ended, cannot read, or whose file is gone, for this long, is stopped (a rotation takes milliseconds). */
+export const KERNEL_STOPPED_MS = 10_000;
+
+/** How the kernel collector's reading goes, for the agent's telemetry heartbeat. */
+export interface KernelReaderHealth {
+  /** When the read loop last came round (ms since the epoch). */
+  readonly cycledAt: number;
+  /** The source's own word, or the last read's failure. */
+  readonly source: SourceHealth;
+}
 
 /** Where a source resumes: kept in the state store, per host and source. */
 export function kernelCursorKey(host: string, sourceId: string): string {
@@ -58,7 +71,9 @@ export function loadKernelCursor(text: string | null, log: Logger, key: string):
  * after the events before it are durable on the bus, and it points at the oldest line of any
  * burst still open, so a restart neither skips nor re-publishes; ids are stable per position.
  */
-export async function startKernelCollector(options: KernelCollectorOptions): Promise<{ stop(): Promise<void>; stats(): KernelLogParser['stats'] }> {
+export async function startKernelCollector(
+  options: KernelCollectorOptions,
+): Promise<{ stop(): Promise<void>; stats(): KernelLogParser['stats']; health(): KernelReaderHealth }> {
   const key = kernelCursorKey(options.host, options.source.id);
   const from = loadKernelCursor(await options.store.get(key), options.log, key);
   options.source.open(from);
@@ -72,6 +87,8 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
   });
   let next = from;
   let stopped = false;
+  let cycledAt = Date.now();
+  let failed: SourceHealth | undefined;
 
   const publish = async (events: ParsedKernelEvent[]): Promise<void> => {
     if (events.length === 0) return;
@@ -107,7 +124,18 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
 
   const loop = (async () => {
     while (!stopped) {
-      const lines = await options.source.read();
+      cycledAt = Date.now();
+      let lines: Awaited<ReturnType<LineSource['read']>>;
+      try {
+        lines = await options.source.read();
+        failed = undefined;
+      } catch (error) {
+        // A reader that cannot read (kmsg gone, a permission taken away) is said, and tried again each second.
+        if (!failed) options.log.error({ source: options.source.id, error: String(error) }, 'kernel_source_failed');
+        failed = { ok: false, message: `${options.source.id}: ${error instanceof Error ? error.message : String(error)}`, since: failed?.since ?? Date.now() };
+        await new Promise((r) => setTimeout(r, 1_000));
+        continue;
+      }
       const events: ParsedKernelEvent[] = [];
       const now = Date.now();
       for (const line of lines) {
@@ -129,6 +157,7 @@ export async function startKernelCollector(options: KernelCollectorOptions): Pro
 
   return {
     stats: () => parser.stats,
+    health: () => ({ cycledAt, source: failed ?? options.source.health?.() ?? { ok: true } }),
     async stop() {
       stopped = true;
       await loop;

@@ -20,4 +20,13 @@ export interface LineSource {
    */
   waitForLines?(ms: number): Promise<void>;
   close(): Promise<void>;
+  /** Whether the source can still give lines: a reader that ended (journalctl exited) or a file gone says why, and since when. */
+  health?(): SourceHealth;
+}
+
+export interface SourceHealth {
+  readonly ok: boolean;
+  readonly message?: string;
+  /** When it stopped (ms since the epoch). */
+  readonly since?: number;
 }
