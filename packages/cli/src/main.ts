@@ -94,6 +94,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--gpu-timeout <duration>', 'a scrape or poll slower than this is a failure (default 5s)')
     .option('--proc-root <dir>', 'where /proc and /etc/passwd are read to attribute GPU processes to jobs (default /)')
     .option('--pods-file <file>', "the kubelet's pods as JSON: namespace and pod names of GPU processes")
+    .option('--slurm-jobs <file>', 'a saved squeue, sacct or scontrol show job listing: user and name of jobs a cgroup names only by id')
     .option('--kernel-source <source>', 'auto | kmsg | journal | dmesg | file | none (default auto: kmsg, else journal)')
     .option('--kernel-file <path>', 'with file: the log to follow')
     .option('--catalog <file>', 'the Xid catalog (default: the bundled one)')
@@ -119,6 +120,7 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--timeout <duration>', 'a scrape slower than this is a failure', '5s')
     .option('--proc-root <dir>', 'where /proc and /etc/passwd are read to attribute GPU processes to jobs (default /)')
     .option('--pods-file <file>', "the kubelet's pods as JSON: namespace and pod names of GPU processes")
+    .option('--slurm-jobs <file>', 'a saved squeue, sacct or scontrol show job listing: user and name of jobs a cgroup names only by id')
     .action(run(collectGpu));
   collector('kernel', 'the kernel log: Xid, NVLink, PCIe AER, ECC, OOM…')
     .option('--source <source>', 'kmsg | journal | dmesg | file (default: file with --file, else kmsg, else journal)')

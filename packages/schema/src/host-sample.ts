@@ -114,8 +114,10 @@ export const IbPortCounters = z
   .strict();
 export type IbPortCounters = z.infer<typeof IbPortCounters>;
 
-export const IB_PORT_STATES = ['active', 'down', 'init', 'armed', 'unknown'] as const;
-export const IB_PHYS_STATES = ['link_up', 'polling', 'disabled', 'sleep', 'training', 'link_error_recovery', 'unknown'] as const;
+/** Port states (`active_defer`: IBTA's ActiveDefer, the kernel's `5: ACTIVE_DEFER`; added after the first five). */
+export const IB_PORT_STATES = ['active', 'down', 'init', 'armed', 'unknown', 'active_defer'] as const;
+/** Physical states, as infiniband-diags names them (`phy_test`: PhyTest, added after the first seven). */
+export const IB_PHYS_STATES = ['link_up', 'polling', 'disabled', 'sleep', 'training', 'link_error_recovery', 'unknown', 'phy_test'] as const;
 export const IbPort = z.object({
   /** The HCA, as sysfs and ibstat name it (`mlx5_0`, `mlx5_bond_0`). */
   device: SensorName,

@@ -24,6 +24,7 @@ export { locationByName, locationOfIpmi, locationOfRedfish } from './bmc/sensor-
 export { LogCursor } from './bmc/log-cursor.ts';
 export { DEFAULT_IPMITOOL_MAX_OUTPUT_BYTES, ipmitoolSecretOption, ipmitoolSource, redfishSource } from './bmc/bmc-source.ts';
 export { startBmcCollector, type BmcTarget } from './bmc/bmc-collector.ts';
-export { parseIbstat, parsePerfquery } from './network/ib-parse.ts';
+export { parsePerfquery, readPerfquery, type IbParseProblem } from './network/ib-parse.ts';
+export { parseIbstat, readIbstat, UNNAMED_CA } from './network/ibstat-parse.ts';
 export { readInfinibandPorts } from './network/ib-sysfs.ts';
 export { startNetworkCollector } from './network/network-collector.ts';

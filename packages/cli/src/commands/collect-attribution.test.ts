@@ -11,4 +11,8 @@ describe('collect gpu / agent: --proc-root and --pods-file reach the GPU source 
     expect(attributionOf({ podsFile: '/run/pods.json' })).toEqual({ attribution: { root: '/', podsFile: '/run/pods.json' } });
     expect(attributionOf({ procRoot: '/host' })).toEqual({ attribution: { root: '/host' } });
   });
+
+  it('--slurm-jobs alone reaches the source with the default root', () => {
+    expect(attributionOf({ slurmJobs: '/run/squeue.txt' })).toEqual({ attribution: { root: '/', slurmJobsFile: '/run/squeue.txt' } });
+  });
 });

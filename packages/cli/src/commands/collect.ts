@@ -59,13 +59,18 @@ export async function collectGpu(options: Options): Promise<number> {
 /**
  * `--proc-root DIR` (where `/proc` and `/etc/passwd` are read: a container that mounts the host's
  * under another path) and `--pods-file FILE` (the kubelet's pods as JSON: namespace and pod
- * names) for attributing each GPU's processes to a job; without either, `/` and no pods file.
+ * names) for attributing each GPU's processes to a job, and `--slurm-jobs FILE` (a saved `squeue`,
+ * `sacct` or `scontrol show job`: the user and name of a job its cgroup names only by id); without
+ * any, `/` and neither file.
  */
-export function attributionOf(options: Options): { attribution?: { root: string; podsFile?: string } } {
+export function attributionOf(options: Options): { attribution?: { root: string; podsFile?: string; slurmJobsFile?: string } } {
   const root = stringOption(options, 'procRoot');
   const podsFile = stringOption(options, 'podsFile');
-  if (root === undefined && podsFile === undefined) return {};
-  return { attribution: { root: root ?? '/', ...(podsFile !== undefined ? { podsFile } : {}) } };
+  const slurmJobsFile = stringOption(options, 'slurmJobs');
+  if (root === undefined && podsFile === undefined && slurmJobsFile === undefined) return {};
+  return {
+    attribution: { root: root ?? '/', ...(podsFile !== undefined ? { podsFile } : {}), ...(slurmJobsFile !== undefined ? { slurmJobsFile } : {}) },
+  };
 }
 
 export async function gpuIndexByPci(nvidiaSmi: string): Promise<Map<string, number>> {

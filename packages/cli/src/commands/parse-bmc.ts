@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { ipmitoolOutputKind, parseIbstat, parsePerfquery, parseSdr, parseSel } from '@gpualert/collectors';
+import { ipmitoolOutputKind, parseSdr, parseSel, readIbstat, readPerfquery } from '@gpualert/collectors';
 import { newEnvelope, stableId, type Envelope, type HostSampleData } from '@gpualert/schema';
 import { CliError, EXIT } from '../cli-error.ts';
 import { readInput } from '../read-input.ts';
@@ -50,13 +50,15 @@ export async function parseHost(format: string, file: string, options: { host?: 
       break;
     }
     case 'ibstat': {
-      const ports = parseIbstat(text);
-      if (ports.length === 0) throw new CliError(`gpualert parse ibstat: no "CA '…'" / "Port N:" blocks in ${file}`);
+      const { ports, problems } = readIbstat(text);
+      problems.forEach((p) => problem(p.line, p.reason, p.text));
+      if (ports.length === 0) throw new CliError(`gpualert parse ibstat: no "Port N:" blocks in ${file}`);
       envelopes.push(sample({ origin: 'ibstat', ib_ports: ports }));
       break;
     }
     case 'perfquery': {
-      const parsed = parsePerfquery(text);
+      const parsed = readPerfquery(text);
+      parsed.problems.forEach((p) => problem(p.line, p.reason, p.text));
       if (Object.keys(parsed.counters).length === 0) throw new CliError(`gpualert parse perfquery: no counters in ${file}`);
       // perfquery names a LID, not an HCA: the port is reported as `lid-N`.
       envelopes.push(

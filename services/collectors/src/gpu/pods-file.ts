@@ -57,6 +57,10 @@ export function parsePodsFile(text: string): PodIndex | string {
   try {
     json = JSON.parse(text);
   } catch (error) {
+    // What operators save instead: `kubectl get pods` tables name no pod UID, which is what a cgroup path holds.
+    if (/^\s*(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\b/m.test(text))
+      return "a `kubectl get pods` table names no pod UIDs: save `kubectl get pods -o json` (or the kubelet's /pods) instead";
+    if (/^(?:apiVersion|kind|items|metadata):/m.test(text)) return 'YAML: save the pods as JSON (`kubectl get pods -o json`)';
     return `not JSON: ${error instanceof Error ? error.message : String(error)}`;
   }
   const byUid = new Map<string, { namespace: string; pod: string }>();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { isJobText, MAX_JOB_TEXT_LENGTH, type JobAttribution } from '@gpualert/schema';
 import { cgroupOwner, MAX_CGROUP_BYTES } from './cgroup-path.ts';
 import { MAX_PODS_FILE_BYTES, parsePodsFile, type PodIndex } from './pods-file.ts';
+import { MAX_SLURM_JOBS_FILE_BYTES, parseSlurmJobs, type SlurmJobInfo } from './slurm-jobs.ts';
 
 /** The environ read per process: a training job's environment is a few KiB; Linux caps it near 2 MiB. */
 export const MAX_ENVIRON_BYTES = 256 * 1024;
@@ -16,6 +17,8 @@ export interface AttributionOptions {
   readonly root: string;
   /** The kubelet's `/pods` or a pod-resources dump as JSON: namespace and pod names. */
   readonly podsFile?: string;
+  /** A saved `squeue` / `sacct` / `scontrol show job` listing: the user and name of a job the cgroup names only by id. */
+  readonly slurmJobsFile?: string;
 }
 
 /** What one process's environment says (`SLURM_JOB_ID`, `SLURM_JOB_USER`, `SLURM_JOB_NAME`). */
@@ -64,6 +67,7 @@ export function attributionOf(facts: {
   command?: string;
   users: ReadonlyMap<number, string>;
   pods?: PodIndex;
+  slurmJobs?: ReadonlyMap<string, SlurmJobInfo>;
 }): JobAttribution | undefined {
   const env = facts.environ !== undefined ? slurmEnvironment(facts.environ) : {};
   const owner = facts.cgroup !== undefined ? cgroupOwner(facts.cgroup) : {};
@@ -72,14 +76,15 @@ export function attributionOf(facts: {
   const pod = owner.podUid ? facts.pods?.byUid.get(owner.podUid) : undefined;
   const container = owner.containerId ? (facts.pods?.containerNames.get(owner.containerId) ?? owner.containerId) : undefined;
   const job = env.job ?? owner.slurmJob;
+  const listed = job !== undefined ? facts.slurmJobs?.get(job) : undefined;
   const out: JobAttribution = {};
   const set = (key: keyof JobAttribution, value: string | undefined) => {
     const v = value === undefined ? undefined : clean(value);
     if (v !== undefined && isJobText(v)) out[key] = v;
   };
   set('job', job);
-  set('job_user', env.user ?? slurmUser ?? uidUser);
-  set('job_name', env.name ?? (job === undefined && !owner.podUid ? facts.command : undefined));
+  set('job_user', env.user ?? slurmUser ?? listed?.user ?? uidUser);
+  set('job_name', env.name ?? listed?.name ?? (job === undefined && !owner.podUid ? facts.command : undefined));
   set('namespace', pod?.namespace);
   set('pod', pod?.pod);
   set('pod_uid', owner.podUid);
@@ -115,6 +120,8 @@ async function readBounded(path: string, max: number): Promise<Buffer | undefine
 export class ProcessAttributor {
   private pods: { mtimeMs: number; index: PodIndex } | undefined;
   private podsProblem: string | undefined;
+  private slurm: { mtimeMs: number; jobs: ReadonlyMap<string, SlurmJobInfo> } | undefined;
+  private slurmProblem: string | undefined;
 
   constructor(private readonly options: AttributionOptions) {}
 
@@ -123,12 +130,18 @@ export class ProcessAttributor {
     return this.podsProblem;
   }
 
+  /** What the Slurm listing could not say (its problems, or why it could not be read); undefined when nothing. */
+  get slurmJobsProblem(): string | undefined {
+    return this.slurmProblem;
+  }
+
   async attribute(pids: readonly number[]): Promise<Map<number, JobAttribution>> {
     const out = new Map<number, JobAttribution>();
     if (pids.length === 0) return out;
     const passwd = await readBounded(join(this.options.root, 'etc', 'passwd'), MAX_PASSWD_BYTES);
     const users = parsePasswd(passwd?.toString('utf8') ?? '');
     const pods = await this.loadPods();
+    const slurmJobs = await this.loadSlurmJobs();
     for (const pid of pids.slice(0, MAX_ATTRIBUTED_PROCESSES)) {
       if (!Number.isSafeInteger(pid) || pid <= 0) continue;
       const dir = join(this.options.root, 'proc', String(pid));
@@ -142,6 +155,7 @@ export class ProcessAttributor {
       const attribution = attributionOf({
         users,
         ...(pods ? { pods } : {}),
+        ...(slurmJobs ? { slurmJobs } : {}),
         ...(environ ? { environ } : {}),
         ...(cgroup ? { cgroup: cgroup.toString('utf8') } : {}),
         ...(uid !== undefined ? { uid } : {}),
@@ -178,6 +192,27 @@ export class ProcessAttributor {
     } catch (error) {
       this.podsProblem = `${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
       return this.pods?.index;
+    }
+  }
+
+  /** The Slurm listing, read again only when it changed; the last good one while a new one cannot be read. */
+  private async loadSlurmJobs(): Promise<ReadonlyMap<string, SlurmJobInfo> | undefined> {
+    const file = this.options.slurmJobsFile;
+    if (!file) return undefined;
+    try {
+      const info = await stat(file);
+      if (this.slurm && this.slurm.mtimeMs === info.mtimeMs) return this.slurm.jobs;
+      if (info.size > MAX_SLURM_JOBS_FILE_BYTES) {
+        this.slurmProblem = `${file}: ${info.size} bytes, more than ${MAX_SLURM_JOBS_FILE_BYTES}`;
+        return this.slurm?.jobs;
+      }
+      const { jobs, problems } = parseSlurmJobs(await readFile(file, 'utf8'));
+      this.slurmProblem = problems.length > 0 ? `${file}: ${problems.join('; ')}` : undefined;
+      this.slurm = { mtimeMs: info.mtimeMs, jobs };
+      return jobs;
+    } catch (error) {
+      this.slurmProblem = `${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+      return this.slurm?.jobs;
     }
   }
 }

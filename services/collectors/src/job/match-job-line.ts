@@ -31,6 +31,8 @@ export interface JobLineMatch {
 }
 
 const NUMBER = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
+/** A whole number in groups of three: `7,282`, `193,831`. */
+const GROUPED = /^\d{1,3}(?:,\d{3})+$/;
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_./-]{0,63}$/;
 const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g;
 
@@ -103,7 +105,9 @@ function fromGroups(p: JobPattern, text: string, group: (n: number) => string | 
     if (count >= MAX_JOB_EVENT_FIELDS || !FIELD_NAME.test(name) || name in fields) return;
     const v = value.trim();
     if (v === '') return;
-    fields[name] = NUMBER.test(v) && Number.isFinite(Number(v)) ? Number(v) : v.slice(0, MAX_JOB_FIELD_TEXT_LENGTH);
+    // `193,831` (torchtitan's tps) is a number with thousands separators.
+    const n = GROUPED.test(v) ? v.replace(/,/g, '') : v;
+    fields[name] = NUMBER.test(n) && Number.isFinite(Number(n)) ? Number(n) : v.slice(0, MAX_JOB_FIELD_TEXT_LENGTH);
     count += 1;
   };
   let rank: number | undefined;
@@ -149,6 +153,10 @@ function fromGroups(p: JobPattern, text: string, group: (n: number) => string | 
         put(name, value);
     }
   }
+  // A progress bar's postfix names the step as `global_step=794.0` (Lightning, NeMo): when no `step`
+  // group said one, that whole number is the step.
+  const globalStep = fields.global_step;
+  if (step === undefined && typeof globalStep === 'number' && Number.isSafeInteger(globalStep) && globalStep >= 0) step = globalStep;
   return {
     pattern: p.name,
     kind: p.kind,

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MAX_IB_PORTS_PER_SAMPLE, type IbPort, type IbPortCounters } from '@gpualert/schema';
-import { counterName, counterValue, linkLayer, physState, portState, rateGbps } from './ib-parse.ts';
+import { counterName, counterValue, rateGbps, readLinkLayer, readPhysState, readPortState } from './ib-parse.ts';
 
 export const DEFAULT_IB_SYSFS_ROOT = '/sys/class/infiniband';
 
@@ -42,7 +42,9 @@ async function readCounters(dir: string, into: IbPortCounters): Promise<void> {
 /**
  * Every InfiniBand / RoCE port under `root` (`/sys/class/infiniband`; tests pass a tree of their
  * own): state, physical state, rate, link layer, and the known error counters from counters/
- * and hw_counters/. A device or port that cannot be read is skipped, with a problem naming it.
+ * and hw_counters/. A device or port that cannot be read is skipped, with a problem naming it; a
+ * state, physical state or link layer whose text is none the kernel writes is `unknown`, with a
+ * problem quoting it.
  */
 export async function readInfinibandPorts(root: string = DEFAULT_IB_SYSFS_ROOT): Promise<{ ports: IbPort[]; problems: string[] }> {
   const ports: IbPort[] = [];
@@ -65,13 +67,22 @@ export async function readInfinibandPorts(root: string = DEFAULT_IB_SYSFS_ROOT):
       const counters: IbPortCounters = {};
       await readCounters(join(dir, 'counters'), counters);
       await readCounters(join(dir, 'hw_counters'), counters);
+      const unread = (file: string, text: string) => problems.push(`${device} port ${portDir}: ${file} "${text.slice(0, 64)}" is none the kernel writes`);
+      const phys = (await readValue(join(dir, 'phys_state'))) ?? '';
+      const layer = (await readValue(join(dir, 'link_layer'))) ?? '';
+      const readState = readPortState(state);
+      const readPhys = readPhysState(phys);
+      const readLayer = readLinkLayer(layer);
+      if (readState === undefined) unread('state', state);
+      if (readPhys === undefined && phys !== '') unread('phys_state', phys);
+      if (readLayer === undefined && layer !== '') unread('link_layer', layer);
       ports.push({
         device,
         port,
-        state: portState(state),
-        phys_state: physState((await readValue(join(dir, 'phys_state'))) ?? ''),
+        state: readState ?? 'unknown',
+        phys_state: readPhys ?? 'unknown',
         rate_gbps: rateGbps((await readValue(join(dir, 'rate'))) ?? ''),
-        link_layer: linkLayer((await readValue(join(dir, 'link_layer'))) ?? ''),
+        link_layer: readLayer ?? 'unknown',
         counters,
       });
     }
