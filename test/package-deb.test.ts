@@ -22,8 +22,12 @@ function eightGpus(smi: FakeNvidiaSmi): void {
   smi.file('inventory.csv', gpus.map((i) => `${i}, GPU-${i}aaa, ${bus(i)}, NVIDIA H100 80GB HBM3, 16501234567${i}0, 96.00.89.00.01, 550.54.15\n`).join(''));
 }
 
-/** Resident memory, its peak, and CPU seconds so far, as the kernel counts them for `pid`. */
-function usage(pid: number): { rssMiB: number; peakMiB: number; cpuS: number } {
+/**
+ * Resident memory, its peak, and CPU seconds so far, as the kernel counts them for `pid`. RSS in
+ * two parts: anonymous (the heap and what else is the process's own) and file-backed (pages of the
+ * 120 MiB executable it has touched: clean, shared, given back under memory pressure).
+ */
+function usage(pid: number): { rssMiB: number; anonMiB: number; fileMiB: number; peakMiB: number; cpuS: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
   // Fields 14 and 15 of /proc/PID/stat (after the command's parenthesised name): user and system time in clock ticks.
@@ -31,7 +35,7 @@ function usage(pid: number): { rssMiB: number; peakMiB: number; cpuS: number } {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]);
   const hz = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
-  return { rssMiB: kib('VmRSS') / 1024, peakMiB: kib('VmHWM') / 1024, cpuS: ticks / hz };
+  return { rssMiB: kib('VmRSS') / 1024, anonMiB: kib('RssAnon') / 1024, fileMiB: kib('RssFile') / 1024, peakMiB: kib('VmHWM') / 1024, cpuS: ticks / hz };
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -128,6 +132,22 @@ describe('the gpualert-agent Debian package', () => {
     }
   });
 
+  it('its executable is the agent alone: no other command, nor their code (the engine, the notifier, the Kubernetes client)', () => {
+    const exe = join(root, 'usr/bin/gpualert');
+    const help = spawnSync(exe, ['--help'], { encoding: 'utf8' }).stdout;
+    expect([...help.matchAll(/^ {2}(\w[\w-]*)/gm)].map((m) => m[1])).toEqual(['agent', 'help']);
+    const engine = spawnSync(exe, ['engine'], { encoding: 'utf8' });
+    expect(engine.status).toBe(2);
+    expect(engine.stderr).toMatch(/unknown command 'engine'/);
+    // The script inside carries none of their code: strings each of them holds, all present in the
+    // whole command line's bundle (npm run build:sea), are absent from this one.
+    const bytes = readFileSync(exe);
+    expect(bytes.includes('kafkajs')).toBe(true); // the check can see the bundle's text
+    for (const absent of ['@kubernetes/client-node', 'gpualert.io/quarantine', 'nodemailer', 'gpualert_notifier_', 'gpualert_engine_']) {
+      expect(bytes.includes(absent), absent).toBe(false);
+    }
+  });
+
   it("its man page names every option of the agent's --help", () => {
     const page = gunzipSync(readFileSync(join(root, 'usr/share/man/man1/gpualert-agent.1.gz'))).toString('utf8');
     expect(page).toMatch(/^\.TH GPUALERT\\-AGENT 1 /);
@@ -186,7 +206,7 @@ describe('the gpualert-agent Debian package', () => {
       const after = usage(pid);
       const cpuShare = (after.cpuS - before.cpuS) / 20;
       console.log(
-        `[package] ${DEB_PACKAGE}: installed ${(installedKiB / 1024).toFixed(1)} MiB, .deb ${(statSync(deb).size / 1024 / 1024).toFixed(1)} MiB; agent on 8 GPUs, topics present: agent_started ${startMs.toFixed(0)} ms after exec, first sample on Kafka ${(firstSampleAt - run.startedAt).toFixed(0)} ms; RSS ${after.rssMiB.toFixed(1)} MiB (peak ${after.peakMiB.toFixed(1)}); CPU ${(cpuShare * 100).toFixed(2)} % of a core over 20 s`,
+        `[package] ${DEB_PACKAGE}: installed ${(installedKiB / 1024).toFixed(1)} MiB, .deb ${(statSync(deb).size / 1024 / 1024).toFixed(1)} MiB; agent on 8 GPUs, topics present: agent_started ${startMs.toFixed(0)} ms after exec, first sample on Kafka ${(firstSampleAt - run.startedAt).toFixed(0)} ms; RSS ${after.rssMiB.toFixed(1)} MiB (anonymous ${after.anonMiB.toFixed(1)}, file-backed ${after.fileMiB.toFixed(1)}; peak ${after.peakMiB.toFixed(1)}); CPU ${(cpuShare * 100).toFixed(2)} % of a core over 20 s`,
       );
       run.kill('SIGTERM');
       const [code] = await once(run, 'exit');
@@ -211,7 +231,7 @@ describe('the gpualert-agent Debian package', () => {
     run.kill('SIGTERM');
     const [code] = await once(run, 'exit');
     console.log(
-      `[package] agent with its topics missing: RSS ${held.rssMiB.toFixed(1)} MiB (peak ${held.peakMiB.toFixed(1)}) after 10 s; stopped ${Date.now() - asked} ms after SIGTERM, exit ${String(code)}`,
+      `[package] agent with its topics missing: RSS ${held.rssMiB.toFixed(1)} MiB (anonymous ${held.anonMiB.toFixed(1)}, file-backed ${held.fileMiB.toFixed(1)}; peak ${held.peakMiB.toFixed(1)}) after 10 s; stopped ${Date.now() - asked} ms after SIGTERM, exit ${String(code)}`,
     );
     expect(code === 0 || code === 1, `exit ${String(code)}`).toBe(true);
     expect(existsSync(join(root, 'usr/bin/gpualert'))).toBe(true);

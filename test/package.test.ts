@@ -1,28 +1,58 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv } from './infra/run-cli.ts';
+import { offlineLock } from '../tools/npm-offline-lock.ts';
+import { packCheckout } from '../tools/npm-pack.ts';
 import { waitFor } from './infra/wait-for.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const fixture = (name: string) => join(ROOT, 'test/fixtures/kernel', name);
 let bin = '';
 let installed = '';
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string;
+  version: string;
+  private?: boolean;
+  bin: Record<string, string>;
+  dependencies: Record<string, string>;
+  publishConfig?: Record<string, unknown>;
+  repository?: { url?: string };
+};
 
-/** The package as `npm pack` makes it (its prepack builds dist/), installed into an empty folder. */
+/** npm pointed at a port nothing answers on: a step that would reach a registry fails instead. */
+const DEAD_REGISTRY = 'http://127.0.0.1:9/';
+const NO_REGISTRY = ['--registry', DEAD_REGISTRY, '--offline', '--no-audit', '--no-fund'];
+const npm = (args: readonly string[], cwd: string) =>
+  execFileSync('npm', [...args, ...NO_REGISTRY], { cwd, encoding: 'utf8', env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+let folder = '';
+let tarball = '';
+
+/**
+ * The package as `npm pack` makes it (its prepack builds dist/), installed into an empty folder
+ * offline: the tarball itself, its dependencies from npm's local cache at the versions this
+ * checkout locked (tools/npm-offline-lock.ts), no registry reached.
+ */
 beforeAll(() => {
   const packs = mkdtempSync(join(tmpdir(), 'gpualert-pack-'));
-  execFileSync('npm', ['pack', '--silent', '--pack-destination', packs], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-  const tarball = join(
-    packs,
-    readdirSync(packs).find((f) => f.endsWith('.tgz'))!,
-  );
-  const folder = mkdtempSync(join(tmpdir(), 'gpualert-installed-'));
-  writeFileSync(join(folder, 'package.json'), '{"name":"someone-else","private":true}\n');
-  execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--silent', tarball], { cwd: folder, stdio: ['ignore', 'ignore', 'pipe'] });
+  tarball = packCheckout(packs);
+  folder = mkdtempSync(join(tmpdir(), 'gpualert-installed-'));
+  const { packageJson, lock } = offlineLock({
+    repositoryLock: join(ROOT, 'package-lock.json'),
+    packageName: manifest.name,
+    version: manifest.version,
+    tarball,
+    dependencies: manifest.dependencies,
+    bin: manifest.bin,
+    consumer: 'someone-else',
+    registry: DEAD_REGISTRY,
+  });
+  writeFileSync(join(folder, 'package.json'), packageJson);
+  writeFileSync(join(folder, 'package-lock.json'), lock);
+  npm(['ci', '--silent'], folder);
   installed = join(folder, 'node_modules/gpualert');
   bin = join(folder, 'node_modules/.bin/gpualert');
 }, 180_000);
@@ -36,6 +66,33 @@ describe('the packed package, installed where there is no checkout', () => {
     expect(existsSync(join(installed, 'packages'))).toBe(false);
     expect(existsSync(join(installed, '..', 'tsx'))).toBe(false);
     expect(existsSync(join(installed, '..', 'typescript'))).toBe(false);
+  });
+
+  it('is publishable: not private, public with provenance, its repository named, and `npm publish --dry-run` takes the tarball', () => {
+    expect(manifest.private).toBeUndefined();
+    expect(manifest.publishConfig).toEqual({ access: 'public', provenance: true });
+    // npm's provenance check compares this with the repository the publishing workflow runs in.
+    expect(manifest.repository?.url).toMatch(/^git\+https:\/\/github\.com\/[\w.-]+\/[\w.-]+\.git$/);
+    const out = npm(['publish', '--dry-run', '--json', tarball], folder);
+    // npm 10 prints the package's summary; npm 11 keys it by the package's name.
+    const summary = JSON.parse(out.slice(out.indexOf('{'))) as Record<string, unknown>;
+    expect(summary.gpualert ?? summary).toMatchObject({ name: 'gpualert', version: manifest.version });
+  });
+
+  it('`npx gpualert` from the installed tarball prints its version and parses a kernel log', () => {
+    const npx = (args: readonly string[]) =>
+      execFileSync('npx', ['--offline', '--registry', DEAD_REGISTRY, 'gpualert', ...args], {
+        cwd: folder,
+        env: cleanEnv(),
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+    expect(npx(['--version']).trim()).toBe(manifest.version);
+    const events = npx(['parse', 'kernel', fixture('dmesg-gpu-fallen-off-bus.log'), '--host', 'n1'])
+      .trim()
+      .split('\n');
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.map((l) => (JSON.parse(l) as { data: { xid?: number } }).data.xid)).toContain(79);
   });
 
   it('parses a kernel log and replays the bundled recording', () => {

@@ -1,6 +1,7 @@
 /**
  * `npm run build:deb`: the Debian package a GPU host installs, `dist-sea/gpualert-agent_VERSION_ARCH.deb`:
- * gpualert's single executable (tools/build-sea.ts) as /usr/bin/gpualert, the agent's systemd unit
+ * gpualert's single executable, the agent alone (tools/build-sea.ts `--agent`: no engine, notifier,
+ * console or Kubernetes client in it), as /usr/bin/gpualert, the agent's systemd unit
  * (deploy/systemd/gpualert-agent.service, its ExecStart pointed there), its settings file
  * /etc/gpualert/gpualert-agent.env (a conffile: an upgrade keeps the operator's), and a man page
  * made from the command's own --help. No maintainer scripts: `systemctl enable --now
@@ -109,7 +110,7 @@ export async function buildDeb(options: { sea?: boolean } = {}): Promise<{ deb: 
   const started = Date.now();
   // The modes below as written, whatever the builder's umask (077 would leave DEBIAN/ 0700, which dpkg-deb refuses).
   process.umask(0o022);
-  if (options.sea !== false) await buildSea();
+  if (options.sea !== false) await buildSea({ agentOnly: true });
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; description: string };
   const arch = run('dpkg', ['--print-architecture']).trim();
   const tree = join(SEA_DIR, 'deb');

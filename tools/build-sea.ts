@@ -47,6 +47,26 @@ ${KAFKAJS_INTERNALS.map((m) => `      case ${JSON.stringify(m)}: return require(
   },
 };
 
+/**
+ * The agent's executable: every command module main.ts loads but the agent's is replaced by a
+ * stub, so their code (engine, notifier and console, remediator and its Kubernetes client) is
+ * not in the bundle; sea-agent-main.ts drops those commands from the program too.
+ */
+const agentOnly: Plugin = {
+  name: 'agent-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/commands\/[\w-]+\.ts$/ }, (args) =>
+      args.importer.endsWith(join('packages', 'cli', 'src', 'main.ts')) && args.path !== './commands/agent.ts'
+        ? { path: args.path, namespace: 'not-in-agent' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'not-in-agent' }, (args) => ({
+      loader: 'js',
+      contents: `module.exports = new Proxy({}, { get: () => () => { throw new Error(${JSON.stringify(`${args.path}: not in the agent's executable`)}); } });`,
+    }));
+  },
+};
+
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
     .map((f) => join(dir, f))
@@ -58,26 +78,36 @@ function run(command: string, args: readonly string[]): void {
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status ?? result.signal})`);
 }
 
-export async function buildSea(node = node24Binary()): Promise<{ binary: string; bytes: number; node: string }> {
+export interface SeaOptions {
+  readonly node?: string;
+  /** `gpualert agent` alone (sea-agent-main.ts), as the Debian package ships it. */
+  readonly agentOnly?: boolean;
+}
+
+export async function buildSea(options: SeaOptions = {}): Promise<{ binary: string; bytes: number; scriptBytes: number; node: string }> {
+  const node = options.node ?? node24Binary();
   const started = Date.now();
   const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
   rmSync(SEA_DIR, { recursive: true, force: true });
   mkdirSync(SEA_DIR, { recursive: true });
   const script = join(SEA_DIR, 'gpualert.cjs');
-  await build({
-    entryPoints: [join(ROOT, 'packages/cli/src/sea-main.ts')],
+  const bundled = await build({
+    entryPoints: [join(ROOT, 'packages/cli/src', options.agentOnly === true ? 'sea-agent-main.ts' : 'sea-main.ts')],
     outfile: script,
     bundle: true,
     platform: 'node',
     format: 'cjs',
     target: 'node20',
     minifyWhitespace: true,
-    plugins: [kafkajsInternals],
+    plugins: options.agentOnly === true ? [kafkajsInternals, agentOnly] : [kafkajsInternals],
+    metafile: true,
     // import.meta is empty in CommonJS: the two modules that read it (the bundled rules' folder,
     // the console's assets) are told where instead, or are not what the executable is for.
     logOverride: { 'empty-import-meta': 'silent' },
     logLevel: 'warning',
   });
+  const scriptBytes = statSync(script).size;
+  if (process.env.GPUALERT_SEA_METAFILE) writeFileSync(process.env.GPUALERT_SEA_METAFILE, JSON.stringify(bundled.metafile));
   const files = filesUnder(join(ROOT, 'rules')).map((f) => relative(ROOT, f));
   const list = join(SEA_DIR, SEA_FILE_LIST);
   writeFileSync(list, JSON.stringify(files));
@@ -94,9 +124,9 @@ export async function buildSea(node = node24Binary()): Promise<{ binary: string;
   for (const f of [blob, config, list]) rmSync(f);
   const bytes = statSync(SEA_BINARY).size;
   process.stderr.write(
-    `${relative(ROOT, SEA_BINARY)}: ${(bytes / 1024 / 1024).toFixed(1)} MiB (Node ${version}, ${files.length} files of rules/), in ${Date.now() - started} ms\n`,
+    `${relative(ROOT, SEA_BINARY)}${options.agentOnly === true ? ' (agent only)' : ''}: ${(bytes / 1024 / 1024).toFixed(1)} MiB, its script ${(scriptBytes / 1024 / 1024).toFixed(1)} MiB (Node ${version}, ${files.length} files of rules/), in ${Date.now() - started} ms\n`,
   );
-  return { binary: SEA_BINARY, bytes, node: version };
+  return { binary: SEA_BINARY, bytes, scriptBytes, node: version };
 }
 
-if (import.meta.filename === process.argv[1]) await buildSea();
+if (import.meta.filename === process.argv[1]) await buildSea({ agentOnly: process.argv.includes('--agent') });

@@ -7,7 +7,8 @@
  *
  * Debian's `prometheus` and `prometheus-alertmanager` (amtool) are unpacked into the cache, not
  * installed (test/alertmanager/debian-tool.ts); so are Debian's Slurm and MUNGE, which the remediation
- * tests start as a one-machine cluster (test/infra/slurm-cluster.ts).
+ * tests start as a one-machine cluster (test/infra/slurm-cluster.ts); so are Debian's buildah, skopeo
+ * and umoci, and the libraries the image's base is made of (tools/build-image.ts).
  *
  * Node 24 comes from the npm registry (tools/node24.ts). GPUALERT_NO_PROVISION=1 checks without
  * installing.
@@ -16,6 +17,8 @@ import { spawnSync } from 'node:child_process';
 import { DEBIAN_TOOLS, debianTool } from '../test/alertmanager/debian-tool.ts';
 import { kafkaClasspath, kafkaVersion } from '../test/infra/kafka-broker.ts';
 import { SLURM_PACKAGES, slurmRoot } from '../test/infra/slurm-cluster.ts';
+import { BASE_PACKAGES, CONTAINER_TOOL_PACKAGES } from './build-image.ts';
+import { debianRoot } from './debian-root.ts';
 import { node24Binary, NODE24_VERSION } from './node24.ts';
 
 interface Requirement {
@@ -115,9 +118,24 @@ function provisionSlurm(): void {
   }
 }
 
+/** Debian's buildah, skopeo and umoci, and the image base's libraries, for test/deploy/image.test.ts (unpacked into the cache, not installed). */
+function provisionContainerTools(): void {
+  for (const [name, packages] of [
+    ['container-tools', CONTAINER_TOOL_PACKAGES],
+    ['image-base', BASE_PACKAGES],
+  ] as const) {
+    try {
+      debianRoot(name, packages);
+    } catch (error) {
+      fail(`cannot provision Debian's ${packages.join(', ')} (the image test builds gpualert's image with them): ${(error as Error).message}`);
+    }
+  }
+}
+
 provision();
 provisionDebianTools();
 provisionSlurm();
+provisionContainerTools();
 try {
   node24Binary();
 } catch (error) {

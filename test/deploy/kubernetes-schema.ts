@@ -26,6 +26,8 @@ const MODELS = new Map<string, readonly [string, string]>([
   ['v1/ResourceQuota', ['kubernetes-models/v1/ResourceQuota', 'IResourceQuota']],
   ['policy/v1/PodDisruptionBudget', ['kubernetes-models/policy/v1/PodDisruptionBudget', 'IPodDisruptionBudget']],
   ['networking.k8s.io/v1/NetworkPolicy', ['kubernetes-models/networking.k8s.io/v1/NetworkPolicy', 'INetworkPolicy']],
+  ['rbac.authorization.k8s.io/v1/ClusterRole', ['kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', 'IClusterRole']],
+  ['rbac.authorization.k8s.io/v1/ClusterRoleBinding', ['kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', 'IClusterRoleBinding']],
 ]);
 
 function modelOf(manifest: Manifest): readonly [string, string] {

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { REMEDIATE_SETTINGS } from '../../packages/cli/src/settings/remediate-settings.ts';
 import { schemaErrors, typeErrors, type Manifest } from './kubernetes-schema.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -43,6 +44,7 @@ const every = [...resources, ...secrets, ...generated];
 const byName = (kind: string, name: string): Obj => resources.find((m) => m.object.kind === kind && (m.object as Obj).metadata?.name === name)!.object as Obj;
 const workloads = resources.filter((m) => ['Deployment', 'DaemonSet', 'StatefulSet'].includes(String(m.object.kind))).map((m) => m.object as Obj);
 const containersOf = (workload: Obj): Obj[] => workload.spec.template.spec.containers as Obj[];
+const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
 
 describe('deploy/kubernetes', () => {
   it('every manifest, the example secrets and the generated ConfigMaps are valid against the Kubernetes OpenAPI schemas', async () => {
@@ -83,9 +85,9 @@ describe('deploy/kubernetes', () => {
     expect(spec.hostPID ?? false).toBe(false);
   });
 
-  it('runs every other container as non-root, read-only, with no capability and no token', () => {
+  it('runs every other container as non-root, read-only, with no capability, and no token but for the remediator, which calls the API', () => {
     for (const workload of workloads) {
-      expect(workload.spec.template.spec.automountServiceAccountToken, workload.metadata.name).toBe(false);
+      expect(workload.spec.template.spec.automountServiceAccountToken, workload.metadata.name).toBe(workload.metadata.name === 'gpualert-remediator');
       if (workload.kind === 'DaemonSet') continue;
       expect(workload.spec.template.spec.securityContext.runAsNonRoot, workload.metadata.name).toBe(true);
       for (const container of containersOf(workload)) {
@@ -164,7 +166,9 @@ describe('deploy/kubernetes', () => {
     }
     // Every namespaced object says where it goes: the base sets no namespace of its own.
     expect(kustomization).not.toHaveProperty('namespace');
-    for (const m of [...resources, ...generated]) if (m.object.kind !== 'Namespace') expect((m.object as Obj).metadata.namespace, m.where).toMatch(/^gpualert(-agent)?$/);
+    for (const m of [...resources, ...generated]) {
+      if (!CLUSTER_SCOPED.has(String(m.object.kind))) expect((m.object as Obj).metadata.namespace, m.where).toMatch(/^gpualert(-agent)?$/);
+    }
   });
 
   it('admits the agent\'s system-node-critical priority outside kube-system: a ResourceQuota for that class in its namespace', () => {
@@ -188,9 +192,10 @@ describe('deploy/kubernetes', () => {
       if (workload.kind !== 'DaemonSet') expect(budgets.filter((b) => same(b) && selects(b.spec.selector)).map((b) => b.spec.maxUnavailable), workload.metadata.name).toEqual([1]);
       // A default deny in its namespace, and one policy opening the container's own port.
       expect(policies.some((p) => same(p) && Object.keys(p.spec.podSelector).length === 0 && p.spec.ingress === undefined && p.spec.policyTypes.includes('Ingress')), `default deny for ${workload.metadata.name}`).toBe(true);
-      const port = (containersOf(workload)[0]!.ports as Obj[]).find((p) => p.name === 'http')!.containerPort as number;
+      // A pod that serves nothing (the remediator) gets no opening at all.
+      const port = ((containersOf(workload)[0]!.ports ?? []) as Obj[]).find((p) => p.name === 'http')?.containerPort as number | undefined;
       const opened = policies.filter((p) => same(p) && Object.keys(p.spec.podSelector).length > 0 && selects(p.spec.podSelector)).flatMap((p) => (p.spec.ingress as Obj[]).flatMap((r) => (r.ports as Obj[]).map((x) => x.port as number)));
-      expect(opened, workload.metadata.name).toEqual([port]);
+      expect(opened, workload.metadata.name).toEqual(port === undefined ? [] : [port]);
     }
   });
 
@@ -201,6 +206,41 @@ describe('deploy/kubernetes', () => {
     const env = (containersOf(notifier)[0]!.env as Obj[]).find((e) => e.name === 'GPUALERT_NOTIFIER_REPLICA');
     expect(env?.valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.name' } });
     expect(resources.some((m) => m.object.kind === 'Deployment' && (m.object as Obj).metadata.name === 'gpualert-notifier')).toBe(false);
+  });
+
+  it('runs `gpualert remediate --executor kubernetes` once, with the flags and settings the command has, its policy mounted where it reads it', () => {
+    const remediator = byName('Deployment', 'gpualert-remediator');
+    expect(remediator.spec.replicas).toBe(1);
+    expect(remediator.spec.strategy).toEqual({ type: 'Recreate' });
+    const [container] = containersOf(remediator);
+    const args = container!.args as string[];
+    expect(args.slice(0, 3)).toEqual(['remediate', '--executor', 'kubernetes']);
+    // Every flag is one `gpualert remediate --help` lists, and every variable one of its settings.
+    const help = spawnSync(process.execPath, [join(ROOT, 'bin/gpualert.mjs'), 'remediate', '--help'], { encoding: 'utf8' }).stdout;
+    const flags = args.filter((a) => a.startsWith('--'));
+    expect(flags.length).toBeGreaterThan(1);
+    for (const flag of flags) expect(help, flag).toMatch(new RegExp(`^\\s+${flag}\\b`, 'm'));
+    expect(help).not.toMatch(/^\s+--no-such-flag\b/m);
+    const envs = new Set(Object.values(REMEDIATE_SETTINGS.sources).map((s) => s?.env));
+    for (const e of container!.env as Obj[]) expect(envs.has(e.name as string), e.name as string).toBe(true);
+    const policy = args[args.indexOf('--policy') + 1]!;
+    const mount = (container!.volumeMounts as Obj[]).find((m) => policy.startsWith(`${m.mountPath as string}/`))!;
+    const volume = (remediator.spec.template.spec.volumes as Obj[]).find((v) => v.name === mount.name)!;
+    const generator = kustomization.configMapGenerator.find((g) => g.name === volume.configMap.name)!;
+    expect(generator.files!.map((f) => basename(f))).toContain(basename(policy));
+  });
+
+  it('binds the remediator, and it alone, to what the Kubernetes executor does: nodes get/list/patch, pods list, pods/eviction create', () => {
+    const role = byName('ClusterRole', 'gpualert-remediator');
+    const grants = (role.rules as Obj[]).flatMap((r) => (r.resources as string[]).flatMap((res) => (r.verbs as string[]).map((v) => `${res}:${v}`))).sort();
+    expect(grants).toEqual(['nodes:get', 'nodes:list', 'nodes:patch', 'pods/eviction:create', 'pods:list']);
+    for (const r of role.rules as Obj[]) expect(r.apiGroups).toEqual(['']);
+    const bindings = resources.filter((m) => m.object.kind === 'ClusterRoleBinding' || m.object.kind === 'RoleBinding').map((m) => m.object as Obj);
+    expect(bindings).toHaveLength(1);
+    expect(bindings[0]!.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'gpualert-remediator' });
+    const account = byName('Deployment', 'gpualert-remediator').spec.template.spec.serviceAccountName as string;
+    expect(bindings[0]!.subjects).toEqual([{ kind: 'ServiceAccount', name: account, namespace: 'gpualert' }]);
+    expect(byName('ServiceAccount', account).metadata.namespace).toBe('gpualert');
   });
 
   it('the example secrets hold placeholders only, and name every env: credential the routes read', () => {

@@ -377,8 +377,12 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
   return program;
 }
 
-/** Runs the command line; resolves to the exit code. One line on stderr for any failure: `error[CODE]: …`. */
-export async function main(argv: readonly string[]): Promise<number> {
+/**
+ * Runs the command line; resolves to the exit code. One line on stderr for any failure: `error[CODE]: …`.
+ * `only` keeps those top-level commands and drops the others from the program (the agent's own
+ * executable: sea-agent-main.ts).
+ */
+export async function main(argv: readonly string[], only?: ReadonlySet<string>): Promise<number> {
   let exitCode: number = EXIT.ok;
   const run =
     (action: Action) =>
@@ -387,6 +391,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       exitCode = await action(...args.slice(0, -1));
     };
   const program = buildProgram(run);
+  if (only !== undefined) {
+    // commander has no way to remove a command; its list is an ordinary array.
+    const commands = program.commands as Command[];
+    commands.splice(0, commands.length, ...commands.filter((c) => only.has(c.name())));
+  }
   try {
     await program.parseAsync([...argv]);
     return exitCode;

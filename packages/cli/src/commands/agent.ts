@@ -8,7 +8,7 @@ import { AGENT_SETTINGS } from '../settings/agent-settings.ts';
 import { CliError, errnoCode } from '../cli-error.ts';
 import { runService } from '../run-service.ts';
 import { attributionOf, bootTimeMs, chooseSource, gpuIndexByPci } from './collect.ts';
-import { firstRuleError } from './load-files.ts';
+import { firstRuleError } from './rule-error.ts';
 
 /**
  * `gpualert agent`: every collector a GPU host needs in one process (GPU metrics, kernel log,

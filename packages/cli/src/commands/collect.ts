@@ -22,7 +22,7 @@ import { parseDuration } from '../duration.ts';
 import { runService } from '../run-service.ts';
 import { commonConfig } from '../common-options.ts';
 import { stringOption, stringListOption } from '../option-values.ts';
-import { firstRuleError } from './load-files.ts';
+import { firstRuleError } from './rule-error.ts';
 
 type Options = Record<string, unknown>;
 

@@ -2,9 +2,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadRuleSet, type RuleSet } from '@gpualert/engine';
 import { loadRoutes, type RoutesFile } from '@gpualert/notify';
-import { formatRuleError, loadXidCatalog, loadYamlFile, type RuleFileError, type XidCatalog } from '@gpualert/rules';
+import { formatRuleError, loadXidCatalog, loadYamlFile, type XidCatalog } from '@gpualert/rules';
 import { priceLookup, PricesFile, type PriceLookup } from '@gpualert/usage';
 import { CliError } from '../cli-error.ts';
+export { firstRuleError } from './rule-error.ts';
 
 /**
  * The files the commands load before they run (rules and Xid catalog, routes, prices), each one
@@ -39,10 +40,4 @@ export function loadPrices(file: string, command: string): PriceLookup {
   const loaded = loadYamlFile(file, PricesFile);
   if (!loaded.ok) throw new CliError(loaded.errors.map((e) => `gpualert ${command}: ${formatRuleError(e)}`).join('\n'));
   return priceLookup(loaded.value);
-}
-
-/** The first of a failed load's problems as one line, with its file and line. */
-export function firstRuleError(errors: readonly RuleFileError[]): string {
-  const [first] = errors;
-  return first ? formatRuleError(first) : 'the file does not load';
 }
