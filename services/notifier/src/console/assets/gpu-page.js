@@ -12,7 +12,7 @@ const METRICS = [
 
 const W = 600;
 const H = 96;
-const PAD = 34;
+const PAD = 52;
 /** A GPU whose host reported this much later than the GPU's last sample is missing from its samples. */
 const MISSING_AFTER_MS = 60_000;
 
@@ -45,7 +45,7 @@ function runs(length, ok) {
  * One metric's panel: its history as a line over its band (shaded), the latest value as a dot
  * against the band it is judged by now, the siblings' median as a tick on the right edge.
  */
-function strip(name, title, unit, m, series, at, missingSince, now) {
+function strip(name, title, unit, m, series, at, end, missingSince, now) {
   const band = m.band;
   const low = band ? band.mean - band.k * band.spread : null;
   const high = band ? band.mean + band.k * band.spread : null;
@@ -62,7 +62,8 @@ function strip(name, title, unit, m, series, at, missingSince, now) {
   if (name === 'util_pct') [lo, hi] = [Math.max(lo, -2), Math.min(hi, 102)];
   const y = (v) => (H - 16 - ((v - lo) / (hi - lo)) * (H - 24)).toFixed(1);
   const t0 = at.length > 0 ? at[0] : now;
-  const t1 = Math.max(at.length > 0 ? at[at.length - 1] : now, t0 + 1);
+  // To the host's latest sample: a GPU that stopped reporting shows the gap since.
+  const t1 = Math.max(at.length > 0 ? at[at.length - 1] : now, finite(end) ? end : 0, t0 + 1);
   const xt = (t) => (PAD + ((t - t0) / (t1 - t0)) * (W - 2 * PAD - 20)).toFixed(1);
   const xNow = (W - PAD).toFixed(1);
   const parts = [
@@ -151,8 +152,8 @@ ${h.maintenance
   .filter((m) => m.open)
   .map((m) => `<p><span class="tag">maint</span> maintenance open: ${esc(m.description)} (${when(m.start, now)} → ${when(m.end, now)})</p>`)
   .join('')}
-<h2>Against its own normal${at.length > 0 ? ` <span class="muted">(the last ${esc(Math.round((at[at.length - 1] - at[0]) / 60_000))} min)</span>` : ''}</h2>
-${METRICS.map(([name, title, unit]) => strip(name, title, unit, g.metrics[name], history ? history.metrics[name] : null, at, missing, now)).join('')}
+<h2>Against its own normal${at.length > 0 ? ` <span class="muted">(the last ${esc(Math.round((Math.max(at[at.length - 1], h.last_seen ?? 0) - at[0]) / 60_000))} min)</span>` : ''}</h2>
+${METRICS.map(([name, title, unit]) => strip(name, title, unit, g.metrics[name], history ? history.metrics[name] : null, at, h.last_seen, missing, now)).join('')}
 <p class="muted">memory used${memory}. The line is the GPU's recent values (one point per ${esc(history ? Math.round(history.step_ms / 1000) : 15)} s); the shaded band its normal at each point's load: its own mean ± k × its spread (k the rule's sigmas). On the right, now: the dot, the band it is judged by, and the dark tick its siblings' median.</p>
 <h2>Alerts</h2>
 ${alerts.length === 0 ? '<p class="muted">none firing</p>' : `<table><tr><th>severity</th><th>rule</th><th>summary</th><th>since</th><th>incident</th></tr>${alerts.map((a) => `<tr><td>${pill(a.severity)}</td><td>${esc(a.rule)} <span class="muted">${esc(a.category)}</span></td><td>${esc(a.summary)}</td><td>${when(a.since, now)}</td><td class="mono">${esc(a.incident ?? '')}</td></tr>`).join('')}</table>`}
