@@ -14,6 +14,7 @@ import { benchJobLog } from './job-log.bench.ts';
 import { benchKernel } from './kernel.bench.ts';
 import { benchNotifier } from './notifier.bench.ts';
 import { benchNotifierStorm } from './notifier-storm.bench.ts';
+import { benchNotifierFootprint } from './notifier-footprint.bench.ts';
 import { benchRemediation } from './remediation.bench.ts';
 import { benchTimeline } from './timeline.bench.ts';
 import { benchUsage } from './usage.bench.ts';
@@ -39,6 +40,7 @@ benches['fleet-metrics'] = benchFleetMetrics;
 benches['fleet-shares'] = benchFleetShares;
 benches['job-layer'] = benchJobLayer;
 benches['notifier-storm'] = benchNotifierStorm;
+benches['notifier-footprint'] = benchNotifierFootprint;
 benches.remediation = benchRemediation;
 const only = process.argv.slice(2);
 for (const [name, bench] of Object.entries(benches)) {
