@@ -134,7 +134,7 @@ export class EngineFleetView implements FleetSource {
 }
 
 /** A kernel event as a person names it: `Xid 79: GPU has fallen off the bus`, else its kind and line. */
-export function kernelText(event: KernelEventData): string {
+function kernelText(event: KernelEventData): string {
   const what = event.xid !== undefined ? `Xid ${event.xid}` : event.kind.replace(/_/g, ' ');
   const meaning = event.meaning ?? event.message;
   return `${what}: ${meaning}`.slice(0, 300);

@@ -77,7 +77,7 @@ async function fetchSnapshot(base: string, options: EngineFleetOptions): Promise
  * partition moves: the one heard from last), sorted by name, the events newest first, each bound
  * kept; the data's clock the latest of theirs; the engines that failed named. Pure.
  */
-export function mergeFleetSnapshots(parts: readonly FleetSnapshot[], unavailable: readonly string[], now: number): FleetSnapshot {
+function mergeFleetSnapshots(parts: readonly FleetSnapshot[], unavailable: readonly string[], now: number): FleetSnapshot {
   const hosts = new Map<string, HostView>();
   let omitted = 0;
   const events: EventView[] = [];
