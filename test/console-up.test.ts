@@ -69,7 +69,45 @@ describe('the console in `gpualert up --demo`, in headless Chromium', () => {
       expect(band.low).toBeGreaterThan(40);
       expect(band.high).toBeLessThan(band.value);
       expect(band.inside).toBe('false');
+      // Its recent history from the engine's ring: it ran inside its band before it ran hot; the band said in words.
+      const history = await page.waitFor<{ points: number; outside: number; text: string }>(
+        `(() => {
+        const m = document.querySelector('[data-gpu-page="gpu-node-001/5"] ~ [data-metric="temp_c"]');
+        return m && Number(m.dataset.points) > 20 ? { points: Number(m.dataset.points), outside: Number(m.dataset.outside), text: m.innerText } : false;
+      })()`,
+        'the history of gpu-node-001 GPU 5',
+        30_000,
+      );
+      expect(history.outside).toBeGreaterThan(0);
+      expect(history.outside).toBeLessThan(history.points);
+      expect(history.text).toMatch(/normal [\d.]+–[\d.]+ °C: mean [\d.]+ °C ± [\d.]+ × spread [\d.]+ °C, at busy/);
+      // The demo is a recording: its times are its own, not "183 d ago".
+      const gpuText = await page.evaluate<string>('document.getElementById("view").innerText');
+      expect(gpuText).toContain('The data is a recording');
+      expect(gpuText).not.toMatch(/\d+ d ago/);
       await page.screenshot(join(SHOTS, 'up-gpu.png'));
+
+      // The GPU that fell off the bus: said so, since when, its charts on real axes up to then, its Xid named.
+      await page.evaluate(`location.hash = '#/gpu/gpu-node-002/3'; true`);
+      const lost = await page.waitFor<{ banner: string; labels: number[]; band: boolean; events: string[] }>(
+        `(() => {
+        const p = document.querySelector('[data-gpu-page="gpu-node-002/3"] ~ p[data-missing]');
+        const m = document.querySelector('[data-metric="temp_c"]');
+        const events = [...document.querySelectorAll('tr[data-event-kind="kernel"]')].map((r) => r.innerText);
+        // (the kernel events come in on their own topic: the page redraws every 5 s until they are judged too)
+        if (!p || !m || !events.some((e) => e.includes('Xid 79'))) return false;
+        return { banner: p.innerText, labels: [...m.querySelectorAll('text')].slice(0, 2).map((t) => Number(t.textContent)), band: m.querySelector('polygon.band') !== null,
+          events };
+      })()`,
+        'the page of the GPU that fell off the bus',
+        30_000,
+      );
+      expect(lost.banner).toMatch(/^Fallen off the bus: this GPU has been missing from its host's samples since 2026-06-01 02:1\d/);
+      expect(Math.min(...lost.labels)).toBeGreaterThan(20);
+      expect(lost.band).toBe(true);
+      expect(lost.events.join('\n')).toMatch(/Xid 79: /);
+      expect(lost.events.join('\n')).not.toMatch(/kernel event [0-9a-f]{8}/);
+      await page.screenshot(join(SHOTS, 'up-gpu-lost.png'));
 
       // A silence made in the page, through the notifier's own /v1/silences.
       await page.evaluate(`location.hash = '#/silences'; true`);

@@ -210,7 +210,11 @@ export function buildProgram(run: (action: Action) => (...args: any[]) => Promis
     .option('--routes <file>', 'the routes file (also GPUALERT_ROUTES; default: the bundled rules/routes.yaml)')
     .option('--port <port>', 'the silences API and /metrics (also GPUALERT_NOTIFIER_PORT; default 9095)')
     .option('--listen <address>', 'address to bind (also GPUALERT_NOTIFIER_LISTEN; default 0.0.0.0)')
-    .option('--rules <dir>', "the engine's rules, for the console's baseline bands (default: the bundled rules/)")
+    .option(
+      '--engines <urls>',
+      "the engines' ports (http://engine-0:9470,…) the console asks for the fleet's values, baselines and history (also GPUALERT_NOTIFIER_ENGINES)",
+    )
+    .option('--rules <dir>', "the engines' rules, binding the hosts' templates when no --engines are given (default: the bundled rules/)")
     .option(
       '--replica <name>',
       'run as this replica of a notifier cluster: every replica reads every alert, each page is sent once (also GPUALERT_NOTIFIER_REPLICA)',

@@ -16,6 +16,7 @@ import {
   type FleetMetric,
   type FleetSnapshot,
   type FleetSource,
+  type GpuHistory,
   type GpuMetrics,
   type GpuView,
   type HostView,
@@ -26,6 +27,7 @@ import {
 import { fingerprintOf, inMaintenance } from './conditions.ts';
 import { parseHostState, type GpuState, type HostState } from './engine-state.ts';
 import { baselineBand } from './fleet-metrics.ts';
+import type { GpuHistoryRing } from './gpu-history.ts';
 import { fallbackTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
 import { middleOf } from './peer-medians.ts';
 import type { RuleOf } from './rule-set.ts';
@@ -37,12 +39,22 @@ export interface LatestGpuSample {
   readonly gpus: readonly GpuMetrics[];
 }
 
-export interface FleetSnapshotInput {
+/** What the engine keeps beside its state for the console: each GPU's recent values, and what its kernel events said. */
+export interface FleetViewExtras {
+  /** A host's GPUs' history rings (fleet-snapshot reads each one's last point for a GPU missing from the latest sample). */
+  readonly rings?: (host: string) => ReadonlyMap<number, GpuHistoryRing> | undefined;
+  /** A kernel event's text by its id (`Xid 79: GPU has fallen off the bus`), while the engine remembers it. */
+  readonly describe?: (id: string) => string | undefined;
+}
+
+export interface FleetSnapshotInput extends FleetViewExtras {
   readonly hosts: Iterable<HostState>;
   readonly latest: ReadonlyMap<string, LatestGpuSample>;
   readonly ruleSet: RuleSet;
   readonly now: number;
   readonly source: string;
+  /** The data's own now, when it is a recording (the event clock). */
+  readonly dataAt?: number | null;
 }
 
 const cut = (text: string, max = MAX_VIEW_TEXT) => (text.length > max ? text.slice(0, max) : text);
@@ -68,6 +80,31 @@ function bandOf(rule: RuleOf<'baseline'> | undefined, bound: BoundTemplate, gs: 
   return { mean: band.mean, spread: band.dev, k: rule.sigmas, n, load: between ? `${load}, the nearer normal` : load };
 }
 
+/** The host's template and its baseline rule per metric (the first of each). */
+function baselinesOf(host: HostState, ruleSet: RuleSet): { bound: BoundTemplate; rules: Map<string, RuleOf<'baseline'>> } {
+  const bound = ruleSet.templates.find((t) => t.template.name === host.template) ?? fallbackTemplate(ruleSet);
+  const rules = new Map<string, RuleOf<'baseline'>>();
+  for (const rule of bound.rules) if (rule.kind === 'baseline' && !rules.has(rule.metric)) rules.set(rule.metric, rule);
+  return { bound, rules };
+}
+
+/** One GPU's history ring as the console draws it: each point with its band at that point's load. */
+export function gpuHistoryView(host: HostState, index: number, ring: GpuHistoryRing, ruleSet: RuleSet): GpuHistory {
+  const { bound, rules } = baselinesOf(host, ruleSet);
+  const gs = Object.hasOwn(host.gpus, String(index)) ? host.gpus[String(index)] : undefined;
+  return ring.view((metric, util) => {
+    const band = bandOf(rules.get(metric), bound, gs, util);
+    return band ? { low: band.mean - band.k * band.spread, high: band.mean + band.k * band.spread } : null;
+  });
+}
+
+/** What the GPU's state remembers of a kernel event: its Xid code, found by the event's time among the codes' times. */
+function xidOf(gs: GpuState | undefined, at: number): string | undefined {
+  if (!gs) return undefined;
+  for (const [code, times] of Object.entries(gs.xids)) if (times.includes(at)) return `Xid ${code}`;
+  return undefined;
+}
+
 /** A window is open as the engine holds it open (conditions.ts's `inMaintenance`: 15 minutes' slack either side). */
 function windowView(host: HostState, id: string, w: HostState['maintenance'][string], now: number): MaintenanceView {
   const one: HostState['maintenance'] = Object.create(null);
@@ -83,10 +120,14 @@ function windowView(host: HostState, id: string, w: HostState['maintenance'][str
 }
 
 /** One host as the console shows it; its firing alerts' start times feed the fleet's events. */
-export function fleetHostView(host: HostState, latest: LatestGpuSample | undefined, ruleSet: RuleSet): { view: HostView; events: EventView[] } {
-  const bound = ruleSet.templates.find((t) => t.template.name === host.template) ?? fallbackTemplate(ruleSet);
-  const baselines = new Map<string, RuleOf<'baseline'>>();
-  for (const rule of bound.rules) if (rule.kind === 'baseline' && !baselines.has(rule.metric)) baselines.set(rule.metric, rule);
+export function fleetHostView(
+  host: HostState,
+  latest: LatestGpuSample | undefined,
+  ruleSet: RuleSet,
+  extras: FleetViewExtras = {},
+): { view: HostView; events: EventView[] } {
+  const { bound, rules: baselines } = baselinesOf(host, ruleSet);
+  const rings = extras.rings?.(host.host);
   // The host's own clock (event time), as /metrics takes it: what is open is measured on it.
   const now = Math.max(host.lastSample ?? 0, host.lastTick);
   const samples = new Map<number, GpuMetrics>();
@@ -97,13 +138,16 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
   for (const index of [...indexes].filter(isGpuIndex).sort((a, b) => a - b)) {
     const sample = samples.get(index);
     const gs = Object.hasOwn(host.gpus, String(index)) ? host.gpus[String(index)] : undefined;
+    const ring = rings?.get(index);
+    // A GPU missing from the latest sample (fallen off the bus) keeps the band of its last known load.
+    const util = sample ? sample.util_pct : (ring?.lastValue('util_pct') ?? null);
     const metricView = (metric: FleetMetric): MetricView => {
       const siblings: number[] = [];
       for (const other of samples.values()) if (other.index !== index && other[metric] !== null && Number.isFinite(other[metric])) siblings.push(other[metric]);
       const value = sample?.[metric] ?? null;
       return {
         value: value !== null && Number.isFinite(value) ? value : null,
-        band: bandOf(baselines.get(metric), bound, gs, sample?.util_pct ?? null),
+        band: bandOf(baselines.get(metric), bound, gs, util),
         siblings_median: median(siblings),
       };
     };
@@ -116,7 +160,13 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
     const events: EventView[] = (gs?.recent ?? [])
       .slice(-MAX_GPU_EVENTS)
       .reverse()
-      .map(([id, at]) => ({ at, host: host.host, gpu: index, kind: 'kernel', summary: cut(`kernel event ${id}`) }));
+      .map(([id, at]) => ({
+        at,
+        host: host.host,
+        gpu: index,
+        kind: 'kernel',
+        summary: cut(extras.describe?.(id) ?? xidOf(gs, at) ?? `kernel event ${id.slice(0, 8)}`),
+      }));
     gpus.set(index, {
       index,
       uuid: sample?.uuid ?? null,
@@ -124,6 +174,7 @@ export function fleetHostView(host: HostState, latest: LatestGpuSample | undefin
       state: 'ok',
       metrics,
       mem_total_mib: sample?.mem_total_mib ?? null,
+      seen: sample && latest ? latest.at : (ring?.lastAt() ?? null),
       alerts: [],
       events,
     });
@@ -196,13 +247,21 @@ export function buildFleetSnapshot(input: FleetSnapshotInput): FleetSnapshot {
       omitted += 1;
       continue;
     }
-    const built = fleetHostView(host, input.latest.get(host.host), input.ruleSet);
+    const built = fleetHostView(host, input.latest.get(host.host), input.ruleSet, input);
     hosts.push(built.view);
     events.push(...built.events);
   }
   hosts.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
   events.sort((a, b) => b.at - a.at);
-  return { version: FLEET_SNAPSHOT_VERSION, at: input.now, source: input.source, hosts, omitted_hosts: omitted, events: events.slice(0, MAX_FLEET_EVENTS) };
+  const snapshot: FleetSnapshot = {
+    version: FLEET_SNAPSHOT_VERSION,
+    at: input.now,
+    source: input.source,
+    hosts,
+    omitted_hosts: omitted,
+    events: events.slice(0, MAX_FLEET_EVENTS),
+  };
+  return input.dataAt === undefined || input.dataAt === null ? snapshot : { ...snapshot, data_at: input.dataAt };
 }
 
 /** What the snapshot reads of a state store: a narrow view of @gpualert/state's StateStore. */

@@ -8,5 +8,6 @@ export { MAX_CLOCK_LEAP_MS, StreamClock } from './time-policy.ts';
 export { renderFleetMetrics, renderFleetMetricsCounted, type FleetMetricsInput } from './fleet-metrics.ts';
 export { ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, engineHostKey, enginePartitionKey } from './store-keys.ts';
 export { DEFAULT_FORGET_AFTER_MS, forgetHost, hostsToForget, parseForgetAfter } from './forget-hosts.ts';
-export { buildFleetSnapshot, storeFleetSource, type LatestGpuSample } from './fleet-snapshot.ts';
+export { buildFleetSnapshot, fleetHostView, gpuHistoryView, storeFleetSource, type LatestGpuSample } from './fleet-snapshot.ts';
+export { GpuHistoryRing } from './gpu-history.ts';
 export { MAX_SHARE_CHARS, SharedView, shareOf } from './fleet-shares.ts';

@@ -16,6 +16,8 @@ export const MAX_FLEET_HOSTS = 10_000;
  * 100,000 hosts docs/scaling.md sizes the engines for. Past it, the rest are left out with a warning.
  */
 export const MAX_SHARED_HOSTS = 10 * MAX_FLEET_HOSTS;
+/** Engines one console merges (each serves the hosts it owns). */
+export const MAX_FLEET_SOURCES = 64;
 /** Fleet-wide recent events in one snapshot (newest first). */
 export const MAX_FLEET_EVENTS = 200;
 /** Recent events and firing alerts one GPU carries. */
@@ -90,6 +92,8 @@ export const GpuView = z.object({
   state: ViewState,
   metrics: z.object({ temp_c: MetricView, power_w: MetricView, util_pct: MetricView, mem_used_mib: MetricView }),
   mem_total_mib: z.number().nullable(),
+  /** When the GPU was last in its host's samples (event time); null when unknown. Older than its host's `last_seen`: the GPU is missing from them (fallen off the bus). */
+  seen: time.nullable().optional(),
   alerts: z.array(AlertView).max(MAX_GPU_ALERTS),
   events: z.array(EventView).max(MAX_GPU_EVENTS),
 });
@@ -134,12 +138,38 @@ export const FleetSnapshot = z.object({
   /** Hosts past MAX_FLEET_HOSTS that the snapshot left out. */
   omitted_hosts: z.number().int().nonnegative(),
   events: z.array(EventView).max(MAX_FLEET_EVENTS),
+  /**
+   * The data's own now when it is a recording (an engine on the event clock: `up --demo`, replays):
+   * the latest event time it judged. The console says how long ago from it, not from the wall clock.
+   */
+  data_at: time.nullable().optional(),
+  /** Engines that did not answer (their hosts are missing), each as `url: why`. */
+  unavailable: z.array(text).max(MAX_FLEET_SOURCES).optional(),
 });
 export type FleetSnapshot = z.infer<typeof FleetSnapshot>;
 
-/** Where the console gets its snapshots: the engine in `gpualert up`, the shared store, a fixture in tests. */
+/** Points one GPU's history keeps: one per HISTORY_STEP_MS of event time, so 30 minutes. */
+export const MAX_HISTORY_POINTS = 120;
+export const HISTORY_STEP_MS = 15_000;
+
+const series = z.array(z.number().nullable()).max(MAX_HISTORY_POINTS);
+/** One metric over the history: its values and its normal band (mean ± k·spread at each point's load), null where unknown. */
+export const MetricHistory = z.object({ values: series, low: series, high: series });
+export type MetricHistory = z.infer<typeof MetricHistory>;
+
+/** A GPU's recent history, oldest first: the engine's bounded ring (the last sample of each step). */
+export const GpuHistory = z.object({
+  step_ms: z.number().int().positive(),
+  at: z.array(time).max(MAX_HISTORY_POINTS),
+  metrics: z.object({ temp_c: MetricHistory, power_w: MetricHistory, util_pct: MetricHistory, mem_used_mib: MetricHistory }),
+});
+export type GpuHistory = z.infer<typeof GpuHistory>;
+
+/** Where the console gets its snapshots: the engine in `gpualert up`, the engines' endpoints, a fixture in tests. */
 export interface FleetSource {
   snapshot(now: number): Promise<FleetSnapshot>;
+  /** One GPU's recent history, where the source keeps one (the engines do); null for a GPU it does not know. */
+  history?(host: string, gpu: number): Promise<GpuHistory | null>;
 }
 
 /** The worse of two view states (`ok` is the best). */

@@ -4,6 +4,8 @@ import { renderFleetMetricsCounted, type EngineState, type FleetMetricsInput, ty
 import { ReloadMetrics, type Readiness } from '@gpualert/runtime';
 import { TOPICS, type GpuSampleData } from '@gpualert/schema';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EngineFleetView } from './engine-fleet-view.ts';
+import { fleetViewAnswer } from './fleet-view-http.ts';
 
 /** `gpualert engine`'s port for `/metrics` and `/healthz` (docs/architecture.md, "Ports"). */
 export const DEFAULT_ENGINE_PORT = 9470;
@@ -135,7 +137,9 @@ export class EngineMetrics {
 }
 
 /**
- * `GET /metrics`, `GET /healthz` (liveness) and `GET /readyz` (readiness, from `ready`) on `port` (0 picks a free one); resolves once listening. A
+ * `GET /metrics`, `GET /healthz` (liveness) and `GET /readyz` (readiness, from `ready`) on `port`
+ * (0 picks a free one); with `fleet`, the console's reads of the hosts this engine owns
+ * (`GET /v1/fleet`, `GET /v1/fleet/{host}/{gpu}/history`: fleet-view-http.ts). Resolves once listening. A
  * request with a body is refused unread (413, connection closed); headers must arrive within
  * `headersTimeoutMs`, the request within `requestTimeoutMs`.
  */
@@ -145,6 +149,7 @@ export async function startEngineMetricsServer(
   host = '0.0.0.0',
   limits: { headersTimeoutMs?: number; requestTimeoutMs?: number } = {},
   ready?: () => Promise<Readiness>,
+  fleet?: EngineFleetView,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server: Server = createServer({ connectionsCheckingInterval: 1_000 }, (request, response) => {
     const declared = request.headers['content-length'];
@@ -176,7 +181,15 @@ export async function startEngineMetricsServer(
       );
       return;
     }
-    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics, /healthz or /readyz\n');
+    if (request.method === 'GET' && fleet && path?.startsWith('/v1/fleet')) {
+      fleetViewAnswer(fleet, path).then(
+        (answer) => response.writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(answer.body),
+        (error: unknown) =>
+          response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'fleet_failed', message: String(error) })),
+      );
+      return;
+    }
+    response.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: GET /metrics, /healthz or /readyz${fleet ? ', /v1/fleet' : ''}\n`);
   });
   server.headersTimeout = limits.headersTimeoutMs ?? METRICS_HEADERS_TIMEOUT_MS;
   server.requestTimeout = limits.requestTimeoutMs ?? METRICS_REQUEST_TIMEOUT_MS;

@@ -18,6 +18,7 @@ import {
 } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
+import { EngineFleetView } from './engine-fleet-view.ts';
 import { inFastLane } from './fast-lane.ts';
 import { HostForgetting } from './host-forgetting.ts';
 
@@ -41,6 +42,8 @@ export interface EngineServiceOptions {
   readonly onTick?: () => void;
   /** The pipeline's health and the fleet's state for `/metrics` (engine-metrics.ts). */
   readonly metrics?: EngineMetrics;
+  /** What the console shows of the hosts this instance owns (engine-fleet-view.ts), served beside `/metrics`. */
+  readonly fleetView?: EngineFleetView;
   /** Hosts unheard this long are forgotten (host-forgetting.ts; default `GPUALERT_FORGET_AFTER`, else 7 days). */
   readonly forgetAfterMs?: number;
 }
@@ -70,6 +73,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   const engine = new Engine(options.ruleSet, options.catalog, false);
   const state: EngineState = emptyEngineState();
   options.metrics?.attach(state);
+  options.fleetView?.attach(state);
   const owned = new OwnedHosts(state, engine, options.clock, store, log);
   const gate = new AbsenceGate();
   const mayJudgeAbsence = () => options.clock === 'wall' && gate.open(state);
@@ -132,6 +136,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
         alerts.push(...owned.clockOf(batch.partition).judge(state, envelope));
         must(state.hosts[envelope.host], 'judging an envelope makes its host').offsets[position] = message.offset;
         if (envelope.type === 'gpu.sample') options.metrics?.noteSample(envelope.host, envelope.data);
+        options.fleetView?.note(envelope);
       }
       if (deadletters.length > 0) await context.publish(TOPICS.deadletter, deadletters);
       if (alerts.length > 0) await context.publish(TOPICS.alerts, alerts.map(envelopeMessage));
@@ -165,6 +170,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       void serial(async () => {
         await shares.flush().catch((error: unknown) => log.warn({ error: String(error) }, 'engine_fleet_share_failed'));
         options.metrics?.forgetSamples();
+        options.fleetView?.forget();
         const before = await owned.assign(partitions.map((p) => p.partition));
         // The hosts it no longer owns leave its view (the store has their shares); the ones it kept stay as they were.
         shares.release(before.filter((host) => state.hosts[host.host] === undefined));
@@ -225,7 +231,11 @@ export async function startEngineService(options: EngineServiceOptions): Promise
 
   options.metrics?.reloaded(true);
   return {
-    reload: (ruleSet, catalog) => serial(() => Promise.resolve(engine.reload(state, ruleSet, catalog))),
+    reload: (ruleSet, catalog) =>
+      serial(() => {
+        options.fleetView?.reloaded(ruleSet);
+        return Promise.resolve(engine.reload(state, ruleSet, catalog));
+      }),
     // Ready when it can judge: Kafka answers, its consumer is in the group, the store answers.
     ready: sharedReadiness(() => [busReady(options.bus), consumerReady('input consumer', subscription), storeReady(store)]),
     async stop() {
@@ -273,6 +283,8 @@ export interface StartedEngine extends RunningService {
   readonly name: 'engine';
   readonly engine: RunningEngine;
   readonly metrics?: EngineMetrics;
+  /** The console's view of the fleet, in-process (`up`'s console reads it directly). */
+  readonly fleetView: EngineFleetView;
   /** Where /metrics answers, for `gpualert up`'s banner; absent when the engine runs without it. */
   readonly metricsPort?: number;
 }
@@ -295,7 +307,9 @@ export function engineService(
     name: 'engine',
     async start(context) {
       const served = metrics ? new EngineMetrics(ruleSet, metrics.prices) : undefined;
+      const fleetView = new EngineFleetView(ruleSet, clock);
       const service = await startEngineService({
+        fleetView,
         bus: context.bus,
         store: context.store,
         log: context.log,
@@ -305,13 +319,14 @@ export function engineService(
         ...(served ? { metrics: served } : {}),
         ...(forgetAfterMs !== undefined ? { forgetAfterMs } : {}),
       });
-      const bare: StartedEngine = { name: 'engine', engine: service, stop: () => service.stop() };
+      const bare: StartedEngine = { name: 'engine', engine: service, fleetView, stop: () => service.stop() };
       if (!metrics || !served) return bare;
       try {
-        const server = await startEngineMetricsServer(served, metrics.port, metrics.listen, {}, () => service.ready());
+        const server = await startEngineMetricsServer(served, metrics.port, metrics.listen, {}, () => service.ready(), fleetView);
         return {
           name: 'engine',
           engine: service,
+          fleetView,
           metrics: served,
           metricsPort: server.port,
           stop: async () => {

@@ -3,6 +3,6 @@ export { makeSilence } from './silence-guard.ts';
 export { startNotifier, type RunningNotifier } from './notifier-service.ts';
 export { createNotifierServer, NotifierConfigError, NotifierMetrics, type ReloadResult } from './notifier-http.ts';
 export { alertEnvelope, alertQuery, listAlertGroups, listAlerts, type NotifierView } from './alertmanager-api.ts';
-export { LatestSamples } from './console/latest-samples.ts';
+export { engineFleetSource } from './console/engine-fleet-source.ts';
 export { FIRING_KEY, NotifierStateStore, STATE_KEY } from './notifier-state-store.ts';
 export { GROUPS_KEY } from './saved-groups.ts';

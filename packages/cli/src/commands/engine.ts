@@ -1,6 +1,13 @@
 import { Engine, RecordingError, replay as replayRecording } from '@gpualert/engine';
 import { loadJobPatterns } from '@gpualert/collectors';
-import { EngineMetrics, requestOperatorResolve, startEngineMetricsServer, startEngineService, type RunningEngine } from '@gpualert/engine-service';
+import {
+  EngineFleetView,
+  EngineMetrics,
+  requestOperatorResolve,
+  startEngineMetricsServer,
+  startEngineService,
+  type RunningEngine,
+} from '@gpualert/engine-service';
 import type { Logger } from '@gpualert/log';
 import { bundledPath, formatRuleError } from '@gpualert/rules';
 import { existsSync } from 'node:fs';
@@ -72,7 +79,10 @@ export async function engine(options: Options): Promise<number> {
   const { ruleSet, catalog } = loadJudgement(settings.rules, 'engine');
   return runService('engine', settings, async ({ bus, store }, log) => {
     const metrics = new EngineMetrics(ruleSet, bundledPrices('engine'));
+    // The console's reads of the hosts this engine owns, beside /metrics: the notifiers ask here, not the samples topic.
+    const fleetView = new EngineFleetView(ruleSet, clock);
     const service = await startEngineService({
+      fleetView,
       bus,
       store,
       log,
@@ -84,7 +94,7 @@ export async function engine(options: Options): Promise<number> {
     });
     let server: Awaited<ReturnType<typeof startEngineMetricsServer>>;
     try {
-      server = await startEngineMetricsServer(metrics, port, settings.listen, {}, () => service.ready());
+      server = await startEngineMetricsServer(metrics, port, settings.listen, {}, () => service.ready(), fleetView);
     } catch (error) {
       await service.stop();
       throw new CliError(

@@ -4,8 +4,8 @@ import { storeFleetSource } from '@gpualert/engine';
 import {
   makeSilence,
   createNotifierServer,
+  engineFleetSource,
   expireSilence,
-  LatestSamples,
   loadSilences,
   NotifierMetrics,
   startNotifier,
@@ -31,7 +31,7 @@ export async function notifier(options: Options): Promise<number> {
   const settings = loadSettings(NOTIFIER_SETTINGS, options);
   const { routes: routesFile, token, port, partitions } = settings;
   const routes = loadRoutesOrExit(routesFile, 'notifier');
-  // The console's fleet: the rules give each GPU's baseline band, as the engine judges it.
+  // The console's fleet without engines to ask: the rules bind each saved host's template.
   const { ruleSet } = loadJudgement(settings.rules, 'notifier');
   return runService('notifier', settings, async (infra, log) => {
     const metrics = new NotifierMetrics();
@@ -44,11 +44,10 @@ export async function notifier(options: Options): Promise<number> {
       if (error instanceof ReceiverConfigError) throw new CliError(`gpualert notifier: ${error.message}`);
       throw error;
     }
-    // The console draws the fleet from the host states the engines save to the shared store, and
-    // each host's last sample off the bus: a consumer group of this instance's own, so every
-    // notifier sees every host.
-    const latest = await new LatestSamples().watch(infra.bus, `gpualert-console-samples-${hostname()}-${process.pid}`);
-    const fleet = storeFleetSource(infra.store, latest.hosts, ruleSet, partitions);
+    // The console's fleet: asked of the engines (each serves the hosts it owns) when a page asks;
+    // this process reads alerts, never the samples. Without engines: the host states they saved, no values.
+    const fleet = settings.engines?.length ? engineFleetSource(settings.engines) : storeFleetSource(infra.store, new Map(), ruleSet, partitions);
+    if (!settings.engines?.length) log.warn({ setting: 'GPUALERT_NOTIFIER_ENGINES' }, 'console_without_engines');
     const running = service;
     const reload = () => reloadRoutes(routesFile, running, metrics, log);
     const server = createNotifierServer(infra.store, metrics, token, infra.bus, {}, routes, service, fleet, reload);
@@ -65,7 +64,6 @@ export async function notifier(options: Options): Promise<number> {
       async stop() {
         process.off('SIGHUP', onHangup);
         server.close();
-        await latest.stop();
         await service.stop();
       },
     };

@@ -1,6 +1,4 @@
-import { engineService } from '@gpualert/engine-service';
-import { storeFleetSource, type RuleSet } from '@gpualert/engine';
-import { LatestSamples } from '@gpualert/notifier';
+import { engineService, type EngineFleetView } from '@gpualert/engine-service';
 import type { FleetSource } from '@gpualert/schema';
 import type { Server } from 'node:http';
 import { createNotifierServer, NotifierConfigError, NotifierMetrics, startNotifier } from '@gpualert/notifier';
@@ -71,13 +69,13 @@ export function notifierApi(token: string | undefined): { token: string } | { of
 }
 
 /** The console's fleet, made when the notifier starts and stopped with it. */
-type FleetFor = (context: ServiceContext) => Promise<{ source: FleetSource; stop(): Promise<void> }>;
+type FleetFor = (context: ServiceContext) => Promise<{ source: FleetSource; stop(): Promise<void> } | undefined>;
 
-/** The console's fleet in `up`: the host states the engine saves to the store, and each host's last sample off the bus. */
-function engineFleet(ruleSet: RuleSet, partitions: number): FleetFor {
-  return async (context) => {
-    const latest = await new LatestSamples().watch(context.bus);
-    return { source: storeFleetSource(context.store, latest.hosts, ruleSet, partitions), stop: () => latest.stop() };
+/** The console's fleet in `up`: the in-process engine's own view (its state, latest samples and history rings), read directly. */
+function engineFleet(view: () => EngineFleetView | undefined): FleetFor {
+  return () => {
+    const source = view();
+    return Promise.resolve(source ? { source, stop: () => Promise.resolve() } : undefined);
   };
 }
 
@@ -184,11 +182,13 @@ export async function up(options: Record<string, unknown>): Promise<number> {
     metrics: { port: config.enginePort, listen: config.engineListen, prices: bundledPrices('up') },
     ...(config.engineForgetAfter !== undefined ? { forgetAfterMs: config.engineForgetAfter } : {}),
   });
+  let engineView: EngineFleetView | undefined;
   const services: ServiceDefinition[] = [
     {
       name: 'engine',
       async start(context) {
         const started = await engine.start(context);
+        engineView = started.fleetView;
         reloads.engineStarted(() => reloadRules(config.rules, started.engine, started.metrics, context.log));
         return started;
       },
@@ -200,7 +200,7 @@ export async function up(options: Record<string, unknown>): Promise<number> {
       { port: config.notifierPort, address: config.notifierListen },
       api,
       reloads,
-      engineFleet(ruleSet, config.partitions),
+      engineFleet(() => engineView),
     ),
     usageServiceFor(ruleSet, demo ? 'event' : 'wall'),
   ];

@@ -1,5 +1,6 @@
-import { COMMON_SOURCES, CommonConfig, listenSetting, portSetting, tokenSetting } from '@gpualert/config';
+import { COMMON_SOURCES, CommonConfig, listenSetting, listSetting, portSetting, tokenSetting } from '@gpualert/config';
 import { DEFAULT_ROUTES } from '@gpualert/notify';
+import { MAX_FLEET_SOURCES } from '@gpualert/schema';
 import { z } from 'zod';
 import { commandSettings } from './command-settings.ts';
 import { unitMs } from '../duration.ts';
@@ -24,6 +25,19 @@ export const peerTimeoutSetting = z.string().transform((text, context) => {
   }
   return ms;
 });
+
+/** An engine's console endpoint: its `/metrics` port's base URL, http or https, such as http://gpualert-engine-0:9470. */
+export const engineUrlSetting = z
+  .string()
+  .max(2_048)
+  .refine((text) => {
+    try {
+      const url = new URL(text);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+    } catch {
+      return false;
+    }
+  }, "expected http(s) URLs of the engines' port, without a user, query or fragment, such as http://gpualert-engine-0:9470");
 
 /** The notifier's API port when neither a flag nor GPUALERT_NOTIFIER_PORT says: Alertmanager's 9093 is often taken beside it. */
 export const DEFAULT_NOTIFIER_PORT = 9095;
@@ -51,6 +65,10 @@ export const NOTIFIER_SETTINGS = commandSettings({
     /** A replica of a notifier cluster (Alertmanager's HA model); none: the notifier shares the alerts' partitions with any other. */
     replica: replicaSetting.optional(),
     peerTimeout: peerTimeoutSetting.default(15_000),
+    /** The engines the console asks for the fleet's values, baselines and history (each serves the hosts it owns); none: the hosts the engines saved to the store, without values. */
+    engines: listSetting(engineUrlSetting)
+      .refine((list) => list.length <= MAX_FLEET_SOURCES, `expected at most ${MAX_FLEET_SOURCES} engines`)
+      .optional(),
   }),
   sources: {
     ...COMMON_SOURCES,
@@ -59,6 +77,7 @@ export const NOTIFIER_SETTINGS = commandSettings({
     ...NOTIFIER_SOURCES,
     replica: { env: 'GPUALERT_NOTIFIER_REPLICA' },
     peerTimeout: { env: 'GPUALERT_NOTIFIER_PEER_TIMEOUT' },
+    engines: { env: 'GPUALERT_NOTIFIER_ENGINES' },
   },
 });
 

@@ -6,6 +6,7 @@ import { ALL_SETTINGS } from './all-settings.ts';
 import { loadSettings, resolveSettings } from './command-settings.ts';
 import { ENGINE_SETTINGS } from './engine-settings.ts';
 import { INTAKE_SETTINGS } from './intake-settings.ts';
+import { NOTIFIER_SETTINGS } from './notifier-settings.ts';
 import { UP_SETTINGS } from './up-settings.ts';
 
 const ROOT = join(import.meta.dirname, '../../../..');
@@ -103,5 +104,17 @@ describe('settings: one way in', () => {
     expect(() => loadSettings(UP_SETTINGS, {}, { GPUALERT_NOTIFIER_TOKEN: ' padded-token-0123456789' })).toThrow(
       /GPUALERT_NOTIFIER_TOKEN \(environment\): must not start or end with white space.*not shown\)$/,
     );
+    // The engines the console asks: http(s) URLs of their ports, a list; one that is not is named.
+    expect(loadSettings(NOTIFIER_SETTINGS, {}, { GPUALERT_NOTIFIER_ENGINES: 'http://engine-0:9470, http://engine-1:9470' }).engines).toEqual([
+      'http://engine-0:9470',
+      'http://engine-1:9470',
+    ]);
+    expect(() => loadSettings(NOTIFIER_SETTINGS, {}, { GPUALERT_NOTIFIER_ENGINES: 'http://ops:secret@engine-0:9470' })).toThrow(
+      /got "http:\/\/\[redacted\]@engine-0:9470"/,
+    );
+    for (const bad of ['engine-0:9470', 'ftp://engine-0:9470', 'http://ops:secret@engine-0:9470'])
+      expect(() => loadSettings(NOTIFIER_SETTINGS, {}, { GPUALERT_NOTIFIER_ENGINES: bad })).toThrow(
+        /^invalid config: GPUALERT_NOTIFIER_ENGINES \(environment\): expected http\(s\) URLs of the engines' port/,
+      );
   });
 });

@@ -128,5 +128,8 @@ export async function serveConsole(req: IncomingMessage, res: ServerResponse, ur
   if (!found || !gpu) return json(404, { error: 'not_found', message: `no GPU ${index} on ${JSON.stringify(host.slice(0, 80))} in the fleet` });
   const { gpus, ...hostFacts } = found;
   const siblings = gpus.filter((g) => g.index !== index).map((g) => ({ index: g.index, state: g.state }));
-  return json(200, { at: snapshot.at, source: snapshot.source, host: { ...hostFacts, siblings }, gpu });
+  // The GPU's recent history where the source keeps one (the engines' rings); none is no error.
+  const history = source.history ? await source.history(host, index).catch(() => null) : null;
+  const clock = snapshot.data_at === undefined || snapshot.data_at === null ? {} : { data_at: snapshot.data_at };
+  return json(200, { at: snapshot.at, ...clock, source: snapshot.source, host: { ...hostFacts, siblings }, gpu, history });
 }

@@ -30,6 +30,12 @@ export function when(ms, now = Date.now()) {
   return `<span title="${esc(new Date(ms).toISOString())}">${esc(new Date(ms).toISOString().replace('T', ' ').slice(0, 19))} (${esc(ago(now - ms))})</span>`;
 }
 
+/** Said above a page whose data is a recording (the engine's event clock): its times are the recording's, and so is "ago". */
+export function clockNote(dataAt) {
+  if (dataAt === null || dataAt === undefined || !Number.isFinite(dataAt)) return '';
+  return `<p class="muted" data-clock="recording">The data is a recording: times are its own, and "ago" counts from its latest event, ${esc(new Date(dataAt).toISOString().replace('T', ' ').slice(0, 19))} UTC.</p>`;
+}
+
 export function ago(ms) {
   if (ms < 0) return `in ${ago(-ms)}`.replace(' ago', '');
   const s = Math.round(ms / 1000);

@@ -1,6 +1,6 @@
 // The fleet grid: one tile per host, one square per GPU coloured by its state (its worst firing
 // severity, or ok). Drawn as one string of escaped markup: 8,000 GPUs take one parse and one layout.
-import { esc, gpuHref, STATES, stateClass, stateRank, when } from './dom.js';
+import { clockNote, esc, gpuHref, STATES, stateClass, stateRank, when } from './dom.js';
 
 const filters = { text: '', problems: false };
 
@@ -22,7 +22,8 @@ function hostTile(h, now) {
 
 /** Draws the grid into `main`; the filters survive a refresh. */
 export function drawFleet(main, snapshot) {
-  const now = Date.now();
+  // A recording is shown in its own clock: "how long ago" counts from its latest event, not from today.
+  const now = snapshot.data_at ?? Date.now();
   const counts = new Map(STATES.map((s) => [s, 0]));
   for (const h of snapshot.hosts) for (const g of h.gpus) counts.set(g.state, (counts.get(g.state) ?? 0) + 1);
   const wanted = snapshot.hosts.filter((h) => (!filters.problems || h.state !== 'ok') && (filters.text === '' || h.host.includes(filters.text)));
@@ -30,7 +31,11 @@ export function drawFleet(main, snapshot) {
   const legend = STATES.map((s) => `<span><i class="swatch ${stateClass(s)}"></i>${esc(s)} <b data-count="${s}">${counts.get(s)}</b></span>`).join('');
   const gpus = snapshot.hosts.reduce((n, h) => n + h.gpus.length, 0);
   const omitted = snapshot.omitted_hosts > 0 ? ` <span class="error">${snapshot.omitted_hosts} more hosts left out</span>` : '';
-  main.innerHTML = `<h1>Fleet <span class="muted">${snapshot.hosts.length} hosts, ${gpus} GPUs, from ${esc(snapshot.source)} at ${when(snapshot.at, now)}</span>${omitted}</h1>
+  const unavailable = (snapshot.unavailable ?? [])
+    .map((u) => `<p class="error" data-unavailable>engine did not answer, its hosts are missing: ${esc(u)}</p>`)
+    .join('');
+  main.innerHTML = `<h1>Fleet <span class="muted">${snapshot.hosts.length} hosts, ${gpus} GPUs, from ${esc(snapshot.source)} at ${when(snapshot.at, Date.now())}</span>${omitted}</h1>
+${clockNote(snapshot.data_at)}${unavailable}
 <div class="toolbar"><input id="fleet-filter" type="search" placeholder="host contains…" value="${esc(filters.text)}">
 <label><input id="fleet-problems" type="checkbox"${filters.problems ? ' checked' : ''}> only hosts with alerts</label>
 <span class="counts">${legend}</span></div>

@@ -1,0 +1,94 @@
+import { createServer, type Server } from 'node:http';
+import type { FleetSnapshot } from '@gpualert/schema';
+import { syntheticFleetSnapshot } from '@gpualert/test-support';
+import { afterEach, describe, expect, it } from 'vitest';
+import { engineFleetSource } from './engine-fleet-source.ts';
+
+/** The synthetic fleet's times count back from here (a date, so none is before 1970). */
+const NOW = Date.parse('2026-06-01T03:00:00Z');
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+});
+
+/** A stand-in engine's port: answers `/v1/fleet` with `body` (and a GPU's history for the hosts it holds). */
+async function engine(body: string | object): Promise<string> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const server = createServer((req, res) => {
+    if (req.url === '/v1/fleet') return void res.writeHead(200, { 'content-type': 'application/json' }).end(text);
+    const history = /^\/v1\/fleet\/([^/]+)\/(\d+)\/history$/.exec(req.url ?? '');
+    if (history && text.includes(`"host":"${decodeURIComponent(history[1]!)}"`))
+      return void res.writeHead(200).end(
+        JSON.stringify({
+          step_ms: 15_000,
+          at: [1],
+          metrics: Object.fromEntries(
+            ['temp_c', 'power_w', 'util_pct', 'mem_used_mib'].map((m) => [m, { values: [Number(history[2])], low: [null], high: [null] }]),
+          ),
+        }),
+      );
+    res.writeHead(404).end('{}');
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const address = server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}
+
+/** Part of a synthetic fleet: the hosts from `from` to `to` (an engine owns a share of them). */
+function part(fleet: FleetSnapshot, from: number, to: number, extra: Partial<FleetSnapshot> = {}): FleetSnapshot {
+  return {
+    ...fleet,
+    hosts: fleet.hosts.slice(from, to),
+    events: fleet.events.filter((e) => fleet.hosts.slice(from, to).some((h) => h.host === e.host)),
+    ...extra,
+  };
+}
+
+describe("the console's fleet from the engines", () => {
+  it('merges two engines that each own part of the fleet: every host once, sorted, the events of both, the later recording clock', async () => {
+    const fleet = syntheticFleetSnapshot(10, 8, Date.parse('2026-06-01T03:00:00Z'));
+    const a = await engine(part(fleet, 0, 6, { data_at: Date.parse('2026-06-01T02:29:50Z') }));
+    const b = await engine(part(fleet, 6, 10, { data_at: Date.parse('2026-06-01T02:29:40Z') }));
+    const source = engineFleetSource([b, `${a}/`]);
+    const merged = await source.snapshot(123);
+    expect(merged.hosts.map((h) => h.host)).toEqual(fleet.hosts.map((h) => h.host).sort());
+    expect(merged.hosts.reduce((n, h) => n + h.gpus.length, 0)).toBe(80);
+    expect(merged.events.length).toBe(Math.min(200, fleet.events.length));
+    expect(merged.data_at).toBe(Date.parse('2026-06-01T02:29:50Z'));
+    expect(merged.unavailable).toBeUndefined();
+    // A GPU's history is asked of the engine that served its host.
+    const owned = fleet.hosts[7]!.host;
+    expect((await source.history!(owned, 3))?.metrics.temp_c.values).toEqual([3]);
+    expect(await source.history!('no-such-host', 3)).toBeNull();
+  });
+
+  it('a host two engines both name (a partition moving) is drawn once, as the one heard from last says', async () => {
+    const fleet = syntheticFleetSnapshot(2, 1, NOW);
+    const stale = { ...fleet.hosts[0]!, last_seen: NOW - 2_000, template: 'stale' };
+    const fresh = { ...fleet.hosts[0]!, last_seen: NOW - 1_000, template: 'fresh' };
+    const merged = await engineFleetSource([await engine({ ...fleet, hosts: [stale] }), await engine({ ...fleet, hosts: [fresh, fleet.hosts[1]!] })]).snapshot(
+      1,
+    );
+    expect(merged.hosts.map((h) => [h.host, h.template])).toEqual([
+      [fleet.hosts[0]!.host, 'fresh'],
+      [fleet.hosts[1]!.host, fleet.hosts[1]!.template],
+    ]);
+  });
+
+  it("an engine that does not answer, answers too much or answers nonsense is named; the others' hosts are drawn, and one bad host costs one host", async () => {
+    const fleet = syntheticFleetSnapshot(3, 2, NOW);
+    const good = await engine({ ...fleet, hosts: [...fleet.hosts, { host: 'bad', gpus: 'many' }] });
+    const nonsense = await engine('{"hosts": 3}');
+    const big = await engine({ ...fleet, padding: 'x'.repeat(50_000) });
+    const closed = await engine({});
+    await new Promise((r) => servers.pop()!.close(r));
+    const merged = await engineFleetSource([good, nonsense, big, closed.replace('http://', 'http://user:secret@')], { maxBytes: 40_000 }).snapshot(1);
+    expect(merged.hosts.map((h) => h.host)).toEqual(fleet.hosts.map((h) => h.host).sort());
+    expect(merged.omitted_hosts).toBe(1);
+    expect(merged.unavailable).toHaveLength(3);
+    expect(merged.unavailable![0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+: not a fleet snapshot/);
+    expect(merged.unavailable![1]).toMatch(/over the 40000-byte bound/);
+    expect(merged.unavailable!.join(' ')).not.toContain('secret');
+  });
+});
