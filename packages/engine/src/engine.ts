@@ -154,6 +154,7 @@ export class Engine {
       }
       case 'alert':
       case 'notification':
+      case 'acknowledgement':
       case 'usage.rollup':
       case 'action':
       case 'action.approval':
