@@ -32,12 +32,13 @@ export const engineUrlSetting = z
   .max(2_048)
   .refine((text) => {
     try {
-      const url = new URL(text);
+      // `dns+http://name:9470`: every address of the name is an engine (a headless Service's pods).
+      const url = new URL(text.startsWith('dns+') ? text.slice(4) : text);
       return (url.protocol === 'http:' || url.protocol === 'https:') && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
     } catch {
       return false;
     }
-  }, "expected http(s) URLs of the engines' port, without a user, query or fragment, such as http://gpualert-engine-0:9470");
+  }, "expected http(s) URLs of the engines' port, without a user, query or fragment, such as http://gpualert-engine-0:9470, or dns+http://gpualert-engine:9470 for every address of a name");
 
 /** The notifier's API port when neither a flag nor GPUALERT_NOTIFIER_PORT says: Alertmanager's 9093 is often taken beside it. */
 export const DEFAULT_NOTIFIER_PORT = 9095;

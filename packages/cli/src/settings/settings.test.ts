@@ -109,10 +109,14 @@ describe('settings: one way in', () => {
       'http://engine-0:9470',
       'http://engine-1:9470',
     ]);
+    // dns+: every address of the name (a headless Service's pods)
+    expect(loadSettings(NOTIFIER_SETTINGS, {}, { GPUALERT_NOTIFIER_ENGINES: 'dns+http://gpualert-engine:9470' }).engines).toEqual([
+      'dns+http://gpualert-engine:9470',
+    ]);
     expect(() => loadSettings(NOTIFIER_SETTINGS, {}, { GPUALERT_NOTIFIER_ENGINES: 'http://ops:secret@engine-0:9470' })).toThrow(
       /got "http:\/\/\[redacted\]@engine-0:9470"/,
     );
-    for (const bad of ['engine-0:9470', 'ftp://engine-0:9470', 'http://ops:secret@engine-0:9470'])
+    for (const bad of ['engine-0:9470', 'ftp://engine-0:9470', 'http://ops:secret@engine-0:9470', 'dns+ftp://engine:9470', 'dns+engine:9470'])
       expect(() => loadSettings(NOTIFIER_SETTINGS, {}, { GPUALERT_NOTIFIER_ENGINES: bad })).toThrow(
         /^invalid config: GPUALERT_NOTIFIER_ENGINES \(environment\): expected http\(s\) URLs of the engines' port/,
       );

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { FleetSnapshot } from '@gpualert/schema';
 import { syntheticFleetSnapshot } from '@gpualert/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
+import { engineAddresses } from './engine-addresses.ts';
 import { engineFleetSource } from './engine-fleet-source.ts';
 
 /** The synthetic fleet's times count back from here (a date, so none is before 1970). */
@@ -12,7 +13,7 @@ afterEach(async () => {
 });
 
 /** A stand-in engine's port: answers `/v1/fleet` with `body` (and a GPU's history for the hosts it holds). */
-async function engine(body: string | object): Promise<string> {
+async function engine(body: string | object, address = '127.0.0.1', port = 0): Promise<string> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   const server = createServer((req, res) => {
     if (req.url === '/v1/fleet') return void res.writeHead(200, { 'content-type': 'application/json' }).end(text);
@@ -30,9 +31,9 @@ async function engine(body: string | object): Promise<string> {
     res.writeHead(404).end('{}');
   });
   servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const address = server.address();
-  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  await new Promise<void>((r) => server.listen(port, address, r));
+  const bound = server.address();
+  return `http://${address}:${typeof bound === 'object' && bound ? bound.port : 0}`;
 }
 
 /** Part of a synthetic fleet: the hosts from `from` to `to` (an engine owns a share of them). */
@@ -90,5 +91,37 @@ describe("the console's fleet from the engines", () => {
     expect(merged.unavailable![0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+: not a fleet snapshot/);
     expect(merged.unavailable![1]).toMatch(/over the 40000-byte bound/);
     expect(merged.unavailable!.join(' ')).not.toContain('secret');
+  });
+});
+
+describe('engines found by name (dns+), as a headless Service lists its pods', () => {
+  it('asks every address the name resolves to at each snapshot, and names a name that does not resolve', async () => {
+    const fleet = syntheticFleetSnapshot(6, 8, NOW);
+    // two engines on one port, at two loopback addresses: the two pods a headless Service's name resolves to
+    const a = await engine(part(fleet, 0, 3), '127.0.0.1');
+    const port = new URL(a).port;
+    await engine(part(fleet, 3, 6), '127.0.0.2', Number(port));
+    let pods = [{ address: '127.0.0.1', family: 4 }];
+    const lookup = async (name: string) => {
+      if (name !== 'gpualert-engine') throw new Error(`getaddrinfo ENOTFOUND ${name}`);
+      return pods;
+    };
+    const source = engineFleetSource([`dns+http://gpualert-engine:${port}`], { lookup });
+    expect((await source.snapshot(NOW)).hosts.length).toBe(3);
+    // scaled to two replicas: the next snapshot asks both
+    pods = [...pods, { address: '127.0.0.2', family: 4 }];
+    const both = await source.snapshot(NOW);
+    expect(both.hosts.map((h) => h.host)).toEqual(fleet.hosts.map((h) => h.host).sort());
+    expect(both.unavailable).toBeUndefined();
+    const lost = await engineFleetSource([`dns+http://gpualert-engne:${port}`, a], { lookup }).snapshot(NOW);
+    expect(lost.hosts.length).toBe(3);
+    expect(lost.unavailable).toEqual([`dns+http://gpualert-engne:${port}: gpualert-engne does not resolve (getaddrinfo ENOTFOUND gpualert-engne)`]);
+  });
+
+  it("resolves through the system's resolver: localhost is an engine", async () => {
+    const fleet = syntheticFleetSnapshot(2, 8, NOW);
+    const a = await engine(part(fleet, 0, 2), '127.0.0.1');
+    const { urls } = await engineAddresses([`dns+http://localhost:${new URL(a).port}`]);
+    expect(urls).toContain(a);
   });
 });

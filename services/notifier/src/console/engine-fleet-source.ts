@@ -11,6 +11,7 @@ import {
   type FleetSource,
 } from '@gpualert/schema';
 import { z } from 'zod';
+import { engineAddresses, type Lookup } from './engine-addresses.ts';
 
 /** An engine that has not answered in this long is reported unavailable; the others' hosts are drawn. */
 export const ENGINE_FETCH_TIMEOUT_MS = 5_000;
@@ -29,6 +30,8 @@ export interface EngineFleetOptions {
   readonly maxBytes?: number;
   /** For tests: the fetch to use. */
   readonly fetch?: typeof fetch;
+  /** For tests: how a `dns+` engine's name resolves (default: the system's resolver, /etc/hosts and DNS). */
+  readonly lookup?: Lookup;
 }
 
 /** A body read up to `max` bytes; past it, the read stops and says so. */
@@ -130,12 +133,14 @@ export function engineFleetSource(urls: readonly string[], options: EngineFleetO
   let owners = new Map<string, string>();
   return {
     async snapshot(now) {
-      const answers = await Promise.allSettled(bases.map((base) => fetchSnapshot(base, options)));
+      // `dns+` engines are resolved at each ask: the replicas there now.
+      const { urls: asked, failed } = await engineAddresses(bases, options.lookup);
+      const answers = await Promise.allSettled(asked.map((base) => fetchSnapshot(base, options)));
       const parts: FleetSnapshot[] = [];
-      const unavailable: string[] = [];
+      const unavailable: string[] = [...failed];
       const seen = new Map<string, string>();
       answers.forEach((answer, i) => {
-        const base = bases[i] ?? '';
+        const base = asked[i] ?? '';
         if (answer.status === 'rejected') {
           const reason: unknown = answer.reason;
           // The engine's URL in an error (fetch quotes it) is named as the page names it: no user or password.
