@@ -252,7 +252,7 @@ describe('gpualert replay and rules check', () => {
     const { runCli } = await import('./infra/run-cli.ts');
     const ok = await runCli(['rules', 'check', new URL('../rules', import.meta.url).pathname]);
     expect(ok.code).toBe(0);
-    expect(ok.stdout).toMatch(/37 rules, 5 templates .* 172 Xid codes, routes with 4 receivers and 2 inhibit rules, 18 job patterns: valid/);
+    expect(ok.stdout).toMatch(/38 rules, 5 templates .* 172 Xid codes, routes with 4 receivers and 2 inhibit rules, 25 job patterns: valid/);
     const { mkdtempSync, cpSync, readFileSync, writeFileSync } = await import('node:fs');
     const dir = mkdtempSync('/tmp/gpualert-rules-');
     cpSync(new URL('../rules', import.meta.url).pathname, dir, { recursive: true });

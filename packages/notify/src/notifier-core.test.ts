@@ -222,6 +222,21 @@ describe('notifier decisions with the default routes', () => {
     expect(state.silences['maintenance-m']!.expiredAt).toBeUndefined();
     n.ingest(state, alert('m', 'firing', 'warning', { category: 'maintenance', window: past }), T + S);
     expect(state.silences['maintenance-m']!.expiredAt).toBe(T + S);
+    // Only an end, already past; an end before its start: no week-long hold from now, nothing held.
+    n.ingest(state, alert('ended', 'firing', 'warning', { category: 'maintenance', window: { end: new Date(T - H).toISOString() } }), T);
+    n.ingest(
+      state,
+      alert('inverted', 'firing', 'warning', {
+        category: 'maintenance',
+        window: { start: new Date(T + 2 * H).toISOString(), end: new Date(T + H).toISOString() },
+      }),
+      T,
+    );
+    expect(Object.keys(state.silences).sort()).toEqual(['maintenance-m']);
+    expect(sent(n.ingest(state, alert('lost', 'firing', 'critical', { category: 'fallen_off_bus' }), T + 2 * S))).toEqual([['pager', 'page', 'lost:firing']]);
+    // Only an end, ahead: held from the notice to it.
+    n.ingest(state, alert('soon', 'firing', 'warning', { category: 'maintenance', window: { end: new Date(T + H).toISOString() } }), T);
+    expect([state.silences['maintenance-soon']!.startsAt, state.silences['maintenance-soon']!.endsAt]).toEqual([T, T + H + MAINTENANCE_MARGIN_MS]);
   });
 
   it('a window announced without times is held from the notice until it resolves, at most a week', () => {

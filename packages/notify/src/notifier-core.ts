@@ -134,14 +134,20 @@ export const MAINTENANCE_MARGIN_MS = 15 * 60_000;
 /** A window announced without an end (or with one further off than this) is held at most this long from its start. */
 export const MAINTENANCE_MAX_HOLD_MS = 7 * 86_400_000;
 
-/** When a maintenance window's silence holds: its announced start and end with the margin, else from `now`, never longer than the bound. */
+/**
+ * When a maintenance window's silence holds: its announced start and end with the margin, else from
+ * `now`, never longer than the bound. An announced end that is already past, or not after its
+ * start, holds nothing (`endsAt <= now`: the caller makes no silence): only a notice with no end at
+ * all is held for the bound.
+ */
 export function maintenanceHold(window: AlertData['window'], now: number): { startsAt: number; endsAt: number } {
   const start = window?.start !== undefined ? Date.parse(window.start) : NaN;
   const end = window?.end !== undefined ? Date.parse(window.end) : NaN;
   const startsAt = Number.isFinite(start) ? start - MAINTENANCE_MARGIN_MS : now;
   const latest = startsAt + MAINTENANCE_MAX_HOLD_MS;
-  const endsAt = Number.isFinite(end) && end + MAINTENANCE_MARGIN_MS > startsAt ? Math.min(end + MAINTENANCE_MARGIN_MS, latest) : Math.max(latest, now);
-  return { startsAt, endsAt };
+  if (!Number.isFinite(end)) return { startsAt, endsAt: Math.max(latest, now) };
+  if ((Number.isFinite(start) && end <= start) || end + MAINTENANCE_MARGIN_MS <= now) return { startsAt, endsAt: Math.min(startsAt, now) };
+  return { startsAt, endsAt: Math.min(end + MAINTENANCE_MARGIN_MS, latest) };
 }
 
 /** A matcher no label set meets (an empty alternation): what a saved matcher text that does not parse stands for. */
