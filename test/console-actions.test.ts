@@ -15,7 +15,7 @@ const TOKEN = 'console-token-0123456789';
 const SHOTS = join(tmpdir(), 'gpualert-console-shots');
 const HOSTILE = '<img src=x onerror="document.title=\'owned\'">';
 
-/** A decision `minutesAgo` before now (the page lists newest first). */
+/** A decision `minutesAgo` before now (the page lists newest first); one waiting has 30 min from then. */
 function decided(id: string, host: string, phase: 'awaiting_approval' | 'proposed', reason: string, minutesAgo: number): Envelope {
   const e = newEnvelope({
     type: 'action',
@@ -28,7 +28,9 @@ function decided(id: string, host: string, phase: 'awaiting_approval' | 'propose
       policy_rule: 'xid-fallen-off-bus',
       reason,
       gpu: 3,
-      ...(phase === 'awaiting_approval' ? { approval_deadline: new Date(Date.now() + 1_800_000).toISOString(), on_timeout: 'deny' as const } : {}),
+      ...(phase === 'awaiting_approval'
+        ? { approval_deadline: new Date(Date.now() - minutesAgo * 60_000 + 1_800_000).toISOString(), on_timeout: 'deny' as const }
+        : {}),
     },
   });
   return { ...e, ts: new Date(Date.now() - minutesAgo * 60_000).toISOString() };
@@ -92,13 +94,15 @@ describe('remediation actions in the console: listed, and approved or denied by 
       fetch(`${base}/v1/actions/${id}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const refusals = [
       await post('act-waiting-1', { decision: 'approved' }),
+      await post('act-waiting-1', { decision: 'approved', by: '<!channel> alice' }),
+      await post('act-waiting-1', { decision: 'approved', by: 'alice\nbob' }),
       await post('act-waiting-1', { decision: 'maybe', by: 'alice' }),
       await post('act-waiting-1', { decision: 'approved', by: 'alice', shell: 'rm -rf /' }),
       await post('act-nope', { decision: 'approved', by: 'alice' }),
       await post('act-done-1', { decision: 'approved', by: 'alice' }),
     ];
-    expect(refusals.map((r) => r.status)).toEqual([400, 400, 400, 404, 409]);
-    expect(((await refusals[4]!.json()) as { message: string }).message).toBe('action act-done-1 is succeeded, not awaiting approval');
+    expect(refusals.map((r) => r.status)).toEqual([400, 400, 400, 400, 400, 404, 409]);
+    expect(((await refusals[6]!.json()) as { message: string }).message).toBe('action act-done-1 is succeeded, not awaiting approval');
     expect((await fetch(`${base}/v1/actions/act-waiting-1`, { headers: auth })).status).toBe(405);
     // nothing was decided by any of them
     expect((await actionsOnBus(bus)).filter((e) => e.type === 'action.approval')).toEqual([]);
@@ -149,6 +153,25 @@ describe('remediation actions in the console: listed, and approved or denied by 
     expect(again.status).toBe(409);
     expect(await page.evaluate('document.title')).toBe('gpualert console');
     expect(page.errors).toEqual([]);
+  });
+
+  it('an action past its approval deadline is the timeout’s: no buttons, and a late word is refused', async () => {
+    const late = decided('act-late-1', 'gpu-node-009', 'awaiting_approval', 'Xid 79 on GPU 2', 40);
+    await bus.publish(TOPICS.actions, [envelopeMessage(late)]);
+    // the page reads the topic again after its reuse window
+    await new Promise((r) => setTimeout(r, 2_100));
+    const answer = await fetch(`${base}/v1/actions/act-late-1`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'approved', by: 'alice' }),
+    });
+    expect(answer.status).toBe(409);
+    expect(((await answer.json()) as { error: string }).error).toBe('approval_deadline_passed');
+    await page.goto(`${base}/console/#/actions/act-late-1`);
+    await page.waitFor('document.body.dataset.view === "actions" && document.querySelector(\'tr[data-action="act-late-1"]\')', 'the late action');
+    expect(await page.evaluate(`document.querySelectorAll('tr[data-action="act-late-1"] button').length`)).toBe(0);
+    expect(await page.evaluate(`document.querySelector('tr[data-action="act-late-1"]').innerText.includes('deadline passed')`)).toBe(true);
+    expect((await actionsOnBus(bus)).filter((e) => e.type === 'action.approval' && e.data.action_id === 'act-late-1')).toEqual([]);
   });
 
   it('a link to an action that is not there says so', async () => {

@@ -34,9 +34,11 @@ export interface ActionView {
   error?: string;
 }
 
-/** Whether a person may still approve or deny the action. */
-export function awaitsApproval(view: ActionView): boolean {
-  return view.state === 'awaiting_approval';
+/** Whether a person may still approve or deny the action: it waits, and (given `now`) its deadline has not passed. */
+export function awaitsApproval(view: ActionView, now?: number): boolean {
+  if (view.state !== 'awaiting_approval') return false;
+  const deadline = view.approval_deadline === undefined ? NaN : Date.parse(view.approval_deadline);
+  return now === undefined || !Number.isFinite(deadline) || now < deadline;
 }
 
 /**

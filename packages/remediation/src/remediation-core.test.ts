@@ -229,6 +229,18 @@ describe('approval', () => {
     expect(c.approve(c.list()[0]!.id, 'approved', 'alice', T0 + 31 * MIN)).toMatch(/expired, not awaiting approval/);
   });
 
+  it('a word given after the deadline, read before the tick (the remediator behind), is refused; one given in time and read late counts', () => {
+    const c = core(withApproval('deny'));
+    c.alert(alert('gpu-01'), T0);
+    const id = c.list()[0]!.id;
+    expect(c.approve(id, 'approved', 'alice', T0 + 31 * MIN, undefined, T0 + 30 * MIN)).toMatch(/passed its approval deadline/);
+    expect(c.tick(T0 + 31 * MIN).commands).toEqual([]);
+    const d = core(withApproval('deny'));
+    d.alert(alert('gpu-01'), T0);
+    const given = d.approve(d.list()[0]!.id, 'approved', 'alice', T0 + 31 * MIN, undefined, T0 + 29 * MIN);
+    expect(typeof given === 'string' ? given : given.commands.map((cmd) => cmd.kind)).toEqual(['drain']);
+  });
+
   it('proceeds at the timeout when the policy says proceed', () => {
     const c = core(withApproval('proceed'));
     c.alert(alert('gpu-01'), T0);

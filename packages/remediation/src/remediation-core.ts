@@ -213,10 +213,13 @@ export class RemediationCore {
   }
 
   /** A person's word on an action waiting for approval; anything else is answered with why not. */
-  approve(actionId: string, decision: 'approved' | 'denied', by: string, now: number, comment?: string): CoreOutput | string {
+  approve(actionId: string, decision: 'approved' | 'denied', by: string, now: number, comment?: string, decidedAt: number = now): CoreOutput | string {
     const record = this.actions.get(actionId);
     if (!record) return `no action ${quoteName(actionId)}`;
     if (record.status !== 'awaiting_approval') return `action ${actionId} is ${record.status}, not awaiting approval`;
+    // A word given after the deadline is the timeout's to answer (the tick expires it, or proceeds as the rule says), never a late approval.
+    if (record.deadline !== undefined && decidedAt >= record.deadline)
+      return `action ${actionId} passed its approval deadline ${iso(record.deadline)} before this word`;
     const approval = this.approvalEnvelope(record, decision, by, now, comment);
     if (decision === 'denied') {
       record.status = 'denied';

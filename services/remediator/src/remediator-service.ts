@@ -175,7 +175,16 @@ function consume(core: RemediationCore, envelope: Envelope, now: number, log: Lo
       return core.alert(envelope, now);
     case 'action.approval': {
       if (envelope.source === REMEDIATOR_SOURCE || envelope.data.decision === 'expired') return none;
-      const out = core.approve(envelope.data.action_id, envelope.data.decision, envelope.data.by, now, envelope.data.comment);
+      // The word counts from when it was given (the remediator may read it late): after the deadline it is the timeout's.
+      const given = Date.parse(envelope.ts);
+      const out = core.approve(
+        envelope.data.action_id,
+        envelope.data.decision,
+        envelope.data.by,
+        now,
+        envelope.data.comment,
+        Math.min(Number.isFinite(given) ? given : now, now),
+      );
       if (typeof out === 'string') {
         log.info({ action_id: envelope.data.action_id, by: envelope.data.by, why: out }, 'remediation_approval_ignored');
         return none;

@@ -14,7 +14,13 @@ export const CONSOLE_SOURCE = 'notifier/console';
 /** `POST /v1/actions/{id}`: a person's word on an action waiting for one. */
 export const DecisionBody = z.strictObject({
   decision: z.enum(['approved', 'denied']),
-  by: z.string().trim().min(1).max(256),
+  // A name, not a message: no control characters, and nothing a chat would read as a mention or a link (Slack's `<!channel>`, `<@U…>`, `<url|text>`).
+  by: z
+    .string()
+    .trim()
+    .min(1)
+    .max(256)
+    .regex(/^[^\p{Cc}<>]+$/u, 'a name without control characters, < or >'),
   comment: z.string().max(MAX_ACTION_TEXT_LENGTH).optional(),
 });
 
@@ -61,6 +67,14 @@ export async function decideAction(bus: Bus, id: string, body: unknown, now: num
   const view = (await actionsOf(bus, now)).get(id);
   if (!view) return { status: 404, body: { error: 'not_found', message: `no action ${JSON.stringify(id.slice(0, 80))} in the last 7 days` } };
   if (!awaitsApproval(view)) return { status: 409, body: { error: 'not_awaiting_approval', message: `action ${id} is ${view.state}, not awaiting approval` } };
+  if (!awaitsApproval(view, now))
+    return {
+      status: 409,
+      body: {
+        error: 'approval_deadline_passed',
+        message: `action ${id} passed its approval deadline ${view.approval_deadline ?? ''}: the timeout decides it (${view.on_timeout ?? 'deny'})`,
+      },
+    };
   const { decision, by, comment } = checked.data;
   const envelope = newEnvelope({
     type: 'action.approval',

@@ -26,10 +26,14 @@ function ms(iso) {
 }
 
 function row(a, focus, now) {
-  const waiting = a.state === 'awaiting_approval';
+  // Past its deadline the timeout decides it (the remediator says how at its next tick): no buttons.
+  const late = a.state === 'awaiting_approval' && ms(a.approval_deadline) !== undefined && ms(a.approval_deadline) <= now;
+  const waiting = a.state === 'awaiting_approval' && !late;
   const where = a.gpu === undefined ? esc(a.host) : `<a href="${gpuHref(a.host, a.gpu)}">${esc(a.host)} GPU ${esc(a.gpu)}</a>`;
   const deadline =
-    waiting && a.approval_deadline ? `<br><span class="muted">until ${when(ms(a.approval_deadline), now)}, then ${esc(a.on_timeout ?? 'deny')}</span>` : '';
+    a.state === 'awaiting_approval' && a.approval_deadline
+      ? `<br><span class="muted">${late ? 'deadline passed' : 'until'} ${when(ms(a.approval_deadline), now)}, then ${esc(a.on_timeout ?? 'deny')}</span>`
+      : '';
   const said = [
     a.decided_by ? `by ${esc(a.decided_by)}` : '',
     a.comment ? `“${esc(a.comment)}”` : '',
