@@ -53,4 +53,14 @@ describe('telemetry-stalled: a host agent source gone quiet', () => {
       ['kernel-log', 'resolved'],
     ]);
   });
+
+  it('a heartbeat naming sources no agent watches (a bug, a lying host) raises nothing for them', () => {
+    const engine = new Engine(rules.value, shippedCatalog());
+    const state = emptyEngineState();
+    const made = Array.from({ length: 32 }, (_, i): TelemetrySource => ({ source: `made-up-${i}`, state: 'down' }));
+    expect(engine.step(state, beat(T0, made))).toEqual([]);
+    // a known source in the same beat still pages
+    const fired = engine.step(state, beat(T0 + 30_000, [...made.slice(0, 31), { source: 'nvidia-smi', state: 'stalled' }]));
+    expect(fired.map((a) => a.labels.telemetry_source)).toEqual(['nvidia-smi']);
+  });
 });

@@ -8,12 +8,16 @@ import type { Judge } from '../judge.ts';
  * has already waited its stated time before saying so. A source the agent no longer lists is
  * no longer watched: its alert ends.
  */
+/** The sources an agent watches: a heartbeat naming others (a bug, a lying host) raises no alert for them. */
+export const TELEMETRY_SOURCES: ReadonlySet<string> = new Set(['nvidia-smi', 'dcgm', 'kernel-log', 'fabric-manager']);
+
 export const telemetry: Judge<'telemetry'> = {
   telemetry(ctx, rule) {
     const { host, at } = ctx;
     const prefix = `${rule.id}|`;
     const listed = new Set<string>();
     for (const source of ctx.data.sources) {
+      if (!TELEMETRY_SOURCES.has(source.source)) continue;
       if (rule.sources && !rule.sources.includes(source.source)) continue;
       const key = prefix + source.source;
       listed.add(key);

@@ -13,6 +13,10 @@ export interface FabricManagerOptions {
 
 /** Where NVSwitch systems have Fabric Manager: the device node the NVSwitch driver makes. */
 export const NVSWITCH_DEVICE = '/dev/nvidia-nvswitchctl';
+/** Present where systemd is the init system (sd_booted's test): only there is its unit state asked. */
+export const SYSTEMD_RUNTIME = '/run/systemd/system';
+/** Checks in a row that must say "not active" before Fabric Manager is down: one `activating` (a restart) is not. */
+export const FABRIC_MANAGER_DOWN_CHECKS = 2;
 export const FABRIC_MANAGER_DEFAULTS: FabricManagerOptions = {
   systemctl: 'systemctl',
   unit: 'nvidia-fabricmanager.service',
@@ -23,13 +27,15 @@ export const FABRIC_MANAGER_DEFAULTS: FabricManagerOptions = {
 /**
  * Fabric Manager on an NVSwitch system, by its systemd unit's state (`systemctl is-active`): the
  * same answer an operator reads, and one a test can give. Not `active` (inactive, failed,
- * activating: a restart loop) is `down`; systemctl not answering within its timeout is `stalled`.
- * Asked every `intervalMs`: down is known within `intervalMs + timeoutMs`.
+ * activating: a restart loop) twice in a row is `down` (one `activating`, a restart, is not);
+ * systemctl not answering within its timeout is `stalled`. Asked every `intervalMs`: down is known
+ * within `2 × intervalMs + timeoutMs`.
  */
 export function startFabricManagerWatch(options: FabricManagerOptions, now: () => number = Date.now): SourceWatch & { stop(): Promise<void> } {
   const started = now();
   let result: { state: 'ok' | 'down' | 'stalled' | 'stopped'; message?: string; at: number } | undefined;
   let fresh: number | undefined;
+  let notActive = 0;
   const loop = repeat(
     async () => {
       const ran = await runCommand(options.systemctl, ['is-active', options.unit], options.timeoutMs, 64 * 1024);
@@ -41,7 +47,9 @@ export function startFabricManagerWatch(options: FabricManagerOptions, now: () =
       else if (said === 'active') {
         result = { state: 'ok', at };
         fresh = at;
-      } else result = { state: 'down', message: `${options.unit} is ${said === '' ? `not active (exit ${String(ran.exitCode)})` : said.slice(0, 64)}`, at };
+        notActive = 0;
+      } else if (++notActive >= FABRIC_MANAGER_DOWN_CHECKS)
+        result = { state: 'down', message: `${options.unit} is ${said === '' ? `not active (exit ${String(ran.exitCode)})` : said.slice(0, 64)}`, at };
     },
     (elapsed) => options.intervalMs - elapsed,
   );

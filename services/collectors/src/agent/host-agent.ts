@@ -14,7 +14,7 @@ import type { LineSource } from '../kernel/line-source.ts';
 import { startMetadataPoller, type PolledProvider } from '../provider/metadata-poller.ts';
 import { DEFAULT_IB_SYSFS_ROOT } from '../network/ib-sysfs.ts';
 import { startNetworkCollector } from '../network/network-collector.ts';
-import { FABRIC_MANAGER_DEFAULTS, NVSWITCH_DEVICE, startFabricManagerWatch, type FabricManagerOptions } from './fabric-manager-watch.ts';
+import { FABRIC_MANAGER_DEFAULTS, NVSWITCH_DEVICE, SYSTEMD_RUNTIME, startFabricManagerWatch, type FabricManagerOptions } from './fabric-manager-watch.ts';
 import { PublishTracker } from './publish-tracker.ts';
 import { startTelemetryHeartbeat, watchGpuSource, type SourceWatch } from './telemetry-watch.ts';
 
@@ -122,7 +122,9 @@ export async function startAgent(plan: AgentPlan, io: { bus: Bus; store: StateSt
     }
     const network = plan.network ?? (existsSync(DEFAULT_IB_SYSFS_ROOT) ? { root: DEFAULT_IB_SYSFS_ROOT, intervalMs: 30_000 } : false);
     if (network) running.push({ name: 'network', ...startNetworkCollector({ bus, host, labels, log, ...network }) });
-    const fabric = plan.fabricManager ?? (existsSync(NVSWITCH_DEVICE) ? FABRIC_MANAGER_DEFAULTS : false);
+    // Only where systemd runs the machine (`/run/systemd/system`, as sd_booted checks): an agent in
+    // a container sees the host's NVSwitch device but has no systemd to ask, and must not page for it.
+    const fabric = plan.fabricManager ?? (existsSync(NVSWITCH_DEVICE) && existsSync(SYSTEMD_RUNTIME) ? FABRIC_MANAGER_DEFAULTS : false);
     if (fabric) {
       const watch = startFabricManagerWatch(fabric, now);
       watched.push(watch);

@@ -69,3 +69,39 @@ describe('the GPU source, watched', () => {
     expect(watch.check(now)).toMatchObject({ state: 'stalled', message: expect.stringContaining('a scrape has been running for 30 s') as unknown });
   });
 });
+
+describe('Fabric Manager by its unit state', () => {
+  it('one `activating` (a restart) is not down; not active twice in a row is', async () => {
+    const { chmodSync, mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const { startFabricManagerWatch } = await import('./fabric-manager-watch.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'gpualert-systemctl-'));
+    const systemctl = join(dir, 'systemctl');
+    // each call prints the next line of `states` (the last one once they run out)
+    writeFileSync(join(dir, 'states'), 'active\nactivating\nactive\nfailed\nfailed\n');
+    writeFileSync(
+      systemctl,
+      `#!/usr/bin/env bash\nn=$(cat "${dir}/n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "${dir}/n"\nline=$(sed -n "\${n}p" "${dir}/states"); [ -z "$line" ] && line=failed\necho "$line"\n[ "$line" = active ]\n`,
+    );
+    chmodSync(systemctl, 0o755);
+    const watch = startFabricManagerWatch({ systemctl, unit: 'nvidia-fabricmanager.service', intervalMs: 150, timeoutMs: 5_000 });
+    const { readFileSync } = await import('node:fs');
+    const seen: string[] = [];
+    let callsWhenDown = 0;
+    try {
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && !seen.includes('down')) {
+        const state = watch.check(Date.now()).state;
+        if (seen.at(-1) !== state) seen.push(state);
+        if (state === 'down') callsWhenDown = Number(readFileSync(join(dir, 'n'), 'utf8'));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await watch.stop();
+    }
+    // down only after the second `failed` in a row (the fifth call): the lone `activating` (the second) never showed as down
+    expect(seen).toEqual(['ok', 'down']);
+    expect(callsWhenDown).toBeGreaterThanOrEqual(5);
+  });
+});
