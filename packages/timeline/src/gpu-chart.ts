@@ -131,8 +131,13 @@ export function gpuChart(t: Timeline, g: Gpu, bands: readonly BaselineBand[], wi
     const data = rows(metric);
     const band = bands.find((b) => b.host === g.host && b.gpu === g.gpu && b.metric === metric);
     const values = [...data.flatMap((m) => [m.mean]), ...(band ? [band.low, band.high] : [])];
-    let lo = values.length > 0 ? Math.min(...values) : 0;
-    let hi = values.length > 0 ? Math.max(...values) : 1;
+    // A loop, not a spread: a long range's points would overflow the call stack as arguments.
+    let lo = values.length > 0 ? Infinity : 0;
+    let hi = values.length > 0 ? -Infinity : 1;
+    for (const v of values) {
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
     if (hi - lo < 1) [lo, hi] = [lo - 1, hi + 1];
     const pad = (hi - lo) * 0.1;
     lo -= pad;

@@ -40,16 +40,18 @@ export function resolveIncident(alerts: readonly EnvelopeOf<'alert'>[], id: stri
   for (const a of [...mine].sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : 0))) latest.set(a.data.fingerprint, a);
   const hosts = new Set(mine.map((a) => a.host));
   const gpus = new Set(mine.flatMap((a) => (a.data.gpu ? [gpuKey(a.host, a.data.gpu.index)] : [])));
-  const wholeHosts = new Set([...hosts].filter((h) => !mine.some((a) => a.host === h && a.data.gpu)));
-  const firstAlertAt = Math.min(...mine.map((a) => Date.parse(a.data.starts_at)));
+  const hostsWithGpuAlerts = new Set(mine.flatMap((a) => (a.data.gpu ? [a.host] : [])));
+  const wholeHosts = new Set([...hosts].filter((h) => !hostsWithGpuAlerts.has(h)));
+  // Loops, not spreads: an incident of 200,000 alerts would overflow the call stack as arguments.
+  const firstAlertAt = least(mine.map((a) => Date.parse(a.data.starts_at)));
   const last = [...latest.values()];
-  const resolvedAt = last.every((a) => a.data.status === 'resolved') ? Math.max(...last.map((a) => Date.parse(a.data.ends_at ?? a.ts))) : undefined;
+  const resolvedAt = last.every((a) => a.data.status === 'resolved') ? most(last.map((a) => Date.parse(a.data.ends_at ?? a.ts))) : undefined;
   return { root, fingerprints, hosts, gpus, wholeHosts, alerts: last, firstAlertAt, ...(resolvedAt !== undefined ? { resolvedAt } : {}) };
 }
 
 /** The range an incident's export reads: from its margin before the first alert to its margin after it resolved (or after its latest word). */
 export function incidentRange(scope: IncidentScope): { from: number; to: number } {
-  const latest = Math.max(...scope.alerts.map((a) => Date.parse(a.ts)));
+  const latest = most(scope.alerts.map((a) => Date.parse(a.ts)));
   return { from: scope.firstAlertAt - INCIDENT_MARGIN_MS, to: Math.max(scope.resolvedAt ?? latest, latest) + INCIDENT_MARGIN_MS };
 }
 
@@ -85,4 +87,18 @@ export function inIncident(e: Envelope, scope: IncidentScope, told: ReadonlySet<
     default:
       return true; // samples (their GPUs filtered one by one), notices, inventories, approvals, results
   }
+}
+
+/** The least of numbers (Infinity for none), in a loop: any count, no spread into arguments. */
+function least(values: readonly number[]): number {
+  let min = Infinity;
+  for (const v of values) if (v < min) min = v;
+  return min;
+}
+
+/** The greatest of numbers (-Infinity for none), in a loop. */
+function most(values: readonly number[]): number {
+  let max = -Infinity;
+  for (const v of values) if (v > max) max = v;
+  return max;
 }

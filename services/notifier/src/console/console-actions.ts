@@ -29,12 +29,12 @@ export interface ActionsAnswer {
   readonly body: object;
 }
 
-const reads = new WeakMap<Bus, { at: number; views: Promise<Map<string, ActionView>> }>();
+const reads = new WeakMap<Bus, { at: number; views: Promise<Map<string, ActionView>>; settled: boolean }>();
 
-/** The actions of the last 7 days (the longest an approval may wait), folded; one read reused for ACTIONS_REUSE_MS. */
+/** The actions of the last 7 days (the longest an approval may wait), folded; one read at a time, reused for ACTIONS_REUSE_MS after. */
 function actionsOf(bus: Bus, now: number): Promise<Map<string, ActionView>> {
   const last = reads.get(bus);
-  if (last && now - last.at < ACTIONS_REUSE_MS && now >= last.at) return last.views;
+  if (last && (!last.settled || (now - last.at < ACTIONS_REUSE_MS && now >= last.at))) return last.views;
   const views = bus.read(TOPICS.actions, { from: now - MAX_APPROVAL_TIMEOUT_MS }).then((messages) => {
     const envelopes: Envelope[] = [];
     for (const m of messages) {
@@ -43,8 +43,16 @@ function actionsOf(bus: Bus, now: number): Promise<Map<string, ActionView>> {
     }
     return foldActions(envelopes);
   });
-  reads.set(bus, { at: now, views });
-  views.catch(() => reads.delete(bus));
+  const entry = { at: now, views, settled: false };
+  reads.set(bus, entry);
+  views.then(
+    () => {
+      entry.settled = true;
+    },
+    () => {
+      if (reads.get(bus) === entry) reads.delete(bus);
+    },
+  );
   return views;
 }
 

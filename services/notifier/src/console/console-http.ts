@@ -57,16 +57,25 @@ export function gridOf(snapshot: FleetSnapshot): object {
   return grid;
 }
 
-const reuse = new WeakMap<FleetSource, { at: number; snapshot: Promise<FleetSnapshot> }>();
+const reuse = new WeakMap<FleetSource, { at: number; snapshot: Promise<FleetSnapshot>; settled: boolean }>();
 const fallback = new WeakMap<NotifierView, FleetSource>();
 
 function snapshotOf(source: FleetSource, now: number): Promise<FleetSnapshot> {
   const last = reuse.get(source);
-  if (last && now - last.at < SNAPSHOT_REUSE_MS && now >= last.at) return last.snapshot;
+  // A build still under way serves every request (a slow engine is asked once, not once a second); a finished one for SNAPSHOT_REUSE_MS.
+  if (last && (!last.settled || (now - last.at < SNAPSHOT_REUSE_MS && now >= last.at))) return last.snapshot;
   const snapshot = source.snapshot(now);
-  reuse.set(source, { at: now, snapshot });
-  // A failed build is not kept: the next request tries again.
-  snapshot.catch(() => reuse.delete(source));
+  const entry = { at: now, snapshot, settled: false };
+  reuse.set(source, entry);
+  snapshot.then(
+    () => {
+      entry.settled = true;
+    },
+    // A failed build is not kept: the next request tries again.
+    () => {
+      if (reuse.get(source) === entry) reuse.delete(source);
+    },
+  );
   return snapshot;
 }
 

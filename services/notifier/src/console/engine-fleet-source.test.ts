@@ -108,6 +108,11 @@ describe('engines found by name (dns+), as a headless Service lists its pods', (
     };
     const source = engineFleetSource([`dns+http://gpualert-engine:${port}`], { lookup });
     expect((await source.snapshot(NOW)).hosts.length).toBe(3);
+    // dual stack: the pod's IPv6 address is the same engine, not asked again (nobody listens there: it would be named unavailable)
+    pods = [...pods, { address: '::1', family: 6 }];
+    const once = await source.snapshot(NOW);
+    expect([once.hosts.length, once.unavailable]).toEqual([3, undefined]);
+    pods = pods.slice(0, 1);
     // scaled to two replicas: the next snapshot asks both
     pods = [...pods, { address: '127.0.0.2', family: 4 }];
     const both = await source.snapshot(NOW);
