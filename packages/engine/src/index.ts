@@ -4,7 +4,7 @@ export { ENGINE_STATE_VERSION } from './engine-state-schema.ts';
 export { ENGINE_SOURCE } from './alert-envelopes.ts';
 export { Engine } from './engine.ts';
 export { RecordingError, replay } from './replay.ts';
-export { MAX_CLOCK_LEAP_MS, StreamClock } from './time-policy.ts';
+export { StreamClock } from './time-policy.ts';
 export { renderFleetMetrics, renderFleetMetricsCounted, type FleetMetricsInput } from './fleet-metrics.ts';
 export { ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, engineHostKey, enginePartitionKey } from './store-keys.ts';
 export { DEFAULT_FORGET_AFTER_MS, forgetHost, hostsToForget, parseForgetAfter } from './forget-hosts.ts';

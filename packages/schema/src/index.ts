@@ -43,7 +43,7 @@ export {
   MAX_TEMPERATURES_PER_SAMPLE,
   type IbPortCounter,
 } from './host-sample.ts';
-export { TELEMETRY_STATES, TelemetryHealthData, type TelemetrySource, type TelemetryState } from './telemetry-health.ts';
+export { type TelemetrySource, type TelemetryState } from './telemetry-health.ts';
 export { isJobText, JobAttribution, MAX_JOB_TEXT_LENGTH } from './job-attribution.ts';
 export {
   JobEventData,
