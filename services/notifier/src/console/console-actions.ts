@@ -3,6 +3,7 @@ import { awaitsApproval, foldActions, MAX_APPROVAL_TIMEOUT_MS, newestFirst, type
 import { MAX_ACTION_TEXT_LENGTH, newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { z } from 'zod';
 import { firstIssue } from '../first-issue.ts';
+import { SharedAnswer } from './shared-answer.ts';
 
 /** One read of gpualert.actions serves every request within this long: a page refreshing every 5 s and a few people watching cost one read. */
 export const ACTIONS_REUSE_MS = 2_000;
@@ -29,31 +30,20 @@ export interface ActionsAnswer {
   readonly body: object;
 }
 
-const reads = new WeakMap<Bus, { at: number; views: Promise<Map<string, ActionView>>; settled: boolean }>();
+const reads = new SharedAnswer<Bus, Map<string, ActionView>>(ACTIONS_REUSE_MS);
 
 /** The actions of the last 7 days (the longest an approval may wait), folded; one read at a time, reused for ACTIONS_REUSE_MS after. */
 function actionsOf(bus: Bus, now: number): Promise<Map<string, ActionView>> {
-  const last = reads.get(bus);
-  if (last && (!last.settled || (now - last.at < ACTIONS_REUSE_MS && now >= last.at))) return last.views;
-  const views = bus.read(TOPICS.actions, { from: now - MAX_APPROVAL_TIMEOUT_MS }).then((messages) => {
-    const envelopes: Envelope[] = [];
-    for (const m of messages) {
-      const parsed = parseEnvelope(m.value.toString('utf8'));
-      if (parsed.ok) envelopes.push(parsed.value);
-    }
-    return foldActions(envelopes);
-  });
-  const entry = { at: now, views, settled: false };
-  reads.set(bus, entry);
-  views.then(
-    () => {
-      entry.settled = true;
-    },
-    () => {
-      if (reads.get(bus) === entry) reads.delete(bus);
-    },
+  return reads.get(bus, now, () =>
+    bus.read(TOPICS.actions, { from: now - MAX_APPROVAL_TIMEOUT_MS }).then((messages) => {
+      const envelopes: Envelope[] = [];
+      for (const m of messages) {
+        const parsed = parseEnvelope(m.value.toString('utf8'));
+        if (parsed.ok) envelopes.push(parsed.value);
+      }
+      return foldActions(envelopes);
+    }),
   );
-  return views;
 }
 
 /** `GET /v1/actions`: the newest MAX_CONSOLE_ACTIONS, those waiting for a person first, and how many wait in all. */
@@ -92,6 +82,6 @@ export async function decideAction(bus: Bus, id: string, body: unknown, now: num
   });
   await bus.publish(TOPICS.actions, [envelopeMessage(envelope)]);
   // The next list reads the topic again and shows the decision.
-  reads.delete(bus);
+  reads.forget(bus);
   return { status: 200, body: { ...view, state: decision, decided_by: by, ...(comment ? { comment } : {}) } };
 }

@@ -4,6 +4,7 @@ import type { NotifierView } from '../alertmanager-api.ts';
 import { alertsFleetSource } from './alerts-fleet-source.ts';
 import { consoleAlertQuery, consoleAlerts } from './console-alerts.ts';
 import { consoleAsset } from './console-assets.ts';
+import { SharedAnswer } from './shared-answer.ts';
 
 /** What the console's handlers need from the notifier's server. */
 export interface ConsoleDeps {
@@ -57,26 +58,12 @@ export function gridOf(snapshot: FleetSnapshot): object {
   return grid;
 }
 
-const reuse = new WeakMap<FleetSource, { at: number; snapshot: Promise<FleetSnapshot>; settled: boolean }>();
+// A build still under way serves every request (a slow engine is asked once, not once a second); a finished one for SNAPSHOT_REUSE_MS.
+const snapshots = new SharedAnswer<FleetSource, FleetSnapshot>(SNAPSHOT_REUSE_MS);
 const fallback = new WeakMap<NotifierView, FleetSource>();
 
 function snapshotOf(source: FleetSource, now: number): Promise<FleetSnapshot> {
-  const last = reuse.get(source);
-  // A build still under way serves every request (a slow engine is asked once, not once a second); a finished one for SNAPSHOT_REUSE_MS.
-  if (last && (!last.settled || (now - last.at < SNAPSHOT_REUSE_MS && now >= last.at))) return last.snapshot;
-  const snapshot = source.snapshot(now);
-  const entry = { at: now, snapshot, settled: false };
-  reuse.set(source, entry);
-  snapshot.then(
-    () => {
-      entry.settled = true;
-    },
-    // A failed build is not kept: the next request tries again.
-    () => {
-      if (reuse.get(source) === entry) reuse.delete(source);
-    },
-  );
-  return snapshot;
+  return snapshots.get(source, now, () => source.snapshot(now));
 }
 
 function sourceOf(deps: ConsoleDeps): FleetSource | undefined {
