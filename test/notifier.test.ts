@@ -47,7 +47,8 @@ async function setup(routes: unknown, options: { retry?: typeof FAST_RETRY } = {
     SMTP: `smtp://127.0.0.1:${smtp.port}`,
   };
   const parsed = RoutesFile.parse(JSON.parse(JSON.stringify(routes).replaceAll('${BASE}', vendors.base).replaceAll('${SMTP}', env.SMTP)));
-  const start = () => startNotifier({ bus, store, log, routes: parsed, env, retry: options.retry ?? FAST_RETRY, flushEveryMs: 100 });
+  const start = (more: Partial<Parameters<typeof startNotifier>[0]> = {}) =>
+    startNotifier({ bus, store, log, routes: parsed, env, retry: options.retry ?? FAST_RETRY, flushEveryMs: 100, ...more });
   return { vendors, smtp, bus, store, start, parsed };
 }
 
@@ -263,6 +264,41 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
     // ...and nothing is left in the notifier's outbox (`notifier:outbox`) that could still go out.
     await waitFor(async () => Object.keys(await store.hashGetAll('notifier:outbox')).length === 0, 'an empty outbox', 30_000);
     expect(vendors.of('pagerduty').map((r) => r.body.dedup_key)).toEqual(['fp-k', 'fp-later']);
+  });
+});
+
+describe('a page taken over from a stopped notifier', () => {
+  it('reaching the pager after another notifier sent its resolve, is followed by the resolve again (the incident does not stay open)', async () => {
+    const { vendors, bus, store, start } = await setup({
+      receivers: [receiver('pd', 'pagerduty', { url: '${BASE}/pagerduty/v2/enqueue', routing_key: 'env:PD_KEY' })],
+      route: { receiver: 'pd', page: true },
+    });
+    const actions = () => vendors.of('pagerduty').map((r) => r.body.event_action as string);
+    vendors.fail('pagerduty', '500');
+    const first = await start();
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-late', 'firing'))]);
+    await waitFor(async () => (await records(bus)).some((r) => r.outcome === 'failed'), 'a failed page attempt');
+    await first.stop(); // its page stays in the outbox, another notifier's to send
+    vendors.heal('pagerduty');
+    // The notifier that takes the page over reads no alerts (a bus of its own); its send is held at the pager.
+    const open = vendors.hold('pagerduty');
+    const arrived = vendors.arrivals.length;
+    const quiet: Bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: `${uniqueName('quiet')}.`, partitions: 3 });
+    await quiet.ensureTopics(Object.values(TOPICS));
+    cleanups.push(() => quiet.close());
+    const taker = await start({ bus: quiet });
+    cleanups.push(() => taker.stop());
+    await waitFor(() => vendors.arrivals.length > arrived, 'the taken-over page at the pager');
+    // Meanwhile another notifier (a group of its own) reads that the fault resolved: the pager was told it fires, so it sends the resolve, which the pager takes first.
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-late', 'resolved'))]);
+    const other = await start({ group: 'gpualert-notifier-other' });
+    cleanups.push(() => other.stop());
+    await waitFor(() => actions().includes('resolve'), 'the resolve from the other notifier', 30_000);
+    open();
+    await waitFor(() => actions().length >= 3, 'the trigger, then the resolve again', 30_000).catch(() => undefined);
+    expect(actions()).toEqual(['resolve', 'trigger', 'resolve']);
+    expect(vendors.of('pagerduty').every((r) => r.body.dedup_key === 'fp-late')).toBe(true);
+    await waitFor(async () => Object.keys(await store.hashGetAll('notifier:outbox')).length === 0, 'an empty outbox', 30_000);
   });
 });
 

@@ -77,6 +77,8 @@ export class VendorReceivers {
   /** Every 500 and 429 answered while a failure was set: what the sender was actually told. */
   readonly refusals: { vendor: string; status: number; at: number }[] = [];
   private failures = new Map<string, { kind: Failure; until: number; count: number }>();
+  /** The next request to a vendor waits here until the test opens it (hold). */
+  private readonly gates = new Map<string, Promise<void>>();
   private readonly jiraIssues = new Map<string, { key: string; labels: string[]; status: string; comments: string[] }>();
   private readonly incidents = new Map<
     string,
@@ -113,6 +115,17 @@ export class VendorReceivers {
   /** The next `count` requests to a vendor fail this way, or all of them until `forMs` passes. */
   fail(vendor: string, kind: Failure, options: { count?: number; forMs?: number } = {}): void {
     this.failures.set(vendor, { kind, count: options.count ?? Infinity, until: options.forMs !== undefined ? Date.now() + options.forMs : Infinity });
+  }
+
+  /** The next request to a vendor is held, unanswered, until the returned function is called (at most 30 s); then it is answered as usual. */
+  hold(vendor: string): () => void {
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+      setTimeout(resolve, 30_000).unref();
+    });
+    this.gates.set(vendor, gate);
+    return open;
   }
 
   heal(vendor: string): void {
@@ -153,6 +166,11 @@ export class VendorReceivers {
     const url = new URL(req.url ?? '/', 'http://x');
     const vendor = url.pathname.split('/')[1] ?? '';
     this.arrivals.push({ vendor, at: Date.now() });
+    const gate = this.gates.get(vendor);
+    if (gate) {
+      this.gates.delete(vendor);
+      await gate;
+    }
     const failure = this.failures.get(vendor);
     if (failure && failure.count > 0 && Date.now() < failure.until) {
       failure.count -= 1;

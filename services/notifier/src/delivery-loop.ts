@@ -24,6 +24,8 @@ export interface DeliveryLoopOptions {
   readonly outbox: Outbox;
   readonly retry?: RetryPolicy | undefined;
   readonly metrics?: NotifierMetrics | undefined;
+  /** After a destination took these (answered 2xx), before they leave the outbox; what it throws is logged, the delivery stands. */
+  readonly taken?: ((taken: readonly Outgoing[]) => Promise<void>) | undefined;
 }
 
 /** A reload's channels, built ahead (DeliveryLoop.prepare) and put in use once the reload holds (apply). */
@@ -193,6 +195,8 @@ export class DeliveryLoop {
           },
         ]);
       }
+      if (result.ok && this.options.taken)
+        await this.options.taken(batch).catch((error: unknown) => log.error({ receiver, error: redactSecrets(String(error)) }, 'notification_taken_failed'));
       await outbox.remove(batch.map((b) => b.notification.id));
     }
   }

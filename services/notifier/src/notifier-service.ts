@@ -133,6 +133,7 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     outbox,
     retry: options.retry,
     metrics: options.metrics,
+    taken: (taken) => afterTaken(taken),
   });
   const silences = new SilenceSync(store, log, (data, host) => deliveries.record(data, host));
 
@@ -145,6 +146,30 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     const n = page.notification;
     if (n.reason !== 'page' || n.alerts.length === 0) return;
     for (const alert of n.alerts) if (await pageLog.firing(alert.fingerprint)) return;
+    await resolveBehind(n);
+  };
+
+  /**
+   * What a destination took: a resolve is remembered in the shared page log; a trigger that
+   * reached the pager after its fault's resolve (another replica sent that from its own queue while
+   * this one's waited out a retry) is followed by the resolve again, or the incident stays open.
+   */
+  const afterTaken = async (taken: readonly Outgoing[]) => {
+    for (const { notification: n } of taken) {
+      if (n.reason === 'page_resolve')
+        await pageLog.resolvesTaken(
+          n.receiver,
+          n.alerts.map((a) => a.fingerprint),
+        );
+      if (n.reason !== 'page' || n.alerts.length === 0) continue;
+      let reopened = true;
+      for (const alert of n.alerts) if (!(await pageLog.reopened(n.receiver, alert.fingerprint))) reopened = false;
+      if (reopened) await resolveBehind(n);
+    }
+  };
+
+  /** The resolve of page `n`, to the outbox and queued behind it. */
+  const resolveBehind = async (n: Notification) => {
     const alerts = n.alerts.map((a) => ({ ...a, status: 'resolved' as const }));
     const resolve: Notification = {
       ...n,
@@ -244,6 +269,9 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     // Last: should it fail, the step is decided again from the shared log, and its sends (same ids) queued then.
     await pageLog.save(state, fingerprints);
     if (nflog && logged && logged.size > 0) await nflog.save(logged);
+    await pageLog.triggersQueued(
+      sends.filter((n) => n.reason === 'page').map((n) => ({ receiver: n.receiver, fingerprints: n.alerts.map((a) => a.fingerprint) })),
+    );
     for (const n of sends) deliveries.enqueue(n, Date.now());
   };
 

@@ -21,6 +21,17 @@ export function resolvedPageKey(fingerprint: string): string {
   return hashedKey('notifier:page-resolved:', fingerprint);
 }
 
+/**
+ * A page's resolve the pager took (answered 2xx), per receiver and fault, until the fault is paged
+ * again (the key is deleted when a trigger is queued) or the hour is over. A trigger the pager
+ * takes while this is set, the fault not firing, reached it after the resolve: the incident it
+ * opened would stay open (replicas send from queues of their own, so a page taken over from a
+ * dead one can arrive behind the resolve another sent).
+ */
+export function resolveTakenKey(receiver: string, fingerprint: string): string {
+  return hashedKey('notifier:page-resolve-taken:', `${receiver}|${fingerprint}`);
+}
+
 type Told = NotifierState['pages'][string];
 const TOLD = z.object({
   status: z.enum(['firing', 'resolved']),
@@ -111,6 +122,23 @@ export class SharedPageLog {
     } catch {
       return false;
     }
+  }
+
+  /** Triggers queued for these receivers and faults: a resolve the pager took before is of an earlier episode. */
+  async triggersQueued(pages: readonly { receiver: string; fingerprints: readonly string[] }[]): Promise<void> {
+    const keys = pages.flatMap((p) => p.fingerprints.map((fp) => resolveTakenKey(p.receiver, fp)));
+    if (keys.length > 0) await this.store.delete(...keys);
+  }
+
+  /** The pager took the resolves of these faults. */
+  async resolvesTaken(receiver: string, fingerprints: readonly string[]): Promise<void> {
+    await inBatches(fingerprints, (fp) => this.store.set(resolveTakenKey(receiver, fp), '1', { ttlMs: RESOLVED_PAGE_KEPT_MS }));
+  }
+
+  /** Whether a trigger the pager just took reached it after the fault's resolve (taken since the trigger was queued, the fault not firing now). */
+  async reopened(receiver: string, fingerprint: string): Promise<boolean> {
+    if (await this.firing(fingerprint)) return false;
+    return (await this.store.get(resolveTakenKey(receiver, fingerprint))) !== null;
   }
 
   /** After a step decided, before its offsets are committed: what it now says of each fingerprint. */
