@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { envelopeMessage, MemoryBus } from '@gpualert/bus';
+import { envelopeMessage, MemoryBus, type Bus } from '@gpualert/bus';
 import { createNotifierServer, NotifierMetrics } from '@gpualert/notifier';
 import { actionAlerts, foldActions } from '@gpualert/remediation';
 import { newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
@@ -34,6 +34,30 @@ function decided(id: string, host: string, phase: 'awaiting_approval' | 'propose
     },
   });
   return { ...e, ts: new Date(Date.now() - minutesAgo * 60_000).toISOString() };
+}
+
+/** `n` views of one bus whose reads all wait until each view has begun one: every reader sees the topic as it was before any of them wrote. */
+function readTogether(bus: MemoryBus, n: number): Bus[] {
+  let begun = 0;
+  let release = () => {};
+  const together = new Promise<void>((resolve) => (release = resolve));
+  return Array.from(
+    { length: n },
+    () =>
+      new Proxy(bus, {
+        get(target, prop) {
+          if (prop === 'read')
+            return async (...args: Parameters<Bus['read']>) => {
+              begun += 1;
+              if (begun >= n) release();
+              await together;
+              return target.read(...args);
+            };
+          const value: unknown = Reflect.get(target, prop, target);
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      }),
+  );
 }
 
 async function actionsOnBus(bus: MemoryBus): Promise<Envelope[]> {
@@ -178,5 +202,38 @@ describe('remediation actions in the console: listed, and approved or denied by 
     await page.goto(`${base}/console/#/actions/act-gone`);
     await page.waitFor('document.body.dataset.view === "actions" && document.getElementById("focus-missing")', 'the missing action said');
     expect(await page.evaluate('document.getElementById("focus-missing").textContent')).toContain('No action act-gone in the last 7 days');
+  });
+});
+
+describe('two people deciding one action at once, on two replicas’ consoles', () => {
+  it('the first decision counts: one is told 200, the other 409 naming it, and one decision reaches gpualert.actions', async () => {
+    const bus = new MemoryBus();
+    const store = new MemoryStore(); // the Redis the replicas share
+    // Each console reads gpualert.actions, and both have read it (the action waiting) before either decides: the race.
+    const [a, b] = readTogether(bus, 2);
+    const servers = [createNotifierServer(store, new NotifierMetrics(), TOKEN, a), createNotifierServer(store, new NotifierMetrics(), TOKEN, b)];
+    const bases = await Promise.all(servers.map((s) => listen(s)));
+    try {
+      await bus.publish(TOPICS.actions, [envelopeMessage(decided('act-race-1', 'gpu-node-003', 'awaiting_approval', 'Xid 79 on GPU 3', 1))]);
+      const post = (base: string, body: unknown) =>
+        fetch(`${base}/v1/actions/act-race-1`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const answers = await Promise.all([post(bases[0]!, { decision: 'approved', by: 'alice' }), post(bases[1]!, { decision: 'denied', by: 'bob' })]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+      const approvals = (await actionsOnBus(bus)).filter((e) => e.type === 'action.approval');
+      expect(approvals).toHaveLength(1);
+      const first = approvals[0]!.data as { decision: string; by: string };
+      const refused = (await answers.find((a) => a.status === 409)!.json()) as { error: string; message: string };
+      expect(refused).toEqual({
+        error: 'already_decided',
+        message: `action act-race-1 was already ${first.decision} by ${first.by}: the first decision counts`,
+      });
+    } finally {
+      await Promise.all(servers.map((s) => close(s)));
+      await bus.close();
+    }
   });
 });

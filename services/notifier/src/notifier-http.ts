@@ -268,7 +268,7 @@ export function createNotifierServer(
             return send(413, { error: 'body_too_large', message: `the body is over ${maxBody} bytes` }, 'application/json', true);
           return send(400, { error: 'malformed_json', message: 'the body is not JSON' });
         }
-        const decided = await decideAction(bus, actionId, body, Date.now());
+        const decided = await decideAction(bus, store, actionId, body, Date.now());
         return send(decided.status, decided.body);
       }
       if (req.method === 'GET' && url.pathname === '/v1/timeline') {

@@ -1,6 +1,7 @@
 import { envelopeMessage, type Bus } from '@gpualert/bus';
 import { awaitsApproval, foldActions, MAX_APPROVAL_TIMEOUT_MS, newestFirst, type ActionView } from '@gpualert/remediation';
 import { MAX_ACTION_TEXT_LENGTH, newEnvelope, parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
+import type { StateStore } from '@gpualert/state';
 import { z } from 'zod';
 import { firstIssue } from '../first-issue.ts';
 import { SharedAnswer } from './shared-answer.ts';
@@ -30,6 +31,15 @@ export interface ActionsAnswer {
   readonly body: object;
 }
 
+/**
+ * The first decision on an action, claimed in the store every notifier shares before it is
+ * published: two people deciding at once (on one console or two replicas' consoles) are not both
+ * told 200 while the remediator acts on whichever reached the topic first. Kept as long as an
+ * approval may wait.
+ */
+export const DECISION_KEY = (id: string) => `notifier:action-decided:${id}`;
+const Claimed = z.object({ decision: z.enum(['approved', 'denied']), by: z.string() });
+
 const reads = new SharedAnswer<Bus, Map<string, ActionView>>(ACTIONS_REUSE_MS);
 
 /** The actions of the last 7 days (the longest an approval may wait), folded; one read at a time, reused for ACTIONS_REUSE_MS after. */
@@ -57,9 +67,10 @@ export async function listActions(bus: Bus, now: number): Promise<ActionsAnswer>
 /**
  * `POST /v1/actions/{id}`: approve or deny an action that waits for a person, as `gpualert action
  * approve|deny` does: an `action.approval` envelope on gpualert.actions, which the remediator acts
- * on. 404 for an action not read, 409 for one no longer waiting (decided, expired, run).
+ * on. 404 for an action not read, 409 for one no longer waiting (decided, expired, run) or that
+ * another person decided first (the first decision counts; the answer names it).
  */
-export async function decideAction(bus: Bus, id: string, body: unknown, now: number): Promise<ActionsAnswer> {
+export async function decideAction(bus: Bus, store: StateStore, id: string, body: unknown, now: number): Promise<ActionsAnswer> {
   const checked = DecisionBody.safeParse(body);
   if (!checked.success) return { status: 400, body: { error: 'invalid_decision', message: firstIssue(checked.error, 'body') } };
   const view = (await actionsOf(bus, now)).get(id);
@@ -74,14 +85,34 @@ export async function decideAction(bus: Bus, id: string, body: unknown, now: num
       },
     };
   const { decision, by, comment } = checked.data;
+  const key = DECISION_KEY(id);
+  if (!(await store.compareAndSet(key, null, JSON.stringify({ decision, by }), { ttlMs: MAX_APPROVAL_TIMEOUT_MS }))) {
+    const first = Claimed.safeParse(parseJson(await store.get(key)));
+    const said = first.success ? `${first.data.decision} by ${first.data.by}` : 'decided';
+    return { status: 409, body: { error: 'already_decided', message: `action ${id} was already ${said}: the first decision counts` } };
+  }
   const envelope = newEnvelope({
     type: 'action.approval',
     host: view.host,
     source: CONSOLE_SOURCE,
     data: { action_id: id, decision, by, ...(comment ? { comment } : {}) },
   });
-  await bus.publish(TOPICS.actions, [envelopeMessage(envelope)]);
+  try {
+    await bus.publish(TOPICS.actions, [envelopeMessage(envelope)]);
+  } catch (error) {
+    // Not published: nobody decided; the next try may.
+    await store.delete(key).catch(() => 0);
+    throw error;
+  }
   // The next list reads the topic again and shows the decision.
   reads.forget(bus);
   return { status: 200, body: { ...view, state: decision, decided_by: by, ...(comment ? { comment } : {}) } };
+}
+
+function parseJson(text: string | null): unknown {
+  try {
+    return text === null ? undefined : JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
