@@ -3,6 +3,7 @@ import { benchAlertmanagerApi } from './alertmanager-api.bench.ts';
 import { benchBmc } from './bmc.bench.ts';
 import { benchBus } from './bus.bench.ts';
 import { benchConsole } from './console.bench.ts';
+import { benchConsoleEngines } from './console-engines.bench.ts';
 import { benchE2e } from './e2e.bench.ts';
 import { benchEngine } from './engine.bench.ts';
 import { benchFleetMetrics } from './fleet-metrics.bench.ts';
@@ -36,6 +37,7 @@ const benches: Record<string, () => Promise<void>> = {
   'alertmanager-api': benchAlertmanagerApi,
 };
 benches.console = benchConsole;
+benches['console-engines'] = benchConsoleEngines;
 benches['fleet-metrics'] = benchFleetMetrics;
 benches['fleet-shares'] = benchFleetShares;
 benches['job-layer'] = benchJobLayer;

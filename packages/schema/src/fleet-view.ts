@@ -127,6 +127,8 @@ export const HostView = z.object({
 export type HostView = z.infer<typeof HostView>;
 
 export const FLEET_SNAPSHOT_VERSION = 1;
+/** An engine's `GET /v1/fleet` as NDJSON (asked with this Accept): the snapshot with `hosts: []` on the first line, then one HostView a line. */
+export const FLEET_NDJSON = 'application/x-ndjson';
 
 export const FleetSnapshot = z.object({
   version: z.literal(FLEET_SNAPSHOT_VERSION),

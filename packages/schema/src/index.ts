@@ -83,6 +83,7 @@ export {
   BaselineBand,
   emptyMetricView,
   EventView,
+  FLEET_NDJSON,
   FLEET_SNAPSHOT_VERSION,
   FleetSnapshot,
   FLEET_METRICS,

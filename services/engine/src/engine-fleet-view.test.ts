@@ -99,4 +99,20 @@ describe("the engine's view of its fleet for the console", () => {
     expect((await view.snapshot(Date.parse('2031-01-01T00:00:00Z'))).hosts).toEqual([]);
     expect(await view.history('gpu-node-001', 5)).toBeNull();
   });
+  it('answers /v1/fleet as one JSON document, or host by host as NDJSON when asked: the same snapshot either way', async () => {
+    const view = judged();
+    const snapshot = await view.snapshot();
+    expect(snapshot.hosts.length).toBe(3);
+    const whole = await fleetViewAnswer(view, '/v1/fleet', 'application/json');
+    expect(whole.type).toBe('application/json');
+    expect(JSON.parse(whole.body)).toEqual(JSON.parse(JSON.stringify(snapshot)));
+    const lines = await fleetViewAnswer(view, '/v1/fleet', 'application/x-ndjson, application/json;q=0.5');
+    expect(lines.type).toBe('application/x-ndjson');
+    const [shell, ...hosts] = lines.body
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(shell).toEqual({ ...JSON.parse(JSON.stringify(snapshot)), hosts: [] });
+    expect(hosts).toEqual(JSON.parse(JSON.stringify(snapshot.hosts)));
+  });
 });

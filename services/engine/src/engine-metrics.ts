@@ -182,8 +182,8 @@ export async function startEngineMetricsServer(
       return;
     }
     if (request.method === 'GET' && fleet && path?.startsWith('/v1/fleet')) {
-      fleetViewAnswer(fleet, path).then(
-        (answer) => response.writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(answer.body),
+      fleetViewAnswer(fleet, path, request.headers.accept ?? '').then(
+        (answer) => response.writeHead(answer.status, { 'content-type': answer.type, 'cache-control': 'no-store' }).end(answer.body),
         (error: unknown) =>
           response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'fleet_failed', message: String(error) })),
       );

@@ -94,6 +94,48 @@ describe("the console's fleet from the engines", () => {
   });
 });
 
+/** A stand-in engine answering `/v1/fleet` as NDJSON (the shell, then a host a line), written `chunk` bytes at a time so that lines and characters are split. */
+async function ndjsonEngine(lines: readonly string[], chunk: number): Promise<string> {
+  const body = Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
+  const server = createServer((req, res) => {
+    if (req.url !== '/v1/fleet' || !(req.headers.accept ?? '').includes('application/x-ndjson')) return void res.writeHead(406).end('{}');
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    for (let at = 0; at < body.length; at += chunk) res.write(body.subarray(at, at + chunk));
+    res.end();
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const bound = server.address();
+  return `http://127.0.0.1:${typeof bound === 'object' && bound ? bound.port : 0}`;
+}
+
+describe('an engine that answers host by host (NDJSON)', () => {
+  it('is read a line at a time across chunks that split lines and characters; a host line that does not read costs that host; a line past the bound names the engine', async () => {
+    const fleet = syntheticFleetSnapshot(12, 8, NOW);
+    const hosts = fleet.hosts.map((h, i) => (i === 5 ? { ...h, host: 'gpu-ノード-005' } : h));
+    const { hosts: _, ...rest } = fleet;
+    const shell = JSON.stringify({ hosts: [], ...rest });
+    const lines = [
+      shell,
+      ...hosts.slice(0, 8).map((h) => JSON.stringify(h)),
+      '{"host": "bad", "gpus": "many"',
+      ...hosts.slice(8).map((h) => JSON.stringify(h)),
+    ];
+    const split = await ndjsonEngine(lines, 7);
+    const merged = await engineFleetSource([split]).snapshot(1);
+    expect(merged.hosts.map((h) => h.host)).toEqual(hosts.map((h) => h.host).sort());
+    expect(merged.hosts.find((h) => h.host === 'gpu-ノード-005')?.gpus).toEqual(hosts[5]!.gpus);
+    expect(merged.omitted_hosts).toBe(fleet.omitted_hosts + 1);
+    expect(merged.events.length).toBe(Math.min(200, fleet.events.length));
+    expect(merged.unavailable).toBeUndefined();
+    // One line that never ends: refused at the line bound (4 MiB), long before the answer's.
+    const endless = await ndjsonEngine([shell, `{"host":"${'x'.repeat(5 * 1024 * 1024)}"}`], 64 * 1024);
+    const refused = await engineFleetSource([endless, split]).snapshot(1);
+    expect(refused.hosts).toHaveLength(12);
+    expect(refused.unavailable).toEqual([expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+: a line of the answer is over the 4194304-byte bound$/)]);
+  });
+});
+
 describe('engines found by name (dns+), as a headless Service lists its pods', () => {
   it('asks every address the name resolves to at each snapshot, and names a name that does not resolve', async () => {
     const fleet = syntheticFleetSnapshot(6, 8, NOW);

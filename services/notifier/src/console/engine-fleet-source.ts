@@ -1,5 +1,6 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import {
+  FLEET_NDJSON,
   FLEET_SNAPSHOT_VERSION,
   FleetSnapshot,
   GpuHistory,
@@ -55,24 +56,120 @@ async function boundedText(response: Response, max: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** One engine's snapshot of the hosts it owns, each host checked (one that does not check is counted as left out). */
+/** The most one line of an engine's NDJSON answer may weigh: a host of 256 GPUs is well under it. */
+export const MAX_ENGINE_LINE_BYTES = 4 * 1024 * 1024;
+const NEWLINE = 0x0a;
+
+/**
+ * The lines of a body, each decoded and handed to `line` as it is complete (a newline byte is never
+ * part of a UTF-8 sequence, so lines split on bytes decode whole), yielding to the event loop every
+ * HOSTS_PER_SLICE lines; the whole read up to `max` bytes, each line up to MAX_ENGINE_LINE_BYTES.
+ */
+async function eachLine(response: Response, max: number, line: (text: string) => void): Promise<void> {
+  const declared = Number(response.headers.get('content-length') ?? NaN);
+  if (declared > max) throw new Error(`answer of ${declared} bytes is over the ${max}-byte bound`);
+  const reader = response.body?.getReader();
+  if (!reader) return;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let size = 0;
+  let lines = 0;
+  const fail = async (why: string) => {
+    await reader.cancel();
+    throw new Error(why);
+  };
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) await fail(`answer is over the ${max}-byte bound`);
+    const chunk = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    let start = 0;
+    for (let end = chunk.indexOf(NEWLINE, start); end !== -1; end = chunk.indexOf(NEWLINE, start)) {
+      const text = Buffer.concat([...pending, chunk.subarray(start, end)]).toString('utf8');
+      pending = [];
+      pendingBytes = 0;
+      start = end + 1;
+      if (text.length > 0) {
+        try {
+          line(text);
+        } catch (error) {
+          await reader.cancel();
+          throw error;
+        }
+      }
+      lines += 1;
+      if (lines % HOSTS_PER_SLICE === 0) await yieldToLoop();
+    }
+    if (start < chunk.length) {
+      // Copied: the reader may reuse its buffer.
+      pending.push(Buffer.from(chunk.subarray(start)));
+      pendingBytes += chunk.length - start;
+      if (pendingBytes > MAX_ENGINE_LINE_BYTES) await fail(`a line of the answer is over the ${MAX_ENGINE_LINE_BYTES}-byte bound`);
+    }
+  }
+  if (pendingBytes > 0) line(Buffer.concat(pending).toString('utf8'));
+}
+
+/** A host's JSON checked, or undefined for one that does not parse or check (it costs that host alone). */
+function hostOf(value: unknown): HostView | undefined {
+  const host = HostView.safeParse(value);
+  return host.success ? host.data : undefined;
+}
+
+/**
+ * One engine's snapshot of the hosts it owns, each host checked (one that does not check is
+ * counted as left out). Asked as NDJSON, read and parsed a host at a time with turns of the event
+ * loop between (a 10,000-host document parsed in one piece held the notifier's loop, which pages,
+ * some 0.4 s); an engine that answers one JSON document (an older one) is still read.
+ */
 async function fetchSnapshot(base: string, options: EngineFleetOptions): Promise<FleetSnapshot> {
-  const response = await (options.fetch ?? fetch)(`${base}/v1/fleet`, { signal: AbortSignal.timeout(options.timeoutMs ?? ENGINE_FETCH_TIMEOUT_MS) });
+  const response = await (options.fetch ?? fetch)(`${base}/v1/fleet`, {
+    headers: { accept: `${FLEET_NDJSON}, application/json;q=0.5` },
+    signal: AbortSignal.timeout(options.timeoutMs ?? ENGINE_FETCH_TIMEOUT_MS),
+  });
   if (response.status !== 200) {
     await response.body?.cancel();
     throw new Error(`answered ${response.status}`);
   }
-  const shell = SnapshotShell.safeParse(JSON.parse(await boundedText(response, options.maxBytes ?? MAX_ENGINE_SNAPSHOT_BYTES)));
-  if (!shell.success) throw new Error(`not a fleet snapshot: ${shell.error.issues[0]?.path.join('.') ?? ''} ${shell.error.issues[0]?.message ?? ''}`);
-  const hosts: HostView[] = [];
-  let omitted = shell.data.omitted_hosts;
-  for (let i = 0; i < shell.data.hosts.length; i += 1) {
-    if (i > 0 && i % HOSTS_PER_SLICE === 0) await yieldToLoop();
-    const host = HostView.safeParse(shell.data.hosts[i]);
-    if (host.success) hosts.push(host.data);
-    else omitted += 1;
+  const max = options.maxBytes ?? MAX_ENGINE_SNAPSHOT_BYTES;
+  const notSnapshot = (error: z.ZodError) => new Error(`not a fleet snapshot: ${error.issues[0]?.path.join('.') ?? ''} ${error.issues[0]?.message ?? ''}`);
+  if (!(response.headers.get('content-type') ?? '').startsWith(FLEET_NDJSON)) {
+    const shell = SnapshotShell.safeParse(JSON.parse(await boundedText(response, max)));
+    if (!shell.success) throw notSnapshot(shell.error);
+    const hosts: HostView[] = [];
+    let omitted = shell.data.omitted_hosts;
+    for (let i = 0; i < shell.data.hosts.length; i += 1) {
+      if (i > 0 && i % HOSTS_PER_SLICE === 0) await yieldToLoop();
+      const host = hostOf(shell.data.hosts[i]);
+      if (host) hosts.push(host);
+      else omitted += 1;
+    }
+    return { ...shell.data, hosts, omitted_hosts: omitted };
   }
-  return { ...shell.data, hosts, omitted_hosts: omitted };
+  let shell: FleetSnapshot | undefined;
+  const hosts: HostView[] = [];
+  let omitted = 0;
+  await eachLine(response, max, (text) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    if (shell === undefined) {
+      const first = SnapshotShell.safeParse(value);
+      if (!first.success) throw notSnapshot(first.error);
+      shell = { ...first.data, hosts: [] };
+      return;
+    }
+    const host = hosts.length < MAX_FLEET_HOSTS ? hostOf(value) : undefined;
+    if (host) hosts.push(host);
+    else omitted += 1;
+  });
+  if (shell === undefined) throw new Error('not a fleet snapshot: an empty answer');
+  const read: FleetSnapshot = shell;
+  return { ...read, hosts, omitted_hosts: read.omitted_hosts + omitted };
 }
 
 /**
