@@ -252,6 +252,21 @@ describe('Redfish from several vendors', () => {
     expect(poll.sample.psus).toEqual([{ name: 'PS1 Status', health: 'ok', watts: 203, state: 'enabled' }]);
   });
 
+  it('Supermicro (H12 board, legacy Thermal): six fans in RPM, CPU Temp by its PhysicalContext, the VRM it also files under CPU is not the CPU', async () => {
+    const thermal = redfish('supermicro-h12/Thermal.json');
+    const { poll } = await pollVendor({ '/redfish/v1/Chassis/1': { Thermal: { '@odata.id': thermal['@odata.id'] } } }, { [thermal['@odata.id']]: thermal });
+    expect(poll.problems).toEqual([]);
+    expect(poll.sample.fans).toEqual([10780, 10920, 10920, 10920, 10780, 10780].map((rpm, i) => ({ name: `FAN${i + 1}`, rpm, health: 'ok' })));
+    const at = (location: string) => poll.sample.temperatures?.filter((t) => t.location === location).map((t) => [t.name, t.celsius]);
+    // `CPU_VRM Temp` carries PhysicalContext CPU; the board's regulator is read as the socket's VRM, as
+    // ipmitool reads the same board's `VRMCpu Temp` (sensor-supermicro-na.txt), not as the CPU at 41 °C.
+    expect(at('cpu')).toEqual([['CPU Temp', 63]]);
+    expect(poll.sample.temperatures?.find((t) => t.name === 'CPU_VRM Temp')).toEqual({ name: 'CPU_VRM Temp', celsius: 41, location: 'other', health: 'ok' });
+    expect(at('other')).toHaveLength(13);
+    // The board has no inlet sensor fitted: its `Inlet Temp` is Absent with a reading of 0.
+    expect(at('inlet')).toEqual([]);
+  });
+
   it('Supermicro: the Absent `Inlet Temp` (ReadingCelsius 0) is left out, where the same sensor enabled would be an inlet at 0 °C', async () => {
     const thermal = redfish('supermicro-h12/Thermal.json');
     const inletOf = async (doc: Doc) => {
