@@ -9,8 +9,8 @@ import { runCli } from './infra/run-cli.ts';
 
 /**
  * BMCs of several vendors: `ipmitool sensor`, `sdr list`, `sdr elist all` and `sel list` as pasted
- * in public issues (test/fixtures/bmc/ipmitool/README.md), and Redfish resources of Dell iDRAC 9,
- * HPE iLO 5 and 6, NVIDIA's HGX baseboard and DMTF's Sensor mockups
+ * in public issues and kept in open-source tests (test/fixtures/bmc/ipmitool/README.md), and Redfish
+ * resources of Dell iDRAC 9, HPE iLO 5 and 6, a Supermicro H12 board, NVIDIA's HGX baseboard and DMTF's Sensor mockups
  * (the README.md beside each in test/fixtures/bmc/redfish/), served from loopback. Expected locations are the vendors'
  * own words: Redfish's PhysicalContext where the BMC gives one, else what the sensor's name says.
  */
@@ -144,6 +144,25 @@ describe('ipmitool sdr list and sdr elist all', () => {
     expect(psuAmbient).toEqual([{ name: 'Ambient Temp', celsius: 31, location: 'psu', health: 'ok' }]);
   });
 
+  it('IBM System x IMM `sdr list`: Ambient Temp is the inlet, six fan tachs in RPM, Not Readable rows skipped, 118 raw discrete rows said once', () => {
+    const { sample, problems } = parseSdr(ipmi('sdr-list-ibm-systemx-imm.txt'));
+    expect(HostSampleData.safeParse(sample).success).toBe(true);
+    expect(sample.temperatures).toEqual([{ name: 'Ambient Temp', celsius: 20, location: 'inlet', health: 'ok' }]);
+    expect(sample.fans).toEqual(
+      [
+        ['Fan 1A Tach', 2610],
+        ['Fan 1B Tach', 1775],
+        ['Fan 2A Tach', 2001],
+        ['Fan 2B Tach', 1275],
+        ['Fan 3A Tach', 2929],
+        ['Fan 3B Tach', 2125],
+      ].map(([name, rpm]) => ({ name, rpm, health: 'ok' })),
+    );
+    // `Avg Power | 210 Watts` is the system's draw, not a power supply.
+    expect(sample.psus?.some((p) => p.watts === 210)).toBe(false);
+    expect(problems).toEqual([{ line: 14, text: 'Fan 1            | 0x00              | ok', reason: expect.stringMatching(/\(118 lines\)$/) }]);
+  });
+
   it('HP DL380 G7 `sdr`: PSU watts and fan percent read; the raw discrete states said once, not taken for PSUs', () => {
     const { sample, problems } = parseSdr(ipmi('sdr-hp-dl380-g7.txt'));
     expect(sample.psus).toEqual([
@@ -231,6 +250,36 @@ describe('Redfish from several vendors', () => {
     expect(poll.sample.temperatures).toEqual([{ name: 'CPU1 Temp', celsius: 40, location: 'cpu', health: 'ok' }]);
     expect(poll.sample.fan_redundancy).toEqual([{ name: 'System Board Fan Redundancy', state: 'full', health: 'ok' }]);
     expect(poll.sample.psus).toEqual([{ name: 'PS1 Status', health: 'ok', watts: 203, state: 'enabled' }]);
+  });
+
+  it('Supermicro (H12 board, legacy Thermal): six fans in RPM, CPU Temp by its PhysicalContext, the VRM it also files under CPU is not the CPU', async () => {
+    const thermal = redfish('supermicro-h12/Thermal.json');
+    const { poll } = await pollVendor({ '/redfish/v1/Chassis/1': { Thermal: { '@odata.id': thermal['@odata.id'] } } }, { [thermal['@odata.id']]: thermal });
+    expect(poll.problems).toEqual([]);
+    expect(poll.sample.fans).toEqual([10780, 10920, 10920, 10920, 10780, 10780].map((rpm, i) => ({ name: `FAN${i + 1}`, rpm, health: 'ok' })));
+    const at = (location: string) => poll.sample.temperatures?.filter((t) => t.location === location).map((t) => [t.name, t.celsius]);
+    // `CPU_VRM Temp` carries PhysicalContext CPU; the board's regulator is read as the socket's VRM, as
+    // ipmitool reads the same board's `VRMCpu Temp` (sensor-supermicro-na.txt), not as the CPU at 41 °C.
+    expect(at('cpu')).toEqual([['CPU Temp', 63]]);
+    expect(poll.sample.temperatures?.find((t) => t.name === 'CPU_VRM Temp')).toEqual({ name: 'CPU_VRM Temp', celsius: 41, location: 'other', health: 'ok' });
+    expect(at('other')).toHaveLength(13);
+    // The board has no inlet sensor fitted: its `Inlet Temp` is Absent with a reading of 0.
+    expect(at('inlet')).toEqual([]);
+  });
+
+  it('Supermicro: the Absent `Inlet Temp` (ReadingCelsius 0) is left out, where the same sensor enabled would be an inlet at 0 °C', async () => {
+    const thermal = redfish('supermicro-h12/Thermal.json');
+    const inletOf = async (doc: Doc) => {
+      const { poll } = await pollVendor({ '/redfish/v1/Chassis/1': { Thermal: { '@odata.id': doc['@odata.id'] } } }, { [doc['@odata.id']]: doc });
+      return poll.sample.temperatures?.filter((t) => t.location === 'inlet');
+    };
+    // Enabled on the served copy (the file is not edited): the 0 would be taken for the room's air.
+    const enabled = {
+      ...thermal,
+      Temperatures: (thermal.Temperatures as Doc[]).map((t) => (t.Name === 'Inlet Temp' ? { ...t, Status: { State: 'Enabled' } } : t)),
+    };
+    expect(await inletOf(enabled)).toEqual([{ name: 'Inlet Temp', celsius: 0, location: 'inlet', health: 'unknown' }]);
+    expect(await inletOf(thermal)).toEqual([]);
   });
 
   it('HPE iLO 5: fans in percent, the inlet by Intake and a PSU zone by PowerSupply, OEM sections passed over', async () => {

@@ -2,8 +2,9 @@ import type { HostTemperature } from '@gpualert/schema';
 
 /**
  * Where a temperature sensor sits, from what the BMC says about it. Pure. Redfish's
- * `PhysicalContext` and IPMI's entity id are the BMC's own word and win; without them (or with a
- * context that says nothing of the place, such as `SystemBoard`) the sensor's name is read the way
+ * `PhysicalContext` and IPMI's entity id are the BMC's own word and win (but for a regulator or
+ * memory sensor filed under its chip, below); without them (or with a context that says nothing
+ * of the place, such as `SystemBoard`) the sensor's name is read the way
  * vendors name them: Dell `Inlet Temp`/`System Board Inlet Temp`, HPE `01-Inlet Ambient`/`02-CPU 1`/
  * `44-P/S 2 Zone`, Supermicro `CPU1 Temp`/`GPU1 Temp`, Lenovo `Ambient Temp`/`CPU 1 Temp`, NVIDIA
  * HGX `HGX_GPU_SXM_1_TEMP_0`, OpenBMC `TEMP_CPU0`. Names are matched at letter boundaries, not
@@ -51,9 +52,15 @@ export function locationByName(name: string): TemperatureLocation {
   return 'other';
 }
 
-/** A Redfish sensor's location: its PhysicalContext when that names a place, else its name. */
+/**
+ * A Redfish sensor's location: its PhysicalContext when that names a place, else its name. A
+ * regulator or memory sensor filed under the chip it serves is not that chip: Supermicro gives its
+ * `CPU_VRM Temp` PhysicalContext CPU (Redfish has `VoltageRegulator` for it).
+ */
 export function locationOfRedfish(context: unknown, name: string): TemperatureLocation {
-  return (typeof context === 'string' ? CONTEXTS.get(context) : undefined) ?? locationByName(name);
+  const placed = typeof context === 'string' ? CONTEXTS.get(context) : undefined;
+  if ((placed === 'cpu' || placed === 'gpu') && NOT_THE_CHIP.test(name)) return 'other';
+  return placed ?? locationByName(name);
 }
 
 /** An IPMI sensor's location: its entity id (`10` of `10.1`) when that names a place, else its name. */
