@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { classify } from './classify.ts';
-import { KernelLogParser } from './kernel-log-parser.ts';
+import { KernelLogParser, MAX_OPEN_BURSTS } from './kernel-log-parser.ts';
 import { shippedCatalog } from '@gpualert/test-support';
 
 // Hostile lines: one token repeated into a journald-sized (48 KiB) line, from the attack on the kernel
@@ -100,5 +100,21 @@ describe('continuation lines', () => {
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({ kind: 'xid', xid: 79 });
     expect(events[0]!.data.message.length).toBe(65_536);
+  });
+});
+
+describe('lines that share one clock', () => {
+  it('20,000 OOM kills of different pids in one second open at most MAX_OPEN_BURSTS events at once; the oldest are told as the rest arrive, and none is lost', () => {
+    const parser = new KernelLogParser({ catalog, referenceYear: 2026 });
+    const line = (pid: number) => `[ 5000.123456] Out of memory: Killed process ${pid} (python) total-vm:1000kB, anon-rss:900kB, file-rss:0kB`;
+    const kills = 20_000;
+    let toldBeforeTheEnd = 0;
+    for (let pid = 1; pid <= kills; pid += 1) toldBeforeTheEnd += parser.push(line(pid), 1_000).filter((e) => e.data.kind === 'oom_kill').length;
+    const atTheEnd = parser.flush().filter((e) => e.data.kind === 'oom_kill');
+    // Each kill is its own event (the control: they are not folded into one), all told in the end.
+    expect(toldBeforeTheEnd + atTheEnd.length).toBe(kills);
+    // What waited for the end was at most the bound (and the last line, still pending); the rest was told as the lines came.
+    expect(atTheEnd.length).toBeLessThanOrEqual(MAX_OPEN_BURSTS + 1);
+    expect(toldBeforeTheEnd).toBeGreaterThanOrEqual(kills - MAX_OPEN_BURSTS - 1);
   });
 });

@@ -149,6 +149,13 @@ const HOST_GAP_MS = 1_000;
 const GHES_HEADER = /^\{\d+\}\[Hardware Error\]: Hardware error from APEI/;
 /** A container runtime's partial lines joined into one, and a message's continuation lines, are cut at this length. */
 const MAX_PARTIAL = 65_536;
+/**
+ * Bursts open at once. Past it the oldest is told at once: lines that share one clock (a log
+ * replayed, or a clock standing still) each open a burst of their own when their texts, GPUs or
+ * killed pids differ, and nothing else closes them until the clock moves; each line also looks
+ * at every open burst, so without a bound both memory and time per line grew with them.
+ */
+export const MAX_OPEN_BURSTS = 1_024;
 /** A syslog date this far past the arrival is last year's (the prefix has no year). */
 const YEAR_SLACK_MS = 2 * 86_400_000;
 /**
@@ -607,6 +614,11 @@ export class KernelLogParser {
     };
     if (pending.claimedMs !== undefined)
       this.attach(burst, `gpualert: the line's own time ${claimedText(pending.claimedMs)} is after it arrived; dated by its arrival`);
+    // The oldest open burst (a Map keeps the order bursts were opened in) is told to make room.
+    if (this.bursts.size >= MAX_OPEN_BURSTS) {
+      const oldest = this.bursts.values().next().value;
+      if (oldest) this.close(oldest, out);
+    }
     this.bursts.set(key, burst);
     this.current = burst;
   }
