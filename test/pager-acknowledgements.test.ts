@@ -122,6 +122,40 @@ describe('acknowledgements from the pager, through the intake', () => {
     expect(new Set((await acks()).filter((a) => a.data.pager === 'opsgenie').map((a) => a.id)).size).toBe(1);
   });
 
+  it("Opsgenie with tokens of its own: one of them (either, during a rotation) is taken; the intake's own token is refused there, and still opens every other route", async () => {
+    const own = ['opsgenie-token-old-0123456789abcdef', 'opsgenie-token-new-0123456789abcdef'];
+    const dedicated = createIntakeServer({
+      bus,
+      store: new MemoryStore(),
+      log: createLogger({ name: 'test', level: 'silent' }),
+      now: Date.now,
+      seenTtlMs: 3_600_000,
+      publishTimeoutMs: 5_000,
+      maxBodyBytes: 256 * 1024,
+      auth: { secrets: [], token: TOKEN, tokenHeader: 'authorization' },
+      opsgenieTokens: own,
+    }).server;
+    const at = await listen(dedicated);
+    try {
+      const body = readFileSync(join(FIXTURES, 'opsgenie-acknowledge.json'), 'utf8');
+      const send = (headers: Record<string, string>) =>
+        fetch(`${at}/v1/pager/opsgenie`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+      const refused = await send({ authorization: `Bearer ${TOKEN}` });
+      expect(refused.status).toBe(401);
+      expect(((await refused.json()) as { message: string }).message).toBe("the authorization token is not the Opsgenie integration's");
+      expect((await send({})).status).toBe(401);
+      expect((await send({ authorization: `Bearer ${own[0]}` })).status).toBe(202);
+      expect((await send({ authorization: own[1]! })).status).toBe(202);
+      // The Opsgenie token opens nothing else: a provider notice with it is refused, with the intake's token taken.
+      const notice = (token: string) =>
+        fetch(`${at}/v1/events/generic`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' });
+      expect((await notice(own[1]!)).status).toBe(401);
+      expect((await notice(TOKEN)).status).not.toBe(401);
+    } finally {
+      await close(dedicated);
+    }
+  });
+
   it("an unknown pager is 404, a body that is not the pager's is 422 naming the field", async () => {
     expect((await post('victorops', '{}', { authorization: `Bearer ${TOKEN}` })).status).toBe(404);
     const response = await post('opsgenie', '{"action":"Acknowledge"}', { authorization: `Bearer ${TOKEN}` });

@@ -41,6 +41,12 @@ export const IntakeConfig = z.object({
   publishTimeoutMs: z.coerce.number().int().positive().default(3_000),
   /** PagerDuty v3 webhook subscriptions' signing secrets (`/v1/pager/pagerduty`), several during a rotation. */
   pagerdutySecrets: listSetting(z.string().min(MIN_SECRET_BYTES, `expected a PagerDuty signing secret of at least ${MIN_SECRET_BYTES} characters`)).default([]),
+  /**
+   * Tokens of `/v1/pager/opsgenie` alone (Opsgenie does not sign; its webhook integration sends one
+   * as a custom header), several during a rotation: set, the intake's own token is not taken there,
+   * so the Opsgenie integration holds a token that can only acknowledge, not announce maintenance.
+   */
+  opsgenieTokens: listSetting(z.string().min(MIN_TOKEN_CHARS, `expected a token of at least ${MIN_TOKEN_CHARS} characters`)).default([]),
   /** SNS topics (ARNs) whose deliveries `/v1/deliveries/sns` takes. */
   snsTopicArns: listSetting(z.string().regex(/^arn:aws(?:-cn|-us-gov)?:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'expected an SNS topic ARN')).default([]),
   /** Pub/Sub push: the audience set on the subscription (usually the endpoint URL). */
@@ -61,6 +67,7 @@ export const INTAKE_SOURCES: SettingSources<IntakeConfig> = {
   seenTtlHours: { flag: false },
   publishTimeoutMs: { flag: false },
   pagerdutySecrets: { env: 'GPUALERT_INTAKE_PAGERDUTY_SECRETS', flag: false, secret: true },
+  opsgenieTokens: { env: 'GPUALERT_INTAKE_OPSGENIE_TOKENS', flag: false, secret: true },
   snsTopicArns: { env: 'GPUALERT_INTAKE_SNS_TOPICS', flag: false },
   pubsubAudience: { env: 'GPUALERT_INTAKE_PUBSUB_AUDIENCE', flag: false },
   pubsubServiceAccounts: { env: 'GPUALERT_INTAKE_PUBSUB_SERVICE_ACCOUNTS', flag: false },

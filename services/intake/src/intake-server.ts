@@ -31,6 +31,8 @@ export interface IntakeServerOptions extends IntakeDeps {
   readonly deliveries?: DeliveriesConfig;
   /** PagerDuty v3 webhook signing secrets (`/v1/pager/pagerduty`); none: PagerDuty's webhooks are refused. */
   readonly pagerdutySecrets?: readonly string[];
+  /** `/v1/pager/opsgenie`'s own tokens; none: the intake's token (PagerDeps). */
+  readonly opsgenieTokens?: readonly string[];
 }
 
 const ROUTE = /^\/v1\/events\/([A-Za-z0-9-]+)\/?$/;
@@ -169,7 +171,10 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
           }
           const body = await jsonBody(request, response, options.maxBodyBytes, []);
           if (!Buffer.isBuffer(body)) return finish(body, label);
-          const result = await handlePagerWebhook({ pager, headers: request.headers, body }, { ...options, pagerdutySecrets: options.pagerdutySecrets ?? [] });
+          const result = await handlePagerWebhook(
+            { pager, headers: request.headers, body },
+            { ...options, pagerdutySecrets: options.pagerdutySecrets ?? [], opsgenieTokens: options.opsgenieTokens ?? [] },
+          );
           if (result.events) metrics.events.inc({ provider: label }, result.events);
           logOutcome(options.log, { pager: label }, result);
           return finish(result, label);

@@ -15,6 +15,7 @@ export async function startIntake(config: IntakeConfig, context: ServiceContext)
     publishTimeoutMs: config.publishTimeoutMs,
     maxBodyBytes: config.maxBodyBytes,
     pagerdutySecrets: config.pagerdutySecrets,
+    opsgenieTokens: config.opsgenieTokens,
     auth: { secrets: config.secrets, tokenHeader: config.tokenHeader, ...(config.token ? { token: config.token } : {}) },
     deliveries: {
       snsTopicArns: config.snsTopicArns,

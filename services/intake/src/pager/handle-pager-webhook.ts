@@ -4,6 +4,7 @@ import { redactSecrets } from '@gpualert/log';
 import { answer, authenticate, type IntakeDeps, type IntakeResponse } from '../handle-delivery.ts';
 import { errorMessage } from '../error-message.ts';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json-depth.ts';
+import { tokenMatches } from '../standard-webhooks.ts';
 import { verifyPagerDutySignature } from './pagerduty-signature.ts';
 import { PAGER_READERS } from './pager-acknowledgement.ts';
 
@@ -15,6 +16,8 @@ const MAX_AGE_MS = 7 * 86_400_000;
 export interface PagerDeps extends IntakeDeps {
   /** PagerDuty v3 webhook subscriptions' signing secrets (several during a rotation). */
   readonly pagerdutySecrets: readonly string[];
+  /** Opsgenie's own tokens (several during a rotation); none: the intake's token, as every route. */
+  readonly opsgenieTokens: readonly string[];
 }
 
 export interface PagerRequest {
@@ -26,8 +29,9 @@ export interface PagerRequest {
 /**
  * `POST /v1/pager/{pagerduty|opsgenie}`: a pager says someone acknowledged, resolved or reassigned
  * a page gpualert sent. PagerDuty signs each webhook (`X-PagerDuty-Signature`); Opsgenie does not
- * sign, and is authenticated like every intake route (the intake's token, set as a custom header
- * of the Opsgenie webhook integration). The acknowledgement goes to gpualert.notifications, keyed
+ * sign: a token set as a custom header of the Opsgenie webhook integration, one of
+ * `opsgenieTokens` where they are set (the intake's own token is then refused here), else the
+ * intake's token like every route. The acknowledgement goes to gpualert.notifications, keyed
  * by the pager (the webhook does not name the host), with an id derived from the pager's event,
  * so a redelivery is told once.
  */
@@ -45,7 +49,9 @@ export async function handlePagerWebhook(request: PagerRequest, deps: PagerDeps)
           const verified = verifyPagerDutySignature(header(request.headers, 'x-pagerduty-signature'), request.body, deps.pagerdutySecrets);
           return verified.ok ? undefined : verified.reason;
         })()
-      : authenticate({ provider: pager.data, headers: request.headers, body: request.body }, deps);
+      : deps.opsgenieTokens.length > 0
+        ? opsgenieTokenRefused(header(request.headers, deps.auth.tokenHeader.toLowerCase()), deps.opsgenieTokens, deps.auth.tokenHeader)
+        : authenticate({ provider: pager.data, headers: request.headers, body: request.body }, deps);
   if (refused) return answer(401, 'unauthorized', { error: 'unauthorized', message: refused });
   if (jsonDepthExceeds(request.body, MAX_JSON_DEPTH)) {
     return answer(400, 'malformed', {
@@ -104,4 +110,12 @@ async function publishWithin(deps: IntakeDeps, envelope: Envelope, message: Retu
 function header(headers: PagerRequest['headers'], name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value.join(',') : value;
+}
+
+/** Why an Opsgenie delivery's token is refused (undefined: it is one of Opsgenie's own), every token compared in constant time. */
+function opsgenieTokenRefused(offered: string | undefined, tokens: readonly string[], tokenHeader: string): string | undefined {
+  if (offered === undefined) return `missing the ${tokenHeader} token of the Opsgenie integration`;
+  let matched = false;
+  for (const token of tokens) if (tokenMatches(offered, token)) matched = true;
+  return matched ? undefined : `the ${tokenHeader} token is not the Opsgenie integration's`;
 }
