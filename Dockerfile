@@ -5,6 +5,15 @@
 # runtime stage installs that tarball with production dependencies only, so what runs in the
 # container is what a user installing the package gets: no tsx, no dev dependencies, no sources.
 
+# The base by tag, which can move under the same name: a release pins it by digest. Where a
+# registry can be reached, look the digest up (the index's, so every architecture stays covered):
+#   docker buildx imagetools inspect node:24-trixie-slim        # its "Digest: sha256:…"
+#   skopeo inspect --format '{{.Digest}}' docker://node:24-trixie-slim
+# and build with it:
+#   docker build --build-arg NODE_IMAGE=node:24-trixie-slim@sha256:<that digest> -t gpualert .
+# No digest is written here because none could be looked up and checked from where this file is
+# tested (no registry is reachable). The reproducible image is `npm run build:image`
+# (deploy/docker/Containerfile, built FROM its base by digest without a Docker engine).
 ARG NODE_IMAGE=node:24-trixie-slim
 
 FROM ${NODE_IMAGE} AS build

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -12,7 +12,7 @@ import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
-import { format, median, percentile } from './harness.ts';
+import { format, median, percentile, residentMb as rssMb } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 
@@ -34,12 +34,6 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs: num
   }
 }
 
-function rssMb(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024;
-}
-
 /**
  * What the deployment keeps in Redis, by kind of key: bytes as Redis counts them (`MEMORY USAGE`,
  * every key of the prefix, by SCAN), and the engine's per-host state as stored (its JSON length).
@@ -55,9 +49,15 @@ async function redisFootprint(url: string, prefix: string): Promise<{ kinds: Map
       cursor = next;
       for (const key of keys) {
         const rest = key.slice(prefix.length);
-        const family = ['engine:host:', 'engine:partition:', 'notifier:alive:', 'notifier:outbox-claim:', 'notifier:page-resolved:', 'collector:kernel:'].find(
-          (f) => rest.startsWith(f),
-        );
+        const family = [
+          'engine:host:',
+          'engine:partition:',
+          'notifier:alive:',
+          'notifier:outbox-claim:',
+          'notifier:page-resolved:',
+          'notifier:page-resolve-taken:',
+          'collector:kernel:',
+        ].find((f) => rest.startsWith(f));
         const kind = family ? `${family}*` : rest;
         const bytes = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) || 0;
         const entry = kinds.get(kind) ?? { keys: 0, bytes: 0 };
@@ -328,6 +328,8 @@ export async function benchE2e(): Promise<void> {
     if (remaining > 0) await new Promise((r) => setTimeout(r, remaining));
     const notifierRss = rssMb(notifier.pid);
     const engineRssSteady = engines.map((e) => rssMb(e.pid));
+    const notifierRssPeak = rssMb(notifier.pid, 'VmHWM');
+    const engineRssPeak = engines.map((e) => rssMb(e.pid, 'VmHWM'));
     steady = false;
     clearInterval(sampler);
     await load;
@@ -352,6 +354,9 @@ export async function benchE2e(): Promise<void> {
     console.log(`${'agent RSS (one per host, just after its page), median'.padEnd(58)} ${format(median(agentRss)).padStart(12)} MB`);
     console.log(`${'engine RSS per instance at the end of the steady load'.padEnd(58)} ${engineRssSteady.map((mb) => format(mb)).join(' + ')} MB`);
     console.log(
+      `${'peak RSS (VmHWM) per engine instance, and the notifier'.padEnd(58)} ${engineRssPeak.map((mb) => format(mb)).join(' + ')} MB, ${format(notifierRssPeak)} MB`,
+    );
+    console.log(
       `${'gpu.sample message (8 GPUs), as published'.padEnd(58)} ${format(sizes.bytes / Math.max(1, sizes.count)).padStart(12)} bytes (mean of ${sizes.count.toLocaleString('en-US')})`,
     );
     const footprint = await redisFootprint(redis.url, `${prefix}:`);
@@ -375,6 +380,8 @@ export async function benchE2e(): Promise<void> {
         engine_rss_mb_per_1000_gpus: Math.round(perThousand(engineRss) * 10) / 10,
         engine_rss_mb_steady: engineRssSteady.map((mb) => Math.round(mb)),
         notifier_rss_mb: Math.round(notifierRss),
+        engine_rss_mb_peak: engineRssPeak.map((mb) => Math.round(mb)),
+        notifier_rss_mb_peak: Math.round(notifierRssPeak),
         agent_rss_mb_median: Math.round(median(agentRss)),
         hosts,
         gpus: hosts * gpus,

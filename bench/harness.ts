@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 /** Runs `fn` several times and reports the median: these machines are shared and noisy. */
 export async function measure(name: string, unit: string, runs: number, fn: () => Promise<number> | number): Promise<number> {
   const rates: number[] = [];
@@ -26,4 +28,11 @@ export function percentile(values: readonly number[], p: number): number {
 
 export function format(value: number): string {
   return value >= 100 ? Math.round(value).toLocaleString('en-US') : value.toFixed(2);
+}
+
+/** A process's resident memory now (`VmRSS`), or the most it has held (`VmHWM`: what a memory limit must clear), in MB, from /proc. */
+export function residentMb(pid: number | undefined, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  if (pid === undefined) return NaN;
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
 }

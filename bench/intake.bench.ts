@@ -8,7 +8,7 @@ import { MAX_HOSTS_PER_PROVIDER_EVENT, parseEnvelope, TOPICS } from '@gpualert/s
 import { MemoryStore } from '@gpualert/state';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
-import { format, median, percentile } from './harness.ts';
+import { format, median, percentile, residentMb } from './harness.ts';
 
 const SECRET = `whsec_${Buffer.from('benchmark secret, thirty-two by!').toString('base64')}`;
 
@@ -111,6 +111,7 @@ export async function benchIntake(): Promise<void> {
       await new Promise((r) => setTimeout(r, 50));
     }
     const port = Number(/"port":(\d+)/.exec(output)![1]);
+    console.log(`${'intake RSS at rest, before any delivery'.padEnd(58)} ${format(residentMb(intake.pid)).padStart(12)} MB`);
     for (const concurrency of [16, 64]) {
       const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
       const latencies: number[] = [];
@@ -151,6 +152,10 @@ export async function benchIntake(): Promise<void> {
       const accepted = statuses.get(202) ?? 0;
       console.log(
         `${`concurrency ${concurrency}, ${seconds} s`.padEnd(58)} ${format(accepted / seconds).padStart(12)} accepted/s  p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms  (statuses ${JSON.stringify(Object.fromEntries(statuses))})`,
+      );
+      // The intake's memory under that load (deploy/kubernetes/intake-deployment.yaml's requests come from it).
+      console.log(
+        `${`intake RSS after concurrency ${concurrency}`.padEnd(58)} ${format(residentMb(intake.pid)).padStart(12)} MB now, ${format(residentMb(intake.pid, 'VmHWM'))} MB peak`,
       );
     }
   } finally {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
@@ -7,48 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { debianTool } from './alertmanager/debian-tool.ts';
 import { startToolOnFreePort } from './alertmanager/harness.ts';
+import { activeTargets, dashboards, instant, panelsOf, resolveVariables, substitute } from './prometheus/grafana-queries.ts';
 import { FakeNvidiaSmi } from './infra/fake-nvidia-smi.ts';
 import { onFreePort, PORT_TAKEN, PortTaken } from './infra/free-port.ts';
 import { cleanEnv, startCli } from './infra/run-cli.ts';
 import { waitFor } from './infra/wait-for.ts';
 
 const ROOT = new URL('../', import.meta.url);
-const DASHBOARDS = new URL('deploy/grafana/dashboards/', ROOT);
 const RULES = new URL('deploy/prometheus/gpualert.rules.yml', ROOT);
 const readJson = (url: URL) => JSON.parse(readFileSync(url, 'utf8')) as unknown;
-
-interface Target {
-  refId: string;
-  expr: string;
-}
-interface Panel {
-  type: string;
-  title: string;
-  targets?: Target[];
-  panels?: Panel[];
-}
-interface Variable {
-  type: string;
-  name: string;
-  query?: string | { query: string };
-  sort?: number;
-}
-interface Dashboard {
-  uid: string;
-  title: string;
-  panels: Panel[];
-  templating: { list: Variable[] };
-}
-
-const dashboards = readdirSync(DASHBOARDS)
-  .filter((f) => f.endsWith('.json'))
-  .sort()
-  .map((file) => ({ file, board: readJson(new URL(file, DASHBOARDS)) as Dashboard }));
-
-/** Every panel, rows' panels included. */
-function panelsOf(board: Dashboard): Panel[] {
-  return board.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
-}
 
 /** Grafana's published schemas (test/fixtures/grafana/README.md names their source), draft-07. */
 function validator(file: string) {
@@ -82,50 +49,6 @@ describe("the Grafana dashboards, against Grafana's published schemas", () => {
     expect(query({ refId: 'A' })).toBe(false); // no expr
   });
 });
-
-/** `label_values(selector, label)`, as Grafana's Prometheus data source resolves it: the label's values on the selector's series. */
-async function labelValues(base: string, query: string): Promise<string[]> {
-  const m = /^label_values\((.+),\s*(\w+)\)$/.exec(query);
-  if (!m) throw new Error(`not a label_values query: ${query}`);
-  const response = await fetch(`${base}/api/v1/series?${new URLSearchParams({ 'match[]': m[1]! }).toString()}`);
-  const body = (await response.json()) as { status: string; data: Record<string, string>[] };
-  expect(body.status, query).toBe('success');
-  return [...new Set(body.data.map((s) => s[m[2]!]).filter((v): v is string => v !== undefined))];
-}
-
-async function activeTargets(base: string): Promise<{ labels: Record<string, string>; health: string; lastError: string }[]> {
-  const body = (await (await fetch(`${base}/api/v1/targets?state=active`)).json()) as {
-    data: { activeTargets: { labels: Record<string, string>; health: string; lastError: string }[] };
-  };
-  return body.data.activeTargets;
-}
-
-async function instant(base: string, expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]> {
-  const response = await fetch(`${base}/api/v1/query?${new URLSearchParams({ query: expr }).toString()}`);
-  const body = (await response.json()) as { status: string; error?: string; data: { result: { metric: Record<string, string>; value: [number, string] }[] } };
-  expect(body.status, `${expr}: ${body.error ?? ''}`).toBe('success');
-  return body.data.result;
-}
-
-/** Each variable's values in order, the first one chosen, as Grafana does on opening (sort 1: alphabetical, 3: numerical). */
-async function resolveVariables(base: string, board: Dashboard, fixed: Record<string, string> = {}): Promise<Map<string, string>> {
-  const chosen = new Map<string, string>();
-  for (const variable of board.templating.list) {
-    if (variable.type !== 'query') continue;
-    const raw = typeof variable.query === 'string' ? variable.query : variable.query!.query;
-    const values = await labelValues(base, substitute(raw, chosen));
-    expect(values.length, `${board.uid}: $${variable.name} (${raw}) has values`).toBeGreaterThan(0);
-    values.sort(variable.sort === 3 ? (a, b) => Number(a) - Number(b) : undefined);
-    const value = fixed[variable.name] ?? values[0]!;
-    expect(values).toContain(value);
-    chosen.set(variable.name, value);
-  }
-  return chosen;
-}
-
-function substitute(expr: string, values: ReadonlyMap<string, string>): string {
-  return expr.replace(/\$(\w+)/g, (all, name: string) => values.get(name) ?? all);
-}
 
 describe('every panel and recording rule against a real Prometheus scraping `gpualert up --demo`', () => {
   const cleanups: (() => Promise<void>)[] = [];

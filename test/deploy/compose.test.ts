@@ -89,10 +89,18 @@ describe('docker-compose.yml', () => {
     expect(routes.ok ? [] : routes.errors).toEqual([]);
     expect(compose.services.notifier?.volumes).toContain('./deploy/compose/routes.yaml:/etc/gpualert/routes.yaml:ro');
     const prometheus = parse(readFileSync(join(ROOT, 'deploy/compose/prometheus.yml'), 'utf8')) as {
-      scrape_configs: { static_configs: { targets: string[] }[] }[];
+      scrape_configs: { job_name: string; static_configs?: { targets: string[] }[]; dns_sd_configs?: { names: string[]; type: string; port: number }[] }[];
     };
-    const targets = prometheus.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets));
+    const targets = prometheus.scrape_configs.flatMap((c) => [
+      ...(c.static_configs ?? []).flatMap((s) => s.targets),
+      ...(c.dns_sd_configs ?? []).flatMap((d) => d.names.map((name) => `${name}:${d.port}`)),
+    ]);
     expect(targets.sort()).toEqual([...SERVICES_WITH_HEALTHZ].map(([name, port]) => `${name}:${port}`).sort());
+    // `--scale engine=3` puts every engine behind one name: only DNS discovery scrapes each (a
+    // static target reaches one a scrape); test/prometheus/several-engines.test.ts runs it.
+    const engine = prometheus.scrape_configs.find((c) => c.job_name === 'gpualert-engine');
+    expect(engine?.static_configs).toBeUndefined();
+    expect(engine?.dns_sd_configs).toEqual([expect.objectContaining({ names: ['engine'], type: 'A', port: 9470 })]);
   });
 
   it('runs the notifier as two named replicas of one cluster, on the same routes', () => {

@@ -85,6 +85,34 @@ describe('deploy/kubernetes', () => {
     expect(spec.hostPID ?? false).toBe(false);
   });
 
+  it("requests at least the memory each service was measured to hold at its peak, with a limit above it, and CPU", () => {
+    // Peak RSS in MiB of what each container runs (the image's dist/ bundle), as the comment beside
+    // each request cites it: `npm run bench -- e2e --quick` (engine at 1,000 GPUs, notifier, agent)
+    // and `npm run bench -- intake`. The remediator was not measured (no cluster).
+    const measuredPeakMiB = new Map([
+      ['gpualert-engine', 276],
+      ['gpualert-notifier', 152],
+      ['gpualert-intake', 125],
+      ['gpualert-agent', 102],
+    ]);
+    const mebibytes = (quantity: string) => {
+      const m = /^(\d+)(Mi|Gi)$/.exec(quantity);
+      if (!m) throw new Error(`a memory quantity in Mi or Gi, not ${quantity}`);
+      return Number(m[1]) * (m[2] === 'Gi' ? 1024 : 1);
+    };
+    for (const workload of workloads) {
+      const name = workload.metadata.name as string;
+      for (const container of containersOf(workload)) {
+        const { requests, limits } = container.resources as { requests: Record<string, string>; limits: Record<string, string> };
+        expect(requests.cpu, name).toMatch(/^\d+m$/);
+        expect(mebibytes(limits.memory!), name).toBeGreaterThan(mebibytes(requests.memory!));
+        const measured = measuredPeakMiB.get(name);
+        if (measured !== undefined) expect(mebibytes(requests.memory!), `${name}: its request against its measured peak`).toBeGreaterThanOrEqual(measured);
+      }
+    }
+    expect([...measuredPeakMiB.keys()].every((name) => workloads.some((w) => w.metadata.name === name))).toBe(true);
+  });
+
   it('runs every other container as non-root, read-only, with no capability, and no token but for the remediator, which calls the API', () => {
     for (const workload of workloads) {
       expect(workload.spec.template.spec.automountServiceAccountToken, workload.metadata.name).toBe(workload.metadata.name === 'gpualert-remediator');
