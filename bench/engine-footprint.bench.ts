@@ -19,6 +19,8 @@ const BUNDLE_DIR = join(ROOT, 'node_modules/.cache/gpualert-engine-footprint');
 interface Step {
   step: string;
   rss: number;
+  rssAnon: number;
+  rssFile: number;
   heapUsed: number;
   heapTotal: number;
   external: number;
@@ -73,6 +75,8 @@ function summary(label: string, steps: Step[]): Record<string, number | string> 
     gpus: judged.gpus ?? 0,
     rss_judged_mb: Number(mb(judged.rss)),
     rss_after_mb: Number(mb(at(steps, released.hosts).rss)),
+    rss_anon_judged_mb: Number(mb(judged.rssAnon)),
+    rss_file_judged_mb: Number(mb(judged.rssFile)),
     heap_used_mb: Number(mb(judged.heapUsed)),
     heap_total_mb: Number(mb(judged.heapTotal)),
     node_rss_mb: Number(mb(at(steps, 'node').rss)),
@@ -114,7 +118,7 @@ export async function benchEngineFootprint(): Promise<void> {
   console.log('');
   for (const s of [tsx, bundled, small])
     console.log(
-      `${`${s.mode}: RSS judged / settled, heap used / total`.padEnd(56)} ${s.rss_judged_mb} / ${s.rss_after_mb} MB, ${s.heap_used_mb} / ${s.heap_total_mb} MB (node alone ${s.node_rss_mb} MB)`,
+      `${`${s.mode}: RSS judged / settled, heap used / total`.padEnd(56)} ${s.rss_judged_mb} / ${s.rss_after_mb} MB, ${s.heap_used_mb} / ${s.heap_total_mb} MB (node alone ${s.node_rss_mb} MB; judged: ${s.rss_anon_judged_mb} MB anonymous, ${s.rss_file_judged_mb} MB of mapped files)`,
     );
   console.log(
     `${'heap by part (bundled)'.padEnd(56)} npm deps ${bundled.npm_dependencies_heap_mb}, workspace code ${bundled.workspace_code_heap_mb}, rules ${bundled.rules_heap_mb}, fleet view ${bundled.fleet_view_heap_mb} + ${bundled.fleet_view_buffers_mb} buffers, latest samples ${bundled.latest_samples_heap_mb}, host state ${bundled.host_state_heap_mb} MB`,
