@@ -1,13 +1,14 @@
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { syntheticFleet } from '@gpualert/test-support';
 import { newEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
-import { exportTimeline } from '@gpualert/timeline';
+import { exportTimeline, MAX_HOSTS_READ_BY_KEY } from '@gpualert/timeline';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { format } from './harness.ts';
 
 /**
  * A day of a 1,000-GPU fleet's samples (125 hosts × 8 GPUs, one scrape per 10 s) on the real
- * Kafka, then one hour of timeline from it. GPUALERT_BENCH_TIMELINE_HOURS shortens the day.
+ * Kafka, then one hour of timeline from it, and incidents in that hour on one host, on as many
+ * hosts as the export reads one by one, and on one more. GPUALERT_BENCH_TIMELINE_HOURS shortens the day.
  */
 export async function benchTimeline(): Promise<void> {
   const hours = Number(process.env.GPUALERT_BENCH_TIMELINE_HOURS ?? 24);
@@ -41,12 +42,21 @@ export async function benchTimeline(): Promise<void> {
     const hour = start + Math.floor(hours / 2) * 3_600_000;
     // One incident in that hour: a GPU's alert and its member, a page that failed and was retried, an ack.
     const story = incidentStory(hour + 20 * 60_000);
-    await bus.publish(TOPICS.alerts, story.filter((e) => e.type === 'alert').map(envelopeMessage));
+    const wide = [MAX_HOSTS_READ_BY_KEY, MAX_HOSTS_READ_BY_KEY + 1].flatMap((hosts) => wideIncident(hour + 20 * 60_000, hosts));
+    await bus.publish(TOPICS.alerts, [...story.filter((e) => e.type === 'alert'), ...wide].map(envelopeMessage));
     await bus.publish(TOPICS.notifications, story.filter((e) => e.type !== 'alert').map(envelopeMessage));
     const cases: [string, Parameters<typeof exportTimeline>[1]][] = [
       ['one-hour timeline, every host (json)', { from: hour, to: hour + 3_600_000 - 1, format: 'json' }],
       ['one-hour timeline, every host (html: charts and bands)', { from: hour, to: hour + 3_600_000 - 1, format: 'html' }],
       ['one incident in that hour, --incident (html post-mortem)', { from: hour, to: hour + 3_600_000 - 1, incident: 'bench-fp-member', format: 'html' }],
+      [
+        `an incident on ${MAX_HOSTS_READ_BY_KEY} hosts (the most read host by host)`,
+        { from: hour, to: hour + 3_600_000 - 1, incident: `bench-wide-${MAX_HOSTS_READ_BY_KEY}-1`, format: 'html' },
+      ],
+      [
+        `an incident on ${MAX_HOSTS_READ_BY_KEY + 1} hosts (past that: the fleet's read once)`,
+        { from: hour, to: hour + 3_600_000 - 1, incident: `bench-wide-${MAX_HOSTS_READ_BY_KEY + 1}-1`, format: 'html' },
+      ],
     ];
     for (const [name, request] of cases) {
       const runs: number[] = [];
@@ -66,6 +76,31 @@ export async function benchTimeline(): Promise<void> {
     await bus.close();
     await broker?.destroy();
   }
+}
+
+/** An incident on `hosts` hosts of the synthetic fleet (every 7th from gpu-node-003), one GPU alert on each: a cooling fault's. */
+function wideIncident(at: number, hosts: number): Envelope[] {
+  return Array.from({ length: hosts }, (_, i) =>
+    newEnvelope({
+      type: 'alert',
+      id: `bench-wide-${hosts}-${i}`,
+      host: `gpu-node-${String(3 + 7 * i).padStart(3, '0')}`,
+      source: 'bench',
+      ts: new Date(at + i * 1_000).toISOString(),
+      data: {
+        fingerprint: `bench-wide-${hosts}-${i}`,
+        status: 'firing',
+        severity: 'critical',
+        category: 'thermal',
+        rule: 'gpu-temp',
+        gpu: { index: i % 8 },
+        summary: `GPU ${i % 8} is hot`,
+        starts_at: new Date(at + i * 1_000).toISOString(),
+        evidence: [],
+        ...(i > 0 ? { incident: `bench-wide-${hosts}-0` } : {}),
+      },
+    }),
+  );
 }
 
 /** An incident on gpu-node-003's GPU 2 of the synthetic fleet: the root alert, a member, a failed page and its retry, an acknowledgement. */

@@ -37,3 +37,32 @@ describe('Kafka topics gpualert creates', () => {
     }
   });
 });
+
+describe('Kafka read by key', () => {
+  it("fetches only the partition the producer put the key on: all of each host's messages, none of the other partitions'", async () => {
+    const bus = new KafkaBus({ brokers: inject('kafkaBrokers').split(','), topicPrefix: `${uniqueName('key')}.`, partitions: 4 });
+    try {
+      await bus.ensureTopics(['samples']);
+      const base = Date.parse('2026-06-01T00:00:00Z');
+      const hosts = Array.from({ length: 8 }, (_, i) => `gpu-node-${i}`);
+      await bus.publish(
+        'samples',
+        hosts.flatMap((host) => [0, 1, 2].map((i) => ({ key: host, value: Buffer.from(`${host} ${i}`), timestamp: base + i * 1_000 }))),
+      );
+      // without a key, every partition is fetched: the count would see other partitions' messages
+      let fetchedAll = 0;
+      const all = await bus.read('samples', { fetched: (n) => (fetchedAll = n) });
+      expect(fetchedAll).toBe(24);
+      expect(new Set(all.map((m) => m.partition)).size).toBeGreaterThan(1);
+      for (const host of hosts) {
+        let fetched = 0;
+        const mine = await bus.read('samples', { key: host, fetched: (n) => (fetched = n) });
+        expect(mine.map((m) => m.value.toString())).toEqual([`${host} 0`, `${host} 1`, `${host} 2`]);
+        const partition = all.find((m) => m.key === host)?.partition;
+        expect(fetched).toBe(all.filter((m) => m.partition === partition).length);
+      }
+    } finally {
+      await bus.close();
+    }
+  });
+});

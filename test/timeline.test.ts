@@ -1,6 +1,6 @@
 import { envelopeMessage, KafkaBus, type Bus } from '@gpualert/bus';
 import { newEnvelope, TOPICS, type Envelope, type GpuMetrics } from '@gpualert/schema';
-import type { Timeline } from '@gpualert/timeline';
+import { MAX_HOSTS_READ_BY_KEY, type Timeline } from '@gpualert/timeline';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cleanEnv, runCli } from './infra/run-cli.ts';
 import { uniqueName } from './infra/wait-for.ts';
@@ -292,5 +292,87 @@ describe('gpualert timeline from the real Kafka', () => {
       2,
       `error[GA-CLI-USAGE]: gpualert timeline: no alert with fingerprint deadbeef between ${iso(T0)} and ${iso(T0 + 20 * MIN)}`,
     ]);
+  });
+});
+
+/** A GPU alert of an incident: `root` names it on its members. */
+function gpuAlert(host: string, gpu: number, fingerprint: string, at: number, root?: string): Envelope {
+  return newEnvelope({
+    type: 'alert',
+    id: `alert-${fingerprint}`,
+    host,
+    source: 't',
+    ts: iso(at),
+    data: {
+      fingerprint,
+      status: 'firing',
+      severity: 'critical',
+      category: 'thermal',
+      rule: 'gpu-temp',
+      gpu: { index: gpu },
+      summary: `GPU ${gpu} on ${host} is hot`,
+      starts_at: iso(at),
+      evidence: [],
+      ...(root ? { incident: root } : {}),
+    },
+  });
+}
+
+describe("an incident's export on a fleet, from the real Kafka", () => {
+  const prefix = `${uniqueName('timeline-fleet')}.`;
+  // More hosts than an incident's export reads one by one, each with two GPUs, spread over three partitions.
+  const hosts = Array.from({ length: MAX_HOSTS_READ_BY_KEY + 4 }, (_, i) => `fleet-node-${String(i).padStart(2, '0')}`);
+  const env = () => cleanEnv({ KAFKA_BROKERS: inject('kafkaBrokers'), GPUALERT_TOPIC_PREFIX: prefix });
+  const range = ['--from', iso(T0), '--to', iso(T0 + 20 * MIN)];
+  let bus: Bus;
+
+  beforeAll(async () => {
+    bus = new KafkaBus({ brokers: [inject('kafkaBrokers')], topicPrefix: prefix, partitions: 3 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    const samples: Envelope[] = [];
+    for (let at = T0; at < T0 + 20 * MIN; at += 10_000) {
+      hosts.forEach((host, h) => {
+        const gpus = [0, 1].map((g) => gpu(g, 50 + h + 3 * g + (((at - T0) / 10_000) % 7)));
+        samples.push(newEnvelope({ type: 'gpu.sample', id: `${host}-${at}`, host, source: 't', ts: iso(at), data: { gpus } }));
+      });
+    }
+    await bus.publish(TOPICS.gpuSamples, samples.map(envelopeMessage));
+    // Two incidents: GPU 1 of node 01 with GPU 0 of node 05, and one GPU on each of the first MAX + 1 nodes.
+    const alerts = [
+      gpuAlert(hosts[1]!, 1, 'pair-root', T0 + 8 * MIN),
+      gpuAlert(hosts[5]!, 0, 'pair-member', T0 + 9 * MIN, 'pair-root'),
+      ...hosts
+        .slice(0, MAX_HOSTS_READ_BY_KEY + 1)
+        .map((host, h) => gpuAlert(host, h % 2, `wide-${h}`, T0 + 10 * MIN + h * 1_000, h > 0 ? 'wide-0' : undefined)),
+    ];
+    await bus.publish(TOPICS.alerts, alerts.map(envelopeMessage));
+  });
+  afterAll(async () => bus.close());
+
+  const json = async (args: string[]): Promise<Timeline> => {
+    const result = await runCli(['timeline', ...args, '--format', 'json'], { env: env() });
+    expect(result.code, result.stderr).toBe(0); // stderr may tell the reads' progress on a slow machine
+    return JSON.parse(result.stdout) as Timeline;
+  };
+  const charted = (t: Timeline) => [...new Set(t.metrics.map((m) => `${m.host}/${m.gpu}`))].sort();
+
+  it.each([
+    ['two hosts (read host by host)', 'pair-member', ['fleet-node-01/1', 'fleet-node-05/0']],
+    [
+      `${MAX_HOSTS_READ_BY_KEY + 1} hosts (past the bound: the fleet read once)`,
+      'wide-3',
+      Array.from({ length: MAX_HOSTS_READ_BY_KEY + 1 }, (_, h) => `fleet-node-${String(h).padStart(2, '0')}/${h % 2}`),
+    ],
+  ])("charts exactly the GPUs of an incident on %s, with the fleet timeline's own figures for them", async (_, fingerprint, gpus) => {
+    const incident = await json([...range, '--incident', fingerprint]);
+    expect(charted(incident)).toEqual(gpus);
+    expect(incident.incident?.gpus?.map((g) => `${g.host}/${g.gpu}`).sort()).toEqual(gpus);
+    // The same window exported without --incident reads every host: its rows for these GPUs are the incident's.
+    const fleet = await json(['--from', incident.from, '--to', incident.to]);
+    expect(charted(fleet)).toHaveLength(2 * hosts.length);
+    expect(incident.metrics).toEqual(fleet.metrics.filter((m) => gpus.includes(`${m.host}/${m.gpu}`)));
+    const hostsOf = new Set(gpus.map((g) => g.split('/')[0]));
+    expect(incident.samplesUntil).toEqual(fleet.samplesUntil?.filter((s) => hostsOf.has(s.host)));
+    expect(incident.samplesUntil).toHaveLength(hostsOf.size);
   });
 });

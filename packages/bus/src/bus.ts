@@ -105,7 +105,11 @@ export interface ReadOptions {
   readonly fetched?: (count: number) => void;
   /**
    * Only messages with this key are kept (every message is keyed by its host): one host's out of a
-   * fleet's topic, the others fetched and passed over, never held, so a read's memory is the host's.
+   * fleet's topic, the others passed over, never held, so a read's memory is the host's. Kafka
+   * fetches only the partition the producer puts the key on, so a read costs that partition's
+   * messages, not the topic's (partitions added to a topic later would leave a key's older
+   * messages on its old partition, unread: gpualert never adds them, see docs/architecture.md);
+   * the embedded bus looks through every partition in memory.
    */
   readonly key?: string;
 }

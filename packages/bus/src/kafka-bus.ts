@@ -1,7 +1,6 @@
 import {
   Kafka,
   PartitionAssigners,
-  Partitioners,
   logLevel as KafkaLogLevel,
   type Admin,
   type Consumer,
@@ -17,6 +16,7 @@ import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
 import { CONSUMER_STALL_MS, ConsumerWatch } from './consumer-watch.ts';
 import { fixKafkajsCoordinatorLoss } from './kafkajs-coordinator-fix.ts';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
+import { KAFKA_PARTITIONER, kafkaPartitionOf } from './kafka-key-partition.ts';
 import { RetriableError } from './infrastructure-error.ts';
 import { retryBatch } from './retry-batch.ts';
 
@@ -86,7 +86,7 @@ export class KafkaBus implements Bus {
     this.producer = this.kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: KAFKA_PARTITIONER,
       retry: { retries: Math.max(1, Math.ceil(publishTimeoutMs / 1_000)), initialRetryTime: 100, maxRetryTime: 1_000 },
     });
     this.admin = this.kafka.admin();
@@ -248,6 +248,11 @@ export class KafkaBus implements Bus {
         const offset = Number(p.offset);
         starts.set(p.partition, offset < 0 ? (ends.get(p.partition) ?? 0) : offset);
       }
+    }
+    if (options.key !== undefined) {
+      // A key's messages are all on the partition the producer put them on: the others start at their end, unread.
+      const only = kafkaPartitionOf(name, options.key, offsets.length);
+      for (const [partition, end] of ends) if (partition !== only) starts.set(partition, end);
     }
     const pending = new Set([...ends].filter(([p, end]) => (starts.get(p) ?? end) < end).map(([p]) => p));
     if (pending.size === 0) return [];

@@ -24,20 +24,44 @@ const READ = [
 const RECORDS: readonly string[] = [TOPICS.notifications];
 /** Topics a deployment may not have yet (the remediator's, created when it first runs): missing, they are empty. */
 const MAY_BE_MISSING: ReadonlySet<string> = new Set([TOPICS.actions]);
+/**
+ * The fleet's periodic metrics, nearly all of what an hour holds: an incident's export reads them
+ * one of its hosts at a time (by key, which on Kafka fetches that host's partition only). The
+ * event topics are read whole: events, not every GPU every 10 s.
+ */
+const BY_HOST: ReadonlySet<string> = new Set([TOPICS.gpuSamples]);
+/**
+ * The most hosts an incident's export reads one at a time (at once: each read is its own Kafka
+ * reader). Each costs one partition's messages, so past this the topic is read once, whole, and
+ * the incident's hosts kept from it: the same export, at the fleet's cost.
+ */
+export const MAX_HOSTS_READ_BY_KEY = 8;
 
-/** Reads every topic's messages in the range (by timestamp offsets on Kafka) as envelopes. */
+async function readTopic(bus: Bus, topic: string, options: { from: number; to: number; key?: string }) {
+  return bus.read(topic, options).catch((error: unknown) => {
+    if (MAY_BE_MISSING.has(topic) && /UNKNOWN_TOPIC|does not host this topic|not exist/i.test(String(error))) return [];
+    throw error;
+  });
+}
+
+/**
+ * Reads every topic's messages in the range (by timestamp offsets on Kafka) as envelopes; with
+ * `hosts`, the `BY_HOST` topics only those hosts' messages, one read per host.
+ */
 export async function readRange(
   bus: Bus,
   query: TimelineQuery,
   topics: readonly string[],
   progress?: (topic: string, count: number) => void,
+  hosts?: readonly string[],
 ): Promise<Envelope[]> {
   const out: Envelope[] = [];
   for (const topic of topics) {
-    const messages = await bus.read(topic, { from: query.from, to: query.to }).catch((error: unknown) => {
-      if (MAY_BE_MISSING.has(topic) && /UNKNOWN_TOPIC|does not host this topic|not exist/i.test(String(error))) return [];
-      throw error;
-    });
+    const range = { from: query.from, to: query.to };
+    const messages =
+      hosts && BY_HOST.has(topic)
+        ? (await Promise.all(hosts.map((key) => readTopic(bus, topic, { ...range, key })))).flat()
+        : await readTopic(bus, topic, range);
     for (const m of messages) {
       const envelope =
         quickSample(m.value) ??
@@ -54,8 +78,9 @@ export async function readRange(
 
 /**
  * The whole export: narrow to an incident if asked, read, merge, summarise, render. An incident
- * (`incident`: any of its alerts' fingerprints) is read over its own window (`incidentRange`), and
- * who was told about it and what they did from that window's start up to `now`.
+ * (`incident`: any of its alerts' fingerprints) is read over its own window (`incidentRange`), its
+ * samples its hosts' only (up to `MAX_HOSTS_READ_BY_KEY`), and who was told about it and what they
+ * did from that window's start up to `now`.
  */
 export async function exportTimeline(
   bus: Bus,
@@ -82,12 +107,15 @@ export async function exportTimeline(
     const recordsTo = Math.max(range.to, request.now ?? Date.now());
     query = { ...range, incident: scope, recordsTo, ...(request.job !== undefined ? { job: request.job } : {}) };
     incident = scope.alerts.find((a) => a.data.fingerprint === scope.root) ?? scope.alerts.find((a) => a.data.fingerprint === request.incident);
+    // Its hosts' samples only, while they are few; more, and the whole fleet's as before (same export).
+    const hosts = scope.hosts.size <= MAX_HOSTS_READ_BY_KEY ? [...scope.hosts].sort() : undefined;
     envelopes = [
       ...(await readRange(
         bus,
         query,
         READ.filter((topic) => !RECORDS.includes(topic)),
         progress,
+        hosts,
       )),
       ...(await readRange(bus, { from: range.from, to: recordsTo }, RECORDS, progress)),
     ];

@@ -32,7 +32,7 @@ async function readTopic(
   keep: number,
 ): Promise<{ envelopes: Envelope[]; dropped: number; missing: boolean }> {
   let missing = false;
-  // Only the host's messages are held: the rest of the fleet's are passed over as they are fetched.
+  // Only the host's messages are held: on Kafka only its partition is fetched, the other hosts' on it passed over.
   const messages = await bus.read(topic, { ...range, key: host }).catch((error: unknown) => {
     if (!NO_TOPIC.test(String(error))) throw error;
     missing = true;
