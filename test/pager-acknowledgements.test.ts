@@ -29,8 +29,9 @@ describe('acknowledgements from the pager, through the intake', () => {
   const bus = new MemoryBus();
   let base = '';
   let server: ReturnType<typeof createIntakeServer>['server'];
-  beforeAll(async () => {
-    ({ server } = createIntakeServer({
+  /** An intake on this bus taking the intake's TOKEN, and what `more` sets. */
+  const intake = (more: { pagerdutySecrets?: string[]; opsgenieTokens?: string[] }) =>
+    createIntakeServer({
       bus,
       store: new MemoryStore(),
       log: createLogger({ name: 'test', level: 'silent' }),
@@ -39,8 +40,10 @@ describe('acknowledgements from the pager, through the intake', () => {
       publishTimeoutMs: 5_000,
       maxBodyBytes: 256 * 1024,
       auth: { secrets: [], token: TOKEN, tokenHeader: 'authorization' },
-      pagerdutySecrets: ['old-secret-that-is-rotating-out', PD_SECRET],
-    }));
+      ...more,
+    }).server;
+  beforeAll(async () => {
+    server = intake({ pagerdutySecrets: ['old-secret-that-is-rotating-out', PD_SECRET] });
     base = await listen(server);
   });
   afterAll(async () => {
@@ -124,17 +127,7 @@ describe('acknowledgements from the pager, through the intake', () => {
 
   it("Opsgenie with tokens of its own: one of them (either, during a rotation) is taken; the intake's own token is refused there, and still opens every other route", async () => {
     const own = ['opsgenie-token-old-0123456789abcdef', 'opsgenie-token-new-0123456789abcdef'];
-    const dedicated = createIntakeServer({
-      bus,
-      store: new MemoryStore(),
-      log: createLogger({ name: 'test', level: 'silent' }),
-      now: Date.now,
-      seenTtlMs: 3_600_000,
-      publishTimeoutMs: 5_000,
-      maxBodyBytes: 256 * 1024,
-      auth: { secrets: [], token: TOKEN, tokenHeader: 'authorization' },
-      opsgenieTokens: own,
-    }).server;
+    const dedicated = intake({ opsgenieTokens: own });
     const at = await listen(dedicated);
     try {
       const body = readFileSync(join(FIXTURES, 'opsgenie-acknowledge.json'), 'utf8');
