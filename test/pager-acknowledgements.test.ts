@@ -127,6 +127,8 @@ describe('acknowledgements from the pager, through the intake', () => {
 
   it("Opsgenie with tokens of its own: one of them (either, during a rotation) is taken; the intake's own token is refused there, and still opens every other route", async () => {
     const own = ['opsgenie-token-old-0123456789abcdef', 'opsgenie-token-new-0123456789abcdef'];
+    // The intake's own token among them would open every route to the integration: refused at start.
+    expect(() => intake({ opsgenieTokens: [own[0]!, TOKEN] })).toThrow("GPUALERT_INTAKE_OPSGENIE_TOKENS holds the intake's own token");
     const dedicated = intake({ opsgenieTokens: own });
     const at = await listen(dedicated);
     try {

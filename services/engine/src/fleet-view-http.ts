@@ -5,11 +5,13 @@ import type { EngineFleetView } from './engine-fleet-view.ts';
 /** Hosts serialised between two turns of the event loop (10,000 hosts of 8 GPUs are some 40 MB of JSON). */
 const HOSTS_PER_SLICE = 200;
 
-/** A snapshot serialised once, host by host: the notifiers asking within the view's reuse time share it. */
+/** A snapshot serialised once, host by host, and each body made of it once: the notifiers asking within the view's reuse time share them. */
 interface Serialised {
   /** The snapshot with `hosts: []`, its first member. */
   readonly shell: string;
   readonly hosts: readonly string[];
+  json?: string;
+  ndjson?: string;
 }
 const serialised = new WeakMap<FleetSnapshot, Promise<Serialised>>();
 
@@ -30,7 +32,7 @@ async function serialise(snapshot: FleetSnapshot): Promise<Serialised> {
  * accepts it (the notifier does: it reads host by host, yielding between, where one 40 MB
  * document held its event loop 0.4 s); `GET /v1/fleet/{host}/{gpu}/history`: one GPU's history
  * ring (GpuHistory), 404 for a GPU this engine has no history of. Read-only, no body, as `/metrics`.
- * Serialised host by host, yielding between, never in one piece.
+ * Serialised host by host, yielding between; each body joined once per snapshot.
  */
 export async function fleetViewAnswer(fleet: EngineFleetView, path: string, accept = ''): Promise<{ status: number; body: string; type: string }> {
   const json = (status: number, body: object) => ({ status, body: JSON.stringify(body), type: 'application/json' });
@@ -38,11 +40,13 @@ export async function fleetViewAnswer(fleet: EngineFleetView, path: string, acce
     const snapshot = await fleet.snapshot();
     let parts = serialised.get(snapshot);
     if (parts === undefined) serialised.set(snapshot, (parts = serialise(snapshot)));
-    const { shell, hosts } = await parts;
-    if (accept.includes(FLEET_NDJSON)) return { status: 200, body: `${shell}\n${hosts.map((h) => `${h}\n`).join('')}`, type: FLEET_NDJSON };
+    const made = await parts;
+    const { shell, hosts } = made;
+    // Joined once per snapshot and form (a string of the whole answer, as `res.end` needs it).
+    if (accept.includes(FLEET_NDJSON)) return { status: 200, body: (made.ndjson ??= `${shell}\n${hosts.map((h) => `${h}\n`).join('')}`), type: FLEET_NDJSON };
     // The shell's first member (`{"hosts":[]`) filled in: the snapshot as one document.
     const at = '{"hosts":['.length;
-    return { status: 200, body: `${shell.slice(0, at)}${hosts.join(',')}${shell.slice(at)}`, type: 'application/json' };
+    return { status: 200, body: (made.json ??= `${shell.slice(0, at)}${hosts.join(',')}${shell.slice(at)}`), type: 'application/json' };
   }
   const match = /^\/v1\/fleet\/([^/]+)\/(\d{1,3})\/history$/.exec(path);
   if (!match) return json(404, { error: 'not_found', message: 'GET /v1/fleet or /v1/fleet/{host}/{gpu}/history' });

@@ -117,6 +117,10 @@ function logOutcome(log: Logger, where: Record<string, string>, result: IntakeRe
 
 /** `POST /v1/events/{provider}`, `POST /v1/deliveries/{protocol}`, `POST /v1/job-events`, `POST /v1/pager/{pagerduty|opsgenie}`, `GET /healthz`, `GET /readyz`, `GET /metrics`. */
 export function createIntakeServer(options: IntakeServerOptions): { server: Server; metrics: IntakeMetrics } {
+  const { token } = options.auth;
+  // The Opsgenie integration's token is to acknowledge only: the intake's own would open every route.
+  if (token !== undefined && options.opsgenieTokens?.includes(token))
+    throw new Error("GPUALERT_INTAKE_OPSGENIE_TOKENS holds the intake's own token (GPUALERT_INTAKE_TOKEN): give Opsgenie a token of its own");
   const metrics = new IntakeMetrics();
   const deliveries = createDeliveryRuntime(options.deliveries ?? { snsTopicArns: [] }, options.now);
   const requestTimeout = options.requestTimeoutMs ?? INTAKE_REQUEST_TIMEOUT_MS;

@@ -155,15 +155,16 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
    * this one's waited out a retry) is followed by the resolve again, or the incident stays open.
    */
   const afterTaken = async (taken: readonly Outgoing[]) => {
-    for (const { notification: n } of taken) {
+    for (const { notification: n, queuedAt } of taken) {
       if (n.reason === 'page_resolve')
         await pageLog.resolvesTaken(
           n.receiver,
           n.alerts.map((a) => a.fingerprint),
+          queuedAt,
         );
       if (n.reason !== 'page' || n.alerts.length === 0) continue;
       let reopened = true;
-      for (const alert of n.alerts) if (!(await pageLog.reopened(n.receiver, alert.fingerprint))) reopened = false;
+      for (const alert of n.alerts) if (!(await pageLog.reopened(n.receiver, alert.fingerprint, queuedAt))) reopened = false;
       if (reopened) await resolveBehind(n);
     }
   };
@@ -269,9 +270,6 @@ export async function startNotifier(options: NotifierOptions): Promise<RunningNo
     // Last: should it fail, the step is decided again from the shared log, and its sends (same ids) queued then.
     await pageLog.save(state, fingerprints);
     if (nflog && logged && logged.size > 0) await nflog.save(logged);
-    await pageLog.triggersQueued(
-      sends.filter((n) => n.reason === 'page').map((n) => ({ receiver: n.receiver, fingerprints: n.alerts.map((a) => a.fingerprint) })),
-    );
     for (const n of sends) deliveries.enqueue(n, Date.now());
   };
 

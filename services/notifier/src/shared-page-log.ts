@@ -22,11 +22,12 @@ export function resolvedPageKey(fingerprint: string): string {
 }
 
 /**
- * A page's resolve the pager took (answered 2xx), per receiver and fault, until the fault is paged
- * again (the key is deleted when a trigger is queued) or the hour is over. A trigger the pager
- * takes while this is set, the fault not firing, reached it after the resolve: the incident it
- * opened would stay open (replicas send from queues of their own, so a page taken over from a
- * dead one can arrive behind the resolve another sent).
+ * A page's resolve the pager took (answered 2xx), per receiver and fault, for the hour: when it
+ * was queued. A trigger queued before it that the pager takes after it, the fault not firing,
+ * reopened what was over (replicas send from queues of their own, so a page taken over from a
+ * dead one can arrive behind the resolve another sent). A resolve queued before the trigger (an
+ * earlier episode's, late) says nothing of it. The key is 32 hex of the SHA-256 of receiver and
+ * fingerprint.
  */
 export function resolveTakenKey(receiver: string, fingerprint: string): string {
   return hashedKey('notifier:page-resolve-taken:', `${receiver}|${fingerprint}`);
@@ -124,21 +125,20 @@ export class SharedPageLog {
     }
   }
 
-  /** Triggers queued for these receivers and faults: a resolve the pager took before is of an earlier episode. */
-  async triggersQueued(pages: readonly { receiver: string; fingerprints: readonly string[] }[]): Promise<void> {
-    const keys = pages.flatMap((p) => p.fingerprints.map((fp) => resolveTakenKey(p.receiver, fp)));
-    if (keys.length > 0) await this.store.delete(...keys);
+  /** The pager took the resolves of these faults, queued at `queuedAt` (ms since the epoch, the queuing notifier's clock). */
+  async resolvesTaken(receiver: string, fingerprints: readonly string[], queuedAt: number): Promise<void> {
+    await inBatches(fingerprints, async (fp) => {
+      const key = resolveTakenKey(receiver, fp);
+      // The latest queued resolve stands: a late one of an earlier episode does not move it back.
+      if (Number(await this.store.get(key)) < queuedAt) await this.store.set(key, String(queuedAt), { ttlMs: RESOLVED_PAGE_KEPT_MS });
+    });
   }
 
-  /** The pager took the resolves of these faults. */
-  async resolvesTaken(receiver: string, fingerprints: readonly string[]): Promise<void> {
-    await inBatches(fingerprints, (fp) => this.store.set(resolveTakenKey(receiver, fp), '1', { ttlMs: RESOLVED_PAGE_KEPT_MS }));
-  }
-
-  /** Whether a trigger the pager just took reached it after the fault's resolve (taken since the trigger was queued, the fault not firing now). */
-  async reopened(receiver: string, fingerprint: string): Promise<boolean> {
+  /** Whether a trigger queued at `queuedAt` that the pager just took reached it after the fault's resolve (one queued since, taken, the fault not firing now). */
+  async reopened(receiver: string, fingerprint: string, queuedAt: number): Promise<boolean> {
     if (await this.firing(fingerprint)) return false;
-    return (await this.store.get(resolveTakenKey(receiver, fingerprint))) !== null;
+    const taken = await this.store.get(resolveTakenKey(receiver, fingerprint));
+    return taken !== null && Number(taken) >= queuedAt;
   }
 
   /** After a step decided, before its offsets are committed: what it now says of each fingerprint. */

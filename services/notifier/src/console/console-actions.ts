@@ -38,6 +38,8 @@ export interface ActionsAnswer {
  * approval may wait.
  */
 export const DECISION_KEY = (id: string) => `notifier:action-decided:${id}`;
+/** How long a claim holds before its decision is published (a publish times out well within it). */
+const CLAIM_WHILE_PUBLISHING_MS = 60_000;
 const Claimed = z.object({ decision: z.enum(['approved', 'denied']), by: z.string() });
 
 const reads = new SharedAnswer<Bus, Map<string, ActionView>>(ACTIONS_REUSE_MS);
@@ -86,7 +88,10 @@ export async function decideAction(bus: Bus, store: StateStore, id: string, body
     };
   const { decision, by, comment } = checked.data;
   const key = DECISION_KEY(id);
-  if (!(await store.compareAndSet(key, null, JSON.stringify({ decision, by }), { ttlMs: MAX_APPROVAL_TIMEOUT_MS }))) {
+  const claim = JSON.stringify({ decision, by });
+  // Held briefly while the decision is published, then for as long as an approval may wait: a
+  // notifier that dies in between (or cannot release it) blocks the action for a minute, not a week.
+  if (!(await store.compareAndSet(key, null, claim, { ttlMs: CLAIM_WHILE_PUBLISHING_MS }))) {
     const first = Claimed.safeParse(parseJson(await store.get(key)));
     const said = first.success ? `${first.data.decision} by ${first.data.by}` : 'decided';
     return { status: 409, body: { error: 'already_decided', message: `action ${id} was already ${said}: the first decision counts` } };
@@ -104,6 +109,7 @@ export async function decideAction(bus: Bus, store: StateStore, id: string, body
     await store.delete(key).catch(() => 0);
     throw error;
   }
+  await store.set(key, claim, { ttlMs: MAX_APPROVAL_TIMEOUT_MS }).catch(() => undefined);
   // The next list reads the topic again and shows the decision.
   reads.forget(bus);
   return { status: 200, body: { ...view, state: decision, decided_by: by, ...(comment ? { comment } : {}) } };

@@ -59,6 +59,8 @@ async function boundedText(response: Response, max: number): Promise<string> {
 /** The most one line of an engine's NDJSON answer may weigh: a host of 256 GPUs is well under it. */
 export const MAX_ENGINE_LINE_BYTES = 4 * 1024 * 1024;
 const NEWLINE = 0x0a;
+/** Bytes of lines parsed between two turns of the event loop, whatever their number. */
+const BYTES_PER_SLICE = 1024 * 1024;
 
 /**
  * The lines of a body, each decoded and handed to `line` as it is complete (a newline byte is never
@@ -74,6 +76,7 @@ async function eachLine(response: Response, max: number, line: (text: string) =>
   let pendingBytes = 0;
   let size = 0;
   let lines = 0;
+  let sinceYield = 0;
   const fail = async (why: string) => {
     await reader.cancel();
     throw new Error(why);
@@ -86,6 +89,8 @@ async function eachLine(response: Response, max: number, line: (text: string) =>
     const chunk = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
     let start = 0;
     for (let end = chunk.indexOf(NEWLINE, start); end !== -1; end = chunk.indexOf(NEWLINE, start)) {
+      const bytes = pendingBytes + end - start;
+      if (bytes > MAX_ENGINE_LINE_BYTES) await fail(`a line of the answer is over the ${MAX_ENGINE_LINE_BYTES}-byte bound`);
       const text = Buffer.concat([...pending, chunk.subarray(start, end)]).toString('utf8');
       pending = [];
       pendingBytes = 0;
@@ -99,7 +104,12 @@ async function eachLine(response: Response, max: number, line: (text: string) =>
         }
       }
       lines += 1;
-      if (lines % HOSTS_PER_SLICE === 0) await yieldToLoop();
+      sinceYield += bytes + 1;
+      // A turn of the loop every HOSTS_PER_SLICE lines or BYTES_PER_SLICE read, whichever comes first (lines may be long).
+      if (lines % HOSTS_PER_SLICE === 0 || sinceYield >= BYTES_PER_SLICE) {
+        sinceYield = 0;
+        await yieldToLoop();
+      }
     }
     if (start < chunk.length) {
       // Copied: the reader may reuse its buffer.
