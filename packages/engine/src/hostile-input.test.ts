@@ -359,9 +359,14 @@ describe('property: no message stops, blinds or pollutes the engine', () => {
           expect(error).toBeInstanceOf(RecordingError);
           expect((error as RecordingError).message).toMatch(/^line \d+: /);
         }
-        // What parses is judged, and the sentinel is paged, whatever came before it.
+        // What parses is judged (a sample dated too far ahead of the stream's clock is passed over, as the service
+        // dead-letters it), and the sentinel is paged, whatever came before it.
         const valid = lines.filter((l) => parseEnvelope(l).ok);
-        const alerts = replay(engine(), [...valid, JSON.stringify(xid79(SENTINEL_HOST, T0))]);
+        const skipped: string[] = [];
+        const alerts = replay(engine(), [...valid, JSON.stringify(xid79(SENTINEL_HOST, T0))], emptyEngineState(), {
+          skip: (_line, reason) => skipped.push(reason),
+        });
+        for (const reason of skipped) expect(reason).toMatch(/the host's clock is ahead/);
         expect(pagedFor(alerts, SENTINEL_HOST).length).toBeGreaterThanOrEqual(1);
         expect(prototypeUntouched()).toBe(true);
       }),
