@@ -180,6 +180,7 @@ export async function benchE2e(): Promise<void> {
   const kafka = new Kafka({ brokers: brokers.split(','), logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
+  const watcher = kafka.consumer({ groupId: `${prefix}stages`, maxWaitTimeInMs: 10 });
   try {
     // 1. The raw ceiling: the backlog drained by a bare kafkajs consumer with the same settings.
     const raw = `${prefix}raw`;
@@ -284,6 +285,23 @@ export async function benchE2e(): Promise<void> {
         .then(([p, j]) => lags.push(p - j))
         .catch(() => {});
     }, 500);
+    // Where an Xid's time goes: when its kernel event and its alert were read back from Kafka (a
+    // watcher's own fetch adds up to its 10 ms wait), beside when its page came.
+    const stages = { event: new Map<string, number>(), alert: new Map<string, number>() };
+    await watcher.connect();
+    await watcher.subscribe({ topics: [`${prefix}${TOPICS.kernelEvents}`, `${prefix}${TOPICS.alerts}`], fromBeginning: false });
+    const joined = new Promise<void>((r) => watcher.on(watcher.events.GROUP_JOIN, () => r()));
+    await watcher.run({
+      eachMessage: async ({ topic, message }) => {
+        const at = performance.now();
+        const e = JSON.parse(message.value?.toString() ?? '{}') as { host?: string; data?: { status?: string } };
+        if (!e.host?.startsWith('xid-host-')) return;
+        const seen = topic.endsWith(TOPICS.kernelEvents) ? stages.event : e.data?.status === 'firing' ? stages.alert : undefined;
+        if (seen && !seen.has(e.host)) seen.set(e.host, at);
+      },
+    });
+    await joined;
+    const injected = new Map<string, number>();
     const latencies: number[] = [];
     const agentRss: number[] = [];
     const smi = new FakeNvidiaSmi();
@@ -318,6 +336,7 @@ export async function benchE2e(): Promise<void> {
       children.push(c);
       await until(() => c.output().includes('agent_started'), 60_000, `the agent of ${host}`);
       const t0 = performance.now();
+      injected.set(host, t0);
       appendFileSync(join(dir, `${host}.log`), `[ 100.000001] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n`);
       await until(() => pages.has(host), 30_000, `the page for ${host}`).catch(() => {});
       if (pages.has(host)) latencies.push(pages.get(host)! - t0);
@@ -333,6 +352,9 @@ export async function benchE2e(): Promise<void> {
     steady = false;
     clearInterval(sampler);
     await load;
+    await watcher.disconnect();
+    const stage = (seen: Map<string, number>) => [...seen].map(([host, at]) => at - injected.get(host)!);
+    const [toEvent, toAlert] = [stage(stages.event), stage(stages.alert)];
     const perThousand = (mb: number) => mb / ((hosts * gpus) / 1_000);
     const tail = lags.slice(-Math.max(1, Math.floor(lags.length / 4)));
     console.log(
@@ -346,6 +368,12 @@ export async function benchE2e(): Promise<void> {
     );
     console.log(
       `${'Xid 79 line → page at the receiver, under that load'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/${injections})`,
+    );
+    console.log(
+      `${'  of which: line → its kernel event read from Kafka'.padEnd(58)} p50 ${format(median(toEvent))} ms, p99 ${format(percentile(toEvent, 99))} ms (${toEvent.length})`,
+    );
+    console.log(
+      `${'  line → its alert read from Kafka'.padEnd(58)} p50 ${format(median(toAlert))} ms, p99 ${format(percentile(toAlert, 99))} ms (${toAlert.length})`,
     );
     console.log(
       `${'engine RSS per 1,000 GPUs, after the drain'.padEnd(58)} ${format(perThousand(engineRss)).padStart(12)} MB (${format(engineRss)} MB for ${hosts * gpus} GPUs)`,
@@ -377,6 +405,10 @@ export async function benchE2e(): Promise<void> {
         pipeline_vs_raw: Math.round((pipelineRate / rawRate) * 1000) / 1000,
         xid_to_page_p50_ms: Math.round(median(latencies)),
         xid_to_page_p99_ms: Math.round(percentile(latencies, 99)),
+        xid_to_event_p50_ms: Math.round(median(toEvent)),
+        xid_to_event_p99_ms: Math.round(percentile(toEvent, 99)),
+        xid_to_alert_p50_ms: Math.round(median(toAlert)),
+        xid_to_alert_p99_ms: Math.round(percentile(toAlert, 99)),
         engine_rss_mb_per_1000_gpus: Math.round(perThousand(engineRss) * 10) / 10,
         engine_rss_mb_steady: engineRssSteady.map((mb) => Math.round(mb)),
         notifier_rss_mb: Math.round(notifierRss),
@@ -393,6 +425,7 @@ export async function benchE2e(): Promise<void> {
   } finally {
     for (const child of children) child.kill('SIGTERM');
     pager.close();
+    await watcher.disconnect();
     await admin.disconnect();
     await bus.close();
     await broker?.destroy();
