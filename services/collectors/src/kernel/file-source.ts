@@ -20,6 +20,8 @@ export class FileLineSource implements LineSource {
   private partial = Buffer.alloc(0);
   private watcher: FSWatcher | undefined;
   private wake: (() => void) | undefined;
+  /** The folder changed since the last read began: the next wait returns at once (the change may be a line that read missed). */
+  private changed = false;
   /** Since when the file has not been there (a rotation takes milliseconds; a deleted log, for ever). */
   private missingSince: number | undefined;
 
@@ -33,6 +35,7 @@ export class FileLineSource implements LineSource {
   }
 
   async read(): Promise<SourceLine[]> {
+    this.changed = false;
     let info;
     try {
       info = await stat(this.path);
@@ -73,12 +76,19 @@ export class FileLineSource implements LineSource {
   async waitForLines(ms: number): Promise<void> {
     if (!this.watcher) {
       try {
-        this.watcher = watch(dirname(this.path), { persistent: false }, () => this.wake?.());
+        this.watcher = watch(dirname(this.path), { persistent: false }, () => {
+          this.changed = true;
+          this.wake?.();
+        });
         this.watcher.on('error', () => this.stopWatching());
+        // A line appended between the last read and now had no watcher to tell of it: read again first.
+        return;
       } catch {
         this.watcher = undefined; // no inotify here (some network filesystems): plain polling
       }
     }
+    // A change between the last read and this wait (a line appended while it was read) is read now, not after a second.
+    if (this.changed) return;
     // With a watcher, a missed event costs at most a second; without one, the caller's interval.
     const timeout = this.watcher ? Math.max(ms, WATCHED_POLL_MS) : ms;
     await new Promise<void>((resolve) => {
