@@ -6,6 +6,7 @@ import { DEFAULT_RETRY, deliver, digest, RateLimiter, sleep, type RetryPolicy } 
 import type { NotifierMetrics } from './notifier-http.ts';
 import type { Outbox, Outgoing } from './outbox.ts';
 import { must } from './must.ts';
+import { nextToSend } from './next-to-send.ts';
 import { ReceiverQueues } from './receiver-queues.ts';
 
 const SOURCE = 'notifier/0.1.0';
@@ -145,7 +146,8 @@ export class DeliveryLoop {
         continue;
       }
       // Over the destination's rate, what waits is folded into one digest rather than dropped.
-      const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(0, 1);
+      // Otherwise one message, the most urgent that may go now (next-to-send.ts).
+      const batch = bucket && queue.length > 1 && bucket.waitMs() > 0 ? queue.splice(0) : queue.splice(nextToSend(queue), 1);
       const notification =
         batch.length > 1 ? digest(batch.map((b) => b.notification)) : must(batch[0], 'a batch taken from a queue that is not empty').notification;
       const host = notification.alerts[0]?.host ?? 'notifier';

@@ -1,0 +1,87 @@
+import type { AlertView, Notification } from '@gpualert/notify';
+import type { Severity } from '@gpualert/schema';
+import { describe, expect, it } from 'vitest';
+import { nextToSend, SEND_LOOKAHEAD, SEND_LOOKAHEAD_KEYS } from './next-to-send.ts';
+
+const alert = (fingerprint: string, severity: Severity, status: AlertView['status'] = 'firing'): AlertView => ({
+  id: `a-${fingerprint}`,
+  fingerprint,
+  host: `host-${fingerprint}`,
+  status,
+  severity,
+  category: 'gpu',
+  summary: fingerprint,
+  startsAt: '2026-06-01T00:00:00Z',
+  expected: false,
+  evidence: [],
+  labels: {},
+});
+
+const queued = (id: string, reason: Notification['reason'], alerts: AlertView[], group = `page:${alerts[0]?.fingerprint ?? id}`) => ({
+  notification: { id, receiver: 'pager', group, reason, alerts, firing: alerts.filter((a) => a.status === 'firing').length } satisfies Notification,
+  queuedAt: 0,
+});
+
+/** The order a receiver sends a queue in, one message at a time. */
+function sendOrder(queue: ReturnType<typeof queued>[]): string[] {
+  const rest = [...queue];
+  const order: string[] = [];
+  while (rest.length > 0) order.push(rest.splice(nextToSend(rest), 1)[0]!.notification.id);
+  return order;
+}
+
+describe('the next message a receiver sends', () => {
+  it('a critical page goes before the error pages of other faults queued ahead of it, which keep their order', () => {
+    const errors = Array.from({ length: 20 }, (_, i) => queued(`error-${i}`, 'page', [alert(`f${i}`, 'error')]));
+    const xid = queued('xid-79', 'page', [alert('xid', 'critical')]);
+    expect(sendOrder([...errors, xid])).toEqual(['xid-79', ...errors.map((e) => e.notification.id)]);
+  });
+
+  it("a fault's own messages keep their order: its resolve never passes its trigger, nor a later trigger an earlier resolve of it", () => {
+    const queue = [
+      queued('warning-trigger', 'page', [alert('w', 'warning')]),
+      queued('f-trigger', 'page', [alert('f', 'error')]),
+      queued('f-resolve', 'page_resolve', [alert('f', 'error', 'resolved')]),
+      queued('f-again', 'page', [alert('f', 'critical')]),
+      queued('other-critical', 'page', [alert('o', 'critical')]),
+    ];
+    // f's resolve holds its next critical page behind it: f's three go as critical, first come first.
+    expect(sendOrder(queue)).toEqual(['f-trigger', 'f-resolve', 'f-again', 'other-critical', 'warning-trigger']);
+    // Without that page, f's resolve yields to the warning of another fault, which yields to f's trigger.
+    expect(sendOrder(queue.filter((q) => q.notification.id !== 'f-again'))).toEqual(['other-critical', 'f-trigger', 'warning-trigger', 'f-resolve']);
+  });
+
+  it('a group keeps its order too, even for a more severe alert of it; equal urgency goes first come first', () => {
+    const queue = [
+      queued('g-first', 'first', [alert('a', 'warning')], 'team-a'),
+      queued('g-new', 'new_alerts', [alert('b', 'critical')], 'team-a'),
+      queued('h-first', 'first', [alert('c', 'warning')], 'team-b'),
+      queued('h-more', 'new_alerts', [alert('d', 'warning')], 'team-c'),
+    ];
+    expect(sendOrder(queue)).toEqual(['g-first', 'g-new', 'h-first', 'h-more']);
+  });
+
+  it('resolves and repeats yield to what fires; nothing past the lookahead is looked at', () => {
+    const queue = [
+      queued('resolve', 'page_resolve', [alert('r', 'critical', 'resolved')]),
+      queued('repeat', 'repeat', [alert('p', 'critical')]),
+      queued('info', 'first', [alert('i', 'info')]),
+    ];
+    expect(sendOrder(queue)).toEqual(['info', 'resolve', 'repeat']);
+    const long = [
+      ...Array.from({ length: SEND_LOOKAHEAD }, (_, i) => queued(`w-${i}`, 'page', [alert(`w${i}`, 'warning')])),
+      queued('late', 'page', [alert('late', 'critical')]),
+    ];
+    expect(nextToSend(long)).toBe(0);
+    expect(nextToSend(long.slice(1))).toBe(SEND_LOOKAHEAD - 1);
+    // A message naming more alerts than the lookahead reads ends the look there.
+    const big = queued(
+      'big',
+      'first',
+      Array.from({ length: SEND_LOOKAHEAD_KEYS }, (_, i) => alert(`b${i}`, 'warning')),
+      'team-big',
+    );
+    expect(nextToSend([big, queued('after-big', 'page', [alert('x', 'critical')])])).toBe(0);
+    expect(nextToSend([queued('small', 'first', [alert('s', 'warning')], 'team-s'), queued('after-small', 'page', [alert('x', 'critical')])])).toBe(1);
+  });
+});
