@@ -11,7 +11,7 @@ import { noteGpuJob, noteJobEvent } from './job-runs.ts';
 import type { GpuContext, JudgeContext, SampleContext } from './judge.ts';
 import { planOf } from './judging-plan.ts';
 import { bindTemplate, fallbackTemplate, type BoundTemplate, type RuleSet } from './load-rules.ts';
-import { clusterMajority } from './judges/drift.ts';
+import { clusterMajority, deleteClusterMember } from './cluster-members.ts';
 import { keepWindow } from './maintenance-windows.ts';
 import { SamplePeers } from './peer-medians.ts';
 import { towardGpus } from './pci-paths.ts';
@@ -264,7 +264,7 @@ export class Engine {
   private leaveCluster(state: EngineState, host: string, cluster: string): void {
     const members = state.fleet.clusters[cluster];
     if (!members || !Object.hasOwn(members, host)) return;
-    delete members[host];
+    deleteClusterMember(members, host);
     if (!hasKeys(members)) delete state.fleet.clusters[cluster];
     this.changedClusters.add(cluster);
   }

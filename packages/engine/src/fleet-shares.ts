@@ -1,4 +1,5 @@
 import { isHostName, must, MAX_EVENT_LEAD_MS, MAX_LABEL_VALUE_LENGTH, MAX_SHARED_HOSTS } from '@gpualert/schema';
+import { deleteClusterMember, setClusterMember } from './cluster-members.ts';
 import { dict, type FleetState, type HostState } from './engine-state.ts';
 
 /**
@@ -187,7 +188,7 @@ export class SharedView {
         next.job = share.job.name;
       }
       if (share?.cluster) {
-        (fleet.clusters[share.cluster.name] ??= dict())[host] = { driver: share.cluster.driver, cuda: share.cluster.cuda };
+        setClusterMember((fleet.clusters[share.cluster.name] ??= dict()), host, { driver: share.cluster.driver, cuda: share.cluster.cuda });
         next.cluster = share.cluster.name;
       }
       if (was?.cluster !== next.cluster || before?.driver !== share?.cluster?.driver || before?.cuda !== share?.cluster?.cuda) {
@@ -218,7 +219,7 @@ function drop(fleet: FleetState, host: string, was: Applied): void {
   }
   if (was.cluster !== undefined) {
     const members = fleet.clusters[was.cluster];
-    if (members && Object.hasOwn(members, host)) delete members[host];
+    if (members) deleteClusterMember(members, host);
     if (members && isEmpty(members)) delete fleet.clusters[was.cluster];
   }
 }

@@ -1,5 +1,6 @@
 import { must, type EnvelopeOf } from '@gpualert/schema';
 import { alertEnvelopes } from './alert-envelopes.ts';
+import { deleteClusterMember } from './cluster-members.ts';
 import { Conditions, type Transition } from './conditions.ts';
 import type { EngineState, HostState } from './engine-state.ts';
 
@@ -83,6 +84,6 @@ export function forgetHost(state: EngineState, name: string, now: number): Envel
 
 function dropFromClusters(state: EngineState, name: string): void {
   for (const members of Object.values(state.fleet.clusters)) {
-    if (Object.hasOwn(members, name)) delete members[name];
+    deleteClusterMember(members, name);
   }
 }

@@ -1,3 +1,4 @@
+import { clusterMajority, setClusterMember } from '../cluster-members.ts';
 import { fill } from '../conditions.ts';
 import { dict } from '../engine-state.ts';
 import type { Judge, JudgeContext } from '../judge.ts';
@@ -13,7 +14,7 @@ export const drift: Judge<'drift'> = {
   inventory(ctx, rule) {
     const { host, data } = ctx;
     const cluster = host.labels.cluster;
-    if (cluster) (ctx.state.fleet.clusters[cluster] ??= dict())[host.host] = { driver: data.driver_version, cuda: data.cuda_version };
+    if (cluster) setClusterMember((ctx.state.fleet.clusters[cluster] ??= dict()), host.host, { driver: data.driver_version, cuda: data.cuda_version });
     judge(ctx, rule, data.driver_version, data.cuda_version);
   },
   clusterChange(ctx, rule) {
@@ -40,17 +41,4 @@ function judge(ctx: JudgeContext, rule: RuleOf<'drift'>, driver: string, cuda: s
     breaching: reasons.length > 0,
     summary: fill(rule.summary, { host: host.host, detail: reasons.join('; ') }),
   });
-}
-
-/** The driver most hosts of a cluster run (ties: the lowest), how many run it, and of how many. */
-export function clusterMajority(members: Readonly<Record<string, { driver: string }>>): { value: string; count: number; of: number } | undefined {
-  const counts = new Map<string, number>();
-  let of = 0;
-  for (const { driver } of Object.values(members)) {
-    counts.set(driver, (counts.get(driver) ?? 0) + 1);
-    of += 1;
-  }
-  let best: { value: string; count: number; of: number } | undefined;
-  for (const [value, count] of counts) if (!best || count > best.count || (count === best.count && value < best.value)) best = { value, count, of };
-  return best;
 }
