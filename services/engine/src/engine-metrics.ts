@@ -55,6 +55,12 @@ export class EngineMetrics {
     labelNames: ['topic'] as const,
     registers: [this.registry],
   });
+  readonly tickDuration = new Histogram({
+    name: 'gpualert_engine_tick_duration_seconds',
+    help: "Time of one tick's judging: every owned host's quiet periods and absences, and the operators' resolves.",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
   readonly renderDuration = new Histogram({
     name: 'gpualert_engine_metrics_render_seconds',
     help: 'Time to render the fleet metrics for one scrape.',

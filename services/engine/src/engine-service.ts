@@ -207,8 +207,10 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     const alerts: EnvelopeOf<'alert'>[] = [];
     const now = Date.now();
     const resolves = await takeOperatorResolves(store);
+    const judging = performance.now();
     for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
     if (mayJudgeAbsence()) alerts.push(...engine.tick(state, now));
+    options.metrics?.tickDuration.observe((performance.now() - judging) / 1000);
     options.onTick?.();
     if (alerts.length === 0) return;
     const hosts = [...new Set(alerts.map((a) => a.host))];
