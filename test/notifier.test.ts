@@ -267,6 +267,42 @@ describe('notifier on the real Kafka and Redis, with every channel against its l
   });
 });
 
+describe('a pager with pages queued', () => {
+  it('is sent the critical page before the error pages of other faults queued ahead of it, which keep their order', async () => {
+    const { vendors, bus, store, start } = await setup({
+      receivers: [receiver('pd', 'pagerduty', { url: '${BASE}/pagerduty/v2/enqueue', routing_key: 'env:PD_KEY' })],
+      route: { receiver: 'pd', page: true },
+    });
+    // Queued: in the outbox (the held one too, until the pager answers), then in the receiver's queue once the step's saves are done.
+    const queued = async (n: number) => {
+      await waitFor(async () => Object.keys(await store.hashGetAll('notifier:outbox')).length === n, `${n} pages in the outbox`, 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    };
+    const triggers = () =>
+      vendors
+        .of('pagerduty')
+        .filter((r) => r.body.event_action === 'trigger')
+        .map((r) => r.body.dedup_key as string);
+    const notifier = await start();
+    cleanups.push(() => notifier.stop());
+    // The first page is held at the pager: the next ones wait in the notifier's queue for it.
+    const open = vendors.hold('pagerduty');
+    const errors = Array.from({ length: 12 }, (_, i) => alert(`fp-error-${i}`, 'firing', 'error'));
+    await bus.publish(TOPICS.alerts, [envelopeMessage(errors[0]!)]);
+    await waitFor(() => vendors.arrivals.length > 0, 'the first page at the pager');
+    await bus.publish(
+      TOPICS.alerts,
+      errors.slice(1).map((e) => envelopeMessage(e)),
+    );
+    await queued(12);
+    await bus.publish(TOPICS.alerts, [envelopeMessage(alert('fp-xid-79', 'firing', 'critical'))]);
+    await queued(13);
+    open();
+    await waitFor(() => triggers().length === 13, 'every page at the pager', 30_000);
+    expect(triggers()).toEqual(['fp-error-0', 'fp-xid-79', ...errors.slice(1).map((e) => e.data.fingerprint)]);
+  });
+});
+
 describe('a page taken over from a stopped notifier', () => {
   it('reaching the pager after another notifier sent its resolve, is followed by the resolve again (the incident does not stay open)', async () => {
     const { vendors, bus, store, start } = await setup({

@@ -1,7 +1,7 @@
 import type { AlertView, Notification } from '@gpualert/notify';
 import type { Severity } from '@gpualert/schema';
 import { describe, expect, it } from 'vitest';
-import { nextToSend, SEND_LOOKAHEAD, SEND_LOOKAHEAD_KEYS } from './next-to-send.ts';
+import { nextToSend, SEND_LOOKAHEAD, SEND_LOOKAHEAD_KEYS, SEND_MAX_WAIT_MS } from './next-to-send.ts';
 
 const alert = (fingerprint: string, severity: Severity, status: AlertView['status'] = 'firing'): AlertView => ({
   id: `a-${fingerprint}`,
@@ -17,16 +17,16 @@ const alert = (fingerprint: string, severity: Severity, status: AlertView['statu
   labels: {},
 });
 
-const queued = (id: string, reason: Notification['reason'], alerts: AlertView[], group = `page:${alerts[0]?.fingerprint ?? id}`) => ({
+const queued = (id: string, reason: Notification['reason'], alerts: AlertView[], group = `page:${alerts[0]?.fingerprint ?? id}`, queuedAt = 0) => ({
   notification: { id, receiver: 'pager', group, reason, alerts, firing: alerts.filter((a) => a.status === 'firing').length } satisfies Notification,
-  queuedAt: 0,
+  queuedAt,
 });
 
 /** The order a receiver sends a queue in, one message at a time. */
-function sendOrder(queue: ReturnType<typeof queued>[]): string[] {
+function sendOrder(queue: ReturnType<typeof queued>[], now = 0): string[] {
   const rest = [...queue];
   const order: string[] = [];
-  while (rest.length > 0) order.push(rest.splice(nextToSend(rest), 1)[0]!.notification.id);
+  while (rest.length > 0) order.push(rest.splice(nextToSend(rest, now), 1)[0]!.notification.id);
   return order;
 }
 
@@ -72,8 +72,8 @@ describe('the next message a receiver sends', () => {
       ...Array.from({ length: SEND_LOOKAHEAD }, (_, i) => queued(`w-${i}`, 'page', [alert(`w${i}`, 'warning')])),
       queued('late', 'page', [alert('late', 'critical')]),
     ];
-    expect(nextToSend(long)).toBe(0);
-    expect(nextToSend(long.slice(1))).toBe(SEND_LOOKAHEAD - 1);
+    expect(nextToSend(long, 0)).toBe(0);
+    expect(nextToSend(long.slice(1), 0)).toBe(SEND_LOOKAHEAD - 1);
     // A message naming more alerts than the lookahead reads ends the look there.
     const big = queued(
       'big',
@@ -81,7 +81,16 @@ describe('the next message a receiver sends', () => {
       Array.from({ length: SEND_LOOKAHEAD_KEYS }, (_, i) => alert(`b${i}`, 'warning')),
       'team-big',
     );
-    expect(nextToSend([big, queued('after-big', 'page', [alert('x', 'critical')])])).toBe(0);
-    expect(nextToSend([queued('small', 'first', [alert('s', 'warning')], 'team-s'), queued('after-small', 'page', [alert('x', 'critical')])])).toBe(1);
+    expect(nextToSend([big, queued('after-big', 'page', [alert('x', 'critical')])], 0)).toBe(0);
+    expect(nextToSend([queued('small', 'first', [alert('s', 'warning')], 'team-s'), queued('after-small', 'page', [alert('x', 'critical')])], 0)).toBe(1);
+  });
+
+  it('what waited past its bound goes first come first, urgent or not: a storm of pages does not hold a resolve back for ever', () => {
+    const queue = [
+      queued('old-resolve', 'page_resolve', [alert('r', 'error', 'resolved')], undefined, 0),
+      queued('fresh-critical', 'page', [alert('c', 'critical')], undefined, SEND_MAX_WAIT_MS),
+    ];
+    expect(sendOrder(queue, SEND_MAX_WAIT_MS - 1)).toEqual(['fresh-critical', 'old-resolve']);
+    expect(sendOrder(queue, SEND_MAX_WAIT_MS)).toEqual(['old-resolve', 'fresh-critical']);
   });
 });

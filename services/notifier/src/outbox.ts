@@ -147,7 +147,8 @@ export class Outbox {
         adopted.push(taken);
       }
     }
-    return adopted;
+    // In the order they were queued (Redis keeps no order in a big hash): a fault's trigger is sent before its resolve.
+    return adopted.sort((a, b) => a.queuedAt - b.queuedAt);
   }
 
   /** Claims a dead owner's entry (an entry without an owner is this notifier's at start) and writes it as this notifier's; undefined when another claimed it first. */

@@ -26,7 +26,8 @@ describe('following a kernel log file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gpualert-file-source-'));
     const path = join(dir, 'kern.log');
     writeFileSync(path, '');
-    const source = new FileLineSource(path);
+    // The fallback poll a minute away: what wakes a wait here is the watcher.
+    const source = new FileLineSource(path, 60_000);
     sources.push(source);
     source.open(0);
     expect(await source.read()).toEqual([]);
@@ -46,5 +47,19 @@ describe('following a kernel log file', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(await endsWithin(source.waitForLines(60_000), 5_000)).toBe('woke');
     expect((await source.read()).map((l) => l.text)).toEqual([XID]);
+  });
+
+  it('a short wait (a burst still open) ends on time with a watcher too: the Xid closes after its gap, not at the next poll', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpualert-file-source-'));
+    const path = join(dir, 'kern.log');
+    writeFileSync(path, '');
+    const source = new FileLineSource(path, 60_000);
+    sources.push(source);
+    source.open(0);
+    await source.read();
+    expect(await endsWithin(source.waitForLines(60_000), 5_000)).toBe('woke'); // sets the watcher up
+    await source.read();
+    expect(await endsWithin(source.waitForLines(50), 2_000)).toBe('woke');
+    expect(await endsWithin(source.waitForLines(60_000), 300)).toBe('still waiting');
   });
 });

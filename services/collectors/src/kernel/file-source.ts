@@ -25,7 +25,11 @@ export class FileLineSource implements LineSource {
   /** Since when the file has not been there (a rotation takes milliseconds; a deleted log, for ever). */
   private missingSince: number | undefined;
 
-  constructor(path: string) {
+  /** `watchedPollMs`: how often a watched file is read anyway (a test sets it long, to see the watcher alone wake it). */
+  constructor(
+    path: string,
+    private readonly watchedPollMs = WATCHED_POLL_MS,
+  ) {
     this.path = path;
     this.id = `file:${path}`;
   }
@@ -89,8 +93,10 @@ export class FileLineSource implements LineSource {
     }
     // A change between the last read and this wait (a line appended while it was read) is read now, not after a second.
     if (this.changed) return;
-    // With a watcher, a missed event costs at most a second; without one, the caller's interval.
-    const timeout = this.watcher ? Math.max(ms, WATCHED_POLL_MS) : ms;
+    // With a watcher, a missed event costs at most a second; without one, the caller's interval. A
+    // shorter wait is the caller's to ask (an open burst must close on time: an Xid waits out its
+    // 300 ms gap, then goes at the next wake, not at the next second).
+    const timeout = this.watcher ? Math.min(ms, this.watchedPollMs) : ms;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, timeout);
       function done() {
