@@ -21,19 +21,25 @@ async function endsWithin(wait: Promise<void>, ms: number): Promise<'woke' | 'st
   }
 }
 
+/** An empty log followed from its start, read once, its watcher set up and read again: what a collector's first turns do. */
+async function watched(): Promise<{ source: FileLineSource; path: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'gpualert-file-source-'));
+  const path = join(dir, 'kern.log');
+  writeFileSync(path, '');
+  // The fallback poll a minute away: what wakes a wait here is the watcher.
+  const source = new FileLineSource(path, 60_000);
+  sources.push(source);
+  source.open(0);
+  expect(await source.read()).toEqual([]);
+  // The first wait sets the watcher up, and returns: a line written before it was watched is read now.
+  expect(await endsWithin(source.waitForLines(60_000), 5_000)).toBe('woke');
+  expect(await source.read()).toEqual([]);
+  return { source, path };
+}
+
 describe('following a kernel log file', () => {
   it('a line appended while nobody waited (between a read and the next wait) is read at once, not after the fallback poll', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gpualert-file-source-'));
-    const path = join(dir, 'kern.log');
-    writeFileSync(path, '');
-    // The fallback poll a minute away: what wakes a wait here is the watcher.
-    const source = new FileLineSource(path, 60_000);
-    sources.push(source);
-    source.open(0);
-    expect(await source.read()).toEqual([]);
-    // The first wait sets the watcher up, and returns: a line written before it was watched is read now.
-    expect(await endsWithin(source.waitForLines(60_000), 5_000)).toBe('woke');
-    expect(await source.read()).toEqual([]);
+    const { source, path } = await watched();
     // Nothing changed since that read: the wait waits (it does not spin).
     const quiet = source.waitForLines(60_000);
     expect(await endsWithin(quiet, 300)).toBe('still waiting');
@@ -50,15 +56,7 @@ describe('following a kernel log file', () => {
   });
 
   it('a short wait (a burst still open) ends on time with a watcher too: the Xid closes after its gap, not at the next poll', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gpualert-file-source-'));
-    const path = join(dir, 'kern.log');
-    writeFileSync(path, '');
-    const source = new FileLineSource(path, 60_000);
-    sources.push(source);
-    source.open(0);
-    await source.read();
-    expect(await endsWithin(source.waitForLines(60_000), 5_000)).toBe('woke'); // sets the watcher up
-    await source.read();
+    const { source } = await watched();
     expect(await endsWithin(source.waitForLines(50), 2_000)).toBe('woke');
     expect(await endsWithin(source.waitForLines(60_000), 300)).toBe('still waiting');
   });
