@@ -27,6 +27,8 @@ export function nextToSend(queue: readonly { readonly notification: Notification
   // fault's next critical page goes as urgently as that page.
   const headsOf = new Map<string, Set<number>>();
   const urgencyOf = new Map<number, number>();
+  /** An earlier head already raised to the most urgent by a message behind it: it goes first, as the earliest. */
+  let earlierMostUrgent = false;
   const end = Math.min(queue.length, SEND_LOOKAHEAD);
   let looked = 0;
   for (let i = 0; i < end; i += 1) {
@@ -46,11 +48,12 @@ export function nextToSend(queue: readonly { readonly notification: Notification
     const u = now - item.queuedAt >= SEND_MAX_WAIT_MS ? MOST_URGENT : urgency(notification);
     if (found.size === 0) {
       // The first message that may go and is as urgent as any: nothing can pass it, and it goes.
-      if (u >= MOST_URGENT && !raised(urgencyOf)) return i;
+      if (u >= MOST_URGENT && !earlierMostUrgent) return i;
       found.add(i);
       urgencyOf.set(i, u);
     } else {
       for (const head of found) urgencyOf.set(head, Math.max(urgencyOf.get(head) ?? -Infinity, u));
+      if (u >= MOST_URGENT) earlierMostUrgent = true;
     }
     for (const key of keys) {
       let heads = headsOf.get(key);
@@ -70,10 +73,4 @@ function urgency(notification: Notification): number {
   let most = -1;
   for (const alert of notification.alerts) if (alert.status === 'firing') most = Math.max(most, severityRank(alert.severity));
   return most;
-}
-
-/** Whether an earlier head was raised to the most urgent by a message behind it (it then goes first, as the earliest). */
-function raised(urgencyOf: ReadonlyMap<number, number>): boolean {
-  for (const u of urgencyOf.values()) if (u >= MOST_URGENT) return true;
-  return false;
 }
