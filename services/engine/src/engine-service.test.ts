@@ -225,6 +225,70 @@ describe('engine service on the wall clock', () => {
   }, 60_000);
 });
 
+describe('engine service: a big tick', () => {
+  it('judges a fault that comes while a tick calls 1,500 silent hosts down before the tick ends, and calls each silent host down once', async () => {
+    const bus = new MemoryBus({ partitions: 2 });
+    await bus.ensureTopics(Object.values(TOPICS));
+    // 1,501 hosts reported every 500 ms until 5 s ago; one of them, the live host, still does.
+    const now = Date.now();
+    const live = 'gpu-node-000';
+    const history: EnvelopeOf<'gpu.sample'>[] = [];
+    const inventories = [];
+    const liveSamples: EnvelopeOf<'gpu.sample'>[] = [];
+    for (const envelope of syntheticFleet({ hosts: 1_501, gpusPerHost: 1, start: now - 8_000, minutes: 1, intervalMs: 500, seed: 6 })) {
+      if (envelope.type === 'host.inventory') inventories.push(envelope);
+      else if (envelope.type !== 'gpu.sample') continue;
+      else if (Date.parse(envelope.ts) <= now - 5_000) history.push(envelope);
+      else if (envelope.host === live) liveSamples.push(envelope);
+      else if (Date.parse(envelope.ts) > now + 30_000) break;
+    }
+    await bus.publish(TOPICS.hostInventory, inventories.map(envelopeMessage));
+    await bus.publish(TOPICS.gpuSamples, history.map(envelopeMessage));
+    const publishLive = setInterval(() => {
+      const due = [];
+      while (liveSamples.length > 0 && Date.parse(liveSamples[0]!.ts) <= Date.now()) due.push(envelopeMessage(liveSamples.shift()!));
+      if (due.length > 0) void bus.publish(TOPICS.gpuSamples, due);
+    }, 50);
+    const service = await startEngineService({
+      bus,
+      store: new MemoryStore(),
+      log,
+      ruleSet: rules.value,
+      catalog: catalog.value,
+      clock: 'wall',
+      group: 'engine',
+      tickMs: 100,
+      tickSliceMs: 1,
+    });
+    // The live host's GPU falls off the bus as soon as the first silent host is called down.
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    const down = () => alerts.filter((a) => a.data.rule === 'host-absent' && a.data.status === 'firing');
+    const watch = await bus.consume({
+      group: 'watch',
+      topics: [TOPICS.alerts],
+      handler: async (b) => {
+        const first = down().length === 0;
+        alerts.push(...b.items.flatMap((i) => (i.envelope.type === 'alert' ? [i.envelope] : [])));
+        if (first && down().length > 0) await bus.publish(TOPICS.kernelEvents, [envelopeMessage(xid79(live, Date.now()))]);
+      },
+    });
+    await waitFor(
+      () => down().length >= 1_500 && alerts.some((a) => a.host === live && a.data.severity === 'critical'),
+      'every silent host down, and the page',
+      30_000,
+    );
+    clearInterval(publishLive);
+    const page = alerts.findIndex((a) => a.host === live && a.data.severity === 'critical');
+    const lastDown = alerts.lastIndexOf(down().at(-1)!);
+    expect(page, `the page is alert ${page}, the last host down alert ${lastDown}`).toBeLessThan(lastDown);
+    const hosts = down().map((a) => a.host);
+    expect(new Set(hosts).size).toBe(hosts.length);
+    expect(hosts).not.toContain(live);
+    await Promise.all([service.stop(), watch.stop()]);
+    await bus.close();
+  }, 60_000);
+});
+
 /** Polls until `check` holds, or fails naming what it waited for. */
 async function waitFor(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;

@@ -40,6 +40,8 @@ export interface EngineServiceOptions {
   readonly tickMs?: number;
   /** Told after each tick, whether or not it judged anything. */
   readonly onTick?: () => void;
+  /** How long one slice of a tick judges before the next queued step may go (default 10 ms). */
+  readonly tickSliceMs?: number;
   /** The pipeline's health and the fleet's state for `/metrics` (engine-metrics.ts). */
   readonly metrics?: EngineMetrics;
   /** What the console shows of the hosts this instance owns (engine-fleet-view.ts), served beside `/metrics`. */
@@ -157,6 +159,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   };
 
   const group = options.group ?? 'gpualert-engine';
+  let assignment = 0;
   const subscription: Subscription = await options.bus.consume({
     group,
     topics: [...ENGINE_INPUT_TOPICS],
@@ -165,6 +168,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     // Behind (after an outage, at a burst), several samples of each host share one state save.
     maxBatchBytes: 2 * 1024 * 1024,
     onAssignment: (partitions) => {
+      assignment += 1;
       gate.assigned(partitions);
       // A new assignment: what another instance judged meanwhile is in the store, not in memory.
       void serial(async () => {
@@ -196,22 +200,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     }
   };
 
-  /**
-   * The wall clock's step: absence, quiet periods, escalation, and operators' resolves. Should its
-   * alerts not go out, its hosts are dropped (read again from the store before the next tick) and
-   * the resolves asked for again: kept, a host that has gone silent would be marked as alerted
-   * with its alert lost, and no later sample of it would come to correct that.
-   */
-  const tick = async () => {
-    await owned.reloadDropped();
-    const alerts: EnvelopeOf<'alert'>[] = [];
-    const now = Date.now();
-    const resolves = await takeOperatorResolves(store);
-    const judging = performance.now();
-    for (const fingerprint of resolves) alerts.push(...engine.resolveByOperator(state, fingerprint, now));
-    if (mayJudgeAbsence()) alerts.push(...engine.tick(state, now));
-    options.metrics?.tickDuration.observe((performance.now() - judging) / 1000);
-    options.onTick?.();
+  /** Publishes a tick step's alerts and saves their hosts; should they not go out, the hosts are dropped (read again from the store before the next tick) and `undo` runs. */
+  const publishTickAlerts = async (alerts: readonly EnvelopeOf<'alert'>[], undo?: () => Promise<unknown>) => {
     if (alerts.length === 0) return;
     const hosts = [...new Set(alerts.map((a) => a.host))];
     try {
@@ -219,15 +209,78 @@ export async function startEngineService(options: EngineServiceOptions): Promise
       await owned.save(hosts);
     } catch (error) {
       owned.drop(hosts, true);
-      await Promise.all(resolves.map((fingerprint) => requestOperatorResolve(store, fingerprint, now))).catch(() => {});
+      await undo?.().catch(() => {});
       throw error;
     }
+  };
+
+  /** The tick's first step: the hosts a failed tick dropped read again, and the operators' resolves; resolves to the hosts to judge, if absence may be judged. */
+  const startTick = async (): Promise<{ hosts: string[]; judgingMs: number }> => {
+    await owned.reloadDropped();
+    const now = Date.now();
+    const resolves = await takeOperatorResolves(store);
+    const judging = performance.now();
+    const alerts = resolves.flatMap((fingerprint) => engine.resolveByOperator(state, fingerprint, now));
+    const judgingMs = performance.now() - judging;
+    // Asked for again if their resolves do not go out.
+    await publishTickAlerts(alerts, () => Promise.all(resolves.map((fingerprint) => requestOperatorResolve(store, fingerprint, now))));
+    tickAssignment = assignment;
+    return { hosts: mayJudgeAbsence() ? Object.keys(state.hosts) : [], judgingMs };
+  };
+
+  /** One slice of the tick: hosts from `from` on judged at the wall clock's time until `tickSliceMs` has passed; resolves to where the next slice starts. */
+  const tickSlice = async (hosts: readonly string[], from: number): Promise<{ next: number; judgingMs: number }> => {
+    // A step between two slices may have forgotten a host (looked up again here), or brought a new
+    // assignment: the tick ends there, and the next one judges the hosts as they are owned then.
+    if (assignment !== tickAssignment) return { next: hosts.length, judgingMs: 0 };
+    const now = Date.now();
+    const started = performance.now();
+    const alerts: EnvelopeOf<'alert'>[] = [];
+    let next = from;
+    while (next < hosts.length) {
+      const host = state.hosts[must(hosts[next], 'a host of the tick')];
+      next += 1;
+      if (host) alerts.push(...engine.tickHost(state, host, now));
+      if (next % 32 === 0 && performance.now() - started >= tickSliceMs) break;
+    }
+    const judgingMs = performance.now() - started;
+    await publishTickAlerts(alerts);
+    return { next, judgingMs };
+  };
+
+  /**
+   * The wall clock's step: absence, quiet periods, escalation, and operators' resolves. Its hosts
+   * are judged in slices of about `tickSliceMs`, each a step of its own: a fault's batch waits for
+   * one slice, not for the whole fleet's tick, and probes are answered between slices. Should a
+   * slice's alerts not go out, its hosts are dropped (read again from the store before the next
+   * tick) and the resolves asked for again: kept, a host that has gone silent would be marked as
+   * alerted with its alert lost, and no later sample of it would come to correct that.
+   */
+  const tickSliceMs = options.tickSliceMs ?? 10;
+  let tickAssignment = assignment;
+  let ticking: Promise<void> | undefined;
+  let stopped = false;
+  const tick = async () => {
+    const { hosts, judgingMs } = await serial(startTick);
+    let judged = judgingMs;
+    for (let from = 0; from < hosts.length && !stopped;) {
+      const slice = await serial(() => tickSlice(hosts, from));
+      from = slice.next;
+      judged += slice.judgingMs;
+    }
+    options.metrics?.tickDuration.observe(judged / 1000);
   };
 
   const timer = setInterval(() => {
     void serial(forgetDue).catch((error: unknown) => log.error({ error: String(error) }, 'engine_forget_failed'));
     void serial(shareFleet).catch((error: unknown) => log.error({ error: String(error) }, 'engine_fleet_share_failed'));
-    void serial(tick).catch((error: unknown) => log.error({ error: String(error) }, 'engine_tick_failed'));
+    // One tick at a time: a tick longer than the interval (a big fleet in a storm) is not started again beside itself.
+    ticking ??= tick()
+      .catch((error: unknown) => log.error({ error: String(error) }, 'engine_tick_failed'))
+      .finally(() => {
+        ticking = undefined;
+        options.onTick?.();
+      });
   }, options.tickMs ?? 2_000);
   timer.unref();
 
@@ -242,6 +295,8 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     ready: sharedReadiness(() => [busReady(options.bus), consumerReady('input consumer', subscription), storeReady(store)]),
     async stop() {
       clearInterval(timer);
+      stopped = true;
+      await ticking;
       await subscription.stop();
       await queue.idle();
     },
