@@ -16,14 +16,55 @@ import { format, median, percentile, residentMb as rssMb } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 
-function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
+function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string; port: () => string | undefined } {
   // GPUALERT_E2E_PROFILE=DIR writes a CPU profile of the engine there, to see where its time goes.
   const profile = args[0] === 'engine' && process.env.GPUALERT_E2E_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GPUALERT_E2E_PROFILE}`] : [];
   const child = spawn(process.execPath, [...profile, BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));
-  child.stderr!.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));
-  return Object.assign(child, { output: () => output });
+  // The port its /metrics is on, as logged at its start (the output kept is only its tail).
+  let port: string | undefined;
+  const take = (c: Buffer) => {
+    output = (output + c.toString()).slice(-20_000);
+    port ??= /"(?:metrics_)?port":(\d+)/.exec(output)?.[1];
+  };
+  child.stdout!.on('data', take);
+  child.stderr!.on('data', take);
+  return Object.assign(child, { output: () => output, port: () => port });
+}
+
+/**
+ * Where a service's memory is, from its own `/metrics` (the process metrics, docs/metrics.md): RSS,
+ * the V8 heap's young (`new`) and old spaces and the rest of it (code, large objects, maps), and
+ * memory outside the heap (array buffers: fetched batches, socket buffers); in MB. The port is the
+ * one the service logged (`"metrics_port"` or `"port"`); undefined if it cannot be read.
+ */
+async function memoryOf(child: { port: () => string | undefined }, prefix: string): Promise<Record<string, number> | undefined> {
+  const port = child.port();
+  if (port === undefined) return undefined;
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+    (r) => r.text(),
+    () => '',
+  );
+  const value = (name: string) => Number(new RegExp(`^${prefix}${name} ([0-9.e+]+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024;
+  const mb = (n: number) => Math.round(n * 10) / 10;
+  const heapTotal = value('nodejs_heap_size_total_bytes');
+  const [newSpace, oldSpace] = [value('nodejs_heap_space_size_total_bytes{space="new"}'), value('nodejs_heap_space_size_total_bytes{space="old"}')];
+  return {
+    rss: mb(value('process_resident_memory_bytes')),
+    heap_used: mb(value('nodejs_heap_size_used_bytes')),
+    heap_new: mb(newSpace),
+    heap_old: mb(oldSpace),
+    heap_old_used: mb(value('nodejs_heap_space_size_used_bytes{space="old"}')),
+    heap_other: mb(heapTotal - newSpace - oldSpace),
+    external: mb(value('nodejs_external_memory_bytes')),
+  };
+}
+
+/** One line of `memoryOf`'s figures. */
+function memoryLine(memory: Record<string, number> | undefined): string {
+  if (memory === undefined) return 'not read';
+  const m = memory as Record<'rss' | 'heap_used' | 'heap_new' | 'heap_old' | 'heap_old_used' | 'heap_other' | 'external', number>;
+  return `RSS ${m.rss}: V8 heap new ${m.heap_new} + old ${m.heap_old} (${m.heap_old_used} in use) + other ${m.heap_other}, outside the heap ${m.external} MB`;
 }
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
@@ -254,6 +295,7 @@ export async function benchE2e(): Promise<void> {
         throw new Error(`e2e bench: an engine exited (${e.exitCode ?? e.signalCode}) during the drain:\n${e.output().slice(-3_000)}`);
     }
     const engineRss = engines.reduce((mb, e) => mb + rssMb(e.pid), 0);
+    const engineMemoryDrained = await memoryOf(engine, 'gpualert_engine_');
 
     // 3. Steady load: the fleet's next scrapes offered at 40% of the drained rate (event time
     // running that many times faster than real time), lag sampled, Xid 79 pages timed meanwhile.
@@ -349,6 +391,7 @@ export async function benchE2e(): Promise<void> {
     const engineRssSteady = engines.map((e) => rssMb(e.pid));
     const notifierRssPeak = rssMb(notifier.pid, 'VmHWM');
     const engineRssPeak = engines.map((e) => rssMb(e.pid, 'VmHWM'));
+    const [engineMemorySteady, notifierMemory] = [await memoryOf(engine, 'gpualert_engine_'), await memoryOf(notifier, 'gpualert_notifier_')];
     steady = false;
     clearInterval(sampler);
     await load;
@@ -384,6 +427,9 @@ export async function benchE2e(): Promise<void> {
     console.log(
       `${'peak RSS (VmHWM) per engine instance, and the notifier'.padEnd(58)} ${engineRssPeak.map((mb) => format(mb)).join(' + ')} MB, ${format(notifierRssPeak)} MB`,
     );
+    console.log(`${'engine memory after the drain (its /metrics), MB'.padEnd(58)} ${memoryLine(engineMemoryDrained)}`);
+    console.log(`${'engine memory at the end of the steady load, MB'.padEnd(58)} ${memoryLine(engineMemorySteady)}`);
+    console.log(`${'notifier memory at the end of the steady load, MB'.padEnd(58)} ${memoryLine(notifierMemory)}`);
     console.log(
       `${'gpu.sample message (8 GPUs), as published'.padEnd(58)} ${format(sizes.bytes / Math.max(1, sizes.count)).padStart(12)} bytes (mean of ${sizes.count.toLocaleString('en-US')})`,
     );
@@ -415,6 +461,9 @@ export async function benchE2e(): Promise<void> {
         engine_rss_mb_peak: engineRssPeak.map((mb) => Math.round(mb)),
         notifier_rss_mb_peak: Math.round(notifierRssPeak),
         agent_rss_mb_median: Math.round(median(agentRss)),
+        engine_memory_mb_drained: engineMemoryDrained ?? null,
+        engine_memory_mb_steady: engineMemorySteady ?? null,
+        notifier_memory_mb: notifierMemory ?? null,
         hosts,
         gpus: hosts * gpus,
         engines: engines.length,

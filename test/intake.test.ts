@@ -169,6 +169,7 @@ describe('intake over real HTTP, Kafka and Redis', () => {
     expect(metrics).toMatch(/gpualert_intake_requests_total\{provider="azure",outcome="accepted"\} 2/);
     expect(metrics).toMatch(/gpualert_intake_requests_total\{provider="generic",outcome="unauthorized"\} 6/);
     expect(metrics).toMatch(/gpualert_intake_request_duration_seconds_bucket/);
+    expect(Number(/^gpualert_intake_process_resident_memory_bytes (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(10 * 1024 * 1024);
   });
 
   it('accepts an event sent under two delivery ids at the same moment once: one 202, one event on the topic', async () => {

@@ -367,7 +367,9 @@ describe('the silences HTTP API', () => {
       expect(invalid.status).toBe(400);
       const expired = await fetch(`${base}/v1/silences/${silence.id}`, { method: 'DELETE', headers: auth });
       expect(((await expired.json()) as { expiredAt?: number }).expiredAt).toBeGreaterThan(0);
-      expect((await fetch(`${base}/metrics`)).status).toBe(200);
+      const scrape = await fetch(`${base}/metrics`);
+      expect(scrape.status).toBe(200);
+      expect(Number(/^gpualert_notifier_process_resident_memory_bytes (\d+)/m.exec(await scrape.text())?.[1])).toBeGreaterThan(10 * 1024 * 1024);
     } finally {
       await close(server);
       await store.close();

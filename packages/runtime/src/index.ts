@@ -5,3 +5,4 @@ export { embeddedDataDir } from './data-dir.ts';
 export { priorityQueue, serialQueue } from './serial.ts';
 export { busReady, consumerReady, sharedReadiness, storeReady, type Readiness } from './readiness.ts';
 export { ReloadMetrics } from './reload-metrics.ts';
+export { processMetrics } from './process-metrics.ts';

@@ -80,7 +80,11 @@ describe("the engine's /metrics", () => {
     const scrape = await fetch(`${base}/metrics`);
     expect(scrape.status).toBe(200);
     expect(scrape.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-    expect(await scrape.text()).toMatch(/^gpualert_hosts 0$/m);
+    const text = await scrape.text();
+    expect(text).toMatch(/^gpualert_hosts 0$/m);
+    // The process's own memory, by V8 heap space: where an engine's RSS goes.
+    expect(Number(/^gpualert_engine_process_resident_memory_bytes (\d+)/m.exec(text)?.[1])).toBeGreaterThan(10 * 1024 * 1024);
+    expect(text).toMatch(/^gpualert_engine_nodejs_heap_space_size_used_bytes\{space="old"\} [1-9]\d*$/m);
     expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ status: 'ok' });
     expect((await fetch(`${base}/state`)).status).toBe(404);
     expect((await fetch(`${base}/metrics`, { method: 'POST' })).status).toBe(404);

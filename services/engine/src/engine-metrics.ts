@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
 import { renderFleetMetricsCounted, type EngineState, type FleetMetricsInput, type RuleSet } from '@gpualert/engine';
-import { ReloadMetrics, type Readiness } from '@gpualert/runtime';
+import { processMetrics, ReloadMetrics, type Readiness } from '@gpualert/runtime';
 import { TOPICS, type GpuSampleData } from '@gpualert/schema';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EngineFleetView } from './engine-fleet-view.ts';
@@ -138,7 +138,7 @@ export class EngineMetrics {
       this.seriesDropped.inc(out.dropped);
     }
     this.renderDuration.observe((performance.now() - started) / 1000);
-    return `${fleet}${await this.registry.metrics()}${await BUS_METRICS.metrics()}`;
+    return `${fleet}${await this.registry.metrics()}${await processMetrics('gpualert_engine_').metrics()}${await BUS_METRICS.metrics()}`;
   }
 }
 

@@ -1,4 +1,4 @@
-import { busReady, sharedReadiness, storeReady } from '@gpualert/runtime';
+import { busReady, processMetrics, sharedReadiness, storeReady } from '@gpualert/runtime';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
 import { redactSecrets, type Logger } from '@gpualert/log';
@@ -147,7 +147,7 @@ export function createIntakeServer(options: IntakeServerOptions): { server: Serv
           return send(response, state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not ready', checks: state.checks });
         }
         if (request.method === 'GET' && url.pathname === '/metrics')
-          return send(response, 200, `${await metrics.registry.metrics()}${await BUS_METRICS.metrics()}`);
+          return send(response, 200, `${await metrics.registry.metrics()}${await processMetrics('gpualert_intake_').metrics()}${await BUS_METRICS.metrics()}`);
         if (JOB_EVENTS_ROUTE.test(url.pathname)) {
           if (request.method !== 'POST') {
             response.setHeader('connection', 'close');

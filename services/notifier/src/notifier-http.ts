@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Bus } from '@gpualert/bus';
-import { ReloadMetrics } from '@gpualert/runtime';
+import { processMetrics, ReloadMetrics } from '@gpualert/runtime';
 import type { StateStore } from '@gpualert/state';
 import { exportTimeline, FORMATS, UnknownIncidentError, type Format } from '@gpualert/timeline';
 import { Counter, Gauge, Registry } from 'prom-client';
@@ -194,7 +194,8 @@ export function createNotifierServer(
         if (url.pathname === '/-/ready') return send(state.ready ? 200 : 503, state.ready ? 'OK' : `not ready: ${JSON.stringify(state.checks)}`, 'text/plain');
         return send(state.ready ? 200 : 503, { status: state.ready ? 'ready' : 'not ready', checks: state.checks });
       }
-      if (url.pathname === '/metrics') return send(200, await metrics.registry.metrics(), 'text/plain; version=0.0.4');
+      if (url.pathname === '/metrics')
+        return send(200, `${await metrics.registry.metrics()}${await processMetrics('gpualert_notifier_').metrics()}`, 'text/plain; version=0.0.4');
       if (url.pathname === '/-/healthy') return send(200, 'OK', 'text/plain');
       // Alertmanager's reload, behind the bearer token: the routes file read again; a bad one is refused with its file:line, the running routes kept.
       if (url.pathname === '/-/reload') {
