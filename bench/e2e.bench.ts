@@ -12,14 +12,25 @@ import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
+import { AGENT_ENV, SERVICE_ENV } from '../tools/service-env.ts';
 import { format, median, percentile, residentMb as rssMb } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 
+/** The services run with the settings they ship with (tools/service-env.ts); GPUALERT_E2E_NODE_DEFAULTS=1 runs them on Node's and glibc's defaults. */
+function shippedEnv(command: string | undefined): NodeJS.ProcessEnv {
+  if (process.env.GPUALERT_E2E_NODE_DEFAULTS === '1') return {};
+  const shipped = command === 'agent' ? AGENT_ENV : SERVICE_ENV;
+  return { ...shipped, NODE_OPTIONS: [process.env.NODE_OPTIONS, shipped.NODE_OPTIONS].filter(Boolean).join(' ') };
+}
+
 function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string; port: () => string | undefined } {
   // GPUALERT_E2E_PROFILE=DIR writes a CPU profile of the engine there, to see where its time goes.
   const profile = args[0] === 'engine' && process.env.GPUALERT_E2E_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GPUALERT_E2E_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...profile, BIN, ...args], {
+    env: { ...process.env, ...shippedEnv(args[0]), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   // The port its /metrics is on, as logged at its start (the output kept is only its tail).
   let port: string | undefined;
@@ -135,6 +146,10 @@ export async function benchE2e(): Promise<void> {
   const backlog = hosts * scrapes;
   console.log(
     `\n## End to end: ${hosts} hosts × ${gpus} GPUs, a backlog of ${backlog.toLocaleString('en-US')} samples, separate processes, real Kafka and Redis`,
+  );
+  const settings = shippedEnv('engine');
+  console.log(
+    `services run ${process.env.GPUALERT_USE_DIST === '1' ? 'bundled (dist/)' : 'from source (tsx)'}, ${settings.MALLOC_ARENA_MAX === undefined ? "on Node's and glibc's defaults" : `with the settings they ship with (NODE_OPTIONS=${SERVICE_ENV.NODE_OPTIONS}, the agent's ${AGENT_ENV.NODE_OPTIONS}; MALLOC_ARENA_MAX=${SERVICE_ENV.MALLOC_ARENA_MAX})`}`,
   );
   const broker = process.env.KAFKA_BROKERS ? undefined : await KafkaBroker.create();
   const redis = await ensureRedis();

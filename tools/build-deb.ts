@@ -12,6 +12,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, co
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { buildSea, SEA_BINARY, SEA_DIR } from './build-sea.ts';
+import { AGENT_ENV } from './service-env.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 export const DEB_PACKAGE = 'gpualert-agent';
@@ -93,15 +94,16 @@ export function manPage(help: string, version: string): string {
 }
 
 /**
- * V8's young generation at 1 MiB for the agent alone: it allocates little (a sample every 10 s),
- * and Node 24's default semi-space holds about 13 MiB more resident for nothing (measured here).
+ * V8's young generation at 1 MiB for the agent alone (tools/service-env.ts): it allocates little (a
+ * sample every 10 s), and Node 24's default semi-space holds about 13 MiB more resident for nothing.
+ * The unit carries it (deploy/systemd/gpualert-agent.service).
  */
-export const AGENT_NODE_OPTIONS = '--max-semi-space-size=1';
+export const AGENT_NODE_OPTIONS = AGENT_ENV.NODE_OPTIONS;
 
-/** The agent's unit as the package installs it: the executable in /usr/bin, its documentation the man page, its V8 options. */
+/** The agent's unit as the package installs it: the executable in /usr/bin, its documentation the man page. */
 export function packagedUnit(unit: string): string {
   return unit
-    .replace(/^ExecStart=\/usr\/local\/bin\/gpualert (.*)$/m, `ExecStart=/usr/bin/gpualert $1\nEnvironment=NODE_OPTIONS=${AGENT_NODE_OPTIONS}`)
+    .replace(/^ExecStart=\/usr\/local\/bin\/gpualert (.*)$/m, 'ExecStart=/usr/bin/gpualert $1')
     .replace(/^Documentation=.*$/m, 'Documentation=man:gpualert-agent(1)')
     .replace(/^# Install: .*$/m, '# Installed by the gpualert-agent Debian package (tools/build-deb.ts).');
 }
