@@ -31,10 +31,9 @@ LABEL org.opencontainers.image.title="gpualert" \
       org.opencontainers.image.description="Event-driven alerting for GPU fleets" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
-# V8's young generation and glibc's malloc arenas sized for a small service (tools/service-env.ts);
-# the agent's DaemonSet sets its own NODE_OPTIONS.
-ENV NODE_OPTIONS=--max-semi-space-size=2 \
-    MALLOC_ARENA_MAX=2
+# glibc's malloc arenas at 2, not one a thread: freed memory goes back (tools/service-env.ts). Each
+# service's NODE_OPTIONS are in its manifest.
+ENV MALLOC_ARENA_MAX=2
 # The tarball is bind-mounted from the build stage, so it never becomes a layer of its own.
 RUN --mount=type=bind,from=build,source=/pack,target=/pack \
     npm install --global --omit=dev --no-audit --no-fund /pack/gpualert-*.tgz \

@@ -12,7 +12,7 @@ import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
-import { AGENT_ENV, SERVICE_ENV } from '../tools/service-env.ts';
+import { MALLOC_ARENA_MAX, SERVICE_NODE_OPTIONS, serviceEnv } from '../tools/service-env.ts';
 import { format, median, percentile, residentMb as rssMb } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
@@ -20,7 +20,7 @@ const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 /** The services run with the settings they ship with (tools/service-env.ts); GPUALERT_E2E_NODE_DEFAULTS=1 runs them on Node's and glibc's defaults. */
 function shippedEnv(command: string | undefined): NodeJS.ProcessEnv {
   if (process.env.GPUALERT_E2E_NODE_DEFAULTS === '1') return {};
-  const shipped = command === 'agent' ? AGENT_ENV : SERVICE_ENV;
+  const shipped = serviceEnv(command ?? '');
   return { ...shipped, NODE_OPTIONS: [process.env.NODE_OPTIONS, shipped.NODE_OPTIONS].filter(Boolean).join(' ') };
 }
 
@@ -147,10 +147,12 @@ export async function benchE2e(): Promise<void> {
   console.log(
     `\n## End to end: ${hosts} hosts × ${gpus} GPUs, a backlog of ${backlog.toLocaleString('en-US')} samples, separate processes, real Kafka and Redis`,
   );
-  const settings = shippedEnv('engine');
-  console.log(
-    `services run ${process.env.GPUALERT_USE_DIST === '1' ? 'bundled (dist/)' : 'from source (tsx)'}, ${settings.MALLOC_ARENA_MAX === undefined ? "on Node's and glibc's defaults" : `with the settings they ship with (NODE_OPTIONS=${SERVICE_ENV.NODE_OPTIONS}, the agent's ${AGENT_ENV.NODE_OPTIONS}; MALLOC_ARENA_MAX=${SERVICE_ENV.MALLOC_ARENA_MAX})`}`,
-  );
+  const settings =
+    process.env.GPUALERT_E2E_NODE_DEFAULTS === '1'
+      ? "on Node's and glibc's defaults"
+      : `with the settings they ship with (MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX}; NODE_OPTIONS ${[...SERVICE_NODE_OPTIONS].map(([service, options]) => `${service} ${options}`).join(', ')})`;
+  console.log(`services run ${process.env.GPUALERT_USE_DIST === '1' ? 'bundled (dist/)' : 'from source (tsx)'}, ${settings}`);
+
   const broker = process.env.KAFKA_BROKERS ? undefined : await KafkaBroker.create();
   const redis = await ensureRedis();
   const brokers = process.env.KAFKA_BROKERS ?? broker!.brokers;

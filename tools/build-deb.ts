@@ -12,7 +12,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync, co
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { buildSea, SEA_BINARY, SEA_DIR } from './build-sea.ts';
-import { AGENT_ENV } from './service-env.ts';
+import { serviceEnv } from './service-env.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 export const DEB_PACKAGE = 'gpualert-agent';
@@ -98,7 +98,7 @@ export function manPage(help: string, version: string): string {
  * sample every 10 s), and Node 24's default semi-space holds about 13 MiB more resident for nothing.
  * The unit carries it (deploy/systemd/gpualert-agent.service).
  */
-export const AGENT_NODE_OPTIONS = AGENT_ENV.NODE_OPTIONS;
+export const AGENT_NODE_OPTIONS: string = serviceEnv('agent').NODE_OPTIONS ?? '';
 
 /** The agent's unit as the package installs it: the executable in /usr/bin, its documentation the man page. */
 export function packagedUnit(unit: string): string {
