@@ -13,7 +13,7 @@ import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
 import { MALLOC_ARENA_MAX, SERVICE_NODE_OPTIONS, serviceEnv } from '../tools/service-env.ts';
-import { format, median, percentile, residentMb as rssMb } from './harness.ts';
+import { format, median, memoryLine, memoryOf, percentile, residentMb as rssMb } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 
@@ -41,41 +41,6 @@ function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output:
   child.stdout!.on('data', take);
   child.stderr!.on('data', take);
   return Object.assign(child, { output: () => output, port: () => port });
-}
-
-/**
- * Where a service's memory is, from its own `/metrics` (the process metrics, docs/metrics.md): RSS,
- * the V8 heap's young (`new`) and old spaces and the rest of it (code, large objects, maps), and
- * memory outside the heap (array buffers: fetched batches, socket buffers); in MB. The port is the
- * one the service logged (`"metrics_port"` or `"port"`); undefined if it cannot be read.
- */
-async function memoryOf(child: { port: () => string | undefined }, prefix: string): Promise<Record<string, number> | undefined> {
-  const port = child.port();
-  if (port === undefined) return undefined;
-  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
-    (r) => r.text(),
-    () => '',
-  );
-  const value = (name: string) => Number(new RegExp(`^${prefix}${name} ([0-9.e+]+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024;
-  const mb = (n: number) => Math.round(n * 10) / 10;
-  const heapTotal = value('nodejs_heap_size_total_bytes');
-  const [newSpace, oldSpace] = [value('nodejs_heap_space_size_total_bytes{space="new"}'), value('nodejs_heap_space_size_total_bytes{space="old"}')];
-  return {
-    rss: mb(value('process_resident_memory_bytes')),
-    heap_used: mb(value('nodejs_heap_size_used_bytes')),
-    heap_new: mb(newSpace),
-    heap_old: mb(oldSpace),
-    heap_old_used: mb(value('nodejs_heap_space_size_used_bytes{space="old"}')),
-    heap_other: mb(heapTotal - newSpace - oldSpace),
-    external: mb(value('nodejs_external_memory_bytes')),
-  };
-}
-
-/** One line of `memoryOf`'s figures. */
-function memoryLine(memory: Record<string, number> | undefined): string {
-  if (memory === undefined) return 'not read';
-  const m = memory as Record<'rss' | 'heap_used' | 'heap_new' | 'heap_old' | 'heap_old_used' | 'heap_other' | 'external', number>;
-  return `RSS ${m.rss}: V8 heap new ${m.heap_new} + old ${m.heap_old} (${m.heap_old_used} in use) + other ${m.heap_other}, outside the heap ${m.external} MB`;
 }
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

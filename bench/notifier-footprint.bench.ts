@@ -4,27 +4,39 @@ import { resolve } from 'node:path';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { emptyMetrics } from '@gpualert/gpu-metrics';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
+import { serviceEnv } from '../tools/service-env.ts';
+import { memoryLine, memoryOf } from './harness.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 
 /**
  * What the notifier costs while the fleet's samples stream past it (issue 34: the paging path does
  * only paging): `gpualert engine` and `gpualert notifier` apart, on Kafka, a fleet of HOSTS × 8
  * GPUs publishing samples at a fixed rate for SECONDS; the notifier's RSS at the end and its CPU
- * seconds (utime + stime) over the stream, from /proc. GPUALERT_BENCH_BIN=path/to/gpualert.mjs
+ * seconds (utime + stime) over the stream, from /proc. Then FIRING alerts fire (warnings, one a
+ * GPU, grouped by host as the embedded routes do) and its RSS is read again once its API lists them
+ * all, with where that memory is (its /metrics). The services run with the settings they ship with
+ * (tools/service-env.ts). GPUALERT_BENCH_BIN=path/to/gpualert.mjs
  * runs another checkout's build (to compare before and after). Needs REDIS_URL.
  */
 const BIN = process.env.GPUALERT_BENCH_BIN ?? resolve(import.meta.dirname, '../bin/gpualert.mjs');
 const HOSTS = Number(process.env.GPUALERT_BENCH_HOSTS ?? 250);
 const SECONDS = Number(process.env.GPUALERT_BENCH_SECONDS ?? 30);
+/** Firing alerts held at the end (issue 34's goal: the notifier within 120 MB with 10,000). */
+const FIRING = Number(process.env.GPUALERT_BENCH_FIRING ?? 10_000);
 /** Each host's samples per second: 250 hosts × 8 GPUs at 4/s is 8,000 GPU samples/s. */
 const PER_HOST_PER_SECOND = Number(process.env.GPUALERT_BENCH_RATE ?? 4);
 
-function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string; port: () => string | undefined } {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...serviceEnv(args[0] ?? ''), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));
-  child.stderr!.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-20_000)));
-  return Object.assign(child, { output: () => output });
+  let port: string | undefined;
+  const take = (c: Buffer) => {
+    output = (output + c.toString()).slice(-20_000);
+    port ??= /"(?:metrics_)?port":(\d+)/.exec(output)?.[1];
+  };
+  child.stdout!.on('data', take);
+  child.stderr!.on('data', take);
+  return Object.assign(child, { output: () => output, port: () => port });
 }
 
 function rssMb(pid: number): number {
@@ -104,15 +116,62 @@ export async function benchNotifierFootprint(): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     const cpu = cpuSeconds(pid) - cpuBefore;
     const rss = rssMb(pid);
+
+    // FIRING alerts fire: one a GPU, 8 a host, warnings (no page), each host a group of the embedded routes.
+    const firingStarted = performance.now();
+    for (let from = 0; from < FIRING; from += 500) {
+      await bus.publish(
+        TOPICS.alerts,
+        Array.from({ length: Math.min(500, FIRING - from) }, (_, k) => {
+          const i = from + k;
+          const host = `fp-node-${String(Math.floor(i / 8)).padStart(4, '0')}`;
+          return envelopeMessage(
+            newEnvelope({
+              type: 'alert',
+              host,
+              source: 'bench',
+              labels: { cluster: 'lab' },
+              data: {
+                fingerprint: `footprint-${i}`,
+                status: 'firing',
+                severity: 'warning',
+                category: 'thermal',
+                rule: 'gpu-temp',
+                summary: `GPU ${i % 8} on ${host} is 12 °C over its own normal`,
+                starts_at: new Date().toISOString(),
+                evidence: [],
+              },
+            }),
+          );
+        }),
+      );
+    }
+    const api = `http://127.0.0.1:${notifier.port()}`;
+    const listed = async () => {
+      const response = await fetch(`${api}/api/v2/alerts`, { headers: { authorization: `Bearer ${env.GPUALERT_NOTIFIER_TOKEN}` } }).catch(() => undefined);
+      return response?.ok ? ((await response.json()) as unknown[]).length : 0;
+    };
+    let held = 0;
+    while ((held = await listed()) < FIRING && performance.now() - firingStarted < 300_000) await new Promise((r) => setTimeout(r, 1_000));
+    await new Promise((r) => setTimeout(r, 6_000)); // past group_wait: every group has sent
+    const rssFiring = rssMb(pid);
+    const memory = await memoryOf(notifier, 'gpualert_notifier_');
     console.log(`notifier while ${Math.round(sent / seconds)} GPU samples/s stream past (${HOSTS} hosts × 8 GPUs, ${Math.round(seconds)} s; ${BIN})`);
     console.log(`${'notifier CPU, share of one core'.padEnd(40)} ${((cpu / seconds) * 100).toFixed(1).padStart(8)} %`);
     console.log(`${'notifier RSS, before → after the stream'.padEnd(40)} ${rssBefore.toFixed(0).padStart(8)} → ${rss.toFixed(0)} MB`);
+    console.log(
+      `${`notifier RSS with ${held.toLocaleString('en-US')} firing alerts`.padEnd(40)} ${rssFiring.toFixed(0).padStart(8)} MB (${Math.round((performance.now() - firingStarted) / 1000)} s to hold them all)`,
+    );
+    console.log(`${'  where it is, MB'.padEnd(40)} ${memoryLine(memory)}`);
     console.log(
       JSON.stringify({
         bench: 'notifier-footprint',
         gpu_samples_per_s: Math.round(sent / seconds),
         notifier_cpu_pct: Math.round((cpu / seconds) * 1000) / 10,
         notifier_rss_mb: Math.round(rss),
+        firing_alerts: held,
+        notifier_rss_mb_firing: Math.round(rssFiring),
+        notifier_memory_mb_firing: memory ?? null,
       }),
     );
   } finally {
