@@ -61,6 +61,17 @@ export class EngineMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  readonly tickWall = new Histogram({
+    name: 'gpualert_engine_tick_wall_seconds',
+    help: "Time from a tick's start to its last slice's end: its judging and the batches judged between its slices.",
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly ticksSkipped = new Counter({
+    name: 'gpualert_engine_ticks_skipped_total',
+    help: 'Ticks not started because the last one was still running (every 2 s): absence is judged less often than that.',
+    registers: [this.registry],
+  });
   readonly renderDuration = new Histogram({
     name: 'gpualert_engine_metrics_render_seconds',
     help: 'Time to render the fleet metrics for one scrape.',

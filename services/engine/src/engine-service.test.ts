@@ -249,9 +249,33 @@ describe('engine service: a big tick', () => {
       while (liveSamples.length > 0 && Date.parse(liveSamples[0]!.ts) <= Date.now()) due.push(envelopeMessage(liveSamples.shift()!));
       if (due.length > 0) void bus.publish(TOPICS.gpuSamples, due);
     }, 50);
+    // Turns of the event loop (what answers probes and fetches) counted from a tick's start (it
+    // takes the operators' resolves first) to its end, when asked for.
+    let measure = false;
+    let started = false;
+    let turns = 0;
+    let turnsInTick: number | undefined;
+    const store = new MemoryStore();
+    const watched = new Proxy(store, {
+      get: (target, name, receiver) => {
+        const value = Reflect.get(target, name, receiver) as unknown;
+        if (name !== 'sortedRange' || typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (measure && !started) {
+            started = true;
+            const spin = () => {
+              turns += 1;
+              if (turnsInTick === undefined) setImmediate(spin);
+            };
+            setImmediate(spin);
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
     const service = await startEngineService({
       bus,
-      store: new MemoryStore(),
+      store: watched,
       log,
       ruleSet: rules.value,
       catalog: catalog.value,
@@ -259,6 +283,9 @@ describe('engine service: a big tick', () => {
       group: 'engine',
       tickMs: 100,
       tickSliceMs: 1,
+      onTick: () => {
+        if (started && turnsInTick === undefined) turnsInTick = turns;
+      },
     });
     // The live host's GPU falls off the bus as soon as the first silent host is called down.
     const alerts: EnvelopeOf<'alert'>[] = [];
@@ -284,6 +311,11 @@ describe('engine service: a big tick', () => {
     const hosts = down().map((a) => a.host);
     expect(new Set(hosts).size).toBe(hosts.length);
     expect(hosts).not.toContain(live);
+    // A tick with nothing to publish (every silent host already down) does no I/O of its own: the
+    // event loop still turns between its slices, so a probe or a fetched fault is not held for it.
+    measure = true;
+    await waitFor(() => turnsInTick !== undefined, 'a tick measured');
+    expect(turnsInTick, 'turns of the event loop during one tick').toBeGreaterThan(3);
     await Promise.all([service.stop(), watch.stop()]);
     await bus.close();
   }, 60_000);

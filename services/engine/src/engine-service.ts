@@ -216,6 +216,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
 
   /** The tick's first step: the hosts a failed tick dropped read again, and the operators' resolves; resolves to the hosts to judge, if absence may be judged. */
   const startTick = async (): Promise<{ hosts: string[]; judgingMs: number }> => {
+    tickAssignment = assignment;
     await owned.reloadDropped();
     const now = Date.now();
     const resolves = await takeOperatorResolves(store);
@@ -224,15 +225,15 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     const judgingMs = performance.now() - judging;
     // Asked for again if their resolves do not go out.
     await publishTickAlerts(alerts, () => Promise.all(resolves.map((fingerprint) => requestOperatorResolve(store, fingerprint, now))));
-    tickAssignment = assignment;
     return { hosts: mayJudgeAbsence() ? Object.keys(state.hosts) : [], judgingMs };
   };
 
   /** One slice of the tick: hosts from `from` on judged at the wall clock's time until `tickSliceMs` has passed; resolves to where the next slice starts. */
   const tickSlice = async (hosts: readonly string[], from: number): Promise<{ next: number; judgingMs: number }> => {
-    // A step between two slices may have forgotten a host (looked up again here), or brought a new
-    // assignment: the tick ends there, and the next one judges the hosts as they are owned then.
-    if (assignment !== tickAssignment) return { next: hosts.length, judgingMs: 0 };
+    // A step between two slices may have forgotten a host (looked up again here), brought a new
+    // assignment, or closed the absence gate (samples back after a stall, with a backlog): the tick
+    // ends there, and the next one judges the hosts as they are owned then, if absence may be judged.
+    if (assignment !== tickAssignment || !mayJudgeAbsence()) return { next: hosts.length, judgingMs: 0 };
     const now = Date.now();
     const started = performance.now();
     const alerts: EnvelopeOf<'alert'>[] = [];
@@ -250,8 +251,10 @@ export async function startEngineService(options: EngineServiceOptions): Promise
 
   /**
    * The wall clock's step: absence, quiet periods, escalation, and operators' resolves. Its hosts
-   * are judged in slices of about `tickSliceMs`, each a step of its own: a fault's batch waits for
-   * one slice, not for the whole fleet's tick, and probes are answered between slices. Should a
+   * are judged in slices of about `tickSliceMs`, each a step of its own after a turn of the event
+   * loop: a fault's batch waits for one slice, not for the whole fleet's tick, and probes and
+   * fetches are answered between slices (a slice with nothing to publish does no I/O, so the turn
+   * is taken on purpose). Should a
    * slice's alerts not go out, its hosts are dropped (read again from the store before the next
    * tick) and the resolves asked for again: kept, a host that has gone silent would be marked as
    * alerted with its alert lost, and no later sample of it would come to correct that.
@@ -261,20 +264,28 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   let ticking: Promise<void> | undefined;
   let stopped = false;
   const tick = async () => {
-    const { hosts, judgingMs } = await serial(startTick);
-    let judged = judgingMs;
-    for (let from = 0; from < hosts.length && !stopped;) {
-      const slice = await serial(() => tickSlice(hosts, from));
-      from = slice.next;
-      judged += slice.judgingMs;
+    const started = performance.now();
+    let judged = 0;
+    try {
+      const first = await serial(startTick);
+      judged = first.judgingMs;
+      for (let from = 0; from < first.hosts.length && !stopped;) {
+        await new Promise((resolve) => setImmediate(resolve));
+        const slice = await serial(() => tickSlice(first.hosts, from));
+        from = slice.next;
+        judged += slice.judgingMs;
+      }
+    } finally {
+      options.metrics?.tickDuration.observe(judged / 1000);
+      options.metrics?.tickWall.observe((performance.now() - started) / 1000);
     }
-    options.metrics?.tickDuration.observe(judged / 1000);
   };
 
   const timer = setInterval(() => {
     void serial(forgetDue).catch((error: unknown) => log.error({ error: String(error) }, 'engine_forget_failed'));
     void serial(shareFleet).catch((error: unknown) => log.error({ error: String(error) }, 'engine_fleet_share_failed'));
     // One tick at a time: a tick longer than the interval (a big fleet in a storm) is not started again beside itself.
+    if (ticking) options.metrics?.ticksSkipped.inc();
     ticking ??= tick()
       .catch((error: unknown) => log.error({ error: String(error) }, 'engine_tick_failed'))
       .finally(() => {
