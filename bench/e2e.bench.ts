@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
 import { MALLOC_ARENA_MAX, SERVICE_NODE_OPTIONS, serviceEnv } from '../tools/service-env.ts';
-import { format, median, memoryLine, memoryOf, percentile, residentMb as rssMb } from './harness.ts';
+import { format, median, memoryLine, memoryOf, percentile, residentMb as rssMb, startProcess, type BenchProcess } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 
@@ -24,23 +24,10 @@ function shippedEnv(command: string | undefined): NodeJS.ProcessEnv {
   return { ...shipped, NODE_OPTIONS: [process.env.NODE_OPTIONS, shipped.NODE_OPTIONS].filter(Boolean).join(' ') };
 }
 
-function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string; port: () => string | undefined } {
+function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
   // GPUALERT_E2E_PROFILE=DIR writes a CPU profile of the engine there, to see where its time goes.
   const profile = args[0] === 'engine' && process.env.GPUALERT_E2E_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GPUALERT_E2E_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, BIN, ...args], {
-    env: { ...process.env, ...shippedEnv(args[0]), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  // The port its /metrics is on, as logged at its start (the output kept is only its tail).
-  let port: string | undefined;
-  const take = (c: Buffer) => {
-    output = (output + c.toString()).slice(-20_000);
-    port ??= /"(?:metrics_)?port":(\d+)/.exec(output)?.[1];
-  };
-  child.stdout!.on('data', take);
-  child.stderr!.on('data', take);
-  return Object.assign(child, { output: () => output, port: () => port });
+  return startProcess(BIN, profile, args, { ...shippedEnv(args[0]), ...env });
 }
 
 async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /** Runs `fn` several times and reports the median: these machines are shared and noisy. */
@@ -70,4 +71,21 @@ export function memoryLine(memory: Record<string, number> | undefined): string {
   if (memory === undefined) return 'not read';
   const m = memory as Record<'rss' | 'heap_used' | 'heap_new' | 'heap_old' | 'heap_old_used' | 'heap_other' | 'external', number>;
   return `RSS ${m.rss}: V8 heap new ${m.heap_new} + old ${m.heap_old} (${m.heap_old_used} in use) + other ${m.heap_other}, outside the heap ${m.external} MB`;
+}
+
+/** A gpualert process a bench started: the tail of its output, and the port it logged for its /metrics. */
+export type BenchProcess = ChildProcess & { output: () => string; port: () => string | undefined };
+
+/** Starts `node [nodeArgs] bin args` with `env` over the bench's own, keeping the last 20,000 characters of its output and the first port it logs (`"metrics_port"` or `"port"`). */
+export function startProcess(bin: string, nodeArgs: readonly string[], args: readonly string[], env: NodeJS.ProcessEnv): BenchProcess {
+  const child = spawn(process.execPath, [...nodeArgs, bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  let port: string | undefined;
+  const take = (c: Buffer) => {
+    output = (output + c.toString()).slice(-20_000);
+    port ??= /"(?:metrics_)?port":(\d+)/.exec(output)?.[1];
+  };
+  child.stdout!.on('data', take);
+  child.stderr!.on('data', take);
+  return Object.assign(child, { output: () => output, port: () => port });
 }

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { emptyMetrics } from '@gpualert/gpu-metrics';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
 import { serviceEnv } from '../tools/service-env.ts';
-import { memoryLine, memoryOf } from './harness.ts';
+import { memoryLine, memoryOf, startProcess, type BenchProcess } from './harness.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 
 /**
@@ -26,17 +26,8 @@ const FIRING = Number(process.env.GPUALERT_BENCH_FIRING ?? 10_000);
 /** Each host's samples per second: 250 hosts × 8 GPUs at 4/s is 8,000 GPU samples/s. */
 const PER_HOST_PER_SECOND = Number(process.env.GPUALERT_BENCH_RATE ?? 4);
 
-function start(args: string[], env: NodeJS.ProcessEnv): ChildProcess & { output: () => string; port: () => string | undefined } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...serviceEnv(args[0] ?? ''), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  let port: string | undefined;
-  const take = (c: Buffer) => {
-    output = (output + c.toString()).slice(-20_000);
-    port ??= /"(?:metrics_)?port":(\d+)/.exec(output)?.[1];
-  };
-  child.stdout!.on('data', take);
-  child.stderr!.on('data', take);
-  return Object.assign(child, { output: () => output, port: () => port });
+function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
+  return startProcess(BIN, [], args, { ...serviceEnv(args[0] ?? ''), ...env });
 }
 
 function rssMb(pid: number): number {
