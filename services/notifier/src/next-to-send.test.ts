@@ -1,5 +1,7 @@
 import type { AlertView, Notification } from '@gpualert/notify';
 import type { Severity } from '@gpualert/schema';
+import fc from 'fast-check';
+import { severityRank } from '@gpualert/schema';
 import { describe, expect, it } from 'vitest';
 import { nextToSend, SEND_LOOKAHEAD, SEND_LOOKAHEAD_KEYS, SEND_MAX_WAIT_MS } from './next-to-send.ts';
 
@@ -92,5 +94,88 @@ describe('the next message a receiver sends', () => {
     ];
     expect(sendOrder(queue, SEND_MAX_WAIT_MS - 1)).toEqual(['fresh-critical', 'old-resolve']);
     expect(sendOrder(queue, SEND_MAX_WAIT_MS)).toEqual(['old-resolve', 'fresh-critical']);
+  });
+});
+
+/**
+ * The look as first written (before its no-allocation first pass and its separate group and alert
+ * indexes): every message's groups and alerts as keys, a Set of heads each. The oracle below.
+ */
+function referenceNextToSend(queue: readonly ReturnType<typeof queued>[], now: number): number {
+  const headsOf = new Map<string, Set<number>>();
+  const urgencyOf = new Map<number, number>();
+  let earlierMostUrgent = false;
+  const most = severityRank('critical');
+  const urgency = (n: Notification) => {
+    if (n.reason === 'resolved' || n.reason === 'page_resolve' || n.reason === 'repeat') return -1;
+    let u = -1;
+    for (const a of n.alerts) if (a.status === 'firing') u = Math.max(u, severityRank(a.severity));
+    return u;
+  };
+  let looked = 0;
+  for (let i = 0; i < Math.min(queue.length, SEND_LOOKAHEAD); i += 1) {
+    const item = queue[i]!;
+    looked += 1 + item.notification.alerts.length;
+    if (looked > SEND_LOOKAHEAD_KEYS) {
+      if (i === 0) return 0;
+      break;
+    }
+    const keys = [`group:${item.notification.group}`, ...item.notification.alerts.map((a) => `alert:${a.fingerprint}`)];
+    const found = new Set<number>();
+    for (const key of keys) for (const head of headsOf.get(key) ?? []) found.add(head);
+    const u = now - item.queuedAt >= SEND_MAX_WAIT_MS ? most : urgency(item.notification);
+    if (found.size === 0) {
+      if (u >= most && !earlierMostUrgent) return i;
+      found.add(i);
+      urgencyOf.set(i, u);
+    } else {
+      for (const head of found) urgencyOf.set(head, Math.max(urgencyOf.get(head) ?? -Infinity, u));
+      if (u >= most) earlierMostUrgent = true;
+    }
+    for (const key of keys) {
+      let heads = headsOf.get(key);
+      if (!heads) headsOf.set(key, (heads = new Set()));
+      for (const head of found) heads.add(head);
+    }
+  }
+  let best = 0;
+  let bestUrgency = -Infinity;
+  for (const [head, u] of urgencyOf) if (u > bestUrgency) [best, bestUrgency] = [head, u];
+  return best;
+}
+
+describe('the next message, against the look as first written', () => {
+  it('picks the same message for any queue of groups, faults, severities, reasons and ages', () => {
+    const severities: Severity[] = ['info', 'warning', 'error', 'critical'];
+    const reasons: Notification['reason'][] = ['first', 'new_alerts', 'changed', 'page', 'repeat', 'resolved', 'page_resolve'];
+    const message = fc.record({
+      group: fc.integer({ min: 0, max: 5 }),
+      reason: fc.constantFrom(...reasons),
+      queuedAt: fc.constantFrom(0, SEND_MAX_WAIT_MS / 2, SEND_MAX_WAIT_MS),
+      alerts: fc.array(fc.record({ fault: fc.integer({ min: 0, max: 7 }), severity: fc.constantFrom(...severities), firing: fc.boolean() }), { maxLength: 4 }),
+    });
+    fc.assert(
+      fc.property(fc.array(message, { maxLength: 40 }), fc.constantFrom(SEND_MAX_WAIT_MS, 2 * SEND_MAX_WAIT_MS - 1), (messages, now) => {
+        const queue = messages.map((m, i) =>
+          queued(
+            `m${i}`,
+            m.reason,
+            m.alerts.map((a) => alert(`f${a.fault}`, a.severity, a.firing ? 'firing' : 'resolved')),
+            `g${m.group}`,
+            m.queuedAt,
+          ),
+        );
+        // Sent one at a time to the end: the whole order, not only the first pick.
+        const mine = [...queue];
+        const theirs = [...queue];
+        while (mine.length > 0) {
+          const [a, b] = [nextToSend(mine, now), referenceNextToSend(theirs, now)];
+          expect(mine[a]!.notification.id).toBe(theirs[b]!.notification.id);
+          mine.splice(a, 1);
+          theirs.splice(b, 1);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
