@@ -12,17 +12,10 @@ import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
-import { MALLOC_ARENA_MAX, SERVICE_NODE_OPTIONS, serviceEnv } from '../tools/service-env.ts';
-import { format, median, memoryLine, memoryOf, percentile, residentMb as rssMb, startProcess, type BenchProcess } from './harness.ts';
+import { MALLOC_ARENA_MAX, SERVICE_NODE_OPTIONS } from '../tools/service-env.ts';
+import { format, median, memoryLine, memoryOf, percentile, residentMb as rssMb, shippedEnv, startProcess, type BenchProcess } from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
-
-/** The services run with the settings they ship with (tools/service-env.ts); GPUALERT_E2E_NODE_DEFAULTS=1 runs them on Node's and glibc's defaults. */
-function shippedEnv(command: string | undefined): NodeJS.ProcessEnv {
-  if (process.env.GPUALERT_E2E_NODE_DEFAULTS === '1') return {};
-  const shipped = serviceEnv(command ?? '');
-  return { ...shipped, NODE_OPTIONS: [process.env.NODE_OPTIONS, shipped.NODE_OPTIONS].filter(Boolean).join(' ') };
-}
 
 function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
   // GPUALERT_E2E_PROFILE=DIR writes a CPU profile of the engine there, to see where its time goes.

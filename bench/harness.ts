@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { serviceEnv } from '../tools/service-env.ts';
 
 /** Runs `fn` several times and reports the median: these machines are shared and noisy. */
 export async function measure(name: string, unit: string, runs: number, fn: () => Promise<number> | number): Promise<number> {
@@ -38,13 +39,23 @@ export function residentMb(pid: number | undefined, field: 'VmRSS' | 'VmHWM' = '
   return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024;
 }
 
+export interface ServiceMemory {
+  readonly rss: number;
+  readonly heap_used: number;
+  readonly heap_new: number;
+  readonly heap_old: number;
+  readonly heap_old_used: number;
+  readonly heap_other: number;
+  readonly external: number;
+}
+
 /**
  * Where a service's memory is, from its own `/metrics` (the process metrics, docs/metrics.md): RSS,
  * the V8 heap's young (`new`) and old spaces and the rest of it (code, large objects, maps), and
  * memory outside the heap (array buffers: fetched batches, socket buffers); in MB. The port is the
  * one the service logged (`"metrics_port"` or `"port"`); undefined if it cannot be read.
  */
-export async function memoryOf(child: { port: () => string | undefined }, prefix: string): Promise<Record<string, number> | undefined> {
+export async function memoryOf(child: { port: () => string | undefined }, prefix: string): Promise<ServiceMemory | undefined> {
   const port = child.port();
   if (port === undefined) return undefined;
   const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
@@ -67,10 +78,16 @@ export async function memoryOf(child: { port: () => string | undefined }, prefix
 }
 
 /** One line of `memoryOf`'s figures. */
-export function memoryLine(memory: Record<string, number> | undefined): string {
-  if (memory === undefined) return 'not read';
-  const m = memory as Record<'rss' | 'heap_used' | 'heap_new' | 'heap_old' | 'heap_old_used' | 'heap_other' | 'external', number>;
+export function memoryLine(m: ServiceMemory | undefined): string {
+  if (m === undefined) return 'not read';
   return `RSS ${m.rss}: V8 heap new ${m.heap_new} + old ${m.heap_old} (${m.heap_old_used} in use) + other ${m.heap_other}, outside the heap ${m.external} MB`;
+}
+
+/** The settings a service ships with (tools/service-env.ts) over the bench's own NODE_OPTIONS; GPUALERT_E2E_NODE_DEFAULTS=1 runs it on Node's and glibc's defaults. */
+export function shippedEnv(service: string | undefined): NodeJS.ProcessEnv {
+  if (process.env.GPUALERT_E2E_NODE_DEFAULTS === '1') return {};
+  const shipped = serviceEnv(service ?? '');
+  return { ...shipped, NODE_OPTIONS: [process.env.NODE_OPTIONS, shipped.NODE_OPTIONS].filter(Boolean).join(' ') };
 }
 
 /** A gpualert process a bench started: the tail of its output, and the port it logged for its /metrics. */

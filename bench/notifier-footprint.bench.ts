@@ -4,8 +4,7 @@ import { resolve } from 'node:path';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { emptyMetrics } from '@gpualert/gpu-metrics';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
-import { serviceEnv } from '../tools/service-env.ts';
-import { memoryLine, memoryOf, startProcess, type BenchProcess } from './harness.ts';
+import { memoryLine, memoryOf, shippedEnv, startProcess, type BenchProcess } from './harness.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 
 /**
@@ -27,7 +26,7 @@ const FIRING = Number(process.env.GPUALERT_BENCH_FIRING ?? 10_000);
 const PER_HOST_PER_SECOND = Number(process.env.GPUALERT_BENCH_RATE ?? 4);
 
 function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
-  return startProcess(BIN, [], args, { ...serviceEnv(args[0] ?? ''), ...env });
+  return startProcess(BIN, [], args, { ...shippedEnv(args[0]), ...env });
 }
 
 function rssMb(pid: number): number {

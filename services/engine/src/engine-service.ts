@@ -254,10 +254,10 @@ export async function startEngineService(options: EngineServiceOptions): Promise
    * are judged in slices of about `tickSliceMs`, each a step of its own after a turn of the event
    * loop: a fault's batch waits for one slice, not for the whole fleet's tick, and probes and
    * fetches are answered between slices (a slice with nothing to publish does no I/O, so the turn
-   * is taken on purpose). Should a
-   * slice's alerts not go out, its hosts are dropped (read again from the store before the next
-   * tick) and the resolves asked for again: kept, a host that has gone silent would be marked as
-   * alerted with its alert lost, and no later sample of it would come to correct that.
+   * is taken on purpose). Should a slice's alerts not go out, its hosts are dropped (read again
+   * from the store before the next tick) and the resolves asked for again: kept, a host that has
+   * gone silent would be marked as alerted with its alert lost, and no later sample of it would
+   * come to correct that.
    */
   const tickSliceMs = options.tickSliceMs ?? 10;
   let tickAssignment = assignment;
