@@ -6,14 +6,25 @@ import { join, resolve } from 'node:path';
 import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
 import { syntheticFleet } from '@gpualert/test-support';
 import { TOPICS } from '@gpualert/schema';
-import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import { envNumber } from '../test/infra/env-number.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
 import { MALLOC_ARENA_MAX, SERVICE_NODE_OPTIONS } from '../tools/service-env.ts';
-import { format, median, memoryLine, memoryOf, percentile, residentMb as rssMb, shippedEnv, startProcess, type BenchProcess } from './harness.ts';
+import {
+  format,
+  median,
+  memoryLine,
+  memoryOf,
+  percentile,
+  redisFootprint,
+  residentMb as rssMb,
+  shippedEnv,
+  startProcess,
+  until,
+  type BenchProcess,
+} from './harness.ts';
 
 const BIN = resolve(import.meta.dirname, '../bin/gpualert.mjs');
 
@@ -21,53 +32,6 @@ function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
   // GPUALERT_E2E_PROFILE=DIR writes a CPU profile of the engine there, to see where its time goes.
   const profile = args[0] === 'engine' && process.env.GPUALERT_E2E_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GPUALERT_E2E_PROFILE}`] : [];
   return startProcess(BIN, profile, args, { ...shippedEnv(args[0]), ...env });
-}
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`e2e bench: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/**
- * What the deployment keeps in Redis, by kind of key: bytes as Redis counts them (`MEMORY USAGE`,
- * every key of the prefix, by SCAN), and the engine's per-host state as stored (its JSON length).
- */
-async function redisFootprint(url: string, prefix: string): Promise<{ kinds: Map<string, { keys: number; bytes: number }>; hostStateChars: number[] }> {
-  const client = new Redis(url, { maxRetriesPerRequest: 2 });
-  const kinds = new Map<string, { keys: number; bytes: number }>();
-  const hostStateChars: number[] = [];
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
-      cursor = next;
-      for (const key of keys) {
-        const rest = key.slice(prefix.length);
-        const family = [
-          'engine:host:',
-          'engine:partition:',
-          'notifier:alive:',
-          'notifier:outbox-claim:',
-          'notifier:page-resolved:',
-          'notifier:page-resolve-taken:',
-          'collector:kernel:',
-        ].find((f) => rest.startsWith(f));
-        const kind = family ? `${family}*` : rest;
-        const bytes = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) || 0;
-        const entry = kinds.get(kind) ?? { keys: 0, bytes: 0 };
-        entry.keys += 1;
-        entry.bytes += bytes;
-        kinds.set(kind, entry);
-        if (kind === 'engine:host:*' && hostStateChars.length < 2_000) hostStateChars.push(await client.strlen(key));
-      }
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-  return { kinds, hostStateChars };
 }
 
 /**
@@ -209,9 +173,10 @@ export async function benchE2e(): Promise<void> {
     );
     await producer.disconnect();
     // Three drains by three groups, the median taken: one drain swings by half on this machine.
-    const rawRates: number[] = [];
-    for (let run = 0; run < 3; run += 1) {
-      const consumer = kafka.consumer({ groupId: `${prefix}raw-${run}`, maxWaitTimeInMs: 25 });
+    // Then three that JSON-parse each message and do nothing else: the ceiling of any consumer of
+    // JSON envelopes on one core, whatever it then does with them.
+    const drain = async (group: string, parse: boolean): Promise<number> => {
+      const consumer = kafka.consumer({ groupId: `${prefix}${group}`, maxWaitTimeInMs: 25 });
       await consumer.connect();
       await consumer.subscribe({ topics: [raw], fromBeginning: true });
       let consumed = 0;
@@ -219,14 +184,21 @@ export async function benchE2e(): Promise<void> {
       await consumer.run({
         eachBatch: async ({ batch }) => {
           if (!firstAt) firstAt = performance.now();
+          if (parse) for (const message of batch.messages) JSON.parse(message.value?.toString() ?? 'null');
           consumed += batch.messages.length;
         },
       });
       await until(() => consumed >= backlog, 300_000, 'the raw consumer');
-      rawRates.push(backlog / ((performance.now() - firstAt) / 1000));
+      const rate = backlog / ((performance.now() - firstAt) / 1000);
       await consumer.disconnect();
-    }
+      return rate;
+    };
+    const rawRates: number[] = [];
+    const parseRates: number[] = [];
+    for (let run = 0; run < 3; run += 1) rawRates.push(await drain(`raw-${run}`, false));
+    for (let run = 0; run < 3; run += 1) parseRates.push(await drain(`parse-${run}`, true));
     const rawRate = median(rawRates);
+    const parseRate = median(parseRates);
 
     // 2. The pipeline: the same backlog on gpualert's samples topic, drained by `gpualert engine`.
     await publishFleet((chunk) => bus.publish(TOPICS.gpuSamples, chunk), T0, minutes, true);
@@ -366,6 +338,9 @@ export async function benchE2e(): Promise<void> {
       `${'raw ceiling: the backlog drained by a bare kafkajs consumer'.padEnd(58)} ${format(rawRate).padStart(12)} msgs/s (median of 3; min ${format(Math.min(...rawRates))}, max ${format(Math.max(...rawRates))})`,
     );
     console.log(
+      `${"JSON ceiling: the same drain, each message JSON.parse'd".padEnd(58)} ${format(parseRate).padStart(12)} msgs/s (${format(parseRate / rawRate)} of raw; min ${format(Math.min(...parseRates))}, max ${format(Math.max(...parseRates))})`,
+    );
+    console.log(
       `${`pipeline: the backlog judged by ${engines.length} gpualert engine${engines.length > 1 ? 's' : ''}`.padEnd(58)} ${format(pipelineRate * gpus).padStart(12)} GPU samples/s (${format(pipelineRate)} msgs/s, ${format(pipelineRate / rawRate)} of raw)`,
     );
     console.log(
@@ -411,6 +386,9 @@ export async function benchE2e(): Promise<void> {
         pipeline_gpu_samples_per_s: Math.round(pipelineRate * gpus),
         raw_consume_msgs_per_s: Math.round(rawRate),
         pipeline_vs_raw: Math.round((pipelineRate / rawRate) * 1000) / 1000,
+        json_parse_msgs_per_s: Math.round(parseRate),
+        json_parse_vs_raw: Math.round((parseRate / rawRate) * 1000) / 1000,
+        pipeline_vs_json_parse: Math.round((pipelineRate / parseRate) * 1000) / 1000,
         xid_to_page_p50_ms: Math.round(median(latencies)),
         xid_to_page_p99_ms: Math.round(percentile(latencies, 99)),
         xid_to_event_p50_ms: Math.round(median(toEvent)),

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { serviceEnv } from '../tools/service-env.ts';
+import { Redis } from 'ioredis';
 
 /** Runs `fn` several times and reports the median: these machines are shared and noisy. */
 export async function measure(name: string, unit: string, runs: number, fn: () => Promise<number> | number): Promise<number> {
@@ -105,4 +106,52 @@ export function startProcess(bin: string, nodeArgs: readonly string[], args: rea
   child.stdout!.on('data', take);
   child.stderr!.on('data', take);
   return Object.assign(child, { output: () => output, port: () => port });
+}
+
+/** Polls `condition` every 20 ms until it holds; throws, naming `what`, after `timeoutMs`. */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * What the deployment keeps in Redis, by kind of key: bytes as Redis counts them (`MEMORY USAGE`,
+ * every key of the prefix, by SCAN), and the engine's per-host state as stored (its JSON length).
+ */
+export async function redisFootprint(url: string, prefix: string): Promise<{ kinds: Map<string, { keys: number; bytes: number }>; hostStateChars: number[] }> {
+  const client = new Redis(url, { maxRetriesPerRequest: 2 });
+  const kinds = new Map<string, { keys: number; bytes: number }>();
+  const hostStateChars: number[] = [];
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
+      cursor = next;
+      for (const key of keys) {
+        const rest = key.slice(prefix.length);
+        const family = [
+          'engine:host:',
+          'engine:partition:',
+          'notifier:alive:',
+          'notifier:outbox-claim:',
+          'notifier:page-resolved:',
+          'notifier:page-resolve-taken:',
+          'collector:kernel:',
+        ].find((f) => rest.startsWith(f));
+        const kind = family ? `${family}*` : rest;
+        const bytes = Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) || 0;
+        const entry = kinds.get(kind) ?? { keys: 0, bytes: 0 };
+        entry.keys += 1;
+        entry.bytes += bytes;
+        kinds.set(kind, entry);
+        if (kind === 'engine:host:*' && hostStateChars.length < 2_000) hostStateChars.push(await client.strlen(key));
+      }
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+  return { kinds, hostStateChars };
 }

@@ -5,6 +5,7 @@ import { benchBus } from './bus.bench.ts';
 import { benchConsole } from './console.bench.ts';
 import { benchConsoleEngines } from './console-engines.bench.ts';
 import { benchE2e } from './e2e.bench.ts';
+import { benchEngineFleet } from './engine-fleet.bench.ts';
 import { benchEngineScale } from './engine-scale.bench.ts';
 import { benchEngine } from './engine.bench.ts';
 import { benchEngineFootprint } from './engine-footprint.bench.ts';
@@ -34,6 +35,7 @@ const benches: Record<string, () => Promise<void>> = {
   agent: benchAgent,
   e2e: benchE2e,
   'engine-scale': benchEngineScale,
+  'engine-fleet': benchEngineFleet,
   bmc: benchBmc,
   'job-log': benchJobLog,
   usage: benchUsage,

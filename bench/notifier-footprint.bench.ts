@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { emptyMetrics } from '@gpualert/gpu-metrics';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
-import { memoryLine, memoryOf, shippedEnv, startProcess, type BenchProcess } from './harness.ts';
+import { memoryLine, memoryOf, shippedEnv, startProcess, until, type BenchProcess } from './harness.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 
 /**
@@ -37,14 +37,6 @@ function rssMb(pid: number): number {
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`notifier-footprint bench: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 export async function benchNotifierFootprint(): Promise<void> {

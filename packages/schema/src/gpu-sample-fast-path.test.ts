@@ -61,6 +61,23 @@ describe('the gpu.sample fast path', () => {
     expect(Object.keys(GPU_METRIC_KINDS).sort()).toEqual(Object.keys(GpuMetrics.shape).sort());
   });
 
+  it('checks every field of the table by its kind: each valid passes, each of the wrong kind is refused', () => {
+    const valid = { index: 0, id: 'GPU-1', pci: '0000:3b:00', text: 'x', gauge: 1.5, count: 2, flag: true, throttle: ['sw_power_cap'], job: { job: '4242' } };
+    const wrong = { index: -1, id: '', pci: '0000:3B:00', text: 1, gauge: 'x', count: 1.5, flag: 'yes', throttle: ['bogus'], job: { extra: 'x' } };
+    const gpu = Object.fromEntries(Object.entries(GPU_METRIC_KINDS).map(([name, kind]) => [name, valid[kind]]));
+    const json = sample();
+    json.data.gpus = [gpu];
+    expect(isCanonicalGpuSample(json)).toBe(true);
+    for (const [name, kind] of Object.entries(GPU_METRIC_KINDS)) {
+      const broken = sample();
+      broken.data.gpus = [{ ...gpu, [name]: wrong[kind] }];
+      expect(isCanonicalGpuSample(broken), name).toBe(false);
+      const { [name]: _dropped, ...without } = gpu;
+      broken.data.gpus = [name === 'job' ? without : { ...without, extra: null }];
+      expect(isCanonicalGpuSample(broken), `${name} missing`).toBe(name === 'job');
+    }
+  });
+
   it('accepts a canonical sample as the full schema returns it', () => {
     const json = sample();
     expect(isCanonicalGpuSample(json)).toBe(true);

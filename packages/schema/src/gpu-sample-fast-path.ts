@@ -70,46 +70,58 @@ export function isCanonicalGpuSample(json: unknown): json is EnvelopeOf<'gpu.sam
   return uniqueIndexes(gpus as readonly { index: number }[]);
 }
 
+const gauge = (v: unknown): boolean => v === null || (typeof v === 'number' && Number.isFinite(v));
+const count = (v: unknown): boolean => v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0);
+const flag = (v: unknown): boolean => v === null || typeof v === 'boolean';
+
+/**
+ * Each field of the table read by its own name: read by names from a list, every read was a
+ * generic lookup (10 µs a message of 8 GPUs, against 2 µs so). Undefined fails every check, so
+ * each field must be present, and the count of keys leaves no room for another. The test holds
+ * this to the table, field by field.
+ */
 function canonicalGpu(gpu: unknown): boolean {
   if (typeof gpu !== 'object' || gpu === null || Array.isArray(gpu)) return false;
-  const g = gpu as Record<string, unknown>;
+  const g = gpu as Partial<Record<keyof typeof GPU_METRIC_KINDS, unknown>>;
   const hasJob = Object.hasOwn(g, 'job');
   if (Object.keys(g).length !== (hasJob ? METRIC_COUNT + 1 : METRIC_COUNT)) return false;
-  for (const [name, kind] of METRICS) {
-    const v = g[name];
-    switch (kind) {
-      case 'index':
-        if (!isGpuIndex(v)) return false;
-        break;
-      case 'gauge':
-        if (!(v === null || (typeof v === 'number' && Number.isFinite(v)))) return false;
-        break;
-      case 'count':
-        if (!(v === null || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0))) return false;
-        break;
-      case 'flag':
-        if (!(v === null || typeof v === 'boolean')) return false;
-        break;
-      case 'id':
-        if (!(v === null || (typeof v === 'string' && v.length > 0))) return false;
-        break;
-      case 'text':
-        if (!(v === null || typeof v === 'string')) return false;
-        break;
-      case 'pci':
-        if (!(v === null || (typeof v === 'string' && PCI_BUS_PATTERN.test(v)))) return false;
-        break;
-      case 'throttle':
-        if (v === null) break;
-        if (!Array.isArray(v) || !v.every((r) => typeof r === 'string' && THROTTLE.has(r))) return false;
-        break;
-      case 'job':
-        if (hasJob && !canonicalJob(v)) return false;
-        break;
-      default:
-        return false; // a field of another name: not canonical
-    }
-  }
+  return (
+    isGpuIndex(g.index) &&
+    (g.uuid === null || (typeof g.uuid === 'string' && g.uuid.length > 0)) &&
+    (g.pci_bus === null || (typeof g.pci_bus === 'string' && PCI_BUS_PATTERN.test(g.pci_bus))) &&
+    (g.name === null || typeof g.name === 'string') &&
+    gauge(g.util_pct) &&
+    gauge(g.mem_util_pct) &&
+    gauge(g.mem_used_mib) &&
+    gauge(g.mem_total_mib) &&
+    gauge(g.temp_c) &&
+    gauge(g.mem_temp_c) &&
+    gauge(g.power_w) &&
+    gauge(g.power_limit_w) &&
+    gauge(g.sm_clock_mhz) &&
+    gauge(g.mem_clock_mhz) &&
+    gauge(g.fan_pct) &&
+    count(g.pcie_gen) &&
+    count(g.pcie_gen_max) &&
+    count(g.pcie_width) &&
+    count(g.pcie_width_max) &&
+    count(g.ecc_sbe_volatile) &&
+    count(g.ecc_dbe_volatile) &&
+    count(g.ecc_sbe_aggregate) &&
+    count(g.ecc_dbe_aggregate) &&
+    flag(g.remap_pending) &&
+    flag(g.remap_failure) &&
+    (g.throttle === null || throttleReasons(g.throttle)) &&
+    count(g.xid_last) &&
+    count(g.nvlink_errors) &&
+    count(g.processes) &&
+    (!hasJob || canonicalJob(g.job))
+  );
+}
+
+function throttleReasons(v: unknown): boolean {
+  if (!Array.isArray(v)) return false;
+  for (const reason of v) if (typeof reason !== 'string' || !THROTTLE.has(reason)) return false;
   return true;
 }
 
