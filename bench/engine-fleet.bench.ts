@@ -59,6 +59,8 @@ export async function benchEngineFleet(): Promise<void> {
   const sizes = (process.env.GPUALERT_BENCH_FLEET_HOSTS ?? '125,1250,12500').split(',').map(Number);
   const counts = (process.env.GPUALERT_BENCH_FLEET_ENGINES ?? '1,2,3').split(',').map(Number);
   const backlogTarget = envNumber('GPUALERT_BENCH_FLEET_BACKLOG', 120_000);
+  // GPUALERT_BENCH_PROFILE=DIR: a CPU profile of each engine there, to see where its time goes.
+  const profile = process.env.GPUALERT_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.GPUALERT_BENCH_PROFILE}`] : [];
   console.log(
     `\n## The engine service as the fleet grows: ${GPUS} GPUs a host, ${PARTITIONS} partitions, real Kafka and Redis, engines ${counts.join(', ')} at each size`,
   );
@@ -93,7 +95,7 @@ export async function benchEngineFleet(): Promise<void> {
           };
           const joins: number[] = [];
           const engines = Array.from({ length: count }, () => {
-            const engine = startProcess(BIN, [], ['engine', '--log-level', 'info'], { ...shippedEnv('engine'), ...env });
+            const engine = startProcess(BIN, profile, ['engine', '--log-level', 'info'], { ...shippedEnv('engine'), ...env });
             for (const stream of [engine.stdout!, engine.stderr!]) {
               stream.on('data', (chunk: Buffer) => {
                 if (chunk.includes('group_joined')) joins.push(performance.now());

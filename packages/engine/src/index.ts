@@ -5,7 +5,7 @@ export { ENGINE_SOURCE } from './alert-envelopes.ts';
 export { Engine } from './engine.ts';
 export { RecordingError, replay } from './replay.ts';
 export { StreamClock } from './time-policy.ts';
-export { renderFleetMetrics, renderFleetMetricsCounted, type FleetMetricsInput } from './fleet-metrics.ts';
+export { fleetMetricsSteps, renderFleetMetrics, type FleetMetricsInput, type FleetMetricsText } from './fleet-metrics.ts';
 export { ENGINE_FLEET_KEY, ENGINE_FLEET_SHARES_KEY, engineHostKey, enginePartitionKey } from './store-keys.ts';
 export { DEFAULT_FORGET_AFTER_MS, forgetHost, hostsToForget, parseForgetAfter } from './forget-hosts.ts';
 export { buildFleetSnapshot, fleetHostView, gpuHistoryView, storeFleetSource, type LatestGpuSample } from './fleet-snapshot.ts';

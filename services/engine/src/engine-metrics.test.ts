@@ -1,4 +1,4 @@
-import { emptyEngineState, loadRuleSet, newHostState } from '@gpualert/engine';
+import { emptyEngineState, loadRuleSet, newHostState, renderFleetMetrics } from '@gpualert/engine';
 import type { GpuSampleData } from '@gpualert/schema';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -114,6 +114,41 @@ describe("the engine's /metrics", () => {
     const fresh = await scrape();
     expect(renders(fresh)).toBe(2);
     expect(fresh).toMatch(/^gpualert_hosts 49$/m);
+  });
+
+  it('renders a big fleet in slices, handing the event loop back between them, to the text of one whole render', async () => {
+    const ruleSet = rules.ok ? rules.value : (undefined as never);
+    const state = emptyEngineState();
+    const samples = new Map<string, GpuSampleData>();
+    for (let i = 0; i < 3_000; i += 1) {
+      const host = (state.hosts[`gpu-${i}`] = newHostState(`gpu-${i}`, {}, 'default'));
+      host.gpus['0'] = { missing: 0, baselines: {}, counters: {}, recent: [], xids: {} };
+      samples.set(`gpu-${i}`, sample(60 + (i % 7)));
+    }
+    const whole = renderFleetMetrics({ state, ruleSet, samples });
+    /** The render's text, and how many turns of the event loop other work had while it ran. */
+    const rendered = async (renderSliceMs: number) => {
+      const metrics = new EngineMetrics(ruleSet, undefined, { reuseMs: 0, renderSliceMs });
+      metrics.attach(state);
+      for (const [host, data] of samples) metrics.noteSample(host, data);
+      let turns = 0;
+      let rendering = true;
+      const other = () => {
+        turns += 1;
+        if (rendering) setImmediate(other);
+      };
+      setImmediate(other);
+      const text = await metrics.render();
+      rendering = false;
+      return { text, turns };
+    };
+    const sliced = await rendered(1);
+    const oneStep = await rendered(Infinity);
+    expect(sliced.text.startsWith(whole)).toBe(true);
+    expect(oneStep.text.startsWith(whole)).toBe(true);
+    expect(sliced.text).toMatch(/^gpualert_hosts 3000$/m);
+    expect(oneStep.turns).toBeLessThanOrEqual(2);
+    expect(sliced.turns).toBeGreaterThan(5);
   });
 
   it('counts the alert series the per-host cap leaves out', async () => {

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { BUS_METRICS } from '@gpualert/bus';
-import { renderFleetMetricsCounted, type EngineState, type FleetMetricsInput, type RuleSet } from '@gpualert/engine';
+import { fleetMetricsSteps, type EngineState, type FleetMetricsInput, type FleetMetricsText, type RuleSet } from '@gpualert/engine';
 import { processMetrics, ReloadMetrics, type Readiness } from '@gpualert/runtime';
 import { TOPICS, type GpuSampleData } from '@gpualert/schema';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -10,8 +10,10 @@ import { fleetViewAnswer } from './fleet-view-http.ts';
 /** `gpualert engine`'s port for `/metrics` and `/healthz` (docs/architecture.md, "Ports"). */
 export const DEFAULT_ENGINE_PORT = 9470;
 
-/** A render serves every scrape for this long after it: 30 scrapers at once cost one render, not 30 (each blocks judging). */
+/** A render serves every scrape for this long after it: 30 scrapers at once cost one render, not 30. */
 export const METRICS_RENDER_REUSE_MS = 1_000;
+/** A render works this long before it hands the event loop back: what a fault's batch or a probe waits for at most. */
+export const METRICS_RENDER_SLICE_MS = 10;
 /** Headers arrive in one round trip; 10 s forgives a slow link and cuts a slowloris off early (as the notifier's server). */
 export const METRICS_HEADERS_TIMEOUT_MS = 10_000;
 /** A scrape is a GET without a body: 30 s for the whole request is generous; longer is a client holding a socket. */
@@ -74,7 +76,7 @@ export class EngineMetrics {
   });
   readonly renderDuration = new Histogram({
     name: 'gpualert_engine_metrics_render_seconds',
-    help: 'Time to render the fleet metrics for one scrape.',
+    help: 'Time from the start to the end of one render of the fleet metrics, the work run between its slices included.',
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     registers: [this.registry],
   });
@@ -92,7 +94,8 @@ export class EngineMetrics {
   constructor(
     private ruleSet: RuleSet,
     private readonly prices?: FleetMetricsInput['prices'],
-    private readonly options: { reuseMs?: number; now?: () => number } = {},
+    /** `renderSliceMs`: how long the render works before it hands the event loop back (default `METRICS_RENDER_SLICE_MS`). */
+    private readonly options: { reuseMs?: number; now?: () => number; renderSliceMs?: number } = {},
   ) {
     // Zeros from the start: a dashboard's dead-letter panel has a series before the first one.
     for (const topic of INPUT_TOPICS) this.deadletters.inc({ topic }, 0);
@@ -114,8 +117,8 @@ export class EngineMetrics {
 
   /**
    * The exposition. Scrapes that arrive while one renders get its text, and so do those within
-   * `reuseMs` (METRICS_RENDER_REUSE_MS) after it: the render is synchronous and holds up judging,
-   * so concurrent scrapers must not multiply it.
+   * `reuseMs` (METRICS_RENDER_REUSE_MS) after it: a render is the engine's CPU, taken in slices
+   * between judging, so concurrent scrapers must not multiply it.
    */
   render(): Promise<string> {
     const now = this.options.now ?? Date.now;
@@ -139,17 +142,36 @@ export class EngineMetrics {
     let fleet = '';
     if (this.state) {
       for (const host of this.samples.keys()) if (this.state.hosts[host] === undefined) this.samples.delete(host);
-      const out = renderFleetMetricsCounted({
-        state: this.state,
-        ruleSet: this.ruleSet,
-        samples: this.samples,
-        ...(this.prices ? { prices: this.prices } : {}),
-      });
+      const out = await inSlices(
+        fleetMetricsSteps({
+          state: this.state,
+          ruleSet: this.ruleSet,
+          samples: this.samples,
+          ...(this.prices ? { prices: this.prices } : {}),
+        }),
+        this.options.renderSliceMs ?? METRICS_RENDER_SLICE_MS,
+      );
       fleet = out.text;
       this.seriesDropped.inc(out.dropped);
     }
     this.renderDuration.observe((performance.now() - started) / 1000);
     return `${fleet}${await this.registry.metrics()}${await processMetrics('gpualert_engine_').metrics()}${await BUS_METRICS.metrics()}`;
+  }
+}
+
+/**
+ * Runs the render's steps for about `sliceMs` at a time, with a turn of the event loop between:
+ * batches, ticks and probes go on while a big fleet renders, each waiting for a slice at most.
+ */
+async function inSlices(steps: Generator<void, FleetMetricsText, void>, sliceMs: number): Promise<FleetMetricsText> {
+  let sliceStarted = performance.now();
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() - sliceStarted >= sliceMs) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStarted = performance.now();
+    }
   }
 }
 
