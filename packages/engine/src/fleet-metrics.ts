@@ -65,9 +65,10 @@ export interface FleetMetricsText {
 }
 
 /**
- * The same render one step at a time: it pauses after each host and each family's text, so a
- * caller can hand the event loop back between steps (at 100,000 GPUs one engine's render is
- * 1.3 million series, over a second of work). Each host is rendered as it is at its step.
+ * The same render one step at a time: it pauses after each host and each piece of a family's
+ * text, so a caller can hand the event loop back between steps (at 100,000 GPUs one engine's
+ * render is 1.3 million series, over a second of work). Each host is rendered as it is at its
+ * step; the hosts are those of the state when the render began that the state still has then.
  */
 const LINES_A_STEP = 4_096;
 
@@ -81,7 +82,11 @@ export function* fleetMetricsSteps(input: FleetMetricsInput): Generator<void, Fl
   let incidents = 0;
   let idleCost = 0;
   let idleUnpriced = 0;
-  for (const host of Object.values(input.state.hosts)) {
+  // The names now, each host looked up at its own step: one forgotten, or handed to another engine
+  // (the state's hosts replaced) while the render pauses, is not rendered or counted.
+  for (const name of Object.keys(input.state.hosts)) {
+    const host = input.state.hosts[name];
+    if (host === undefined) continue;
     hosts += 1;
     const bound = boundOf(input.ruleSet, host.template);
     const now = Math.max(host.lastSample ?? 0, host.lastTick);

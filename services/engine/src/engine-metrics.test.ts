@@ -151,6 +151,29 @@ describe("the engine's /metrics", () => {
     expect(sliced.turns).toBeGreaterThan(5);
   });
 
+  it('a render that a new assignment interrupts counts no host the engine gave up, and the next scrape renders afresh', async () => {
+    const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never), undefined, { reuseMs: 60_000, renderSliceMs: 1 });
+    const state = emptyEngineState();
+    metrics.attach(state);
+    for (let i = 0; i < 3_000; i += 1) {
+      const host = (state.hosts[`gpu-${i}`] = newHostState(`gpu-${i}`, {}, 'default'));
+      host.gpus['0'] = { missing: 0, baselines: {}, counters: {}, recent: [], xids: {} };
+      metrics.noteSample(`gpu-${i}`, sample(61));
+    }
+    const pending = metrics.render();
+    await new Promise((resolve) => setImmediate(resolve)); // the render's first slice is done
+    // What an assignment does (owned-hosts.ts, engine-service.ts): new hosts, the samples forgotten.
+    state.hosts = emptyEngineState().hosts;
+    for (let i = 0; i < 10; i += 1) state.hosts[`new-${i}`] = newHostState(`new-${i}`, {}, 'default');
+    metrics.forgetSamples();
+    const interrupted = await pending;
+    const counted = Number(/^gpualert_hosts (\d+)$/m.exec(interrupted)?.[1]);
+    expect(counted).toBeGreaterThan(0);
+    expect(counted).toBeLessThan(3_000);
+    expect(interrupted).not.toContain('host="gpu-2999"');
+    expect(await metrics.render()).toMatch(/^gpualert_hosts 10$/m);
+  });
+
   it('counts the alert series the per-host cap leaves out', async () => {
     const metrics = new EngineMetrics(rules.ok ? rules.value : (undefined as never), undefined, { reuseMs: 0 });
     const state = emptyEngineState();

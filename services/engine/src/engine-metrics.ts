@@ -113,6 +113,8 @@ export class EngineMetrics {
   /** A new assignment: the hosts another engine now owns are no longer ours to show. */
   forgetSamples(): void {
     this.samples.clear();
+    // A render begun before (or within its reuse window) shows hosts this engine may no longer own.
+    this.last = undefined;
   }
 
   /**
