@@ -64,14 +64,15 @@ export interface FleetMetricsText {
   readonly dropped: number;
 }
 
+/** Lines of one family joined in one step of a render. */
+const LINES_A_STEP = 4_096;
+
 /**
  * The same render one step at a time: it pauses after each host and each piece of a family's
  * text, so a caller can hand the event loop back between steps (at 100,000 GPUs one engine's
  * render is 1.3 million series, over a second of work). Each host is rendered as it is at its
  * step; the hosts are those of the state when the render began that the state still has then.
  */
-const LINES_A_STEP = 4_096;
-
 export function* fleetMetricsSteps(input: FleetMetricsInput): Generator<void, FleetMetricsText, void> {
   const f = families();
   const maxAlertSeries = input.maxAlertSeriesPerHost ?? MAX_ALERT_SERIES_PER_HOST;

@@ -39,9 +39,8 @@ export const GPU_METRIC_KINDS = {
   job: 'job',
 } as const;
 
-const METRICS = Object.entries(GPU_METRIC_KINDS);
 /** Every field but the optional `job`, which a GPU running nothing known does not carry. */
-const METRIC_COUNT = METRICS.length - 1;
+const METRIC_COUNT = Object.keys(GPU_METRIC_KINDS).length - 1;
 const JOB_KEYS = new Set<string>(JOB_ATTRIBUTION_KEYS);
 const THROTTLE = new Set<string>(THROTTLE_REASONS);
 const ENVELOPE_KEYS = 7; // id, ts, host, labels, source, type, data
