@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { FakeNvidiaSmi } from '../test/infra/fake-nvidia-smi.ts';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
+import { serviceEnv } from '../tools/service-env.ts';
 import { median } from './harness.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -36,7 +37,8 @@ function eightGpus(smi: FakeNvidiaSmi): void {
 
 /**
  * `gpualert agent` as a GPU host runs it: built (dist/), on Kafka, scraping an 8-GPU host every
- * 10 s through the fake nvidia-smi and following a kernel log. Reports start-up time (to
+ * 10 s through the fake nvidia-smi and following a kernel log: as shipped (tools/service-env.ts),
+ * the bundle on Node's defaults, and the checkout through tsx. Reports start-up time (to
  * `agent_started`), resident memory and CPU over the window (the agent's own, not nvidia-smi's).
  * GPUALERT_BENCH_AGENT_S sets the window (default 60 s).
  */
@@ -55,9 +57,10 @@ export async function benchAgent(): Promise<void> {
   writeFileSync(kernelLog, '');
   const results: Record<string, Record<string, number>> = {};
   try {
-    for (const [mode, entry] of [
-      ['built (dist/)', join(ROOT, 'dist/gpualert.mjs')],
-      ['checkout (tsx)', join(ROOT, 'bin/gpualert.mjs')],
+    for (const [mode, entry, shipped] of [
+      ['as shipped', join(ROOT, 'dist/gpualert.mjs'), serviceEnv('agent')],
+      ['built (dist/)', join(ROOT, 'dist/gpualert.mjs'), {}],
+      ['checkout (tsx)', join(ROOT, 'bin/gpualert.mjs'), {}],
     ] as const) {
       const started = performance.now();
       const agent: ChildProcess = spawn(
@@ -85,7 +88,7 @@ export async function benchAgent(): Promise<void> {
           'json',
         ],
         {
-          env: { ...process.env, KAFKA_BROKERS: brokers, GPUALERT_TOPIC_PREFIX: `bench-agent-${Date.now()}.` },
+          env: { ...process.env, ...shipped, KAFKA_BROKERS: brokers, GPUALERT_TOPIC_PREFIX: `bench-agent-${Date.now()}.` },
           stdio: ['ignore', 'ignore', 'pipe'],
         },
       );

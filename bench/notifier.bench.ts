@@ -15,7 +15,8 @@ import {
 } from '@gpualert/notify';
 import { FIRING_KEY, GROUPS_KEY, NotifierStateStore, SILENCES_KEY, startNotifier, STATE_KEY } from '@gpualert/notifier';
 import { newEnvelope, TOPICS, type AlertData, type EnvelopeOf } from '@gpualert/schema';
-import { MemoryStore, RedisStore } from '@gpualert/state';
+import { MemoryStore } from '@gpualert/state';
+import { RedisStore } from '@gpualert/state/redis';
 import { MemoryBus } from '@gpualert/bus';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';
 import { ensureRedis } from '../test/infra/redis-server.ts';

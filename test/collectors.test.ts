@@ -7,7 +7,7 @@ import { FileLineSource, nvidiaSmiSource, startGpuCollector, startInventoryColle
 import { createLogger } from '@gpualert/log';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';
 import { TOPICS, type Envelope, type EnvelopeOf } from '@gpualert/schema';
-import { RedisStore } from '@gpualert/state';
+import { RedisStore } from '@gpualert/state/redis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { FakeNvidiaSmi } from './infra/fake-nvidia-smi.ts';
 import { uniqueName, waitFor } from './infra/wait-for.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { envelopeMessage, KafkaBus } from '@gpualert/bus';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
-import { RedisStore } from '@gpualert/state';
+import { RedisStore } from '@gpualert/state/redis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { cleanEnv, runCli, startCli } from './infra/run-cli.ts';
 import { VendorReceivers } from './infra/vendor-receivers.ts';

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv } from './infra/run-cli.ts';
 import { offlineLock } from '../tools/npm-offline-lock.ts';
 import { packCheckout } from '../tools/npm-pack.ts';
+import { FakeNvidiaSmi } from './infra/fake-nvidia-smi.ts';
 import { waitFor } from './infra/wait-for.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -59,6 +60,36 @@ beforeAll(() => {
 
 const run = (args: readonly string[]) => execFileSync(bin, args, { env: cleanEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
+/**
+ * The npm packages the installed gpualert imports until it prints `ready`: a loader hook names
+ * each on stderr; the process is then stopped.
+ */
+async function packagesLoaded(args: readonly string[], ready: string, env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+  const hooks = join(folder, 'name-packages.mjs');
+  writeFileSync(
+    hooks,
+    `export async function resolve(specifier, context, next) {
+      if (/^[a-z@]/.test(specifier) && !specifier.startsWith('node:')) process.stderr.write('loads-package ' + specifier + '\\n');
+      return next(specifier, context);
+    }`,
+  );
+  writeFileSync(join(folder, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
+  const child = spawn(process.execPath, ['--import', join(folder, 'register.mjs'), join(installed, 'bin/gpualert.mjs'), ...args], {
+    env: cleanEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  try {
+    await waitFor(() => output.includes(ready), `gpualert ${args[0]}`, 30_000);
+  } finally {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }
+  return [...new Set([...output.matchAll(/^loads-package (\S+)$/gm)].map((m) => m[1]!))];
+}
+
 describe('the packed package, installed where there is no checkout', () => {
   it('holds the bundle, the rules and the demo, and neither sources nor tsx', () => {
     expect(existsSync(join(installed, 'dist/gpualert.mjs'))).toBe(true);
@@ -108,6 +139,45 @@ describe('the packed package, installed where there is no checkout', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as { data: { category: string } });
     expect(alerts.map((a) => a.data.category)).toContain('fallen_off_bus');
+  });
+
+  it("runs a host's agent without loading what only the services use (Redis's client, nodemailer), as the agent's memory asks (issue 34)", async () => {
+    const kernelLog = join(folder, 'kern.log');
+    writeFileSync(kernelLog, '');
+    const smi = new FakeNvidiaSmi();
+    const loaded = await packagesLoaded(
+      [
+        'agent',
+        '--host',
+        'h1',
+        '--nvidia-smi',
+        smi.path,
+        '--kernel-source',
+        'file',
+        '--kernel-file',
+        kernelLog,
+        '--metadata',
+        'none',
+        '--port',
+        '0',
+        '--listen',
+        '127.0.0.1',
+      ],
+      'agent_started',
+    );
+    // The hook sees what the agent does load: Kafka's client and its metrics.
+    expect(loaded).toEqual(expect.arrayContaining(['kafkajs', 'prom-client']));
+    expect(loaded.filter((name) => name === 'ioredis' || name === 'nodemailer')).toEqual([]);
+  });
+
+  it("runs `up` with routes that send no email without loading nodemailer, nor Redis's client on its in-process store", async () => {
+    const loaded = await packagesLoaded(['up', '--demo', '--speed', '600', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-pk-up-'))], '[fallen_off_bus]', {
+      GPUALERT_INTAKE_PORT: '0',
+      GPUALERT_INTAKE_LISTEN: '127.0.0.1',
+    });
+    // The hook sees what `up` loads: the routes' YAML, the metrics.
+    expect(loaded).toEqual(expect.arrayContaining(['yaml', 'prom-client']));
+    expect(loaded.filter((name) => name === 'ioredis' || name === 'nodemailer')).toEqual([]);
   });
 
   it('runs `up --demo` and stops on Ctrl-C', async () => {

@@ -1,4 +1,5 @@
-import { clusterKey, redisConnection, RedisStore, SLOT_GROUPS } from '@gpualert/state';
+import { clusterKey, SLOT_GROUPS } from '@gpualert/state';
+import { redisConnection, RedisStore } from '@gpualert/state/redis';
 import { stateConformance } from '@gpualert/test-support';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

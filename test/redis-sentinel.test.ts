@@ -1,4 +1,4 @@
-import { redisConnection, RedisStore } from '@gpualert/state';
+import { redisConnection, RedisStore } from '@gpualert/state/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stateConformance } from '@gpualert/test-support';
 import { SentinelGroup } from './infra/redis-sentinel.ts';

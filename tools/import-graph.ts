@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
+import { manifestEntries } from './manifest-entries.ts';
 
 /**
  * The import graph of the project's source (packages/ and services/, tests aside): every file's
@@ -22,7 +23,7 @@ function sourceFiles(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-/** Each workspace package's name and the file its `exports` (or `main`) points at. */
+/** Each workspace package's entries (its name, and `name/sub` for each subpath `exports` names) and the file each points at. */
 function packageEntries(root: string): Map<string, string> {
   const entries = new Map<string, string>();
   for (const top of SOURCE_ROOTS) {
@@ -30,8 +31,7 @@ function packageEntries(root: string): Map<string, string> {
       const manifest = join(root, top, dir, 'package.json');
       if (!existsSync(manifest)) continue;
       const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { name: string; exports?: unknown; main?: string };
-      const entry = typeof pkg.exports === 'string' ? pkg.exports : (pkg.main ?? './src/index.ts');
-      entries.set(pkg.name, resolve(root, top, dir, entry));
+      for (const [specifier, entry] of manifestEntries(pkg)) entries.set(specifier, resolve(root, top, dir, entry));
     }
   }
   return entries;

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
+import { manifestEntries } from './manifest-entries.ts';
 
 /**
  * Each workspace package's surface (issue 30): the names its entry exports, against the names the
@@ -82,22 +83,24 @@ export function packageSurfaces(root: string): PackageSurface[] {
     for (const dir of readdirSync(join(root, top))) {
       const manifestPath = join(root, top, dir, 'package.json');
       if (!existsSync(manifestPath)) continue;
-      const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { name: string; exports?: unknown };
-      const entry = join(top, dir, typeof manifest.exports === 'string' ? manifest.exports : 'src/index.ts');
-      const source = ts.createSourceFile(entry, readFileSync(join(root, entry), 'utf8'), ts.ScriptTarget.Latest, true);
-      const exported: string[] = [];
-      const exportStars: string[] = [];
-      for (const statement of source.statements) {
-        if (!ts.isExportDeclaration(statement)) continue;
-        const module = statement.moduleSpecifier && ts.isStringLiteral(statement.moduleSpecifier) ? statement.moduleSpecifier.text : '';
-        if (!statement.exportClause) exportStars.push(module);
-        else if (ts.isNamedExports(statement.exportClause)) exported.push(...statement.exportClause.elements.map((e) => e.name.text));
-        else exportStars.push(module);
+      const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { name: string; exports?: unknown; main?: string };
+      for (const [name, file] of manifestEntries(manifest)) {
+        const entry = join(top, dir, file);
+        const source = ts.createSourceFile(entry, readFileSync(join(root, entry), 'utf8'), ts.ScriptTarget.Latest, true);
+        const exported: string[] = [];
+        const exportStars: string[] = [];
+        for (const statement of source.statements) {
+          if (!ts.isExportDeclaration(statement)) continue;
+          const module = statement.moduleSpecifier && ts.isStringLiteral(statement.moduleSpecifier) ? statement.moduleSpecifier.text : '';
+          if (!statement.exportClause) exportStars.push(module);
+          else if (ts.isNamedExports(statement.exportClause)) exported.push(...statement.exportClause.elements.map((e) => e.name.text));
+          else exportStars.push(module);
+        }
+        const users = imported.get(name) ?? new Map<string, string[]>();
+        const own = `${top}/${dir}/`;
+        const usedOutside = (exportedName: string) => (users.get(exportedName) ?? []).some((file) => !file.startsWith(own));
+        surfaces.push({ name, entry, exported, exportStars, unused: exported.filter((exportedName) => !usedOutside(exportedName)) });
       }
-      const users = imported.get(manifest.name) ?? new Map<string, string[]>();
-      const own = `${top}/${dir}/`;
-      const usedOutside = (name: string) => (users.get(name) ?? []).some((file) => !file.startsWith(own));
-      surfaces.push({ name: manifest.name, entry, exported, exportStars, unused: exported.filter((name) => !usedOutside(name)) });
     }
   }
   return surfaces;

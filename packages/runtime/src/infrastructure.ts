@@ -36,7 +36,7 @@ export async function openInfrastructure(
         ...(options.dataDir ? { dataDir: options.dataDir } : {}),
       });
   const store: StateStore = config.redisUrl
-    ? new (await import('@gpualert/state')).RedisStore({ url: config.redisUrl, prefix: config.keyPrefix })
+    ? new (await import('@gpualert/state/redis')).RedisStore({ url: config.redisUrl, prefix: config.keyPrefix })
     : new MemoryStore({ prefix: config.keyPrefix });
   try {
     if (options.createTopics !== false) await bus.ensureTopics(ALL_TOPICS);

@@ -11,7 +11,6 @@ import {
 import type { Logger } from '@gpualert/log';
 import { bundledPath, formatRuleError } from '@gpualert/rules';
 import { existsSync } from 'node:fs';
-import { RedisStore } from '@gpualert/state';
 import { CliError, EXIT, errnoCode, errorMessage } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { readInput } from '../read-input.ts';
@@ -122,6 +121,8 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
   if (!config.redisUrl) {
     throw new CliError("gpualert alert resolve: needs REDIS_URL (the embedded mode's store lives inside gpualert up)");
   }
+  // Loaded here, not with the module: `gpualert up` imports this module and runs on its in-process store.
+  const { RedisStore } = await import('@gpualert/state/redis');
   const store = new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix });
   await requestOperatorResolve(store, fingerprint, Date.now());
   await store.close();

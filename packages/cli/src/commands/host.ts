@@ -1,6 +1,6 @@
 import { requestHostForget } from '@gpualert/engine-service';
 import { HostName } from '@gpualert/schema';
-import { RedisStore } from '@gpualert/state';
+import { RedisStore } from '@gpualert/state/redis';
 import { CliError, EXIT } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 

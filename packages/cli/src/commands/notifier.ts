@@ -14,7 +14,7 @@ import {
 } from '@gpualert/notifier';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { formatRuleError } from '@gpualert/rules';
-import { RedisStore, type StateStore } from '@gpualert/state';
+import { type StateStore } from '@gpualert/state';
 import { CliError, EXIT, errorMessage } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
@@ -96,9 +96,11 @@ export async function reloadRoutes(file: string, service: RunningNotifier, metri
   }
 }
 
-function sharedStore(options: Options, command: string): StateStore {
+/** Redis's client loads here, not with the command: `gpualert up` (which imports this module) runs on its in-process store. */
+async function sharedStore(options: Options, command: string): Promise<StateStore> {
   const config = commonConfig(options);
   if (!config.redisUrl) throw new CliError(`gpualert ${command}: needs REDIS_URL, where the notifier keeps its silences`);
+  const { RedisStore } = await import('@gpualert/state/redis');
   return new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix });
 }
 
@@ -109,7 +111,7 @@ export async function silenceAdd(options: Options): Promise<number> {
   // Checked before the store is touched: a refused silence is one line, exit 2, and nothing stored.
   const checked = checkSilence(input, Date.now());
   if (!checked.ok) throw new CliError(`gpualert silence add: ${checked.error}`);
-  const store = sharedStore(options, 'silence add');
+  const store = await sharedStore(options, 'silence add');
   try {
     const { silence, reach } = await makeSilence(store, input, Date.now(), options.force === true);
     process.stdout.write(
@@ -124,7 +126,7 @@ export async function silenceAdd(options: Options): Promise<number> {
 }
 
 export async function silenceList(options: Options): Promise<number> {
-  const store = sharedStore(options, 'silence list');
+  const store = await sharedStore(options, 'silence list');
   try {
     const now = Date.now();
     for (const s of Object.values(await loadSilences(store)).sort((a, b) => a.startsAt - b.startsAt)) {
@@ -140,7 +142,7 @@ export async function silenceList(options: Options): Promise<number> {
 }
 
 export async function silenceExpire(id: string, options: Options): Promise<number> {
-  const store = sharedStore(options, 'silence expire');
+  const store = await sharedStore(options, 'silence expire');
   try {
     const silence = await expireSilence(store, id, Date.now());
     if (!silence) throw new CliError(`gpualert silence expire: no silence ${id}`);

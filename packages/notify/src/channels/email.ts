@@ -1,4 +1,4 @@
-import { createTransport, type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { redactSecrets } from '@gpualert/log';
 import type { CompiledTemplate } from '../go-template.ts';
 import { renderFields } from '../render-fields.ts';
@@ -6,9 +6,20 @@ import type { Channel } from './channel.ts';
 import { oneLine } from './escape.ts';
 import { html, plainText, title } from './format.ts';
 
-/** Email over SMTP through nodemailer: text and HTML, a subject with severity, host and what happened. */
+/**
+ * Email over SMTP through nodemailer: text and HTML, a subject with severity, host and what happened.
+ * nodemailer loads at the first email sent: a process that loads the channels and sends no email (the
+ * engine checking routes, a notifier without an email receiver) does not hold it (about 15 MB).
+ */
 export function emailChannel(settings: { smtp_url: string; from: string; to: string }, templates?: Readonly<Record<string, CompiledTemplate>>): Channel {
-  const transport: Transporter = createTransport(settings.smtp_url);
+  let transport: Promise<Transporter> | undefined;
+  const transporter = (): Promise<Transporter> =>
+    (transport ??= import('nodemailer')
+      .then(({ createTransport }) => createTransport(settings.smtp_url))
+      .catch((error: unknown) => {
+        transport = undefined; // tried again at the next message
+        throw error;
+      }));
   return {
     name: 'email',
     async send(notification, signal) {
@@ -19,7 +30,7 @@ export function emailChannel(settings: { smtp_url: string; from: string; to: str
         const subject = own?.subject !== undefined ? oneLine(own.subject) : title(notification);
         // A template that fails on this message: gpualert's own text for that part, the error said in the text body.
         const errors = r?.errors.length ? `\n\n${r.errors.join('\n')}` : '';
-        const sending = transport.sendMail({
+        const sending = (await transporter()).sendMail({
           from: settings.from,
           to: settings.to,
           subject,

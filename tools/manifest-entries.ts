@@ -1,0 +1,17 @@
+import { join } from 'node:path';
+
+/**
+ * A workspace package's entries from its package.json: `[specifier, file]` for the package's name
+ * and for each subpath its `exports` map names (`"./redis"` → `@gpualert/state/redis`), the file
+ * relative to the package. Without `exports`, `main` or `./src/index.ts`.
+ */
+export function manifestEntries(manifest: { name: string; exports?: unknown; main?: string }): [string, string][] {
+  const { exports } = manifest;
+  if (typeof exports === 'string') return [[manifest.name, exports]];
+  if (exports && typeof exports === 'object') {
+    return Object.entries(exports as Record<string, unknown>)
+      .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
+      .map(([subpath, file]) => [subpath === '.' ? manifest.name : join(manifest.name, subpath), file]);
+  }
+  return [[manifest.name, manifest.main ?? './src/index.ts']];
+}
