@@ -15,7 +15,8 @@ import { KafkaBroker } from '../test/infra/kafka-broker.ts';
  * GPU, grouped by host as the embedded routes do) and its RSS is read again once its API lists them
  * all, with where that memory is (its /metrics). The services run with the settings they ship with
  * (tools/service-env.ts). GPUALERT_BENCH_BIN=path/to/gpualert.mjs
- * runs another checkout's build (to compare before and after). Needs REDIS_URL.
+ * runs another checkout's build (to compare before and after); GPUALERT_BENCH_NOTIFIER_NODE_ARGS gives
+ * the notifier Node's flags. Needs REDIS_URL.
  */
 const BIN = process.env.GPUALERT_BENCH_BIN ?? resolve(import.meta.dirname, '../bin/gpualert.mjs');
 const HOSTS = Number(process.env.GPUALERT_BENCH_HOSTS ?? 250);
@@ -25,8 +26,11 @@ const FIRING = Number(process.env.GPUALERT_BENCH_FIRING ?? 10_000);
 /** Each host's samples per second: 250 hosts × 8 GPUs at 4/s is 8,000 GPU samples/s. */
 const PER_HOST_PER_SECOND = Number(process.env.GPUALERT_BENCH_RATE ?? 4);
 
+/** Node's flags for the notifier alone, to try one (GPUALERT_BENCH_NOTIFIER_NODE_ARGS="--flag --other"). */
+const NOTIFIER_NODE_ARGS = (process.env.GPUALERT_BENCH_NOTIFIER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
 function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
-  return startProcess(BIN, [], args, { ...shippedEnv(args[0]), ...env });
+  return startProcess(BIN, args[0] === 'notifier' ? NOTIFIER_NODE_ARGS : [], args, { ...shippedEnv(args[0]), ...env });
 }
 
 function rssMb(pid: number): number {
