@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { cleanEnv } from './infra/run-cli.ts';
 import { offlineLock } from '../tools/npm-offline-lock.ts';
 import { packCheckout } from '../tools/npm-pack.ts';
@@ -61,33 +61,46 @@ beforeAll(() => {
 const run = (args: readonly string[]) => execFileSync(bin, args, { env: cleanEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
- * The npm packages the installed gpualert imports until it prints `ready`: a loader hook names
- * each on stderr; the process is then stopped.
+ * The npm packages the installed gpualert loads until it prints `ready`: a loader hook names each
+ * package an ES module imports, and at exit the process names each package in CommonJS's module
+ * cache (what a CommonJS package requires); the process is stopped with SIGTERM.
  */
 async function packagesLoaded(args: readonly string[], ready: string, env: NodeJS.ProcessEnv = {}): Promise<string[]> {
   const hooks = join(folder, 'name-packages.mjs');
   writeFileSync(
     hooks,
     `export async function resolve(specifier, context, next) {
-      if (/^[a-z@]/.test(specifier) && !specifier.startsWith('node:')) process.stderr.write('loads-package ' + specifier + '\\n');
+      if (/^[a-z@]/.test(specifier) && !/^(node|file|data):/.test(specifier)) process.stderr.write('loads-package ' + specifier + '\\n');
       return next(specifier, context);
     }`,
   );
-  writeFileSync(join(folder, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
+  writeFileSync(
+    join(folder, 'register.mjs'),
+    `import { createRequire, register } from 'node:module';
+    register(${JSON.stringify(`file://${hooks}`)});
+    const required = createRequire(import.meta.url).cache;
+    process.on('exit', () => {
+      for (const file of Object.keys(required)) {
+        const name = /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(file)?.[1];
+        if (name) process.stderr.write('loads-package ' + name + '\\n');
+      }
+    });`,
+  );
   const child = spawn(process.execPath, ['--import', join(folder, 'register.mjs'), join(installed, 'bin/gpualert.mjs'), ...args], {
     env: cleanEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   try {
-    await waitFor(() => output.includes(ready), `gpualert ${args[0]}`, 30_000);
+    await waitFor(() => stdout.includes(ready) || stderr.includes(ready), `gpualert ${args[0]}`, 30_000);
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
   }
-  return [...new Set([...output.matchAll(/^loads-package (\S+)$/gm)].map((m) => m[1]!))];
+  return [...new Set([...stderr.matchAll(/^loads-package (\S+)$/gm)].map((m) => m[1]!))];
 }
 
 describe('the packed package, installed where there is no checkout', () => {
@@ -141,33 +154,33 @@ describe('the packed package, installed where there is no checkout', () => {
     expect(alerts.map((a) => a.data.category)).toContain('fallen_off_bus');
   });
 
-  it("runs a host's agent without loading what only the services use (Redis's client, nodemailer), as the agent's memory asks (issue 34)", async () => {
+  it("runs a host's agent without loading what only the services use (Redis's client unless REDIS_URL is set, nodemailer), as the agent's memory asks (issue 34)", async () => {
     const kernelLog = join(folder, 'kern.log');
     writeFileSync(kernelLog, '');
     const smi = new FakeNvidiaSmi();
-    const loaded = await packagesLoaded(
-      [
-        'agent',
-        '--host',
-        'h1',
-        '--nvidia-smi',
-        smi.path,
-        '--kernel-source',
-        'file',
-        '--kernel-file',
-        kernelLog,
-        '--metadata',
-        'none',
-        '--port',
-        '0',
-        '--listen',
-        '127.0.0.1',
-      ],
-      'agent_started',
-    );
-    // The hook sees what the agent does load: Kafka's client and its metrics.
-    expect(loaded).toEqual(expect.arrayContaining(['kafkajs', 'prom-client']));
+    const agent = [
+      'agent',
+      '--host',
+      'h1',
+      '--nvidia-smi',
+      smi.path,
+      '--kernel-source',
+      'file',
+      '--kernel-file',
+      kernelLog,
+      '--metadata',
+      'none',
+      '--port',
+      '0',
+      '--listen',
+      '127.0.0.1',
+    ];
+    const loaded = await packagesLoaded(agent, 'agent_started');
+    // Both ways of loading are seen: kafkajs imported, sonic-boom required by pino.
+    expect(loaded).toEqual(expect.arrayContaining(['kafkajs', 'prom-client', 'sonic-boom']));
     expect(loaded.filter((name) => name === 'ioredis' || name === 'nodemailer')).toEqual([]);
+    // Where REDIS_URL is set (the shipped units and DaemonSet: the kernel collector keeps its place there), Redis's client loads.
+    expect(await packagesLoaded(agent, 'agent_started', { REDIS_URL: inject('redisUrl') })).toContain('ioredis');
   });
 
   it("runs `up` with routes that send no email without loading nodemailer, nor Redis's client on its in-process store", async () => {
@@ -176,7 +189,7 @@ describe('the packed package, installed where there is no checkout', () => {
       GPUALERT_INTAKE_LISTEN: '127.0.0.1',
     });
     // The hook sees what `up` loads: the routes' YAML, the metrics.
-    expect(loaded).toEqual(expect.arrayContaining(['yaml', 'prom-client']));
+    expect(loaded).toEqual(expect.arrayContaining(['yaml', 'prom-client', 'sonic-boom']));
     expect(loaded.filter((name) => name === 'ioredis' || name === 'nodemailer')).toEqual([]);
   });
 

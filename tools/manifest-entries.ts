@@ -9,9 +9,11 @@ export function manifestEntries(manifest: { name: string; exports?: unknown; mai
   const { exports } = manifest;
   if (typeof exports === 'string') return [[manifest.name, exports]];
   if (exports && typeof exports === 'object') {
-    return Object.entries(exports as Record<string, unknown>)
-      .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
-      .map(([subpath, file]) => [subpath === '.' ? manifest.name : join(manifest.name, subpath), file]);
+    return Object.entries(exports as Record<string, unknown>).map(([subpath, file]) => {
+      // A conditional entry ({ import, require }) would be left out of the checks that read these: refused instead.
+      if (typeof file !== 'string') throw new Error(`${manifest.name}: exports["${subpath}"] is not a file path; only plain subpath exports are read`);
+      return [subpath === '.' ? manifest.name : join(manifest.name, subpath), file];
+    });
   }
   return [[manifest.name, manifest.main ?? './src/index.ts']];
 }

@@ -121,7 +121,7 @@ export async function alertResolve(fingerprint: string, options: Options): Promi
   if (!config.redisUrl) {
     throw new CliError("gpualert alert resolve: needs REDIS_URL (the embedded mode's store lives inside gpualert up)");
   }
-  // Loaded here, not with the module: `gpualert up` imports this module and runs on its in-process store.
+  // Loaded here, not with the module: `gpualert up` imports this module, and without REDIS_URL runs on its in-process store.
   const { RedisStore } = await import('@gpualert/state/redis');
   const store = new RedisStore({ url: config.redisUrl, prefix: config.keyPrefix });
   await requestOperatorResolve(store, fingerprint, Date.now());

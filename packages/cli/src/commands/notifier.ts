@@ -96,7 +96,7 @@ export async function reloadRoutes(file: string, service: RunningNotifier, metri
   }
 }
 
-/** Redis's client loads here, not with the command: `gpualert up` (which imports this module) runs on its in-process store. */
+/** Redis's client loads here, not with the module: `gpualert up` imports this module, and without REDIS_URL runs on its in-process store. */
 async function sharedStore(options: Options, command: string): Promise<StateStore> {
   const config = commonConfig(options);
   if (!config.redisUrl) throw new CliError(`gpualert ${command}: needs REDIS_URL, where the notifier keeps its silences`);
