@@ -1,4 +1,5 @@
-import { envelopeMessage, KafkaBus, MemoryBus, type Bus, type OutgoingMessage } from '@gpualert/bus';
+import { envelopeMessage, MemoryBus, type Bus, type OutgoingMessage } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { Envelope, isCanonicalGpuSample, newEnvelope, parseEnvelope } from '@gpualert/schema';
 import { readFileSync } from 'node:fs';
 import { KafkaBroker } from '../test/infra/kafka-broker.ts';

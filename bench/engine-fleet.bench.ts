@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { envelopeMessage, KafkaBus, type OutgoingMessage } from '@gpualert/bus';
+import { envelopeMessage, type OutgoingMessage } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { TOPICS } from '@gpualert/schema';
 import { syntheticFleet } from '@gpualert/test-support';
 import { Redis } from 'ioredis';

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { envelopeMessage, KafkaBus } from '@gpualert/bus';
+import { envelopeMessage } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { emptyMetrics } from '@gpualert/gpu-metrics';
 import { newEnvelope, TOPICS } from '@gpualert/schema';
 import { memoryLine, memoryOf, shippedEnv, startProcess, until, type BenchProcess } from './harness.ts';

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { envelopeMessage, KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
+import { envelopeMessage, MemoryBus, type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { createLogger } from '@gpualert/log';
 import { RoutesFile } from '@gpualert/notify';
 import { createNotifierServer, NotifierMetrics, startNotifier } from '@gpualert/notifier';

@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
-import { envelopeMessage, KafkaBus } from '@gpualert/bus';
+import { envelopeMessage } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { createLogger } from '@gpualert/log';
 import {
   emptyNotifierState,

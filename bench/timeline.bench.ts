@@ -1,4 +1,5 @@
-import { envelopeMessage, KafkaBus } from '@gpualert/bus';
+import { envelopeMessage } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { syntheticFleet } from '@gpualert/test-support';
 import { newEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { exportTimeline, MAX_HOSTS_READ_BY_KEY } from '@gpualert/timeline';

@@ -2,7 +2,8 @@ import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:f
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KafkaBus, type Bus, type Subscription } from '@gpualert/bus';
+import { type Bus, type Subscription } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { FileLineSource, nvidiaSmiSource, startGpuCollector, startInventoryCollector, startKernelCollector } from '@gpualert/collectors';
 import { createLogger } from '@gpualert/log';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';

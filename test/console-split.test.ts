@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { AssignerProtocol, Kafka, logLevel, Partitioners } from 'kafkajs';
-import { KafkaBus, envelopeMessage } from '@gpualert/bus';
+import { envelopeMessage } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { emptyMetrics } from '@gpualert/gpu-metrics';
 import { newEnvelope, TOPICS, type FleetSnapshot } from '@gpualert/schema';
 import { afterEach, describe, expect, inject, it } from 'vitest';

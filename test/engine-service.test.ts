@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { KafkaBus, envelopeMessage, type Bus } from '@gpualert/bus';
+import { envelopeMessage, type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { Engine, emptyEngineState, loadRuleSet } from '@gpualert/engine';
 import { syntheticFleet, type FleetOptions } from '@gpualert/test-support';
 import { formatRuleError, loadXidCatalog } from '@gpualert/rules';

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { KafkaBus, type Bus } from '@gpualert/bus';
+import { type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { sign, createIntakeServer } from '@gpualert/intake';
 import { createLogger } from '@gpualert/log';
 import { parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';

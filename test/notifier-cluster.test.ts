@@ -1,4 +1,5 @@
-import { envelopeMessage, KafkaBus, type Bus } from '@gpualert/bus';
+import { envelopeMessage, type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { createLogger } from '@gpualert/log';
 import { RoutesFile } from '@gpualert/notify';
 import { NotifierMetrics, startNotifier, type RunningNotifier } from '@gpualert/notifier';

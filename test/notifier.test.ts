@@ -1,4 +1,5 @@
-import { KafkaBus, type Bus } from '@gpualert/bus';
+import { type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { createLogger } from '@gpualert/log';
 import { RoutesFile } from '@gpualert/notify';
 import { addSilence, startNotifier } from '@gpualert/notifier';

@@ -4,7 +4,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { KafkaBus, type Bus, type Subscription } from '@gpualert/bus';
+import { type Bus, type Subscription } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { TOPICS, type Envelope } from '@gpualert/schema';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AGENT_NODE_OPTIONS, buildDeb, DEB_PACKAGE } from '../tools/build-deb.ts';

@@ -183,14 +183,14 @@ describe('the packed package, installed where there is no checkout', () => {
     expect(await packagesLoaded(agent, 'agent_started', { REDIS_URL: inject('redisUrl') })).toContain('ioredis');
   });
 
-  it("runs `up` with routes that send no email without loading nodemailer, nor Redis's client on its in-process store", async () => {
+  it("runs `up` with routes that send no email without loading nodemailer, nor Kafka's and Redis's clients on its in-process bus and store", async () => {
     const loaded = await packagesLoaded(['up', '--demo', '--speed', '600', '--data-dir', mkdtempSync(join(tmpdir(), 'gpualert-pk-up-'))], '[fallen_off_bus]', {
       GPUALERT_INTAKE_PORT: '0',
       GPUALERT_INTAKE_LISTEN: '127.0.0.1',
     });
     // The hook sees what `up` loads: the routes' YAML, the metrics.
     expect(loaded).toEqual(expect.arrayContaining(['yaml', 'prom-client', 'sonic-boom']));
-    expect(loaded.filter((name) => name === 'ioredis' || name === 'nodemailer')).toEqual([]);
+    expect(loaded.filter((name) => name === 'kafkajs' || name === 'ioredis' || name === 'nodemailer')).toEqual([]);
   });
 
   it('runs `up --demo` and stops on Ctrl-C', async () => {

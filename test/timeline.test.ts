@@ -1,4 +1,5 @@
-import { envelopeMessage, KafkaBus, type Bus } from '@gpualert/bus';
+import { envelopeMessage, type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { newEnvelope, TOPICS, type Envelope, type GpuMetrics } from '@gpualert/schema';
 import { MAX_HOSTS_READ_BY_KEY, type Timeline } from '@gpualert/timeline';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';

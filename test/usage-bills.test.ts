@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { envelopeMessage, KafkaBus, MemoryBus } from '@gpualert/bus';
+import { envelopeMessage, MemoryBus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { createLogger } from '@gpualert/log';
 import { newEnvelope, parseEnvelope, TOPICS, type EnvelopeOf, type GpuMetrics } from '@gpualert/schema';
 import {

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KafkaBus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { TOPICS } from '@gpualert/schema';
 import { inject } from 'vitest';
 import { onFreePort, PORT_TAKEN, PortTaken } from '../infra/free-port.ts';

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
-import { KafkaBus, type Bus } from '@gpualert/bus';
+import { type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { createIntakeServer } from '@gpualert/intake';
 import { createLogger } from '@gpualert/log';
 import { parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';

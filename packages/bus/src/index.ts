@@ -1,3 +1,4 @@
+// KafkaBus is `@gpualert/bus/kafka` (src/kafka.ts): kafkajs loads only in a process that uses Kafka.
 export {
   DEADLETTER_HEADERS,
   envelopeMessage,
@@ -9,7 +10,6 @@ export {
   type Subscription,
 } from './bus.ts';
 export { MemoryBus } from './memory-bus.ts';
-export { KafkaBus } from './kafka-bus.ts';
 export { partitionFor } from './partition-for.ts';
 export { RetriableError } from './infrastructure-error.ts';
 export { pipelineFingerprint } from './pipeline-alert.ts';

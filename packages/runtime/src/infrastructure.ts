@@ -23,7 +23,7 @@ export async function openInfrastructure(
 ): Promise<Infrastructure> {
   // Kafka's and Redis's clients load only when configured: a GPU host's agent pays for neither otherwise.
   const bus: Bus = config.kafkaBrokers
-    ? new (await import('@gpualert/bus')).KafkaBus({
+    ? new (await import('@gpualert/bus/kafka')).KafkaBus({
         brokers: config.kafkaBrokers,
         topicPrefix: config.topicPrefix,
         partitions: config.partitions,

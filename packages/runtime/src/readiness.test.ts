@@ -1,4 +1,5 @@
-import { KafkaBus, MemoryBus } from '@gpualert/bus';
+import { MemoryBus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { MemoryStore } from '@gpualert/state';
 import { describe, expect, it } from 'vitest';
 import { busReady, readiness, sharedReadiness, storeReady } from './readiness.ts';

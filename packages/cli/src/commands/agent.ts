@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { KafkaBus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { createAgentServer, dcgmSource, nvidiaSmiSource, startAgent, type AgentPlan, type MetadataProvider } from '@gpualert/collectors';
 import { loadXidCatalog } from '@gpualert/rules';
 import { TOPICS } from '@gpualert/schema';

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { open, writeFile } from 'node:fs/promises';
-import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
+import { MemoryBus, type Bus } from '@gpualert/bus';
 import { embeddedDataDir } from '@gpualert/runtime';
 import { exportEvidence, type GpuSelector } from '@gpualert/timeline';
 import { CliError, EXIT, errnoCode, errorMessage } from '../cli-error.ts';
@@ -123,7 +123,7 @@ export async function evidence(hostArgument: unknown, options: Options): Promise
   let where: string;
   let source: 'kafka' | 'embedded';
   if (config.kafkaBrokers) {
-    bus = new KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
+    bus = new (await import('@gpualert/bus/kafka')).KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
     where = 'Kafka (KAFKA_BROKERS)';
     source = 'kafka';
   } else {

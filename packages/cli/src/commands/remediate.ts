@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { KafkaBus, MemoryBus, envelopeMessage, type Bus } from '@gpualert/bus';
+import { MemoryBus, envelopeMessage, type Bus } from '@gpualert/bus';
+import { KafkaBus } from '@gpualert/bus/kafka';
 import { KubernetesExecutor, loadKubeConfig, SlurmExecutor, type Executor } from '@gpualert/executors';
 import { formatRuleError } from '@gpualert/rules';
 import {

@@ -2,7 +2,7 @@ import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { gunzipSync } from 'node:zlib';
-import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
+import { MemoryBus, type Bus } from '@gpualert/bus';
 import type { RuleSet } from '@gpualert/engine';
 import { bundledPath } from '@gpualert/rules';
 import { embeddedDataDir, type ServiceDefinition } from '@gpualert/runtime';
@@ -171,7 +171,7 @@ async function readBus(options: Options, take: (text: string, where: string) => 
   let bus: Bus;
   let where: string;
   if (config.kafkaBrokers) {
-    bus = new KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
+    bus = new (await import('@gpualert/bus/kafka')).KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
     where = `Kafka at ${config.kafkaBrokers.join(',')}`;
   } else {
     const dataDir = embeddedDataDir(config.dataDir);

@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { KafkaBus, MemoryBus, type Bus } from '@gpualert/bus';
+import { MemoryBus, type Bus } from '@gpualert/bus';
 import { embeddedDataDir } from '@gpualert/runtime';
 import { exportTimeline, FORMATS, UnknownIncidentError } from '@gpualert/timeline';
 import { CliError, EXIT, errorMessage } from '../cli-error.ts';
@@ -27,7 +27,7 @@ export async function timeline(options: Options): Promise<number> {
   let bus: Bus;
   let where: string;
   if (config.kafkaBrokers) {
-    bus = new KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
+    bus = new (await import('@gpualert/bus/kafka')).KafkaBus({ brokers: config.kafkaBrokers, topicPrefix: config.topicPrefix, publishTimeoutMs: 5_000 });
     where = `Kafka at ${config.kafkaBrokers.join(',')}`;
   } else {
     // The embedded mode's own log, as `gpualert up` left it.
