@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { type Bus } from '@gpualert/bus';
+import type { Bus } from '@gpualert/bus';
 import { KafkaBus } from '@gpualert/bus/kafka';
 import { sign, createIntakeServer } from '@gpualert/intake';
 import { createLogger } from '@gpualert/log';
 import { parseEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
-import { type StateStore } from '@gpualert/state';
+import type { StateStore } from '@gpualert/state';
 import { RedisStore } from '@gpualert/state/redis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { close, listen } from './infra/http.ts';

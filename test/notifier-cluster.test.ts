@@ -4,7 +4,7 @@ import { createLogger } from '@gpualert/log';
 import { RoutesFile } from '@gpualert/notify';
 import { NotifierMetrics, startNotifier, type RunningNotifier } from '@gpualert/notifier';
 import { newEnvelope, TOPICS, type EnvelopeOf } from '@gpualert/schema';
-import { type StateStore } from '@gpualert/state';
+import type { StateStore } from '@gpualert/state';
 import { RedisStore } from '@gpualert/state/redis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { VendorReceivers } from './infra/vendor-receivers.ts';

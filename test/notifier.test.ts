@@ -1,11 +1,11 @@
-import { type Bus } from '@gpualert/bus';
+import type { Bus } from '@gpualert/bus';
 import { KafkaBus } from '@gpualert/bus/kafka';
 import { createLogger } from '@gpualert/log';
 import { RoutesFile } from '@gpualert/notify';
 import { addSilence, startNotifier } from '@gpualert/notifier';
 import { envelopeMessage } from '@gpualert/bus';
 import { newEnvelope, parseEnvelope, TOPICS, type AlertData, type EnvelopeOf } from '@gpualert/schema';
-import { type StateStore } from '@gpualert/state';
+import type { StateStore } from '@gpualert/state';
 import { RedisStore } from '@gpualert/state/redis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { SmtpSink } from './infra/smtp-sink.ts';

@@ -14,7 +14,7 @@ import {
 } from '@gpualert/notifier';
 import { redactSecrets, type Logger } from '@gpualert/log';
 import { formatRuleError } from '@gpualert/rules';
-import { type StateStore } from '@gpualert/state';
+import type { StateStore } from '@gpualert/state';
 import { CliError, EXIT, errorMessage } from '../cli-error.ts';
 import { commonConfig } from '../common-options.ts';
 import { parseDuration } from '../duration.ts';
