@@ -39,9 +39,10 @@ function eightGpus(smi: FakeNvidiaSmi): void {
  * `gpualert agent` as a GPU host runs it: built (dist/), on Kafka, scraping an 8-GPU host every
  * 10 s through the fake nvidia-smi and following a kernel log: as shipped (tools/service-env.ts),
  * the bundle on Node's defaults, and the checkout through tsx. A REDIS_URL in the bench's own
- * environment reaches the agent, as the shipped units and DaemonSet give it one (its kernel collector
- * keeps its place there, and Redis's client loads); without it the agent runs without Redis. Reports start-up time (to
- * `agent_started`), resident memory and CPU over the window (the agent's own, not nvidia-smi's).
+ * environment reaches the agent, as the shipped units and DaemonSet give it one (its kernel
+ * collector keeps its place there, and Redis's client loads); without it the agent runs without
+ * Redis. Reports start-up time (to `agent_started`), resident memory and CPU over the window (the
+ * agent's own, not nvidia-smi's).
  * GPUALERT_BENCH_AGENT_S sets the window (default 60 s).
  */
 export async function benchAgent(): Promise<void> {

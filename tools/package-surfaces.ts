@@ -75,6 +75,20 @@ export function importedNames(root: string): Map<string, Map<string, string[]>> 
   return found;
 }
 
+/** The names an entry file lists in its `export { … } from` statements, and the modules of its `export *`. */
+function entryExports(root: string, entry: string): { exported: string[]; exportStars: string[] } {
+  const source = ts.createSourceFile(entry, readFileSync(join(root, entry), 'utf8'), ts.ScriptTarget.Latest, true);
+  const exported: string[] = [];
+  const exportStars: string[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isExportDeclaration(statement)) continue;
+    const module = statement.moduleSpecifier && ts.isStringLiteral(statement.moduleSpecifier) ? statement.moduleSpecifier.text : '';
+    if (statement.exportClause && ts.isNamedExports(statement.exportClause)) exported.push(...statement.exportClause.elements.map((e) => e.name.text));
+    else exportStars.push(module);
+  }
+  return { exported, exportStars };
+}
+
 /** Every workspace package's surface (`packages/*`, `services/*`). */
 export function packageSurfaces(root: string): PackageSurface[] {
   const imported = importedNames(root);
@@ -84,21 +98,12 @@ export function packageSurfaces(root: string): PackageSurface[] {
       const manifestPath = join(root, top, dir, 'package.json');
       if (!existsSync(manifestPath)) continue;
       const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { name: string; exports?: unknown; main?: string };
+      const own = `${top}/${dir}/`;
       for (const [name, file] of manifestEntries(manifest)) {
         const entry = join(top, dir, file);
-        const source = ts.createSourceFile(entry, readFileSync(join(root, entry), 'utf8'), ts.ScriptTarget.Latest, true);
-        const exported: string[] = [];
-        const exportStars: string[] = [];
-        for (const statement of source.statements) {
-          if (!ts.isExportDeclaration(statement)) continue;
-          const module = statement.moduleSpecifier && ts.isStringLiteral(statement.moduleSpecifier) ? statement.moduleSpecifier.text : '';
-          if (!statement.exportClause) exportStars.push(module);
-          else if (ts.isNamedExports(statement.exportClause)) exported.push(...statement.exportClause.elements.map((e) => e.name.text));
-          else exportStars.push(module);
-        }
+        const { exported, exportStars } = entryExports(root, entry);
         const users = imported.get(name) ?? new Map<string, string[]>();
-        const own = `${top}/${dir}/`;
-        const usedOutside = (exportedName: string) => (users.get(exportedName) ?? []).some((file) => !file.startsWith(own));
+        const usedOutside = (exportedName: string) => (users.get(exportedName) ?? []).some((importer) => !importer.startsWith(own));
         surfaces.push({ name, entry, exported, exportStars, unused: exported.filter((exportedName) => !usedOutside(exportedName)) });
       }
     }
