@@ -40,8 +40,8 @@ function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
  * both sides: a backlog of the fleet's samples drained by a bare kafkajs consumer (the raw
  * ceiling) and the same backlog drained by `gpualert engine` (samples judged, state saved,
  * offsets committed). Then a steady load at a fraction of that rate, during which an Xid 79 line
- * appended to a host agent's kernel log is timed until the page reaches a local PagerDuty-shaped
- * receiver, and each service's memory. `--quick` (or GPUALERT_BENCH_QUICK=1) runs a smaller one.
+ * appended to a host agent's kernel log (once the engine has judged that host's samples) is timed
+ * until the page reaches a local PagerDuty-shaped receiver, and each service's memory. `--quick` (or GPUALERT_BENCH_QUICK=1) runs a smaller one.
  */
 export async function benchE2e(): Promise<void> {
   const quick = process.argv.includes('--quick') || process.env.GPUALERT_BENCH_QUICK === '1';
@@ -71,7 +71,14 @@ export async function benchE2e(): Promise<void> {
   await bus.ensureTopics(Object.values(TOPICS));
   const T0 = Date.parse('2026-06-01T00:00:00Z');
   // The fleet is made as it is published: a backlog held in memory would be gigabytes at full size.
-  const fleet = (start: number, minutes: number) => syntheticFleet({ hosts, gpusPerHost: gpus, start, minutes, seed: 4 });
+  // The steady phase's fleet has the hosts whose agents get an Xid line besides (`xid-host-N`), on the
+  // same timeline: a fault on a host in service, whose samples the engine has judged up to its time.
+  const fleet = function* (start: number, minutes: number, withXidHosts: boolean) {
+    for (const e of syntheticFleet({ hosts: hosts + (withXidHosts ? injections : 0), gpusPerHost: gpus, start, minutes, seed: 4 })) {
+      const index = Number(e.host.slice(e.host.lastIndexOf('-') + 1));
+      yield index < hosts ? e : { ...e, host: `xid-host-${index - hosts}` };
+    }
+  };
   /** Sample messages' sizes as published (value bytes), for Kafka's throughput and retention on paper. */
   const sizes = { count: 0, bytes: 0 };
   /** `going`: the fleet stops being made when it says so (the steady phase's 24 h of a 10,000-host fleet would take hours to make). */
@@ -81,10 +88,11 @@ export async function benchE2e(): Promise<void> {
     minutes: number,
     withInventory: boolean,
     going: () => boolean = () => true,
+    withXidHosts = false,
   ) => {
     let chunk: OutgoingMessage[] = [];
     let inventories: OutgoingMessage[] = [];
-    for (const e of fleet(start, minutes)) {
+    for (const e of fleet(start, minutes, withXidHosts)) {
       if (!going()) return;
       if (e.type === 'host.inventory') {
         if (withInventory) inventories.push(envelopeMessage(e));
@@ -253,6 +261,7 @@ export async function benchE2e(): Promise<void> {
         24 * 60,
         false,
         () => steady,
+        true,
       );
     })();
     // A failure elsewhere closes the bus under the load: its error is the one said, not this one's.
@@ -312,9 +321,26 @@ export async function benchE2e(): Promise<void> {
       );
       children.push(c);
       await until(() => c.output().includes('agent_started'), 60_000, `the agent of ${host}`);
+      // A fault on a host in service: dated at the time of the host's latest sample the engine has
+      // judged (event time, as its samples are; the engine's history of its GPU 0 says when), as
+      // `dmesg --time-format iso` writes it. A fault dated past its host's judged samples waits for
+      // them first (fast-lane.ts): with event time running hundreds of times faster than real
+      // time, a line dated by the wall clock would measure that wait, not the fault's lane.
+      const latestJudged = async (e: BenchProcess): Promise<string | undefined> => {
+        const answer = await fetch(`http://127.0.0.1:${e.port()}/v1/fleet/${host}/0/history`).catch(() => undefined);
+        const history = answer?.ok ? ((await answer.json()) as { at: string[] }) : (await answer?.arrayBuffer(), undefined);
+        return history?.at.at(-1);
+      };
+      let hostTime: string | undefined;
+      await until(
+        async () => (hostTime = (await Promise.all(engines.map(latestJudged))).find((at) => at !== undefined)) !== undefined,
+        60_000,
+        `the samples of ${host} judged`,
+      );
+      const stamp = new Date(hostTime!).toISOString().replace('.', ',').replace('Z', '000+00:00');
       const t0 = performance.now();
       injected.set(host, t0);
-      appendFileSync(join(dir, `${host}.log`), `[ 100.000001] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n`);
+      appendFileSync(join(dir, `${host}.log`), `${stamp} NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n`);
       await until(() => pages.has(host), 30_000, `the page for ${host}`).catch(() => {});
       if (pages.has(host)) latencies.push(pages.get(host)! - t0);
       agentRss.push(rssMb(c.pid));
@@ -348,7 +374,7 @@ export async function benchE2e(): Promise<void> {
       `${'steady load offered (event time sped up)'.padEnd(58)} ${format(offered).padStart(12)} msgs/s (${format(speedup)}× real time); lag max ${format(Math.max(0, ...lags))}, last quarter max ${format(Math.max(0, ...tail))} msgs`,
     );
     console.log(
-      `${'Xid 79 line → page at the receiver, under that load'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/${injections})`,
+      `${'Xid 79 line → page, host in service, under that load'.padEnd(58)} p50 ${format(median(latencies))} ms, p99 ${format(percentile(latencies, 99))} ms (${latencies.length}/${injections})`,
     );
     console.log(
       `${'  of which: line → its kernel event read from Kafka'.padEnd(58)} p50 ${format(median(toEvent))} ms, p99 ${format(percentile(toEvent, 99))} ms (${toEvent.length})`,

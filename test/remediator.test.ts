@@ -194,6 +194,7 @@ rules:
           ...options,
           handler: (batch, context) =>
             options.handler(batch, {
+              caughtUp: (topic) => context.caughtUp(topic),
               publish: async (topic, messages) => {
                 refuse(topic);
                 await context.publish(topic, messages);

@@ -125,14 +125,15 @@ export class FaultPipeline {
     return service;
   }
 
-  /** How many partitions an engine or notifier holds since its group's last rebalance (its `group_joined` lines). */
+  /** How many partitions an engine or notifier holds since its group's last rebalance: each lane's last `group_joined` line (the engine reads its faults in a lane of its own). */
   static partitionsHeld(service: Service): number {
-    const joins = service
-      .output()
-      .split('\n')
-      .filter((l) => l.includes('"group_joined"'))
-      .map((l) => JSON.parse(l) as { partitions: number });
-    return joins.at(-1)?.partitions ?? 0;
+    const lanes = new Map<string, number>();
+    for (const line of service.output().split('\n')) {
+      if (!line.includes('"group_joined"')) continue;
+      const join = JSON.parse(line) as { partitions: number; lane?: string };
+      lanes.set(join.lane ?? 'main', join.partitions);
+    }
+    return [...lanes.values()].reduce((n, p) => n + p, 0);
   }
 
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {

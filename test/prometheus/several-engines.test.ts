@@ -68,14 +68,15 @@ async function exportedHosts(address: string): Promise<string[]> {
   return [...hosts].sort();
 }
 
-/** Partitions an engine holds since its group's last rebalance (its latest `group_joined` line). */
+/** Partitions an engine holds since its group's last rebalance: each lane's latest `group_joined` line (its faults are read in a lane of their own). */
 function partitionsHeld(engine: Engine): number {
-  const joins = engine
-    .output()
-    .split('\n')
-    .filter((l) => l.includes('"group_joined"'))
-    .map((l) => JSON.parse(l) as { partitions: number });
-  return joins.at(-1)?.partitions ?? 0;
+  const lanes = new Map<string, number>();
+  for (const line of engine.output().split('\n')) {
+    if (!line.includes('"group_joined"')) continue;
+    const join = JSON.parse(line) as { partitions: number; lane?: string };
+    lanes.set(join.lane ?? 'main', join.partitions);
+  }
+  return [...lanes.values()].reduce((n, p) => n + p, 0);
 }
 
 async function stop(engine: Engine): Promise<void> {

@@ -46,6 +46,18 @@ export interface BatchContext {
    * publish made through here is durable, so use it rather than the bus directly.
    */
   publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void>;
+  /**
+   * Resolves once this consumer has handled the batch's partition of `topic` up to the first
+   * message there dated after this batch's first (by message time; the partition's end when none
+   * is): what was published there up to its time, as far as time says. It waits only for the
+   * other lane of this consumer (`fastTopics`), and resolves to true when that lane has got there.
+   * Where it cannot tell, it resolves to false, at once or when it stops waiting: one lane holds
+   * both, or no lane of this consumer holds that partition, or a lane is not settled in its group,
+   * or the group rebalances or the consumer stops meanwhile, or Kafka does not say where the
+   * partition stands, or 30 s have passed (the batches of one fetch are handed over together, so
+   * within one lane there is nothing to wait for).
+   */
+  caughtUp(topic: string): Promise<boolean>;
 }
 
 export type BatchHandler = (batch: Batch, context: BatchContext) => Promise<void>;
@@ -68,10 +80,19 @@ export interface ConsumeOptions {
    * How many partitions' batches the handler may be given at once (default 1: one after another).
    * Above 1 the handler orders its own work: each partition's batches still come one at a time, in
    * order. The engine takes a whole fetch at once, so that a kernel event's batch can go before
-   * the sample batches fetched with it. The in-process bus gives one batch at a time whatever this says.
+   * the sample batches fetched with it. The in-process bus gives one batch at a time (a lane) whatever this says.
    */
   readonly concurrentBatches?: number;
-  /** Told the partitions this member owns after each rebalance (all of them, not a difference). */
+  /**
+   * Topics (of `topics`) read by a lane of their own, so that their batches never wait behind a
+   * fetch of the others': on Kafka a second member of the group in this process, given partition
+   * p of these topics whenever the first holds partition p of the others (its own fetch loop, as
+   * KafkaJS fetches again only once every batch of a fetch is handled); in the process, a member
+   * of its own. Each lane's batches still come in order, and `context.caughtUp` lets a batch wait
+   * for the other lane.
+   */
+  readonly fastTopics?: readonly string[];
+  /** Told the partitions this consumer owns after each rebalance (all of them, every lane's, not a difference). */
   readonly onAssignment?: (partitions: readonly TopicPartition[]) => void;
   /**
    * Told of the messages the handler could not process (each failed alone, past the retries) once

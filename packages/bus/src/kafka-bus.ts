@@ -11,8 +11,10 @@ import {
 } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import { redactSecrets } from '@gpualert/log';
-import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
-import { CoPartitionedAssigner } from './co-partitioned-assigner.ts';
+import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription, TopicPartition } from './bus.ts';
+import { CoPartitionedAssigner, coPartitionedLanesAssigner, type LaneIdentity } from './co-partitioned-assigner.ts';
+import { LaneProgress } from './lane-progress.ts';
+import type { CaughtUp } from './process-batch.ts';
 import { CONSUMER_STALL_MS, ConsumerWatch } from './consumer-watch.ts';
 import { fixKafkajsCoordinatorLoss } from './kafkajs-coordinator-fix.ts';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.ts';
@@ -33,6 +35,22 @@ export interface KafkaBusOptions {
   /** How long a fetch waits for data; small keeps latency in milliseconds. */
   readonly maxWaitMs?: number;
   readonly log?: (level: 'error' | 'warn' | 'info', event: string, detail: Record<string, unknown>) => void;
+}
+
+/** One member of a consumer: the consumer's only one, or one of its lanes. */
+interface Lane {
+  /** The partitions it holds now (`topic/partition`, logical names), as of its last join. */
+  assigned: Set<string>;
+  /** In the group, or rebalancing after it was, for REBALANCE_GRACE_MS: readiness. */
+  joined(): boolean;
+  /** In the group now, not rebalancing: what it holds is what the group gave it. */
+  settled(): boolean;
+  stop(): Promise<void>;
+}
+
+function partitionOf(key: string): TopicPartition {
+  const slash = key.lastIndexOf('/');
+  return { topic: key.slice(0, slash), partition: Number(key.slice(slash + 1)) };
 }
 
 interface PendingSend {
@@ -157,6 +175,57 @@ export class KafkaBus implements Bus {
 
   async consume(options: ConsumeOptions): Promise<Subscription> {
     await this.connect();
+    // The fast topics in a lane of their own: a second member of the group, co-partitioned with the first by consumer.
+    const fast = [...new Set((options.fastTopics ?? []).filter((t) => options.topics.includes(t)))];
+    const consumer = randomUUID();
+    const identities: LaneIdentity[] =
+      fast.length > 0 && fast.length < options.topics.length
+        ? [
+            { consumer, fast: [] },
+            { consumer, fast: fast.map((t) => this.topicName(t)) },
+          ]
+        : [{ consumer, fast: [] }];
+    const progress = new LaneProgress();
+    let running = true;
+    const lanes: Lane[] = [];
+    const told = () => {
+      const partitions = lanes.flatMap((lane) => [...lane.assigned].map(partitionOf));
+      options.onAssignment?.(partitions);
+    };
+    const caughtUp = (of: Lane, keepAlive: () => Promise<void>) => (topic: string, partition: number, since: number) =>
+      this.caughtUp(options.group, lanes, of, progress, { topic, partition, since }, keepAlive, () => running);
+    // Joined together, so that a new group's first generation has every lane; each is in `lanes` before it joins.
+    const joins = await Promise.allSettled(identities.map((identity) => this.joinLane(options, identity, lanes, progress, told, caughtUp, () => running)));
+    const failed = joins.find((join): join is PromiseRejectedResult => join.status === 'rejected');
+    if (failed) {
+      // No lane left reading for a consumer its caller never got.
+      running = false;
+      await Promise.allSettled(lanes.map((lane) => lane.stop()));
+      throw failed.reason;
+    }
+    const subscription: Subscription = {
+      joined: () => lanes.every((lane) => lane.joined()),
+      stop: async () => {
+        running = false;
+        progress.release();
+        this.subscriptions.delete(subscription);
+        await Promise.all(lanes.map((lane) => lane.stop()));
+      },
+    };
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /** One member of a consumer's group: the consumer's only one, or one of its lanes. */
+  private async joinLane(
+    options: ConsumeOptions,
+    identity: LaneIdentity,
+    lanes: Lane[],
+    progress: LaneProgress,
+    told: () => void,
+    caughtUp: (lane: Lane, keepAlive: () => Promise<void>) => CaughtUp,
+    running: () => boolean,
+  ): Promise<void> {
     const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
     const rebalanceTimeout = Math.max(sessionTimeout, 10_000);
     const consumer: Consumer = this.kafka.consumer({
@@ -171,34 +240,56 @@ export class KafkaBus implements Bus {
       maxBytesPerPartition: options.maxBatchBytes ?? 1024 * 1024,
       maxBytes: Math.max(10 * 1024 * 1024, (options.maxBatchBytes ?? 0) * 8),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 2_000 },
-      // Co-partitioned first; round-robin only while a rolling upgrade still has older members.
-      partitionAssigners: [CoPartitionedAssigner, PartitionAssigners.roundRobin],
+      // Co-partitioned by consumer first; by member while a rolling upgrade has members that know no
+      // lanes; round-robin only while it still has older ones.
+      partitionAssigners: [coPartitionedLanesAssigner(identity), CoPartitionedAssigner, PartitionAssigners.roundRobin],
     });
     await consumer.connect();
+    // Every lane subscribes to every topic: the assigner says which lane reads what.
     await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
+    const lane: Lane = {
+      assigned: new Set(),
+      joined: () => joined && (rebalancingSince === undefined || Date.now() - rebalancingSince < REBALANCE_GRACE_MS),
+      settled: () => joined && rebalancingSince === undefined,
+      stop: async () => {
+        clearInterval(watchTimer);
+        await consumer.disconnect();
+      },
+    };
+    lanes.push(lane);
     // In the group: joined, or rebalancing after it was (a rebalance counts as in for REBALANCE_GRACE_MS).
     let joined = false;
     let rebalancingSince: number | undefined;
     consumer.on(consumer.events.REBALANCING, () => {
       if (joined) rebalancingSince ??= Date.now();
+      progress.release();
     });
-    consumer.on(consumer.events.CRASH, () => {
+    // A lane out of the group holds nothing: its partitions are no longer this consumer's through it.
+    const left = () => {
       joined = false;
       rebalancingSince = undefined;
-    });
-    consumer.on(consumer.events.STOP, () => {
-      joined = false;
-      rebalancingSince = undefined;
-    });
+      progress.release();
+      if (lane.assigned.size === 0) return;
+      lane.assigned = new Set();
+      told();
+    };
+    consumer.on(consumer.events.CRASH, left);
+    consumer.on(consumer.events.STOP, left);
     consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
       joined = true;
       rebalancingSince = undefined;
-      this.options.log?.('info', 'group_joined', { group: payload.groupId, partitions: Object.values(payload.memberAssignment).flat().length });
-      options.onAssignment?.(
+      this.options.log?.('info', 'group_joined', {
+        group: payload.groupId,
+        partitions: Object.values(payload.memberAssignment).flat().length,
+        ...(identity.fast.length > 0 ? { lane: 'fast' } : {}),
+      });
+      lane.assigned = new Set(
         Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
-          partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition })),
+          partitions.map((partition) => `${topic.slice(this.prefix.length)}/${partition}`),
         ),
       );
+      progress.release();
+      told();
     });
     // A fetch loop that stops, or a batch stuck in its handler, is said out loud (KafkaJS says it at debug level only).
     // A rebalance may hold the fetch loop for up to its timeout: that alone is not a stall.
@@ -207,7 +298,6 @@ export class KafkaBus implements Bus {
     consumer.on(consumer.events.FETCH, () => watch.fetched(Date.now()));
     const watchTimer = setInterval(() => watch.check(Date.now()), CONSUMER_WATCH_EVERY_MS);
     watchTimer.unref();
-    let running = true;
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -216,23 +306,71 @@ export class KafkaBus implements Bus {
         const { topic, partition } = payload.batch;
         watch.batchStarted(topic, partition, Date.now());
         try {
-          await this.handleBatch(payload, options, () => running);
+          await this.handleBatch(
+            payload,
+            options,
+            running,
+            progress,
+            caughtUp(lane, () => payload.heartbeat().catch(() => {})),
+          );
         } finally {
           watch.batchEnded(topic, partition, Date.now());
         }
       },
     });
-    const subscription: Subscription = {
-      joined: () => joined && (rebalancingSince === undefined || Date.now() - rebalancingSince < REBALANCE_GRACE_MS),
-      stop: async () => {
-        clearInterval(watchTimer);
-        running = false;
-        this.subscriptions.delete(subscription);
-        await consumer.disconnect();
-      },
-    };
-    this.subscriptions.add(subscription);
-    return subscription;
+  }
+
+  /**
+   * `BatchContext.caughtUp` on Kafka: while another lane of this consumer holds the partition, waits
+   * until it has handled the partition up to its first message dated after `since` (the batch's
+   * first message's time; the high watermark when there is none), counting from the
+   * group's committed offset where it has handled nothing since the last rebalance. False, at once
+   * or when the wait ends, where it cannot tell: this lane holds the partition itself, no lane
+   * does, a lane is not settled in the group, a rebalance or stop came (`LaneProgress`), Kafka did
+   * not answer within KAFKA_ANSWER_MS, or MAX_CAUGHT_UP_WAIT_MS passed. The batch then goes on:
+   * its order is worth less than its page.
+   */
+  private async caughtUp(
+    group: string,
+    lanes: readonly Lane[],
+    of: Lane,
+    progress: LaneProgress,
+    { topic, partition, since }: { topic: string; partition: number; since: number },
+    keepAlive: () => Promise<void>,
+    running: () => boolean,
+  ): Promise<boolean> {
+    const key = `${topic}/${partition}`;
+    const epoch = progress.epoch;
+    if (!running() || of.assigned.has(key) || !lanes.every((lane) => lane.settled())) return false;
+    if (!lanes.some((lane) => lane.assigned.has(key))) return false;
+    const name = this.topicName(topic);
+    const handled = progress.handledUpTo(key);
+    const asked = Promise.all([
+      this.admin.fetchTopicOffsetsByTimestamp(name, since + 1),
+      handled === undefined ? this.admin.fetchOffsets({ groupId: `${this.prefix}${group}`, topics: [name] }) : undefined,
+      handled === undefined ? this.admin.fetchTopicOffsets(name) : undefined,
+    ]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), KAFKA_ANSWER_MS)));
+    try {
+      const answer = await Promise.race([asked, late]);
+      if (answer === undefined) return false;
+      const [byTime, committed, ends] = answer;
+      const end = byTime.find((p) => p.partition === partition)?.offset;
+      if (end === undefined) return false;
+      let from = handled;
+      if (from === undefined) {
+        const offset = Number(committed?.flatMap((t) => t.partitions).find((p) => p.partition === partition)?.offset ?? -1);
+        from = offset >= 0 ? offset : Number(ends?.find((p) => p.partition === partition)?.low ?? 0);
+      }
+      return await progress.until(key, Number(end), from, epoch, keepAlive);
+    } catch (error) {
+      this.options.log?.('warn', 'lane_wait_skipped', { topic, partition, error: redactSecrets(String(error)) });
+      return false;
+    } finally {
+      clearTimeout(timer);
+      asked.catch(() => {}); // answered after the race was lost: nobody waits for it
+    }
   }
 
   async read(topic: string, options: ReadOptions = {}): Promise<IncomingMessage[]> {
@@ -331,6 +469,8 @@ export class KafkaBus implements Bus {
     { batch, isRunning, isStale, resolveOffset, commitOffsetsIfNecessary, heartbeat }: EachBatchPayload,
     options: ConsumeOptions,
     running: () => boolean,
+    progress: LaneProgress,
+    caughtUp: CaughtUp,
   ): Promise<void> {
     const last = batch.messages.at(-1);
     if (last === undefined) return;
@@ -351,6 +491,7 @@ export class KafkaBus implements Bus {
       handler: options.handler,
       publish: (t, m) => this.publish(t, m),
       lag: Math.max(0, Number(batch.offsetLag())),
+      caughtUp,
       onDeadLetter: options.onDeadLetter,
       stillOwned: owned,
       // Retries and isolating a poison message take seconds: the group must know this member lives.
@@ -364,6 +505,7 @@ export class KafkaBus implements Bus {
     await commitOffsetsIfNecessary({
       topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }] }],
     });
+    progress.handled(`${topic}/${batch.partition}`, Number(last.offset) + 1);
     // No explicit heartbeat here: the runner sends one between fetches at the configured interval,
     // and one more round trip per batch halves the rate of small batches.
   }
@@ -416,6 +558,8 @@ const CONSUMER_WATCH_EVERY_MS = 5_000;
 const REBALANCE_GRACE_MS = 30_000;
 /** The most batches a handler is given at once (`concurrentBatches`). */
 const MAX_CONCURRENT_BATCHES = 256;
+/** How long `caughtUp` waits for Kafka to say where a partition stands before the batch goes on. */
+const KAFKA_ANSWER_MS = 2_000;
 
 /** How long a read waits for a partition's leader to settle (a topic just created, a broker just back). */
 const LEADER_WAIT_ATTEMPTS = 20;

@@ -5,6 +5,7 @@ import { must } from '@gpualert/schema';
 import type { Bus, ConsumeOptions, IncomingMessage, OutgoingMessage, ReadOptions, Subscription } from './bus.ts';
 import { partitionFor } from './partition-for.ts';
 import { retryBatch } from './retry-batch.ts';
+import { CAUGHT_UP_BEAT_MS, MAX_CAUGHT_UP_WAIT_MS } from './lane-progress.ts';
 
 export interface MemoryBusOptions {
   readonly partitions?: number;
@@ -37,12 +38,20 @@ interface PartitionLog {
 
 interface Member {
   readonly id: number;
+  /** The options of this member's lane: its topics, and no `onAssignment` (the consumer's is told once per rebalance). */
   readonly options: ConsumeOptions;
+  /** The consumer it is a lane of, shared by its lanes: `onAssignment` and `caughtUp` look at them together. */
+  readonly consumer: Consumer;
   assigned: { topic: string; partition: number }[];
   generation: number;
   alive: boolean;
   /** Where the next search for work starts, so one busy partition cannot starve the others. */
   cursor: number;
+}
+
+interface Consumer {
+  readonly onAssignment: ConsumeOptions['onAssignment'];
+  readonly lanes: Member[];
 }
 
 interface Group {
@@ -172,18 +181,25 @@ export class MemoryBus implements Bus {
   async consume(options: ConsumeOptions): Promise<Subscription> {
     for (const topic of options.topics) this.logOf(topic);
     const group = this.groupOf(options.group);
-    const member: Member = { id: this.nextMemberId++, options, assigned: [], generation: 0, alive: true, cursor: 0 };
-    group.members.push(member);
+    // A lane of its own for the fast topics (a member of the group in all but name), the rest in the other.
+    const fast = new Set((options.fastTopics ?? []).filter((t) => options.topics.includes(t)));
+    const slow = options.topics.filter((t) => !fast.has(t));
+    const consumer: Consumer = { onAssignment: options.onAssignment, lanes: [] };
+    for (const topics of [slow, [...fast]].filter((t) => t.length > 0)) {
+      const { onAssignment: _told, ...laneOptions } = options;
+      consumer.lanes.push({ id: this.nextMemberId++, consumer, options: { ...laneOptions, topics }, assigned: [], generation: 0, alive: true, cursor: 0 });
+    }
+    group.members.push(...consumer.lanes);
     this.rebalance(group);
-    const loop = this.run(group, member);
+    const loops = consumer.lanes.map((member) => this.run(group, member));
     return {
       // In the process, a member is in its group from the moment it joins until it stops.
-      joined: () => member.alive && !this.closed,
+      joined: () => consumer.lanes.every((member) => member.alive) && !this.closed,
       stop: async () => {
-        member.alive = false;
+        for (const member of consumer.lanes) member.alive = false;
         this.notify();
-        await loop;
-        this.leave(group, member);
+        await Promise.all(loops);
+        for (const member of consumer.lanes) this.leave(group, member);
       },
     };
   }
@@ -231,6 +247,8 @@ export class MemoryBus implements Bus {
       const session = sessionWatch(sessionTimeoutMs);
       const batch = retryBatch({
         messages,
+        caughtUp: (topic, partition, since) =>
+          this.caughtUp(group, member, { topic, partition, since }, owned, () => session.beat(), Math.min(CAUGHT_UP_BEAT_MS, sessionTimeoutMs / 3)),
         group: group.id,
         handler: member.options.handler,
         publish: (t, m) => this.publish(t, m),
@@ -252,8 +270,43 @@ export class MemoryBus implements Bus {
       if (outcome && owned() && last !== undefined) {
         group.committed.set(key, last.offset + 1);
         this.saveGroups();
+        this.notify(); // a lane may wait for this partition (caughtUp)
       }
     }
+  }
+
+  /** `BatchContext.caughtUp`: waits while another lane of `member`'s consumer holds the partition and has not handled it up to its first message dated after `since` (at most MAX_CAUGHT_UP_WAIT_MS); true once it has. */
+  private async caughtUp(
+    group: Group,
+    member: Member,
+    { topic, partition, since }: { topic: string; partition: number; since: number },
+    owned: () => boolean,
+    beat: () => void,
+    beatEveryMs: number,
+  ): Promise<boolean> {
+    const holder = member.consumer.lanes.find((lane) => lane.assigned.some((a) => a.topic === topic && a.partition === partition));
+    const log = this.topics.get(topic)?.[partition];
+    if (!holder || holder === member || !log) return false;
+    const key = `${topic}/${partition}`;
+    // Up to its first message dated after `since`, as Kafka's offset for the next millisecond says.
+    const end = log.start + firstAtOrAfter(log.messages, since + 1);
+    const reached = () => (group.committed.get(key) ?? log.start) >= end;
+    const until = Date.now() + MAX_CAUGHT_UP_WAIT_MS;
+    while (owned() && holder.alive && holder.generation === member.generation && !reached() && Date.now() < until) {
+      await new Promise<void>((resolve) => {
+        const woken = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          this.wake = this.wake.filter((w) => w !== woken);
+          resolve();
+        }, beatEveryMs);
+        this.wake.push(woken);
+      });
+      beat();
+    }
+    return reached();
   }
 
   private nextBatch(group: Group, member: Member) {
@@ -293,7 +346,9 @@ export class MemoryBus implements Bus {
       const eligible = live.filter((m) => m.options.topics.includes(topic));
       for (let partition = 0; partition < count; partition += 1) eligible[partition % eligible.length]?.assigned.push({ topic, partition });
     }
-    for (const member of live) member.options.onAssignment?.([...member.assigned]);
+    // Each consumer told once, of every lane's partitions.
+    for (const consumer of new Set(live.map((m) => m.consumer)))
+      consumer.onAssignment?.(consumer.lanes.filter((lane) => live.includes(lane)).flatMap((lane) => lane.assigned));
     this.notify();
   }
 

@@ -4,6 +4,11 @@ import { RetriableError } from './infrastructure-error.ts';
 
 export type Publish = (topic: string, messages: readonly OutgoingMessage[]) => Promise<void>;
 
+/** `BatchContext.caughtUp` for a batch of `partition` whose first message is dated `since` (ms since the epoch). */
+export type CaughtUp = (topic: string, partition: number, since: number) => Promise<boolean>;
+
+const NOTHING_TO_WAIT_FOR: CaughtUp = () => Promise.resolve(false);
+
 /** A fetched batch split into valid envelopes and dead letters for the ones that are not. */
 export interface ParsedBatch {
   readonly items: readonly ConsumedEnvelope[];
@@ -27,11 +32,18 @@ export function parseBatch(messages: readonly IncomingMessage[], group: string):
  * everything it published is durable. A publish that failed makes the whole run an infrastructure
  * failure, whatever the handler threw: Kafka was away, the messages were not at fault.
  */
-export async function runHandler(items: readonly ConsumedEnvelope[], handler: BatchHandler, publish: Publish, lag: number): Promise<void> {
+export async function runHandler(
+  items: readonly ConsumedEnvelope[],
+  handler: BatchHandler,
+  publish: Publish,
+  lag: number,
+  caughtUp: CaughtUp = NOTHING_TO_WAIT_FOR,
+): Promise<void> {
   const first = items[0];
   if (!first) return;
   const produced: Promise<void>[] = [];
   const context: BatchContext = {
+    caughtUp: (topic) => caughtUp(topic, first.message.partition, first.message.timestamp),
     publish(topic, out) {
       const pending = publish(topic, out);
       produced.push(pending);

@@ -5,7 +5,7 @@ import type { BatchHandler, DeadLetterHook, IncomingMessage, PoisonMessage } fro
 import { deadletterMessages } from './bus-metrics.ts';
 import { isInfrastructureError } from './infrastructure-error.ts';
 import { raisePipelineAlert } from './pipeline-alert.ts';
-import { deadletterOf, parseBatch, runHandler, type Publish } from './process-batch.ts';
+import { deadletterOf, parseBatch, runHandler, type CaughtUp, type Publish } from './process-batch.ts';
 
 /**
  * How often a batch is run before its messages are tried apart: a race or a cold cache clears
@@ -36,6 +36,8 @@ export interface BatchRun {
   /** Called while waiting between attempts: the member is busy, not dead (a Kafka heartbeat). */
   readonly keepAlive?: () => Promise<void>;
   readonly onError: (error: unknown, attempt: number) => void;
+  /** `BatchContext.caughtUp` (default: nothing to wait for). */
+  readonly caughtUp?: CaughtUp;
   /** How long to wait after failed attempt n; `outage` when the failure was the infrastructure's. */
   readonly backoffMs?: (attempt: number, outage: boolean) => number;
 }
@@ -85,7 +87,8 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
     }
   };
   // Items [start, end) of the batch; a part's lag counts the batch's messages after it.
-  const handle = (start: number, end: number) => () => runHandler(items.slice(start, end), run.handler, run.publish, run.lag + items.length - end);
+  const handle = (start: number, end: number) => () =>
+    runHandler(items.slice(start, end), run.handler, run.publish, run.lag + items.length - end, run.caughtUp);
 
   const poison: { index: number; error: unknown }[] = [];
   if (items.length > 0) {

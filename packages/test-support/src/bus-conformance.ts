@@ -202,6 +202,104 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
     );
 
     it(
+      "reads fast topics in a lane of their own: a fast topic's batch is handled while a batch of the others is still in the handler, and each consumer holds partition p of every topic",
+      async () => {
+        const b = await bus();
+        const fast = 'conformance.fast';
+        await b.ensureTopics([fast]);
+        let release: () => void = () => {};
+        const stuck = new Promise<void>((resolve) => (release = resolve));
+        const slowGot: Received[] = [];
+        const fastGot: Received[] = [];
+        const owned: (readonly { topic: string; partition: number }[])[] = [[], []];
+        for (const consumer of [0, 1]) {
+          subscriptions.push(
+            await b.consume({
+              group: 'lanes',
+              topics: [TOPIC, fast],
+              fastTopics: [fast],
+              concurrentBatches: 8,
+              onAssignment: (p) => void (owned[consumer] = p),
+              handler: async (batch) => {
+                if (batch.topic === fast) return void fastGot.push(...received(batch));
+                slowGot.push(...received(batch));
+                await stuck;
+              },
+            }),
+          );
+        }
+        // Every partition of both topics held, and by one consumer: partition p of each by the same one.
+        await waitFor(
+          () => owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === 2 * Math.max(...owned.flat().map((p) => p.partition + 1)),
+          'two consumers to hold every partition of both topics',
+          REBALANCE_MS,
+        );
+        for (const partitions of owned) {
+          const numbers = (topic: string) =>
+            partitions
+              .filter((p) => p.topic === topic)
+              .map((p) => p.partition)
+              .sort();
+          expect(numbers(TOPIC).length).toBeGreaterThan(0);
+          expect(numbers(fast)).toEqual(numbers(TOPIC));
+        }
+        // No partition held by both.
+        const [first, second] = owned.map((partitions) => new Set(partitions.map((p) => `${p.topic}/${p.partition}`)));
+        expect([...first!].filter((p) => second!.has(p))).toEqual([]);
+        await b.publish(TOPIC, [line('h1', 1)]);
+        await waitFor(() => slowGot.length === 1, 'the slow batch to be in the handler', REBALANCE_MS);
+        await b.publish(fast, [line('h1', 2)]);
+        await waitFor(() => fastGot.length === 1, "the fast topic's batch, while the other is still held", REBALANCE_MS);
+        expect(fastGot.map((r) => [r.host, r.seq])).toEqual([['h1', 2]]);
+        release();
+      },
+      REBALANCE_TEST_MS,
+    );
+
+    it(
+      "lets a fast lane's batch wait until the other lane has handled what its partition held when asked (caughtUp)",
+      async () => {
+        const b = await bus();
+        const fast = 'conformance.fast';
+        await b.ensureTopics([fast]);
+        let release: () => void = () => {};
+        const stuck = new Promise<void>((resolve) => (release = resolve));
+        const events: string[] = [];
+        subscriptions.push(
+          await b.consume({
+            group: 'caught-up',
+            topics: [TOPIC, fast],
+            fastTopics: [fast],
+            handler: async (batch, context) => {
+              if (batch.topic === fast) {
+                events.push('fast asked');
+                const caught = await context.caughtUp(TOPIC);
+                return void events.push(`fast went on, caught up: ${caught}`);
+              }
+              events.push(
+                `slow ${received(batch)
+                  .map((r) => r.seq)
+                  .join(',')} started`,
+              );
+              await stuck;
+              events.push('slow handled');
+            },
+          }),
+        );
+        await b.publish(TOPIC, [line('h1', 1)]);
+        await waitFor(() => events.length === 1, 'the slow batch to be in the handler', REBALANCE_MS);
+        await b.publish(fast, [line('h1', 2)]);
+        await waitFor(() => events.includes('fast asked'), 'the fast batch to ask', REBALANCE_MS);
+        // Time enough for a wait that does not wait to be seen going on before the slow batch is done.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        release();
+        await waitFor(() => events.some((e) => e.startsWith('fast went on')), 'the fast batch to go on', REBALANCE_MS);
+        expect(events).toEqual(['slow 1 started', 'fast asked', 'slow handled', 'fast went on, caught up: true']);
+      },
+      REBALANCE_TEST_MS,
+    );
+
+    it(
       'redelivers the batch of a member that died mid-batch to the survivor, losing nothing',
       async () => {
         const b = await bus();

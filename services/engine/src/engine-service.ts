@@ -19,7 +19,7 @@ import {
 import type { StateStore } from '@gpualert/state';
 import { EngineMetrics, startEngineMetricsServer } from './engine-metrics.ts';
 import { EngineFleetView } from './engine-fleet-view.ts';
-import { inFastLane } from './fast-lane.ts';
+import { FAST_TOPICS, waitForSamples } from './fast-lane.ts';
 import { HostForgetting } from './host-forgetting.ts';
 
 export interface EngineServiceOptions {
@@ -90,7 +90,7 @@ export async function startEngineService(options: EngineServiceOptions): Promise
   // One piece of work at a time; a fault's batch goes before the sample batches waiting (the fast lane).
   const queue = priorityQueue();
   const serial = <T>(work: () => Promise<T>, urgent = false): Promise<T> => queue.run(work, urgent);
-  const isUrgent = (batch: Batch) => inFastLane(batch, (host) => (owned.isLoaded(host) ? state.hosts[host] : undefined));
+  const hostOf = (host: string) => (owned.isLoaded(host) ? state.hosts[host] : undefined);
 
   // Forgetting hosts (host-forgetting.ts): asked for by `gpualert host forget`, or unheard for GPUALERT_FORGET_AFTER
   // (on the event clock, by the partitions' latest sample time). Resolves go out first; then the store forgets too.
@@ -182,7 +182,12 @@ export async function startEngineService(options: EngineServiceOptions): Promise
     },
     // A whole fetch at once (every partition of it): the queue, not the fetch's order, says what is judged first.
     concurrentBatches: FETCH_BATCHES_AT_ONCE,
-    handler: (batch, context) => serial(() => judgeBatch(batch, context), isUrgent(batch)),
+    // Faults and notices fetched apart from the samples (fast-lane.ts): a live host's fault waits for no fetch of samples.
+    fastTopics: [...FAST_TOPICS],
+    handler: async (batch, context) => {
+      const urgent = await waitForSamples(batch, context, hostOf);
+      return serial(() => judgeBatch(batch, context), urgent);
+    },
   });
 
   /** The fleet-wide facts: this instance's hosts' shares out, the other instances' in, and the hosts whose cluster changed under them judged again (their alerts go out like a tick's). */

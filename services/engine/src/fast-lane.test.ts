@@ -1,8 +1,8 @@
-import type { Batch, ConsumedEnvelope } from '@gpualert/bus';
+import type { Batch, BatchContext, ConsumedEnvelope } from '@gpualert/bus';
 import { newHostState, type HostState } from '@gpualert/engine';
 import { newEnvelope, TOPICS, type Envelope } from '@gpualert/schema';
 import { describe, expect, it } from 'vitest';
-import { inFastLane } from './fast-lane.ts';
+import { inFastLane, waitForSamples } from './fast-lane.ts';
 
 const T = Date.parse('2026-12-01T03:00:00Z');
 const xid = (host: string, at: number): Envelope =>
@@ -42,5 +42,40 @@ describe('the fast lane', () => {
     expect(inFastLane(batch(TOPICS.kernelEvents, [xid('behind', T)]), hostOf)).toBe(false);
     expect(inFastLane(batch(TOPICS.kernelEvents, [xid('live', T), xid('behind', T)]), hostOf)).toBe(false);
     expect(inFastLane(batch(TOPICS.gpuSamples, [xid('live', T)]), hostOf)).toBe(false);
+  });
+});
+
+describe('a fault read by a lane of its own', () => {
+  const hosts = new Map([['live', host('live', T - 5_000)]]);
+  const hostOf = (name: string) => hosts.get(name);
+  /** A context whose samples lane says `caught` when asked, and which records who asked for what. */
+  const context = (caught: boolean) => {
+    const asked: string[] = [];
+    const value: BatchContext = {
+      publish: () => Promise.resolve(),
+      caughtUp: (topic) => Promise.resolve(void asked.push(topic)).then(() => caught),
+    };
+    return { asked, value };
+  };
+
+  it("goes first at once when its host is live, without asking the samples' lane", async () => {
+    const { asked, value } = context(false);
+    expect(await waitForSamples(batch(TOPICS.kernelEvents, [xid('live', T)]), value, hostOf)).toBe(true);
+    expect(asked).toEqual([]);
+  });
+
+  it("otherwise waits for its partition's samples, and goes first only once they are judged", async () => {
+    const caught = context(true);
+    expect(await waitForSamples(batch(TOPICS.kernelEvents, [xid('new', T)]), caught.value, hostOf)).toBe(true);
+    expect(caught.asked).toEqual([TOPICS.gpuSamples]);
+    const unknown = context(false);
+    expect(await waitForSamples(batch(TOPICS.providerEvents, [xid('new', T)]), unknown.value, hostOf)).toBe(false);
+    expect(unknown.asked).toEqual([TOPICS.gpuSamples]);
+  });
+
+  it('leaves the samples in their place, asking nothing', async () => {
+    const { asked, value } = context(true);
+    expect(await waitForSamples(batch(TOPICS.gpuSamples, [xid('live', T)]), value, hostOf)).toBe(false);
+    expect(asked).toEqual([]);
   });
 });
