@@ -64,7 +64,7 @@ describe('a fault read by a lane of its own', () => {
     expect(asked).toEqual([]);
   });
 
-  it("otherwise waits for its partition's samples, and goes first only once they are judged", async () => {
+  it("otherwise asks the samples' lane about its partition, and goes first only when that lane says its samples are judged", async () => {
     const caught = context(true);
     expect(await waitForSamples(batch(TOPICS.kernelEvents, [xid('new', T)]), caught.value, hostOf)).toBe(true);
     expect(caught.asked).toEqual([TOPICS.gpuSamples]);
