@@ -47,15 +47,15 @@ export interface BatchContext {
    */
   publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void>;
   /**
-   * Resolves once this consumer has handled the batch's partition of `topic` up to the first
-   * message there dated after this batch's first (by message time; the partition's end when none
-   * is): what was published there up to its time, as far as time says. It waits only for the
-   * other lane of this consumer (`fastTopics`), and resolves to true when that lane has got there.
-   * Where it cannot tell, it resolves to false, at once or when it stops waiting: one lane holds
-   * both, or no lane of this consumer holds that partition, or a lane is not settled in its group,
-   * or the group rebalances or the consumer stops meanwhile, or Kafka does not say where the
-   * partition stands, or 30 s have passed (the batches of one fetch are handed over together, so
-   * within one lane there is nothing to wait for).
+   * Resolves once this consumer has handled the batch's partition of `topic` up to where that
+   * partition ended when asked (for Kafka, its high watermark then): what was published there
+   * before, and a little after. It waits only for the other lane of this consumer (`fastTopics`),
+   * and resolves to true when that lane has got there. Where it cannot tell, it resolves to false,
+   * at once or when it stops waiting: one lane holds both, or no lane of this consumer holds that
+   * partition, or a lane is not settled in its group, or the group rebalances (a heartbeat refused
+   * says so) or the consumer stops meanwhile, or Kafka does not say where the partition ends
+   * within 2 s, or 30 s have passed (the batches of one fetch are handed over together, so within
+   * one lane there is nothing to wait for). A batch's retries and parts are told its first answer.
    */
   caughtUp(topic: string): Promise<boolean>;
 }

@@ -192,8 +192,8 @@ export class KafkaBus implements Bus {
       const partitions = lanes.flatMap((lane) => [...lane.assigned].map(partitionOf));
       options.onAssignment?.(partitions);
     };
-    const caughtUp = (of: Lane, keepAlive: () => Promise<void>) => (topic: string, partition: number, since: number) =>
-      this.caughtUp(options.group, lanes, of, progress, { topic, partition, since }, keepAlive, () => running);
+    const caughtUp = (of: Lane, keepAlive: () => Promise<void>) => (topic: string, partition: number) =>
+      this.caughtUp(options.group, lanes, of, progress, { topic, partition }, keepAlive, () => running);
     // Joined together, so that a new group's first generation has every lane; each is in `lanes` before it joins.
     const joins = await Promise.allSettled(identities.map((identity) => this.joinLane(options, identity, lanes, progress, told, caughtUp, () => running)));
     const failed = joins.find((join): join is PromiseRejectedResult => join.status === 'rejected');
@@ -244,9 +244,14 @@ export class KafkaBus implements Bus {
       // lanes; round-robin only while it still has older ones.
       partitionAssigners: [coPartitionedLanesAssigner(identity), CoPartitionedAssigner, PartitionAssigners.roundRobin],
     });
-    await consumer.connect();
-    // Every lane subscribes to every topic: the assigner says which lane reads what.
-    await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
+    try {
+      await consumer.connect();
+      // Every lane subscribes to every topic: the assigner says which lane reads what.
+      await consumer.subscribe({ topics: options.topics.map((t) => this.topicName(t)), fromBeginning: options.fromBeginning ?? true });
+    } catch (error) {
+      await consumer.disconnect().catch(() => {});
+      throw error;
+    }
     const lane: Lane = {
       assigned: new Set(),
       joined: () => joined && (rebalancingSince === undefined || Date.now() - rebalancingSince < REBALANCE_GRACE_MS),
@@ -271,7 +276,8 @@ export class KafkaBus implements Bus {
       progress.release();
       if (lane.assigned.size === 0) return;
       lane.assigned = new Set();
-      told();
+      // Stopping, the consumer is told nothing: it is going, not losing partitions to the others.
+      if (running()) told();
     };
     consumer.on(consumer.events.CRASH, left);
     consumer.on(consumer.events.STOP, left);
@@ -311,7 +317,8 @@ export class KafkaBus implements Bus {
             options,
             running,
             progress,
-            caughtUp(lane, () => payload.heartbeat().catch(() => {})),
+            // Unwrapped: a heartbeat refused (the group rebalancing) ends the wait.
+            caughtUp(lane, () => payload.heartbeat()),
           );
         } finally {
           watch.batchEnded(topic, partition, Date.now());
@@ -322,9 +329,8 @@ export class KafkaBus implements Bus {
 
   /**
    * `BatchContext.caughtUp` on Kafka: while another lane of this consumer holds the partition, waits
-   * until it has handled the partition up to its first message dated after `since` (the batch's
-   * first message's time; the high watermark when there is none), counting from the
-   * group's committed offset where it has handled nothing since the last rebalance. False, at once
+   * until it has handled the partition up to its high watermark when asked (what was published
+   * there before, whatever each message's own time says), counting from the group's committed offset where it has handled nothing since the last rebalance. False, at once
    * or when the wait ends, where it cannot tell: this lane holds the partition itself, no lane
    * does, a lane is not settled in the group, a rebalance or stop came (`LaneProgress`), Kafka did
    * not answer within KAFKA_ANSWER_MS, or MAX_CAUGHT_UP_WAIT_MS passed. The batch then goes on:
@@ -335,7 +341,7 @@ export class KafkaBus implements Bus {
     lanes: readonly Lane[],
     of: Lane,
     progress: LaneProgress,
-    { topic, partition, since }: { topic: string; partition: number; since: number },
+    { topic, partition }: { topic: string; partition: number },
     keepAlive: () => Promise<void>,
     running: () => boolean,
   ): Promise<boolean> {
@@ -346,24 +352,23 @@ export class KafkaBus implements Bus {
     const name = this.topicName(topic);
     const handled = progress.handledUpTo(key);
     const asked = Promise.all([
-      this.admin.fetchTopicOffsetsByTimestamp(name, since + 1),
+      this.admin.fetchTopicOffsets(name),
       handled === undefined ? this.admin.fetchOffsets({ groupId: `${this.prefix}${group}`, topics: [name] }) : undefined,
-      handled === undefined ? this.admin.fetchTopicOffsets(name) : undefined,
     ]);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), KAFKA_ANSWER_MS)));
     try {
       const answer = await Promise.race([asked, late]);
       if (answer === undefined) return false;
-      const [byTime, committed, ends] = answer;
-      const end = byTime.find((p) => p.partition === partition)?.offset;
-      if (end === undefined) return false;
+      const [ends, committed] = answer;
+      const ofPartition = ends.find((p) => p.partition === partition);
+      if (ofPartition === undefined) return false;
       let from = handled;
       if (from === undefined) {
         const offset = Number(committed?.flatMap((t) => t.partitions).find((p) => p.partition === partition)?.offset ?? -1);
-        from = offset >= 0 ? offset : Number(ends?.find((p) => p.partition === partition)?.low ?? 0);
+        from = offset >= 0 ? offset : Number(ofPartition.low);
       }
-      return await progress.until(key, Number(end), from, epoch, keepAlive);
+      return await progress.until(key, Number(ofPartition.high), from, epoch, keepAlive);
     } catch (error) {
       this.options.log?.('warn', 'lane_wait_skipped', { topic, partition, error: redactSecrets(String(error)) });
       return false;

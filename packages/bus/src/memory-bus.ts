@@ -74,6 +74,8 @@ export class MemoryBus implements Bus {
   private readonly retain: number;
   private readonly onError: NonNullable<MemoryBusOptions['onError']>;
   private wake: (() => void)[] = [];
+  /** Batches waiting for another lane (caughtUp): only then does a commit wake the waiting. */
+  private laneWaits = 0;
   private nextMemberId = 1;
   private closed = false;
 
@@ -247,8 +249,8 @@ export class MemoryBus implements Bus {
       const session = sessionWatch(sessionTimeoutMs);
       const batch = retryBatch({
         messages,
-        caughtUp: (topic, partition, since) =>
-          this.caughtUp(group, member, { topic, partition, since }, owned, () => session.beat(), Math.min(CAUGHT_UP_BEAT_MS, sessionTimeoutMs / 3)),
+        caughtUp: (topic, partition) =>
+          this.caughtUp(group, member, { topic, partition }, owned, () => session.beat(), Math.min(CAUGHT_UP_BEAT_MS, sessionTimeoutMs / 3)),
         group: group.id,
         handler: member.options.handler,
         publish: (t, m) => this.publish(t, m),
@@ -270,16 +272,16 @@ export class MemoryBus implements Bus {
       if (outcome && owned() && last !== undefined) {
         group.committed.set(key, last.offset + 1);
         this.saveGroups();
-        this.notify(); // a lane may wait for this partition (caughtUp)
+        if (this.laneWaits > 0) this.notify(); // a lane waits for a partition (caughtUp)
       }
     }
   }
 
-  /** `BatchContext.caughtUp`: waits while another lane of `member`'s consumer holds the partition and has not handled it up to its first message dated after `since` (at most MAX_CAUGHT_UP_WAIT_MS); true once it has. */
+  /** `BatchContext.caughtUp`: waits while another lane of `member`'s consumer holds the partition and has not handled what it held when asked (at most MAX_CAUGHT_UP_WAIT_MS); true once it has. */
   private async caughtUp(
     group: Group,
     member: Member,
-    { topic, partition, since }: { topic: string; partition: number; since: number },
+    { topic, partition }: { topic: string; partition: number },
     owned: () => boolean,
     beat: () => void,
     beatEveryMs: number,
@@ -288,25 +290,29 @@ export class MemoryBus implements Bus {
     const log = this.topics.get(topic)?.[partition];
     if (!holder || holder === member || !log) return false;
     const key = `${topic}/${partition}`;
-    // Up to its first message dated after `since`, as Kafka's offset for the next millisecond says.
-    const end = log.start + firstAtOrAfter(log.messages, since + 1);
+    const end = log.start + log.messages.length;
     const reached = () => (group.committed.get(key) ?? log.start) >= end;
     const until = Date.now() + MAX_CAUGHT_UP_WAIT_MS;
-    while (owned() && holder.alive && holder.generation === member.generation && !reached() && Date.now() < until) {
-      await new Promise<void>((resolve) => {
-        const woken = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          this.wake = this.wake.filter((w) => w !== woken);
-          resolve();
-        }, beatEveryMs);
-        this.wake.push(woken);
-      });
-      beat();
+    this.laneWaits += 1;
+    try {
+      while (owned() && holder.alive && holder.generation === member.generation && !reached() && Date.now() < until) {
+        await new Promise<void>((resolve) => {
+          const woken = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          const timer = setTimeout(() => {
+            this.wake = this.wake.filter((w) => w !== woken);
+            resolve();
+          }, beatEveryMs);
+          this.wake.push(woken);
+        });
+        beat();
+      }
+      return reached();
+    } finally {
+      this.laneWaits -= 1;
     }
-    return reached();
   }
 
   private nextBatch(group: Group, member: Member) {

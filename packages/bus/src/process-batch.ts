@@ -4,8 +4,8 @@ import { RetriableError } from './infrastructure-error.ts';
 
 export type Publish = (topic: string, messages: readonly OutgoingMessage[]) => Promise<void>;
 
-/** `BatchContext.caughtUp` for a batch of `partition` whose first message is dated `since` (ms since the epoch). */
-export type CaughtUp = (topic: string, partition: number, since: number) => Promise<boolean>;
+/** `BatchContext.caughtUp` for a batch of `partition`. */
+export type CaughtUp = (topic: string, partition: number) => Promise<boolean>;
 
 const NOTHING_TO_WAIT_FOR: CaughtUp = () => Promise.resolve(false);
 
@@ -43,7 +43,7 @@ export async function runHandler(
   if (!first) return;
   const produced: Promise<void>[] = [];
   const context: BatchContext = {
-    caughtUp: (topic) => caughtUp(topic, first.message.partition, first.message.timestamp),
+    caughtUp: (topic) => caughtUp(topic, first.message.partition),
     publish(topic, out) {
       const pending = publish(topic, out);
       produced.push(pending);

@@ -86,9 +86,19 @@ export async function retryBatch(run: BatchRun): Promise<boolean> {
       }
     }
   };
+  // A wait for another lane is waited once a batch: its retries and parts are told the first answer.
+  const asked = new Map<string, Promise<boolean>>();
+  const ask = run.caughtUp;
+  const caughtUp: CaughtUp | undefined =
+    ask &&
+    ((topic, partition) => {
+      const key = `${topic}/${partition}`;
+      let answer = asked.get(key);
+      if (answer === undefined) asked.set(key, (answer = ask(topic, partition)));
+      return answer;
+    });
   // Items [start, end) of the batch; a part's lag counts the batch's messages after it.
-  const handle = (start: number, end: number) => () =>
-    runHandler(items.slice(start, end), run.handler, run.publish, run.lag + items.length - end, run.caughtUp);
+  const handle = (start: number, end: number) => () => runHandler(items.slice(start, end), run.handler, run.publish, run.lag + items.length - end, caughtUp);
 
   const poison: { index: number; error: unknown }[] = [];
   if (items.length > 0) {
