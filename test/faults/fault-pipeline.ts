@@ -14,6 +14,7 @@ import { OwnRedis } from '../infra/redis-server.ts';
 import { cleanEnv, startCli } from '../infra/run-cli.ts';
 import { VendorReceivers } from '../infra/vendor-receivers.ts';
 import { uniqueName, waitFor } from '../infra/wait-for.ts';
+import { partitionsHeld } from '../infra/partitions-held.ts';
 
 export const ROUTING_KEY = 'R'.repeat(32);
 export const HOOK_SECRET = `whsec_${Buffer.from('the fault suite webhook secret!!').toString('base64')}`;
@@ -125,15 +126,9 @@ export class FaultPipeline {
     return service;
   }
 
-  /** How many partitions an engine or notifier holds since its group's last rebalance: each lane's last `group_joined` line (the engine reads its faults in a lane of its own). */
+  /** How many partitions an engine or notifier holds since its group's last rebalance: each lane's last `group_joined` line. */
   static partitionsHeld(service: Service): number {
-    const lanes = new Map<string, number>();
-    for (const line of service.output().split('\n')) {
-      if (!line.includes('"group_joined"')) continue;
-      const join = JSON.parse(line) as { partitions: number; lane?: string };
-      lanes.set(join.lane ?? 'main', join.partitions);
-    }
-    return [...lanes.values()].reduce((n, p) => n + p, 0);
+    return partitionsHeld(service.output());
   }
 
   async kill(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {

@@ -13,6 +13,7 @@ import { startToolOnFreePort, tempDir } from '../alertmanager/harness.ts';
 import { DnsServer } from '../infra/dns-server.ts';
 import { onFreePort, PORT_TAKEN, PortTaken } from '../infra/free-port.ts';
 import { cleanEnv, startCli } from '../infra/run-cli.ts';
+import { partitionsHeld } from '../infra/partitions-held.ts';
 import { uniqueName, waitFor } from '../infra/wait-for.ts';
 import { activeTargets, dashboards, instant, labelValues, panelsOf, substitute, variableQuery, type Dashboard } from './grafana-queries.ts';
 
@@ -68,17 +69,6 @@ async function exportedHosts(address: string): Promise<string[]> {
   return [...hosts].sort();
 }
 
-/** Partitions an engine holds since its group's last rebalance: each lane's latest `group_joined` line (its faults are read in a lane of their own). */
-function partitionsHeld(engine: Engine): number {
-  const lanes = new Map<string, number>();
-  for (const line of engine.output().split('\n')) {
-    if (!line.includes('"group_joined"')) continue;
-    const join = JSON.parse(line) as { partitions: number; lane?: string };
-    lanes.set(join.lane ?? 'main', join.partitions);
-  }
-  return [...lanes.values()].reduce((n, p) => n + p, 0);
-}
-
 async function stop(engine: Engine): Promise<void> {
   if (engine.exitCode !== null || engine.signalCode !== null) return;
   const exited = once(engine, 'exit');
@@ -130,7 +120,7 @@ beforeAll(async () => {
   for (const engine of engines) cleanups.push(() => stop(engine));
   // One consumer group: after the second one joined, each holds half the partitions.
   await waitFor(
-    () => engines.every((e) => partitionsHeld(e) > 0) && partitionsHeld(engines[0]!) === partitionsHeld(engines[1]!),
+    () => engines.every((e) => partitionsHeld(e.output()) > 0) && partitionsHeld(engines[0]!.output()) === partitionsHeld(engines[1]!.output()),
     'the two engines to share the partitions',
     60_000,
   );

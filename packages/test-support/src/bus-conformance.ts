@@ -37,6 +37,21 @@ function received(batch: Batch): Received[] {
 
 const TOPIC = 'conformance.events';
 
+type Held = readonly { readonly topic: string; readonly partition: number }[];
+
+/** Whether every holder holds some partitions and, together, as many as `topics` topics have (partitions 0..max held). */
+function holdEveryPartition(owned: readonly Held[], topics: number): boolean {
+  return owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === topics * Math.max(...owned.flat().map((p) => p.partition + 1));
+}
+
+/** The partition numbers of `topic` among `partitions`, in order. */
+function partitionNumbers(partitions: Held, topic: string): number[] {
+  return partitions
+    .filter((p) => p.topic === topic)
+    .map((p) => p.partition)
+    .sort();
+}
+
 /**
  * How long a test waits for a group to settle after members join or die. A Kafka rebalance waits
  * up to the rebalance timeout (30 s) for every member to rejoin, more on a loaded machine; the
@@ -184,19 +199,8 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
         for (const member of [0, 1, 2]) {
           subscriptions.push(await b.consume({ group: 'co', topics: [TOPIC, other], onAssignment: (p) => void (owned[member] = p), handler: async () => {} }));
         }
-        await waitFor(
-          () => owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === 2 * Math.max(...owned.flat().map((p) => p.partition + 1)),
-          'three members to hold every partition',
-          REBALANCE_MS,
-        );
-        for (const partitions of owned) {
-          const numbers = (topic: string) =>
-            partitions
-              .filter((p) => p.topic === topic)
-              .map((p) => p.partition)
-              .sort();
-          expect(numbers(TOPIC)).toEqual(numbers(other));
-        }
+        await waitFor(() => holdEveryPartition(owned, 2), 'three members to hold every partition', REBALANCE_MS);
+        for (const partitions of owned) expect(partitionNumbers(partitions, TOPIC)).toEqual(partitionNumbers(partitions, other));
       },
       REBALANCE_TEST_MS,
     );
@@ -229,19 +233,10 @@ export function busConformance(name: string, makeBus: BusFactory, sessionTimeout
           );
         }
         // Every partition of both topics held, and by one consumer: partition p of each by the same one.
-        await waitFor(
-          () => owned.every((p) => p.length > 0) && owned.reduce((n, p) => n + p.length, 0) === 2 * Math.max(...owned.flat().map((p) => p.partition + 1)),
-          'two consumers to hold every partition of both topics',
-          REBALANCE_MS,
-        );
+        await waitFor(() => holdEveryPartition(owned, 2), 'two consumers to hold every partition of both topics', REBALANCE_MS);
         for (const partitions of owned) {
-          const numbers = (topic: string) =>
-            partitions
-              .filter((p) => p.topic === topic)
-              .map((p) => p.partition)
-              .sort();
-          expect(numbers(TOPIC).length).toBeGreaterThan(0);
-          expect(numbers(fast)).toEqual(numbers(TOPIC));
+          expect(partitionNumbers(partitions, TOPIC).length).toBeGreaterThan(0);
+          expect(partitionNumbers(partitions, fast)).toEqual(partitionNumbers(partitions, TOPIC));
         }
         // No partition held by both.
         const [first, second] = owned.map((partitions) => new Set(partitions.map((p) => `${p.topic}/${p.partition}`)));
