@@ -41,7 +41,8 @@ function start(args: string[], env: NodeJS.ProcessEnv): BenchProcess {
  * ceiling) and the same backlog drained by `gpualert engine` (samples judged, state saved,
  * offsets committed). Then a steady load at a fraction of that rate, during which an Xid 79 line
  * appended to a host agent's kernel log (once the engine has judged that host's samples) is timed
- * until the page reaches a local PagerDuty-shaped receiver, and each service's memory. `--quick` (or GPUALERT_BENCH_QUICK=1) runs a smaller one.
+ * until the page reaches a local PagerDuty-shaped receiver, and each service's memory. `--quick`
+ * (or GPUALERT_BENCH_QUICK=1) runs a smaller one.
  */
 export async function benchE2e(): Promise<void> {
   const quick = process.argv.includes('--quick') || process.env.GPUALERT_BENCH_QUICK === '1';

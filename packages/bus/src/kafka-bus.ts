@@ -39,8 +39,8 @@ export interface KafkaBusOptions {
 
 /** One member of a consumer: the consumer's only one, or one of its lanes. */
 interface Lane {
-  /** The partitions it holds now (`topic/partition`, logical names), as of its last join. */
-  assigned: Set<string>;
+  /** The partitions it holds now (logical topic names), as of its last join. */
+  assigned: readonly TopicPartition[];
   /** In the group, or rebalancing after it was, for REBALANCE_GRACE_MS: readiness. */
   joined(): boolean;
   /** In the group now, not rebalancing: what it holds is what the group gave it. */
@@ -48,9 +48,9 @@ interface Lane {
   stop(): Promise<void>;
 }
 
-function partitionOf(key: string): TopicPartition {
-  const slash = key.lastIndexOf('/');
-  return { topic: key.slice(0, slash), partition: Number(key.slice(slash + 1)) };
+/** Whether a lane holds this partition. */
+function holds(lane: Lane, topic: string, partition: number): boolean {
+  return lane.assigned.some((p) => p.topic === topic && p.partition === partition);
 }
 
 interface PendingSend {
@@ -189,8 +189,7 @@ export class KafkaBus implements Bus {
     let running = true;
     const lanes: Lane[] = [];
     const told = () => {
-      const partitions = lanes.flatMap((lane) => [...lane.assigned].map(partitionOf));
-      options.onAssignment?.(partitions);
+      options.onAssignment?.(lanes.flatMap((lane) => lane.assigned));
     };
     const caughtUp = (of: Lane, keepAlive: () => Promise<void>) => (topic: string, partition: number) =>
       this.caughtUp(options.group, lanes, of, progress, { topic, partition }, keepAlive, () => running);
@@ -253,7 +252,7 @@ export class KafkaBus implements Bus {
       throw error;
     }
     const lane: Lane = {
-      assigned: new Set(),
+      assigned: [],
       joined: () => joined && (rebalancingSince === undefined || Date.now() - rebalancingSince < REBALANCE_GRACE_MS),
       settled: () => joined && rebalancingSince === undefined,
       stop: async () => {
@@ -274,8 +273,8 @@ export class KafkaBus implements Bus {
       joined = false;
       rebalancingSince = undefined;
       progress.release();
-      if (lane.assigned.size === 0) return;
-      lane.assigned = new Set();
+      if (lane.assigned.length === 0) return;
+      lane.assigned = [];
       // Stopping, the consumer is told nothing: it is going, not losing partitions to the others.
       if (running()) told();
     };
@@ -289,10 +288,8 @@ export class KafkaBus implements Bus {
         partitions: Object.values(payload.memberAssignment).flat().length,
         ...(identity.fast.length > 0 ? { lane: 'fast' } : {}),
       });
-      lane.assigned = new Set(
-        Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
-          partitions.map((partition) => `${topic.slice(this.prefix.length)}/${partition}`),
-        ),
+      lane.assigned = Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
+        partitions.map((partition) => ({ topic: topic.slice(this.prefix.length), partition })),
       );
       progress.release();
       told();
@@ -330,11 +327,12 @@ export class KafkaBus implements Bus {
   /**
    * `BatchContext.caughtUp` on Kafka: while another lane of this consumer holds the partition, waits
    * until it has handled the partition up to its high watermark when asked (what was published
-   * there before, whatever each message's own time says), counting from the group's committed offset where it has handled nothing since the last rebalance. False, at once
-   * or when the wait ends, where it cannot tell: this lane holds the partition itself, no lane
-   * does, a lane is not settled in the group, a rebalance or stop came (`LaneProgress`), Kafka did
-   * not answer within KAFKA_ANSWER_MS, or MAX_CAUGHT_UP_WAIT_MS passed. The batch then goes on:
-   * its order is worth less than its page.
+   * there before, whatever each message's own time says), counting from the group's committed
+   * offset where it has handled nothing since the last rebalance. False, at once or when the wait
+   * ends, where it cannot tell: this lane holds the partition itself, no lane does, a lane is not
+   * settled in the group, a rebalance or stop came (`LaneProgress`), Kafka did not answer within
+   * KAFKA_ANSWER_MS, or MAX_CAUGHT_UP_WAIT_MS passed. The batch then goes on: its order is worth
+   * less than its page.
    */
   private async caughtUp(
     group: string,
@@ -347,8 +345,8 @@ export class KafkaBus implements Bus {
   ): Promise<boolean> {
     const key = `${topic}/${partition}`;
     const epoch = progress.epoch;
-    if (!running() || of.assigned.has(key) || !lanes.every((lane) => lane.settled())) return false;
-    if (!lanes.some((lane) => lane.assigned.has(key))) return false;
+    if (!running() || holds(of, topic, partition) || !lanes.every((lane) => lane.settled())) return false;
+    if (!lanes.some((lane) => holds(lane, topic, partition))) return false;
     const name = this.topicName(topic);
     const handled = progress.handledUpTo(key);
     const asked = Promise.all([
